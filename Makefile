@@ -1,0 +1,39 @@
+# The approval gateway. `make` alone lists the targets.
+GO       ?= go
+BIN      ?= bin/gateway
+VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X main.version=$(VERSION)
+PKGS     := ./...
+
+.DEFAULT_GOAL := help
+.PHONY: help build run test bench lint fmt clean soak fuzz
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build bin/gateway
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gateway
+
+run: build ## run the gateway on the embedded default (SQLite, web page on 127.0.0.1:8080)
+	./$(BIN) serve $(ARGS)
+
+test: ## vet, gofmt check, and every test with the race detector
+	$(GO) vet $(PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	$(GO) test -race -count=1 $(PKGS)
+
+bench: ## the benchmarks (figures quoted in the README)
+	$(GO) test -run='^$$' -bench=. -benchmem -count=1 -timeout=60m $(PKGS)
+
+lint: ## vet, gofmt check, staticcheck
+	$(GO) vet $(PKGS)
+	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)
+	@command -v staticcheck >/dev/null || $(GO) install honnef.co/go/tools/cmd/staticcheck@latest
+	staticcheck $(PKGS)
+
+fmt: ## format the code
+	gofmt -w .
+
+clean: ## remove build output
+	rm -rf bin

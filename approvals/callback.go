@@ -1,0 +1,121 @@
+package approvals
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// SignatureHeader carries the HMAC of a callback body.
+const SignatureHeader = "X-Gateway-Signature"
+
+// callbackAttempts and the first delay: 1s, 2s, 4s … about a minute in all.
+const (
+	callbackAttempts = 7
+	callbackFirst    = time.Second
+)
+
+// CallbackBody is what a callback POSTs: the shape an agent server's
+// approve endpoint takes as it is. Command is the request's target (the
+// shell command for code:exec).
+type CallbackBody struct {
+	ID       string    `json:"id"`
+	CallID   string    `json:"call_id"`
+	Command  string    `json:"command"`
+	Decision *Decision `json:"decision"`
+	Status   Status    `json:"status"`
+}
+
+// Sign returns the X-Gateway-Signature value for body under key.
+func Sign(key, body []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// VerifySignature checks a signature header against body in constant time.
+func VerifySignature(key, body []byte, header string) bool {
+	return hmac.Equal([]byte(Sign(key, body)), []byte(header))
+}
+
+type callbacker struct {
+	key    func(agent string) []byte
+	log    *slog.Logger
+	client *http.Client
+	wg     sync.WaitGroup
+	ctx    context.Context
+	stop   context.CancelFunc
+}
+
+func newCallbacker(key func(string) []byte, log *slog.Logger) *callbacker {
+	ctx, stop := context.WithCancel(context.Background())
+	return &callbacker{key: key, log: log, client: &http.Client{Timeout: 10 * time.Second}, ctx: ctx, stop: stop}
+}
+
+// send delivers r's resolution in the background, retrying with backoff:
+// a slow or dead callback URL never delays a decision.
+func (c *callbacker) send(r Request) {
+	if r.CallbackURL == "" || c.key == nil {
+		return
+	}
+	body, _ := json.Marshal(CallbackBody{ID: r.ID, CallID: r.CallID, Command: r.Target, Decision: r.Decision, Status: r.Status})
+	sig := Sign(c.key(r.Agent), body)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		delay := callbackFirst
+		for attempt := 1; attempt <= callbackAttempts; attempt++ {
+			err := c.post(r.CallbackURL, body, sig)
+			if err == nil {
+				return
+			}
+			c.log.Warn("callback failed", "request_id", r.ID, "agent", r.Agent, "attempt", attempt, "err", err)
+			select {
+			case <-c.ctx.Done():
+				return
+			case <-time.After(delay):
+			}
+			delay *= 2
+		}
+	}()
+}
+
+func (c *callbacker) post(url string, body []byte, sig string) error {
+	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(SignatureHeader, sig)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("callback answered %s", resp.Status)
+	}
+	return nil
+}
+
+// wait gives in-flight callbacks a few seconds at shutdown, then stops them.
+func (c *callbacker) wait() {
+	done := make(chan struct{})
+	go func() { c.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		c.stop()
+		<-done
+	}
+}

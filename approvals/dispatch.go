@@ -1,0 +1,157 @@
+package approvals
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/metnos/gateway/storage"
+)
+
+// Backoff bounds for failed card sends.
+const (
+	backoffBase = time.Second
+	backoffMax  = time.Minute
+	// idleRecheck is how often a dispatcher looks for due retries when
+	// nothing woke it.
+	idleRecheck = 5 * time.Second
+	sendTimeout = 30 * time.Second
+)
+
+type dueCard struct {
+	requestID string
+	ref       sql.NullString
+	attempts  int
+}
+
+const selectDueCards = `SELECT c.request_id, c.ref, c.attempts FROM cards c
+WHERE c.channel = $1 AND c.next_at <= $2 ORDER BY c.next_at LIMIT 50`
+
+// dispatch drives every card of one messenger to show its request's status:
+// post the pending ones, edit the finished ones, retry failures with
+// backoff (honouring the messenger's retry-after). The state lives in the
+// cards table, so nothing is lost across restarts.
+func (s *Service) dispatch(ctx context.Context, n Notifier, wake <-chan struct{}) {
+	for ctx.Err() == nil {
+		pause := s.dispatchOnce(ctx, n)
+		if pause <= 0 {
+			pause = idleRecheck
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+		case <-wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// dispatchOnce handles the due cards and says how long to wait before
+// the next round (0: the default idle recheck).
+func (s *Service) dispatchOnce(ctx context.Context, n Notifier) time.Duration {
+	for ctx.Err() == nil {
+		rows, err := s.db.QueryContext(ctx, selectDueCards, n.Name(), storage.FormatTime(s.now()))
+		if err != nil {
+			s.log.Error("cards: query", "channel", n.Name(), "err", err)
+			return 0
+		}
+		var due []dueCard
+		for rows.Next() {
+			var c dueCard
+			if err := rows.Scan(&c.requestID, &c.ref, &c.attempts); err == nil {
+				due = append(due, c)
+			}
+		}
+		rows.Close()
+		if len(due) == 0 {
+			return s.nextDue(ctx, n.Name())
+		}
+		for _, c := range due {
+			if wait, failed := s.sendCard(ctx, n, c); failed && wait > 0 {
+				// The messenger asked everyone to slow down: pause the channel.
+				return wait
+			}
+		}
+	}
+	return 0
+}
+
+func (s *Service) nextDue(ctx context.Context, channel string) time.Duration {
+	var next sql.NullString
+	_ = s.db.QueryRowContext(ctx, `SELECT MIN(next_at) FROM cards WHERE channel = $1`, channel).Scan(&next)
+	if !next.Valid || next.String == farFuture {
+		return 0
+	}
+	t, err := storage.ParseTime(next.String)
+	if err != nil {
+		return 0
+	}
+	return min(max(time.Until(t), 10*time.Millisecond), idleRecheck)
+}
+
+// sendCard posts or edits one card. It returns the retry-after pause the
+// messenger asked for, when it did.
+func (s *Service) sendCard(ctx context.Context, n Notifier, c dueCard) (time.Duration, bool) {
+	r, err := s.Get(ctx, c.requestID)
+	if err != nil {
+		return 0, false
+	}
+	sctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	defer cancel()
+	ref := c.ref.String
+	switch {
+	case !c.ref.Valid && r.Status.Finished():
+		// Never posted and already over: nothing to show or edit.
+	case !c.ref.Valid:
+		ref, err = n.Post(sctx, r)
+	default:
+		err = n.Update(sctx, r, ref)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, false
+		}
+		s.opts.Observer.SendFailed(n.Name())
+		wait := backoff(c.attempts)
+		var ra RetryAfterError
+		hinted := errors.As(err, &ra)
+		if hinted {
+			wait = max(wait, ra.RetryAfter())
+		}
+		s.log.Warn("card send failed; will retry", "channel", n.Name(), "request_id", r.ID,
+			"attempt", c.attempts+1, "retry_in", wait.String(), "err", err)
+		_, _ = s.db.ExecContext(ctx, `UPDATE cards SET attempts = attempts + 1, next_at = $1, last_error = $2
+			WHERE request_id = $3 AND channel = $4`, storage.FormatTime(s.now().Add(wait)), truncate(err.Error(), 500),
+			r.ID, n.Name())
+		if hinted {
+			return ra.RetryAfter(), true
+		}
+		return 0, true
+	}
+	// In sync unless the request changed while we were sending: then due now.
+	_, err = s.db.ExecContext(ctx, `UPDATE cards SET ref = $1, shown_status = $2, attempts = 0, last_error = '',
+		next_at = CASE WHEN (SELECT status FROM requests WHERE id = $3) = $2 THEN $4 ELSE $5 END
+		WHERE request_id = $3 AND channel = $6`,
+		sql.NullString{String: ref, Valid: ref != ""}, string(r.Status), r.ID, farFuture,
+		storage.FormatTime(s.now()), n.Name())
+	if err != nil {
+		s.log.Error("cards: record send", "channel", n.Name(), "request_id", r.ID, "err", err)
+	}
+	return 0, false
+}
+
+func backoff(attempts int) time.Duration {
+	d := backoffBase << min(attempts, 10)
+	d = min(d, backoffMax)
+	return d/2 + rand.N(d/2+1) // jitter: spread retries of many cards
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

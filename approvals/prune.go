@@ -1,0 +1,139 @@
+package approvals
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/metnos/gateway/storage"
+)
+
+// PruneReport says what one prune pass did (or, dry, would do).
+type PruneReport struct {
+	DryRun          bool    `json:"dry_run"`
+	StaleRevoked    []int64 `json:"stale_revoked"`
+	ExpiredMarked   []int64 `json:"expired_marked"`
+	RequestsDeleted int     `json:"requests_deleted"`
+	GrantsDeleted   int     `json:"grants_deleted"`
+}
+
+func ids(ctx context.Context, q storage.Querier, query string, args ...any) ([]int64, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// Prune runs one pass of SPEC §5's prune job in one transaction: revokes
+// grants unused for StaleAfter (reason "stale"), marks expired grants
+// (reason "expired"), and deletes finished requests and revoked or expired
+// grants older than Retention. The audit trail is never deleted.
+func (s *Service) Prune(ctx context.Context, dryRun bool) (PruneReport, error) {
+	now := s.now().UTC()
+	rep := PruneReport{DryRun: dryRun}
+	nowS := storage.FormatTime(now)
+	staleS := storage.FormatTime(now.Add(-s.opts.StaleAfter))
+	keepS := storage.FormatTime(now.Add(-s.opts.Retention))
+	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if s.opts.StaleAfter > 0 {
+			rep.StaleRevoked, err = ids(ctx, tx, `SELECT id FROM grants WHERE revoked_at IS NULL
+				AND (expires_at IS NULL OR expires_at > $1) AND COALESCE(last_used_at, granted_at) < $2 ORDER BY id`, nowS, staleS)
+			if err != nil {
+				return err
+			}
+		}
+		if rep.ExpiredMarked, err = ids(ctx, tx, `SELECT id FROM grants WHERE revoked_at IS NULL
+			AND expires_at IS NOT NULL AND expires_at <= $1 ORDER BY id`, nowS); err != nil {
+			return err
+		}
+		countReq := `SELECT COUNT(*) FROM requests WHERE status != 'pending' AND COALESCE(decided_at, created_at) < $1`
+		countGrants := `SELECT COUNT(*) FROM grants WHERE revoked_at IS NOT NULL AND revoked_at < $1`
+		if s.opts.Retention > 0 {
+			if err := tx.QueryRowContext(ctx, countReq, keepS).Scan(&rep.RequestsDeleted); err != nil {
+				return err
+			}
+			if err := tx.QueryRowContext(ctx, countGrants, keepS).Scan(&rep.GrantsDeleted); err != nil {
+				return err
+			}
+		}
+		if dryRun {
+			return nil
+		}
+		for _, id := range rep.StaleRevoked {
+			if _, err := s.grants.RevokeTx(ctx, tx, id, "stale", "prune"); err != nil {
+				return err
+			}
+		}
+		for _, id := range rep.ExpiredMarked {
+			if _, err := s.grants.RevokeTx(ctx, tx, id, "expired", "prune"); err != nil {
+				return err
+			}
+		}
+		if s.opts.Retention > 0 {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM requests WHERE status != 'pending'
+				AND COALESCE(decided_at, created_at) < $1`, keepS); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM grants WHERE revoked_at IS NOT NULL AND revoked_at < $1`, keepS); err != nil {
+				return err
+			}
+		}
+		return storage.AppendAudit(ctx, tx, storage.AuditEvent{At: now, Actor: "prune", Event: storage.AuditPrune,
+			Detail: map[string]any{"stale_revoked": len(rep.StaleRevoked), "expired_marked": len(rep.ExpiredMarked),
+				"requests_deleted": rep.RequestsDeleted, "grants_deleted": rep.GrantsDeleted}})
+	})
+	if err != nil {
+		return PruneReport{}, fmt.Errorf("prune: %w", err)
+	}
+	return rep, nil
+}
+
+// StartPruner runs Prune once now and then on schedule (a robfig/cron
+// spec). Panics in the job are recovered and overlapping runs skipped. The
+// returned stop waits for a running pass to finish.
+func (s *Service) StartPruner(ctx context.Context, schedule string) (stop func(), err error) {
+	logger := cronLogger{s.log}
+	c := cron.New(cron.WithChain(cron.Recover(logger), cron.SkipIfStillRunning(logger)), cron.WithLogger(logger))
+	job := func() {
+		rep, err := s.Prune(ctx, false)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("prune failed", "err", err)
+			}
+			return
+		}
+		s.log.Info("prune", "stale_revoked", len(rep.StaleRevoked), "expired_marked", len(rep.ExpiredMarked),
+			"requests_deleted", rep.RequestsDeleted, "grants_deleted", rep.GrantsDeleted)
+	}
+	if _, err := c.AddFunc(schedule, job); err != nil {
+		return nil, fmt.Errorf("prune schedule %q: %w", schedule, err)
+	}
+	c.Start()
+	var first sync.WaitGroup
+	first.Add(1)
+	go func() { defer first.Done(); job() }()
+	return func() { <-c.Stop().Done(); first.Wait() }, nil
+}
+
+// cronLogger adapts slog to cron.Logger.
+type cronLogger struct{ l *slog.Logger }
+
+func (c cronLogger) Info(msg string, kv ...any) { c.l.Debug("cron: "+msg, kv...) }
+func (c cronLogger) Error(err error, msg string, kv ...any) {
+	c.l.Error("cron: "+msg, append(kv, "err", err)...)
+}

@@ -1,0 +1,170 @@
+// Package approvals owns the life of an approval request: submitted,
+// decided by policy or by a person, expired or cancelled; the waiting
+// agents; the cards on every messenger; callbacks; audit; and the prune job.
+// It does not know which messengers exist: each is a Notifier.
+package approvals
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/vaglio"
+)
+
+// Status is where a request is in its life. Only pending ever changes.
+type Status string
+
+// The states of SPEC §5.
+const (
+	StatusPending   Status = "pending"
+	StatusAllowed   Status = "allowed"
+	StatusDenied    Status = "denied"
+	StatusExpired   Status = "expired"
+	StatusCancelled Status = "cancelled"
+)
+
+// Finished reports whether the status is final.
+func (s Status) Finished() bool { return s != StatusPending }
+
+// Decision is what a person (or the admin API) chose.
+type Decision string
+
+// The three buttons.
+const (
+	AllowOnce   Decision = "allow_once"
+	AllowAlways Decision = "allow_always"
+	Deny        Decision = "deny"
+)
+
+// ParseDecision validates a decision name.
+func ParseDecision(s string) (Decision, error) {
+	switch d := Decision(s); d {
+	case AllowOnce, AllowAlways, Deny:
+		return d, nil
+	}
+	return "", fmt.Errorf("%w: unknown decision %q (want allow_once, allow_always or deny)", ErrInvalid, s)
+}
+
+// Errors callers test with errors.Is.
+var (
+	ErrNotFound = errors.New("request not found")
+	// ErrAlreadyDecided: the request is finished; errors.As an
+	// *AlreadyDecidedError to learn who decided first.
+	ErrAlreadyDecided = errors.New("request already decided")
+	// ErrInvalid: bad input; the message names the field.
+	ErrInvalid = errors.New("invalid")
+	// ErrAllowAlwaysRefused: Allow always on a capability that needs a
+	// person every time (code:exec, mail:send).
+	ErrAllowAlwaysRefused = errors.New("allow always is not offered for this capability")
+)
+
+// AlreadyDecidedError carries the finished request to whoever came second.
+type AlreadyDecidedError struct{ Request Request }
+
+func (e *AlreadyDecidedError) Error() string {
+	r := e.Request
+	who := r.DecidedBy
+	if who == "" {
+		who = "policy"
+	}
+	return fmt.Sprintf("request %s already %s by %s", r.ID, r.Status, who)
+}
+
+// Is makes errors.Is(err, ErrAlreadyDecided) true.
+func (e *AlreadyDecidedError) Is(target error) bool { return target == ErrAlreadyDecided }
+
+// Request is an approval request as agents and cards see it. Argument
+// values are never stored: only their keys.
+type Request struct {
+	ID          string          `json:"id"`
+	CallID      string          `json:"call_id"`
+	Agent       string          `json:"agent"`
+	Status      Status          `json:"status"`
+	Decision    *Decision       `json:"decision"`
+	Outcome     policy.Outcome  `json:"outcome"`
+	Reason      string          `json:"reason"`
+	BlockedBy   *string         `json:"blocked_by"`
+	Vaglio      *vaglio.Verdict `json:"vaglio"`
+	Capability  string          `json:"capability"`
+	Critical    bool            `json:"critical"`
+	Target      string          `json:"target"`
+	GrantTarget string          `json:"grant_target,omitempty"` // what Allow always would grant
+	Autonomy    policy.Level    `json:"autonomy"`
+	Channel     string          `json:"channel"`
+	SenderID    string          `json:"sender_id"`
+	Intent      string          `json:"intent"`
+	Executor    string          `json:"executor"`
+	Summary     string          `json:"summary"`
+	ArgKeys     []string        `json:"arg_keys"`
+	DecidedBy   string          `json:"decided_by"`
+	DecidedAt   *time.Time      `json:"decided_at"`
+	CreatedAt   time.Time       `json:"created_at"`
+	ExpiresAt   time.Time       `json:"expires_at"`
+	GrantID     *int64          `json:"grant_id"`
+	Note        string          `json:"note"`
+	Trace       []policy.Step   `json:"trace"`
+	Notify      []string        `json:"notify,omitempty"`
+	CallbackURL string          `json:"-"`
+	// GrantExpiresAt is when the grant written by Allow always ends (or
+	// would end, while pending): the card shows it.
+	GrantExpiresAt *time.Time `json:"grant_expires_at,omitempty"`
+}
+
+// AllowAlwaysOffered reports whether the card may show Allow always.
+func (r Request) AllowAlwaysOffered() bool {
+	c, err := policy.Lookup(r.Capability)
+	return err == nil && c.DefaultApproval != policy.ApprovalAlways
+}
+
+// Actor is who decided: the channel they used, their id there, and a name
+// for people to read ("Roberto").
+type Actor struct {
+	Channel string // "web", "telegram", "slack", "api", "cli"
+	ID      string
+	Name    string
+}
+
+// String is how decided_by and granted_by read: "telegram:Roberto (42)".
+func (a Actor) String() string {
+	switch {
+	case a.Name != "" && a.ID != "" && a.Name != a.ID:
+		return fmt.Sprintf("%s:%s (%s)", a.Channel, a.Name, a.ID)
+	case a.Name != "":
+		return a.Channel + ":" + a.Name
+	}
+	return a.Channel + ":" + a.ID
+}
+
+// Notifier is one messenger: it posts a card for a pending request and
+// edits it when anything changes. The approval flow calls it from its own
+// dispatcher, retrying failures with backoff, so an implementation just
+// makes the call and returns the error. ref is whatever the messenger needs
+// to edit the card later (a message id); it is persisted, so edits work
+// after a restart.
+type Notifier interface {
+	Name() string
+	Post(ctx context.Context, r Request) (ref string, err error)
+	Update(ctx context.Context, r Request, ref string) error
+}
+
+// RetryAfterError is implemented by Notifier errors that know how long the
+// messenger asked us to wait (Telegram retry_after, Slack Retry-After).
+type RetryAfterError interface {
+	error
+	RetryAfter() time.Duration
+}
+
+// Event is what waiting agents and SSE streams receive.
+type Event struct {
+	Kind    string  `json:"kind"` // "approval_required" | "approval_resolved"
+	Request Request `json:"request"`
+}
+
+// The event kinds.
+const (
+	EventRequired = "approval_required"
+	EventResolved = "approval_resolved"
+)

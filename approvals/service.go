@@ -1,0 +1,583 @@
+package approvals
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/storage"
+)
+
+// Timeout bounds of SPEC §5: a request's timeout_s is clamped to these.
+const (
+	MinTimeout = 10 * time.Second
+	MaxTimeout = 24 * time.Hour
+	// NoteWindow is how long after a decision the owner may attach a note.
+	NoteWindow = 10 * time.Minute
+	// MaxCallIDBytes bounds call_id; it is an idempotency key, not a payload.
+	MaxCallIDBytes = 256
+)
+
+// Options configures a Service.
+type Options struct {
+	GrantTTL       time.Duration // lifetime of grants written by Allow always (0 = none)
+	DefaultTimeout time.Duration // when a request gives no timeout
+	StaleAfter     time.Duration // prune: revoke grants unused for this long
+	Retention      time.Duration // prune: delete finished rows older than this
+	Now            func() time.Time
+	Logger         *slog.Logger
+	// CallbackKey returns the HMAC key for an agent's callbacks (its token).
+	CallbackKey func(agent string) []byte
+	// Observer is told about outcomes and send failures (metrics); may be nil.
+	Observer Observer
+}
+
+// Observer receives what metrics count. Every method must be cheap.
+type Observer interface {
+	Outcome(capability string, outcome policy.Outcome, status Status)
+	Decided(status Status, latency time.Duration)
+	SendFailed(channel string)
+}
+
+// Service runs the approval flow over one database.
+type Service struct {
+	db        *storage.DB
+	grants    *policy.GrantStore
+	decider   *policy.Decider
+	opts      Options
+	now       func() time.Time
+	log       *slog.Logger
+	hub       *hub
+	notifiers map[string]Notifier
+	wake      map[string]chan struct{}
+	callbacks *callbacker
+	wg        sync.WaitGroup
+}
+
+// New returns a Service. Notifiers are added with AddNotifier before Run.
+func New(db *storage.DB, grants *policy.GrantStore, decider *policy.Decider, opts Options) *Service {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.DefaultTimeout == 0 {
+		opts.DefaultTimeout = 10 * time.Minute
+	}
+	if opts.Observer == nil {
+		opts.Observer = nopObserver{}
+	}
+	s := &Service{
+		db: db, grants: grants, decider: decider, opts: opts, now: opts.Now, log: opts.Logger,
+		hub: newHub(), notifiers: map[string]Notifier{}, wake: map[string]chan struct{}{},
+	}
+	s.callbacks = newCallbacker(opts.CallbackKey, opts.Logger)
+	return s
+}
+
+// AddNotifier registers a messenger. Call before Run.
+func (s *Service) AddNotifier(n Notifier) {
+	s.notifiers[n.Name()] = n
+	s.wake[n.Name()] = make(chan struct{}, 1)
+}
+
+// Notifiers lists the registered messenger names.
+func (s *Service) Notifiers() []string {
+	out := make([]string, 0, len(s.notifiers))
+	for n := range s.notifiers {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Grants returns the grants store the service writes to.
+func (s *Service) Grants() *policy.GrantStore { return s.grants }
+
+// DB returns the database (for audit listings and health checks).
+func (s *Service) DB() *storage.DB { return s.db }
+
+// Submission is an approval_required event from an agent.
+type Submission struct {
+	Profile     policy.Profile // the agent (Profile.Agent is its id)
+	CallID      string
+	Capability  string
+	Target      string
+	Autonomy    policy.Level // 0 = the agent's ceiling
+	Channel     string
+	SenderID    string
+	Intent      string
+	Executor    string
+	Summary     string
+	Args        map[string]any
+	GrantTarget string
+	Timeout     time.Duration // 0 = the default
+	CallbackURL string
+	Notify      []string
+}
+
+func newID() string {
+	var b [10]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return "r" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+func invalidf(field, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
+}
+
+// ClampTimeout applies the default and the bounds of SPEC §5.
+func (s *Service) ClampTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		d = s.opts.DefaultTimeout
+	}
+	return min(max(d, MinTimeout), MaxTimeout)
+}
+
+// Submit decides a request: at once when policy can, else as a pending
+// request with cards on the agent's messengers. The same agent submitting
+// the same call_id again gets the same request back (created false).
+func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, error) {
+	if len(sub.CallID) > MaxCallIDBytes {
+		return Request{}, false, invalidf("call_id", "over %d bytes", MaxCallIDBytes)
+	}
+	agent := sub.Profile.Agent
+	if sub.CallID != "" {
+		if r, err := getByCallID(ctx, s.db, agent, sub.CallID); err == nil {
+			return r, false, nil
+		} else if !errors.Is(err, ErrNotFound) {
+			return Request{}, false, err
+		}
+	}
+	start := s.now()
+	dec, err := s.decider.Decide(ctx, policy.Input{
+		Profile: sub.Profile, Capability: sub.Capability, Target: sub.Target, Requested: sub.Autonomy,
+		Channel: sub.Channel, SenderID: sub.SenderID, Intent: sub.Intent, Executor: sub.Executor, Args: sub.Args,
+	})
+	if err != nil {
+		var fe *policy.FieldError
+		if errors.As(err, &fe) {
+			return Request{}, false, fmt.Errorf("%w: %s", ErrInvalid, fe.Error())
+		}
+		return Request{}, false, err
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	r := Request{
+		ID: newID(), CallID: sub.CallID, Agent: agent, Outcome: dec.Outcome, Reason: dec.Reason,
+		Vaglio: dec.Vaglio, Capability: dec.Capability.Name, Critical: dec.Capability.Critical, Target: sub.Target,
+		Autonomy: dec.Autonomy, Channel: sub.Channel, SenderID: sub.SenderID, Intent: sub.Intent,
+		Executor: sub.Executor, Summary: sub.Summary, ArgKeys: argKeys(sub.Args), Trace: dec.Trace,
+		CreatedAt: now, CallbackURL: sub.CallbackURL,
+	}
+	if r.CallID == "" {
+		r.CallID = r.ID
+	}
+	if dec.BlockedBy != "" {
+		r.BlockedBy = &dec.BlockedBy
+	}
+	if dec.GrantID != 0 {
+		r.GrantID = &dec.GrantID
+	}
+	r.GrantTarget, _ = s.grants.Normalizer().GrantTarget(dec.Capability.TargetKind, sub.Target, sub.GrantTarget)
+	switch dec.Outcome {
+	case policy.ApprovalRequired:
+		r.Status = StatusPending
+		r.ExpiresAt = now.Add(s.ClampTimeout(sub.Timeout))
+		for _, n := range sub.Notify {
+			if n != "web" && s.notifiers[n] != nil {
+				r.Notify = append(r.Notify, n)
+			}
+		}
+		if s.opts.GrantTTL > 0 && r.AllowAlwaysOffered() {
+			t := now.Add(s.opts.GrantTTL)
+			r.GrantExpiresAt = &t
+		}
+	case policy.Allowed:
+		r.Status, r.DecidedBy, r.DecidedAt, r.ExpiresAt = StatusAllowed, "policy", &now, now
+	default:
+		r.Status, r.DecidedBy, r.DecidedAt, r.ExpiresAt = StatusDenied, "policy", &now, now
+	}
+	var inserted bool
+	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if inserted, err = insertRequestTx(ctx, tx, r); err != nil || !inserted {
+			return err
+		}
+		for _, n := range r.Notify {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO cards (request_id, channel, next_at) VALUES ($1, $2, $3)`,
+				r.ID, n, storage.FormatTime(now)); err != nil {
+				return fmt.Errorf("insert card: %w", err)
+			}
+		}
+		return storage.AppendAudit(ctx, tx, storage.AuditEvent{
+			At: now, Actor: "agent:" + agent, Event: storage.AuditOutcome, RequestID: r.ID,
+			Detail: map[string]any{"capability": r.Capability, "outcome": string(r.Outcome), "status": string(r.Status),
+				"reason": r.Reason, "call_id": r.CallID},
+		})
+	})
+	if err != nil {
+		return Request{}, false, fmt.Errorf("submit: %w", err)
+	}
+	if !inserted { // a concurrent submit with the same call_id won
+		existing, err := getByCallID(ctx, s.db, agent, sub.CallID)
+		return existing, false, err
+	}
+	s.opts.Observer.Outcome(r.Capability, r.Outcome, r.Status)
+	s.log.Info("request", "request_id", r.ID, "agent", agent, "capability", r.Capability,
+		"outcome", r.Outcome, "status", r.Status)
+	if r.Status == StatusPending {
+		s.hub.publish(Event{Kind: EventRequired, Request: r})
+		s.wakeAll(r.Notify)
+	} else {
+		s.opts.Observer.Decided(r.Status, s.now().Sub(start))
+		s.callbacks.send(r)
+	}
+	return r, true, nil
+}
+
+func argKeys(args map[string]any) []string {
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Get returns a request.
+func (s *Service) Get(ctx context.Context, id string) (Request, error) {
+	return getRequest(ctx, s.db, id)
+}
+
+// Wait returns the request once it is finished or d has passed, whichever
+// comes first. It is woken by the commit itself, not by polling.
+func (s *Service) Wait(ctx context.Context, id string, d time.Duration) (Request, error) {
+	ch, cancel := s.hub.wait(id)
+	defer cancel()
+	r, err := s.Get(ctx, id)
+	if err != nil || r.Status.Finished() || d <= 0 {
+		return r, err
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+		return r, ctx.Err()
+	}
+	return s.Get(ctx, id)
+}
+
+// Subscribe streams events of one agent's requests ("" = every agent's).
+// The channel closes when ctx ends or the subscriber falls too far behind
+// (an SSE client then reconnects and re-reads).
+func (s *Service) Subscribe(ctx context.Context, agent string) <-chan Event {
+	return s.hub.subscribe(ctx, agent)
+}
+
+// Decide records a person's decision. The first decision wins: a later one
+// gets an *AlreadyDecidedError naming who decided. Allow always writes its
+// grant in the same transaction.
+func (s *Service) Decide(ctx context.Context, id string, d Decision, by Actor) (Request, error) {
+	if _, err := ParseDecision(string(d)); err != nil {
+		return Request{}, err
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	var r Request
+	var expired bool
+	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if r, err = getRequest(ctx, tx, id); err != nil {
+			return err
+		}
+		if r.Status.Finished() {
+			return &AlreadyDecidedError{Request: r}
+		}
+		if !now.Before(r.ExpiresAt) {
+			expired = true
+			return s.finishTx(ctx, tx, &r, StatusExpired, nil, "timeout", now, storage.AuditExpired, nil)
+		}
+		if d == AllowAlways && !r.AllowAlwaysOffered() {
+			return fmt.Errorf("%w: %s needs approval every time; use Allow once, or an approve rule in the config",
+				ErrAllowAlwaysRefused, r.Capability)
+		}
+		status := StatusAllowed
+		if d == Deny {
+			status = StatusDenied
+		}
+		if d == AllowAlways {
+			g, err := s.grants.RecordTx(ctx, tx, policy.NewGrant{
+				Principal:  policy.Principal{Channel: r.Channel, SenderID: r.SenderID},
+				Capability: r.Capability, Target: r.GrantTarget, GrantedBy: by.String(), TTL: s.opts.GrantTTL,
+				RequestID: r.ID,
+			})
+			if err != nil {
+				return err
+			}
+			r.GrantID, r.GrantExpiresAt = &g.ID, g.ExpiresAt
+		}
+		return s.finishTx(ctx, tx, &r, status, &d, by.String(), now, storage.AuditDecision, nil)
+	})
+	if expired {
+		s.finished(r)
+		return Request{}, &AlreadyDecidedError{Request: r}
+	}
+	if err != nil {
+		return Request{}, fmt.Errorf("decide request %s: %w", id, err)
+	}
+	s.finished(r)
+	s.log.Info("decision", "request_id", r.ID, "agent", r.Agent, "capability", r.Capability,
+		"decision", d, "decided_by", r.DecidedBy)
+	return r, nil
+}
+
+// Cancel withdraws a pending request on behalf of its agent.
+func (s *Service) Cancel(ctx context.Context, id, agent string) (Request, error) {
+	now := s.now().UTC().Truncate(time.Microsecond)
+	var r Request
+	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if r, err = getRequest(ctx, tx, id); err != nil {
+			return err
+		}
+		if r.Status.Finished() {
+			return &AlreadyDecidedError{Request: r}
+		}
+		return s.finishTx(ctx, tx, &r, StatusCancelled, nil, "agent:"+agent, now, storage.AuditCancelled, nil)
+	})
+	if err != nil {
+		return Request{}, fmt.Errorf("cancel request %s: %w", id, err)
+	}
+	s.finished(r)
+	return r, nil
+}
+
+const finishRequest = `UPDATE requests SET status = $1, decision = $2, decided_by = $3, decided_at = $4, grant_id = $5
+WHERE id = $6 AND status = 'pending'`
+
+// finishTx moves a pending request to a final status inside tx, with its
+// audit row, and marks its cards for an edit. Zero rows changed means
+// another writer finished it first.
+func (s *Service) finishTx(ctx context.Context, tx *sql.Tx, r *Request, st Status, d *Decision, by string,
+	now time.Time, event string, extra map[string]any) error {
+	res, err := tx.ExecContext(ctx, finishRequest, string(st), nullDecision(d), by, storage.FormatTime(now),
+		nullInt(r.GrantID), r.ID)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err != nil {
+			return err
+		}
+		cur, err := getRequest(ctx, tx, r.ID)
+		if err != nil {
+			return err
+		}
+		return &AlreadyDecidedError{Request: cur}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE cards SET next_at = $1, attempts = 0 WHERE request_id = $2`,
+		storage.FormatTime(now), r.ID); err != nil {
+		return err
+	}
+	detail := map[string]any{"status": string(st), "capability": r.Capability}
+	if d != nil {
+		detail["decision"] = string(*d)
+	}
+	if r.GrantID != nil {
+		detail["grant_id"] = *r.GrantID
+	}
+	for k, v := range extra {
+		detail[k] = v
+	}
+	if err := storage.AppendAudit(ctx, tx, storage.AuditEvent{At: now, Actor: by, Event: event, RequestID: r.ID,
+		Detail: detail}); err != nil {
+		return err
+	}
+	r.Status, r.Decision, r.DecidedBy, r.DecidedAt = st, d, by, &now
+	return nil
+}
+
+// finished tells everyone who waits that r is final.
+func (s *Service) finished(r Request) {
+	s.opts.Observer.Decided(r.Status, r.DecidedAt.Sub(r.CreatedAt))
+	s.hub.publish(Event{Kind: EventResolved, Request: r})
+	s.wakeAll(r.Notify)
+	s.callbacks.send(r)
+}
+
+// ExpireDue expires every pending request whose time is up and returns how
+// many. Run at start-up (for requests that expired while the gateway was
+// down) and every second after.
+func (s *Service) ExpireDue(ctx context.Context) (int, error) {
+	now := s.now().UTC().Truncate(time.Microsecond)
+	var done []Request
+	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+		due, err := listRequests(ctx, tx, `SELECT `+requestColumns+` FROM requests
+			WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at LIMIT 500`, storage.FormatTime(now))
+		if err != nil {
+			return err
+		}
+		for _, r := range due {
+			if err := s.finishTx(ctx, tx, &r, StatusExpired, nil, "timeout", now, storage.AuditExpired, nil); err != nil {
+				return err
+			}
+			done = append(done, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("expire: %w", err)
+	}
+	for _, r := range done {
+		s.finished(r)
+	}
+	return len(done), nil
+}
+
+// SetNote attaches the owner's note to a request decided less than
+// NoteWindow ago.
+func (s *Service) SetNote(ctx context.Context, id, note string, by Actor) (Request, error) {
+	now := s.now().UTC()
+	var r Request
+	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if r, err = getRequest(ctx, tx, id); err != nil {
+			return err
+		}
+		if r.DecidedAt == nil || now.Sub(*r.DecidedAt) > NoteWindow {
+			return fmt.Errorf("%w: note: only within %s of the decision", ErrInvalid, NoteWindow)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE requests SET note = $1 WHERE id = $2`, note, id); err != nil {
+			return err
+		}
+		r.Note = note
+		return storage.AppendAudit(ctx, tx, storage.AuditEvent{At: now, Actor: by.String(), Event: storage.AuditNote,
+			RequestID: id})
+	})
+	if err != nil {
+		return Request{}, fmt.Errorf("note on request %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// ListPending returns pending requests, oldest first.
+func (s *Service) ListPending(ctx context.Context, limit int) ([]Request, error) {
+	return listRequests(ctx, s.db, `SELECT `+requestColumns+` FROM requests WHERE status = 'pending'
+		ORDER BY created_at LIMIT $1`, limit)
+}
+
+// CountPending counts pending requests (for the metrics gauge).
+func (s *Service) CountPending(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM requests WHERE status = 'pending'`).Scan(&n)
+	return n, err
+}
+
+// ListRecent returns finished requests, newest decision first.
+func (s *Service) ListRecent(ctx context.Context, limit int) ([]Request, error) {
+	return listRequests(ctx, s.db, `SELECT `+requestColumns+` FROM requests WHERE status != 'pending'
+		ORDER BY decided_at DESC LIMIT $1`, limit)
+}
+
+// Run starts the background work: one card dispatcher per messenger and
+// the expiry sweep. It expires overdue requests first and returns when ctx
+// ends, after in-flight sends and callbacks finish.
+func (s *Service) Run(ctx context.Context) error {
+	if _, err := s.ExpireDue(ctx); err != nil {
+		return err
+	}
+	for name, n := range s.notifiers {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.dispatch(ctx, n, s.wake[name])
+		}()
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.wg.Wait()
+			s.callbacks.wait()
+			return nil
+		case <-t.C:
+			if _, err := s.ExpireDue(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("expiry sweep failed", "err", err)
+			}
+		}
+	}
+}
+
+func (s *Service) wakeAll(channels []string) {
+	for _, n := range channels {
+		if ch := s.wake[n]; ch != nil {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// Resend marks the cards of every pending request on one messenger for a
+// fresh post (Telegram /pending): their old messages stay, new ones come.
+func (s *Service) Resend(ctx context.Context, channel string) (int, error) {
+	if s.notifiers[channel] == nil {
+		return 0, fmt.Errorf("%w: channel: %q is not configured", ErrInvalid, channel)
+	}
+	now := storage.FormatTime(s.now())
+	res, err := s.db.ExecContext(ctx, `INSERT INTO cards (request_id, channel, next_at)
+		SELECT id, $1, $2 FROM requests WHERE status = 'pending'
+		ON CONFLICT (request_id, channel) DO UPDATE SET ref = NULL, shown_status = NULL, next_at = $2, attempts = 0`,
+		channel, now)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	s.wakeAll([]string{channel})
+	return int(n), nil
+}
+
+// CardRef returns the message reference of a request's card on a channel.
+func (s *Service) CardRef(ctx context.Context, id, channel string) (string, error) {
+	var ref sql.NullString
+	err := s.db.QueryRowContext(ctx, `SELECT ref FROM cards WHERE request_id = $1 AND channel = $2`, id, channel).Scan(&ref)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !ref.Valid {
+		return "", ErrNotFound
+	}
+	return ref.String, err
+}
+
+// RequestByCardRef finds the request whose card on channel has ref (a
+// reply to a Telegram message names only the message).
+func (s *Service) RequestByCardRef(ctx context.Context, channel, ref string) (Request, error) {
+	var id string
+	err := s.db.QueryRowContext(ctx, `SELECT request_id FROM cards WHERE channel = $1 AND ref = $2`, channel, ref).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Request{}, ErrNotFound
+	}
+	if err != nil {
+		return Request{}, err
+	}
+	return s.Get(ctx, id)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Outcome(string, policy.Outcome, Status) {}
+func (nopObserver) Decided(Status, time.Duration)          {}
+func (nopObserver) SendFailed(string)                      {}

@@ -1,0 +1,170 @@
+package approvals
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/vaglio"
+)
+
+// farFuture marks a card that is in sync with its request: the dispatcher
+// never looks at it until a status change sets next_at to now again.
+const farFuture = "9999-12-31T23:59:59.000000Z"
+
+const requestColumns = `id, call_id, agent, status, decision, outcome, reason, blocked_by, vaglio,
+capability, target, grant_target, autonomy, channel, sender_id, intent, executor, summary, arg_keys,
+trace, notify, callback_url, decided_by, decided_at, created_at, expires_at, grant_id, note`
+
+const insertRequest = `INSERT INTO requests (` + requestColumns + `)
+VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28)
+ON CONFLICT (agent, call_id) DO NOTHING`
+
+func insertRequestTx(ctx context.Context, q storage.Querier, r Request) (bool, error) {
+	vj, _ := json.Marshal(r.Vaglio)
+	if r.Vaglio == nil {
+		vj = nil
+	}
+	keys, _ := json.Marshal(nonNil(r.ArgKeys))
+	trace, _ := json.Marshal(r.Trace)
+	notify, _ := json.Marshal(nonNil(r.Notify))
+	res, err := q.ExecContext(ctx, insertRequest,
+		r.ID, r.CallID, r.Agent, string(r.Status), nullDecision(r.Decision), string(r.Outcome), r.Reason,
+		nullStr(r.BlockedBy), nullBytes(vj), r.Capability, r.Target, r.GrantTarget, r.Autonomy.String(),
+		r.Channel, r.SenderID, r.Intent, r.Executor, r.Summary, string(keys), string(trace), string(notify),
+		r.CallbackURL, r.DecidedBy, nullTime(r.DecidedAt), storage.FormatTime(r.CreatedAt),
+		storage.FormatTime(r.ExpiresAt), nullInt(r.GrantID), r.Note)
+	if err != nil {
+		return false, fmt.Errorf("insert request: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+func getRequest(ctx context.Context, q storage.Querier, id string) (Request, error) {
+	r, err := scanRequest(q.QueryRowContext(ctx, `SELECT `+requestColumns+` FROM requests WHERE id = $1`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Request{}, fmt.Errorf("request %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Request{}, fmt.Errorf("request %s: %w", id, err)
+	}
+	return r, nil
+}
+
+func getByCallID(ctx context.Context, q storage.Querier, agent, callID string) (Request, error) {
+	r, err := scanRequest(q.QueryRowContext(ctx, `SELECT `+requestColumns+` FROM requests WHERE agent = $1 AND call_id = $2`, agent, callID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Request{}, ErrNotFound
+	}
+	return r, err
+}
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanRequest(sc rowScanner) (Request, error) {
+	var r Request
+	var status, outcome, autonomy, keys, trace, notify, created, expires string
+	var decision, blockedBy, vj, decidedAt sql.NullString
+	var grantID sql.NullInt64
+	err := sc.Scan(&r.ID, &r.CallID, &r.Agent, &status, &decision, &outcome, &r.Reason, &blockedBy, &vj,
+		&r.Capability, &r.Target, &r.GrantTarget, &autonomy, &r.Channel, &r.SenderID, &r.Intent, &r.Executor,
+		&r.Summary, &keys, &trace, &notify, &r.CallbackURL, &r.DecidedBy, &decidedAt, &created, &expires,
+		&grantID, &r.Note)
+	if err != nil {
+		return Request{}, err
+	}
+	r.Status, r.Outcome = Status(status), policy.Outcome(outcome)
+	if decision.Valid {
+		d := Decision(decision.String)
+		r.Decision = &d
+	}
+	if blockedBy.Valid {
+		r.BlockedBy = &blockedBy.String
+	}
+	if vj.Valid {
+		r.Vaglio = new(vaglio.Verdict)
+		_ = json.Unmarshal([]byte(vj.String), r.Vaglio)
+	}
+	r.Autonomy, _ = policy.ParseLevel(autonomy)
+	_ = json.Unmarshal([]byte(keys), &r.ArgKeys)
+	_ = json.Unmarshal([]byte(trace), &r.Trace)
+	_ = json.Unmarshal([]byte(notify), &r.Notify)
+	if decidedAt.Valid {
+		t, _ := storage.ParseTime(decidedAt.String)
+		r.DecidedAt = &t
+	}
+	r.CreatedAt, _ = storage.ParseTime(created)
+	r.ExpiresAt, _ = storage.ParseTime(expires)
+	if grantID.Valid {
+		r.GrantID = &grantID.Int64
+	}
+	if c, err := policy.Lookup(r.Capability); err == nil {
+		r.Critical = c.Critical
+	}
+	return r, nil
+}
+
+func listRequests(ctx context.Context, q storage.Querier, query string, args ...any) ([]Request, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Request{}
+	for rows.Next() {
+		r, err := scanRequest(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nullStr(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}
+
+func nullDecision(d *Decision) any {
+	if d == nil {
+		return nil
+	}
+	return string(*d)
+}
+
+func nullBytes(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}
+
+func nullTime(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return storage.FormatTime(*t)
+}
+
+func nullInt(n *int64) any {
+	if n == nil {
+		return nil
+	}
+	return *n
+}

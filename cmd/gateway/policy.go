@@ -1,0 +1,338 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os/user"
+	"strconv"
+	"time"
+
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/vaglio"
+)
+
+// configFlag adds --config to fs; the value defaults to $GATEWAY_CONFIG.
+func configFlag(fs *flag.FlagSet) *string {
+	return fs.String("config", "", "config file (env GATEWAY_CONFIG)")
+}
+
+// loadConfig loads the config named by --config or GATEWAY_CONFIG (which
+// must exist), else the default path if it exists, else the defaults.
+func loadConfig(e *env, path string) (config.Config, error) {
+	explicit := path != "" || e.getenv("GATEWAY_CONFIG") != ""
+	if path == "" {
+		path = config.DefaultPath(e.getenv)
+	}
+	cfg, err := config.Load(path, explicit, e.getenv)
+	if err != nil {
+		return config.Config{}, exitError{exitUsage, "config: " + err.Error()}
+	}
+	return cfg, nil
+}
+
+func normalizer(e *env) policy.Normalizer { return policy.Normalizer{Home: e.getenv("HOME")} }
+
+// openGrants opens the database and its grants store.
+func openGrants(e *env, cfg config.Config) (*storage.DB, *policy.GrantStore, error) {
+	db, err := storage.Open(e.ctx, cfg.Storage.Path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return db, policy.NewGrantStore(db, normalizer(e), time.Now), nil
+}
+
+// rulesOf converts the config rules to policy rules, keeping file order.
+func rulesOf(cfg config.Config) []policy.Rule {
+	out := make([]policy.Rule, len(cfg.Policy.Rules))
+	for i, r := range cfg.Policy.Rules {
+		out[i] = policy.Rule{Index: i, Capability: r.Capability, Target: r.Target, Action: policy.Action(r.Action),
+			SenderID: r.SenderID, Agent: r.Agent, Channel: r.Channel}
+	}
+	return out
+}
+
+func cmdPolicy(e *env, args []string) error {
+	if len(args) == 0 {
+		return usagef("policy: missing subcommand (registry, table, check, grants, grant, revoke)")
+	}
+	sub, rest := args[0], args[1:]
+	switch sub {
+	case "registry":
+		return policyRegistry(e, rest)
+	case "table":
+		return policyTable(e, rest)
+	case "check":
+		return policyCheck(e, rest)
+	case "grants":
+		return policyGrants(e, rest)
+	case "grant":
+		return policyGrant(e, rest)
+	case "revoke":
+		return policyRevoke(e, rest)
+	}
+	return usagef("policy: unknown subcommand %q (registry, table, check, grants, grant, revoke)", sub)
+}
+
+func noPositional(name string, pos []string) error {
+	if len(pos) > 0 {
+		return usagef("%s: unexpected argument %q", name, pos[0])
+	}
+	return nil
+}
+
+func policyRegistry(e *env, args []string) error {
+	fs := flag.NewFlagSet("registry", flag.ContinueOnError)
+	configFlag(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noPositional("registry", pos); err != nil {
+		return err
+	}
+	for _, c := range policy.Registry() {
+		if err := printJSONLine(e.stdout, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func policyTable(e *env, args []string) error {
+	fs := flag.NewFlagSet("table", flag.ContinueOnError)
+	configFlag(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noPositional("table", pos); err != nil {
+		return err
+	}
+	for _, row := range policy.Table() {
+		if err := printJSONLine(e.stdout, row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func policyCheck(e *env, args []string) error {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	cfgPath := configFlag(fs)
+	channel := fs.String("channel", "", "principal channel")
+	sender := fs.String("sender", "", "principal sender id")
+	target := fs.String("target", "", "target")
+	agent := fs.String("agent", "", "decide under this agent's profile from the config")
+	intent := fs.String("intent", "", "intent")
+	executor := fs.String("executor", "", "executor")
+	explain := fs.Bool("explain", false, "print the trace of every layer")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("check: want LEVEL CAPABILITY, got %d argument(s)", len(pos))
+	}
+	level, err := policy.ParseLevel(pos[0])
+	if err != nil {
+		return usagef("check: LEVEL: %v", err)
+	}
+	c, err := policy.Lookup(pos[1])
+	if err != nil {
+		return usagef("check: CAPABILITY: %v", err)
+	}
+	if err := policy.ValidateTarget(c, *target); err != nil {
+		return usagef("check: --target: %v", err)
+	}
+	cfg, err := loadConfig(e, *cfgPath)
+	if err != nil {
+		return err
+	}
+	profile := policy.Profile{Agent: "cli", Ceiling: policy.Full}
+	if *agent != "" {
+		var a config.Agent
+		for _, x := range cfg.Agents {
+			if x.ID == *agent {
+				a = x
+			}
+		}
+		if a.ID == "" {
+			return usagef("check: --agent: no agent %q in the config", *agent)
+		}
+		profile = policy.Profile{Agent: a.ID, Ceiling: a.Autonomy, Allow: a.AllowCapabilities, Deny: a.DenyCapabilities}
+		if *channel == "" && *sender == "" {
+			*channel, *sender = a.Channel, a.SenderID
+		}
+	}
+	db, grants, err := openGrants(e, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	d := policy.Decider{Rules: rulesOf(cfg), Grants: grants, Norm: normalizer(e),
+		Vaglio: vaglio.New(vaglio.Options{Threshold: cfg.Vaglio.JudgeThreshold, LogDir: cfg.Vaglio.LogDir, Home: e.getenv("HOME")})}
+	dec, err := d.Decide(e.ctx, policy.Input{
+		Profile: profile, Capability: c.Name, Target: *target, Requested: level,
+		Channel: *channel, SenderID: *sender, Intent: *intent, Executor: *executor, DryRun: true,
+	})
+	var fe *policy.FieldError
+	if errors.As(err, &fe) {
+		return usagef("check: %v", fe)
+	}
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"outcome": dec.Outcome, "reason": dec.Reason}
+	if *explain {
+		out["trace"] = dec.Trace
+		out["autonomy"] = dec.Autonomy
+		if dec.BlockedBy != "" {
+			out["blocked_by"] = dec.BlockedBy
+		}
+		if dec.GrantID != 0 {
+			out["grant_id"] = dec.GrantID
+		}
+		if dec.Vaglio != nil {
+			out["vaglio"] = dec.Vaglio
+		}
+	}
+	return printJSONLine(e.stdout, out)
+}
+
+func policyGrants(e *env, args []string) error {
+	fs := flag.NewFlagSet("grants", flag.ContinueOnError)
+	cfgPath := configFlag(fs)
+	channel := fs.String("channel", "", "only this principal channel")
+	sender := fs.String("sender", "", "only this sender id")
+	all := fs.Bool("all", false, "include revoked and expired grants")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noPositional("grants", pos); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(e, *cfgPath)
+	if err != nil {
+		return err
+	}
+	db, grants, err := openGrants(e, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	list, err := grants.List(e.ctx, policy.GrantFilter{Channel: *channel, SenderID: *sender, All: *all})
+	if err != nil {
+		return err
+	}
+	for _, g := range list {
+		if err := printJSONLine(e.stdout, g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func policyGrant(e *env, args []string) error {
+	fs := flag.NewFlagSet("grant", flag.ContinueOnError)
+	cfgPath := configFlag(fs)
+	channel := fs.String("channel", "", "principal channel (required)")
+	sender := fs.String("sender", "", "principal sender id (required)")
+	capability := fs.String("capability", "", "capability (required)")
+	target := fs.String("target", "", "target or target pattern")
+	ttl := fs.String("ttl", "", "lifetime, e.g. 720h (default policy.grant_ttl; 0 = never expires)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noPositional("grant", pos); err != nil {
+		return err
+	}
+	for name, v := range map[string]string{"--channel": *channel, "--sender": *sender, "--capability": *capability} {
+		if v == "" {
+			return usagef("grant: %s is required", name)
+		}
+	}
+	c, err := policy.Lookup(*capability)
+	if err != nil {
+		return usagef("grant: --capability: %v", err)
+	}
+	if c.DefaultApproval == policy.ApprovalAlways {
+		return usagef("grant: --capability: %s needs approval every time and never gets a grant; use an approve rule in [[policy.rules]]", c.Name)
+	}
+	if err := policy.ValidateTarget(c, *target); err != nil {
+		return usagef("grant: --target: %v", err)
+	}
+	cfg, err := loadConfig(e, *cfgPath)
+	if err != nil {
+		return err
+	}
+	life := cfg.Policy.GrantTTL
+	if *ttl != "" {
+		if life, err = time.ParseDuration(*ttl); err != nil || life < 0 {
+			return usagef("grant: --ttl: bad duration %q", *ttl)
+		}
+	}
+	db, grants, err := openGrants(e, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	g, err := grants.Record(e.ctx, policy.NewGrant{
+		Principal:  policy.Principal{Channel: *channel, SenderID: *sender},
+		Capability: c.Name, Target: *target, GrantedBy: cliActor(e), TTL: life,
+	})
+	if err != nil {
+		return err
+	}
+	return printJSONLine(e.stdout, g)
+}
+
+func policyRevoke(e *env, args []string) error {
+	fs := flag.NewFlagSet("revoke", flag.ContinueOnError)
+	cfgPath := configFlag(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("revoke: want one grant ID, got %d argument(s)", len(pos))
+	}
+	id, err := strconv.ParseInt(pos[0], 10, 64)
+	if err != nil || id <= 0 {
+		return usagef("revoke: ID: %q is not a grant id", pos[0])
+	}
+	cfg, err := loadConfig(e, *cfgPath)
+	if err != nil {
+		return err
+	}
+	db, grants, err := openGrants(e, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	changed, err := grants.Revoke(e.ctx, id, "revoked", cliActor(e))
+	if err != nil {
+		return err
+	}
+	if changed {
+		fmt.Fprintln(e.stdout, "revoked")
+	} else {
+		fmt.Fprintln(e.stdout, "no-op")
+	}
+	return nil
+}
+
+// cliActor names who acted from the command line, for granted_by and audit.
+func cliActor(e *env) string {
+	if u := e.getenv("USER"); u != "" {
+		return "cli:" + u
+	}
+	if u, err := user.Current(); err == nil {
+		return "cli:" + u.Username
+	}
+	return "cli"
+}

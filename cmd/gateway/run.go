@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = ""
+
+// Exit codes shared by every command.
+const (
+	exitOK    = 0
+	exitFail  = 1 // the command ran and the answer is "no" (ask: denied/expired) or it failed
+	exitUsage = 2 // bad arguments or configuration
+)
+
+// env is the process environment, injected so tests need not set real variables.
+type env struct {
+	ctx    context.Context
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+}
+
+// usageError is a bad argument: exit 2 with one line naming it.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// exitError carries a specific exit code with a message (or none).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
+const usage = `gateway: an approval gateway for AI agents
+
+Usage:
+  gateway serve [--config FILE] [--listen ADDR]
+  gateway policy registry|table
+  gateway policy check LEVEL CAPABILITY [--channel C --sender S --target T --agent ID] [--explain]
+  gateway policy grants [--channel C] [--sender S] [--all]
+  gateway policy grant --channel C --sender S --capability CAP --target T [--ttl 720h]
+  gateway policy revoke ID
+  gateway prune [--dry-run]
+  gateway ask --capability CAP --target T [--intent …] [--executor …] [--wait 10m]
+  gateway hook claude-code
+  gateway config check|show|example
+  gateway version
+
+Every command takes --config FILE (env GATEWAY_CONFIG).
+`
+
+type command func(e *env, args []string) error
+
+func commands() map[string]command {
+	return map[string]command{
+		"version": cmdVersion,
+		"policy":  cmdPolicy,
+		"serve":   cmdServe,
+		"prune":   cmdPrune,
+	}
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stdout, usage)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	cmd, ok := commands()[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "gateway: unknown command %q (see gateway help)\n", args[0])
+		return exitUsage
+	}
+	err := cmd(e, args[1:])
+	var ue usageError
+	var xe exitError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "gateway %s: %s\n", args[0], oneLine(ue.msg))
+		return exitUsage
+	case errors.As(err, &xe):
+		if xe.msg != "" {
+			fmt.Fprintf(stderr, "gateway %s: %s\n", args[0], oneLine(xe.msg))
+		}
+		return xe.code
+	default:
+		fmt.Fprintf(stderr, "gateway %s: %s\n", args[0], oneLine(err.Error()))
+		return exitFail
+	}
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+}
+
+// parseFlags parses args with fs, letting flags stand before or after the
+// positional arguments (the standard library stops at the first positional).
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usagef("%s", strings.TrimPrefix(err.Error(), "flag provided but not defined: -"))
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		rev, dirty := "", false
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if rev != "" {
+			if len(rev) > 12 {
+				rev = rev[:12]
+			}
+			if dirty {
+				rev += "-dirty"
+			}
+			return "dev+" + rev
+		}
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			return bi.Main.Version
+		}
+	}
+	return "dev"
+}
+
+func cmdVersion(e *env, args []string) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "gateway %s\n", buildVersion())
+	return nil
+}
+
+// printJSONLine writes v as one line of JSON.
+func printJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}

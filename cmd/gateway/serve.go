@@ -1,0 +1,187 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/gateway"
+)
+
+// newLogger builds the process logger: text on a terminal, JSON otherwise,
+// unless --log-format or [log] format says which.
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if level != "" {
+		if err := lv.UnmarshalText([]byte(level)); err != nil {
+			return nil, usagef("--log-level: %v", err)
+		}
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	if format == "" {
+		format = "json"
+		if f, ok := w.(*os.File); ok {
+			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+				format = "text"
+			}
+		}
+	}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usagef("--log-format: %q is neither text nor json", format)
+}
+
+// localAgentID is the agent created when the config names none.
+const localAgentID = "local"
+
+// ensureLocalAgent gives a config without agents one admin agent whose
+// token is generated once and kept 0600 beside the database. It reports
+// the token and whether it was created now (then it is printed, once).
+func ensureLocalAgent(cfg *config.Config) (path string, created bool, err error) {
+	if len(cfg.Agents) > 0 {
+		return "", false, nil
+	}
+	path = filepath.Join(filepath.Dir(cfg.Storage.Path), "agent-token")
+	tok, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return "", false, err
+		}
+		var b [24]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", false, err
+		}
+		tok = []byte("gw_" + hex.EncodeToString(b[:]))
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return "", false, fmt.Errorf("save agent token: %w", err)
+		}
+		_, err = f.Write(append(tok, '\n'))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("save agent token: %w", err)
+		}
+		created = true
+	} else if err != nil {
+		return "", false, fmt.Errorf("read agent token: %w", err)
+	}
+	a := config.NewAgent(localAgentID)
+	a.Token = strings.TrimSpace(string(tok))
+	if a.Token == "" {
+		return "", false, fmt.Errorf("agent token file %s is empty; delete it to generate a new one", path)
+	}
+	a.Admin = true
+	cfg.Agents = []config.Agent{a}
+	return path, created, nil
+}
+
+func cmdServe(e *env, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfgPath := configFlag(fs)
+	listen := fs.String("listen", "", "address to listen on (default server.listen)")
+	logFormat := fs.String("log-format", "", "text or json (default: text on a terminal)")
+	logLevel := fs.String("log-level", "", "debug, info, warn or error")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noPositional("serve", pos); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(e, *cfgPath)
+	if err != nil {
+		return err
+	}
+	if *listen != "" {
+		cfg.Server.Listen = *listen
+	}
+	if *logFormat == "" {
+		*logFormat = cfg.Log.Format
+	}
+	if *logLevel == "" {
+		*logLevel = cfg.Log.Level
+	}
+	log, err := newLogger(e.stderr, *logFormat, *logLevel)
+	if err != nil {
+		return err
+	}
+	tokenPath, created, err := ensureLocalAgent(&cfg)
+	if err != nil {
+		return err
+	}
+	app, err := gateway.NewApp(e.ctx, cfg, gateway.AppOptions{
+		Logger: log, Home: e.getenv("HOME"), Messengers: messengers(cfg, log),
+	})
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return exitError{exitFail, fmt.Sprintf("listen on %s: %v", cfg.Server.Listen, err)}
+	}
+	url := "http://" + ln.Addr().String()
+	fmt.Fprintf(e.stdout, "gateway %s listening on %s (database %s)\n", buildVersion(), url, cfg.Storage.Path)
+	switch {
+	case created:
+		tok := cfg.Agents[0].Token
+		fmt.Fprintf(e.stdout, "\nGenerated the local admin agent token (shown once; saved 0600 in %s):\n\n  export GATEWAY_URL=%s GATEWAY_TOKEN=%s\n\n", tokenPath, url, tok)
+	case tokenPath != "":
+		fmt.Fprintf(e.stdout, "Local agent token: in %s  (export GATEWAY_URL=%s GATEWAY_TOKEN=$(cat %s))\n", tokenPath, url, tokenPath)
+	}
+	fmt.Fprintf(e.stdout, "Web page: %s/\n", url)
+	log.Info("serving", "listen", ln.Addr().String(), "agents", len(cfg.Agents), "messengers", app.Service.Notifiers())
+	if err := app.Serve(e.ctx, ln); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// messengers returns the factories of the messengers the config enables.
+func messengers(cfg config.Config, log *slog.Logger) []gateway.MessengerFactory {
+	return nil
+}
+
+func cmdPrune(e *env, args []string) error {
+	fs := flag.NewFlagSet("prune", flag.ContinueOnError)
+	cfgPath := configFlag(fs)
+	dry := fs.Bool("dry-run", false, "show what would be pruned, change nothing")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noPositional("prune", pos); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(e, *cfgPath)
+	if err != nil {
+		return err
+	}
+	app, err := gateway.NewApp(e.ctx, cfg, gateway.AppOptions{Home: e.getenv("HOME")})
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+	rep, err := app.Service.Prune(e.ctx, *dry)
+	if err != nil {
+		return err
+	}
+	return printJSONLine(e.stdout, rep)
+}

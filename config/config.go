@@ -1,0 +1,446 @@
+// Package config is the gateway's configuration: one Config, loaded from
+// defaults, then a TOML file, then the environment, then checked by Validate.
+//
+// Two rules shape it. Unknown keys are errors, because a typo in a security
+// config must not be silently ignored. Secrets (agent tokens, bot tokens,
+// signing secrets, the admin token, a database DSN) come only from the
+// environment: the file names the variable (token_env = "…"), never the value,
+// and there is no key a value could be written to. Resolved secrets never
+// appear in an error message, and Redacted hides them for `config show`.
+//
+// Every problem names its key (`slack.signing_secret_env: SLACK_SIGNING_SECRET
+// is empty`, `policy.rules[2].action: unknown action "alow" …`), and all
+// problems are reported together in one *Error.
+//
+// Defaults, in SPEC §10 terms:
+//
+//	server.listen             127.0.0.1:8080
+//	storage.driver            sqlite
+//	storage.path              StateDir()/gateway.db
+//	policy.grant_ttl          2160h (90 days)
+//	policy.stale_after        2160h (90 days)
+//	vaglio.judge_threshold    0.30
+//	vaglio.log_dir            $XDG_DATA_HOME/metnos/vaglio, else ~/.local/share/metnos/vaglio
+//	approvals.timeout         10m
+//	approvals.prune_schedule  @hourly
+//	approvals.retention       8760h (1 year)
+//	telegram.api_endpoint     https://api.telegram.org/bot%s/%s
+//	slack.api_url             https://slack.com/api/
+//	hooks.claude_code.wait    9m
+//	hooks.claude_code.unknown_tool  ask
+//	log.level                 info (log.format "" = text on a terminal, JSON otherwise)
+//	each [[agents]] entry     autonomy Supervised, channel "web", sender_id "owner",
+//	                          notify ["web"], rate "60/m", admin false
+//
+// Durations are strings for time.ParseDuration ("90s", "10m", "2160h"), or a
+// whole number of days ("90d").
+package config
+
+import (
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/metnos/gateway/policy"
+)
+
+// Config is the whole gateway configuration. Secret fields hold values
+// resolved from the environment by Load; print Redacted, never Config itself.
+type Config struct {
+	Server    Server
+	Storage   Storage
+	Policy    Policy
+	Vaglio    Vaglio
+	Approvals Approvals
+	Agents    []Agent
+	Web       Web
+	Telegram  Telegram
+	Slack     Slack
+	Hooks     Hooks
+	Log       Log
+}
+
+// Server is the [server] table.
+type Server struct {
+	// Listen is the HTTP address (host:port). --listen and GATEWAY_LISTEN override it.
+	Listen string
+}
+
+// Storage is the [storage] table.
+type Storage struct {
+	// Path is the SQLite file, with ~ expanded; a relative path in the file is
+	// taken relative to the config file's directory. METNOS_GRANTS_DB overrides it.
+	Path string
+	// Driver is "sqlite" (the default) or "postgres".
+	Driver string
+	// DSNEnv names the environment variable holding the database DSN
+	// (storage.dsn_env). Empty means GATEWAY_DATABASE_URL.
+	DSNEnv string
+	// DSN is the resolved database URL (secret: it may carry a password).
+	// Only the "postgres" driver uses it.
+	DSN string
+}
+
+// Policy is the [policy] table.
+type Policy struct {
+	// GrantTTL is how long an Allow always grant lives (policy.grant_ttl).
+	GrantTTL time.Duration
+	// StaleAfter revokes grants unused for this long (policy.stale_after).
+	StaleAfter time.Duration
+	// Rules are the [[policy.rules]], in file order: within an owner the
+	// first match wins, so order matters.
+	Rules []Rule
+}
+
+// The rule actions, from least to most restrictive.
+const (
+	ActionApprove         = "approve"
+	ActionRequireApproval = "require_approval"
+	ActionBlock           = "block"
+)
+
+// Rule is one [[policy.rules]] entry (SPEC §4 step 4). Capability is an exact
+// registry name, "*", or "prefix:*"; Target is a glob read per the
+// capability's target_kind and is required ("*" for any). A rule with any of
+// SenderID, Agent or Channel set is scoped (owner "user"); one without is
+// owner "org".
+type Rule struct {
+	Capability string `toml:"capability"`
+	Target     string `toml:"target"`
+	Action     string `toml:"action"`
+	SenderID   string `toml:"sender_id"`
+	Agent      string `toml:"agent"`
+	Channel    string `toml:"channel"`
+}
+
+// Scoped reports whether the rule names a sender, agent or channel, which
+// makes it a rule of the owner "user" rather than "org".
+func (r Rule) Scoped() bool { return r.SenderID != "" || r.Agent != "" || r.Channel != "" }
+
+// Vaglio is the [vaglio] table.
+type Vaglio struct {
+	// JudgeThreshold: a judge score below it denies (0..1). METNOS_JUDGE_THRESHOLD overrides it.
+	JudgeThreshold float64
+	// LogDir receives the monthly JSONL decision logs, with ~ expanded.
+	LogDir string
+}
+
+// Approvals is the [approvals] table.
+type Approvals struct {
+	// Timeout is the default request timeout; requests clamp theirs to 10s…24h,
+	// so this must lie in that range too.
+	Timeout time.Duration
+	// PruneSchedule is a robfig/cron standard spec ("@hourly", "0 * * * *").
+	PruneSchedule string
+	// Retention is how long finished requests and dead grants are kept.
+	Retention time.Duration
+}
+
+// Agent is one [[agents]] entry: who may call the API and with what ceiling.
+type Agent struct {
+	// ID names the agent in rules, logs and cards: [a-z0-9_.-], unique.
+	ID string
+	// TokenEnv names the environment variable holding the agent's bearer token.
+	TokenEnv string
+	// Token is the resolved bearer token (secret). It also keys the HMAC of callbacks.
+	Token string
+	// Autonomy is the ceiling: a request may lower it, never raise it.
+	Autonomy policy.Level
+	// Channel and SenderID are the default principal for the agent's requests.
+	Channel  string
+	SenderID string
+	// Notify lists where cards go: "web", "telegram", "slack". The web page
+	// always lists pending requests whatever this says.
+	Notify []string
+	// Rate is the per-capability token bucket, "N/s", "N/m" or "N/h".
+	// Validate parses it into RateCount (also the burst) per RatePer.
+	Rate      string
+	RateCount int
+	RatePer   time.Duration
+	// Admin agents may decide requests and manage grants through the API.
+	Admin bool
+	// AllowCapabilities, when not empty, is the only capabilities the agent may
+	// use; DenyCapabilities are never allowed. Exact registry names only.
+	AllowCapabilities []string
+	DenyCapabilities  []string
+}
+
+// NewAgent returns an agent with the documented defaults: Supervised,
+// principal web/owner, cards on the web page only, 60 requests a minute per
+// capability. Load starts every [[agents]] entry from it; main uses it for the
+// generated local agent.
+func NewAgent(id string) Agent {
+	return Agent{
+		ID:        id,
+		Autonomy:  policy.Supervised,
+		Channel:   "web",
+		SenderID:  "owner",
+		Notify:    []string{NotifyWeb},
+		Rate:      "60/m",
+		RateCount: 60,
+		RatePer:   time.Minute,
+	}
+}
+
+// Permits reports whether the agent's profile lets it use the capability at
+// all: not denied, and allowed when an allow list is set. It says nothing
+// about the table, rules or grants.
+func (a Agent) Permits(capability string) bool {
+	for _, c := range a.DenyCapabilities {
+		if c == capability {
+			return false
+		}
+	}
+	if len(a.AllowCapabilities) == 0 {
+		return true
+	}
+	for _, c := range a.AllowCapabilities {
+		if c == capability {
+			return true
+		}
+	}
+	return false
+}
+
+// LogValue keeps the token out of logs when an Agent is logged with slog.
+func (a Agent) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("id", a.ID),
+		slog.String("autonomy", a.Autonomy.String()),
+		slog.String("channel", a.Channel),
+		slog.String("sender_id", a.SenderID),
+		slog.Bool("admin", a.Admin),
+	)
+}
+
+// The places an agent's cards can go (agents[].notify).
+const (
+	NotifyWeb      = "web"
+	NotifyTelegram = "telegram"
+	NotifySlack    = "slack"
+)
+
+// Web is the [web] table. The web page is always on; loopback clients need no login.
+type Web struct {
+	// AdminTokenEnv names the variable holding the login token that lets
+	// non-loopback clients in. Empty: non-loopback clients are refused.
+	AdminTokenEnv string
+	// AdminToken is the resolved login token (secret).
+	AdminToken string
+}
+
+// Telegram is the [telegram] table. It is enabled by setting token_env.
+type Telegram struct {
+	// TokenEnv names the variable holding the bot token.
+	TokenEnv string
+	// Token is the resolved bot token (secret).
+	Token string
+	// ChatID is where cards are posted (negative for groups).
+	ChatID int64
+	// Approvers are the Telegram user ids allowed to decide.
+	Approvers []int64
+	// APIEndpoint is the Bot API URL format, "https://api.telegram.org/bot%s/%s"
+	// by default (token, method), as tgbotapi.NewBotAPIWithAPIEndpoint takes it.
+	APIEndpoint string
+	// WebhookURL switches from long polling to webhook mode when set.
+	WebhookURL string
+	// WebhookSecretEnv names the variable holding the secret Telegram echoes in
+	// X-Telegram-Bot-Api-Secret-Token. Required with WebhookURL.
+	WebhookSecretEnv string
+	// WebhookSecret is the resolved webhook secret (secret).
+	WebhookSecret string
+}
+
+// Enabled reports whether a bot token is configured.
+func (t Telegram) Enabled() bool { return t.TokenEnv != "" || t.Token != "" }
+
+// Slack is the [slack] table. It is enabled by setting bot_token_env.
+type Slack struct {
+	// BotTokenEnv names the variable holding the bot token (xoxb-…).
+	BotTokenEnv string
+	// BotToken is the resolved bot token (secret).
+	BotToken string
+	// SigningSecretEnv names the variable holding the signing secret that
+	// verifies /slack/interactions and /slack/commands. Required unless Socket Mode.
+	SigningSecretEnv string
+	// SigningSecret is the resolved signing secret (secret).
+	SigningSecret string
+	// AppTokenEnv names the variable holding an app-level token (xapp-…);
+	// setting it selects Socket Mode.
+	AppTokenEnv string
+	// AppToken is the resolved app-level token (secret).
+	AppToken string
+	// ChannelID is where cards are posted (an ID such as C0123456, not a name:
+	// chat.update needs the ID).
+	ChannelID string
+	// Approvers are the Slack user ids allowed to decide.
+	Approvers []string
+	// Admins are the Slack user ids allowed to revoke grants from Slack.
+	Admins []string
+	// APIURL is the Web API base, "https://slack.com/api/" by default; it ends in "/".
+	APIURL string
+}
+
+// Enabled reports whether a bot token is configured.
+func (s Slack) Enabled() bool { return s.BotTokenEnv != "" || s.BotToken != "" }
+
+// SocketMode reports whether an app-level token is configured.
+func (s Slack) SocketMode() bool { return s.AppTokenEnv != "" || s.AppToken != "" }
+
+// Hooks is the [hooks] table.
+type Hooks struct {
+	ClaudeCode ClaudeCode
+}
+
+// ClaudeCode is [hooks.claude_code], the PreToolUse hook adapter (SPEC §9).
+type ClaudeCode struct {
+	// Wait is how long the hook waits for a person before answering "ask";
+	// keep it under Claude Code's own hook timeout (10 minutes by default).
+	Wait time.Duration
+	// UnknownTool is the answer for a tool with no mapping: "ask" or "deny".
+	UnknownTool string
+	// Tools maps extra tool names (e.g. "mcp__gmail__send") to capabilities.
+	Tools map[string]string
+}
+
+// Log is the optional [log] table.
+type Log struct {
+	// Format is "text", "json", or "" to choose by whether stderr is a terminal.
+	Format string
+	// Level is "debug", "info", "warn" or "error".
+	Level string
+}
+
+// Default returns the SPEC defaults, with paths from the process environment,
+// and no agents.
+func Default() Config { return defaults(nil) }
+
+func defaults(getenv func(string) string) Config {
+	getenv = orEnv(getenv)
+	return Config{
+		Server:  Server{Listen: "127.0.0.1:8080"},
+		Storage: Storage{Path: filepath.Join(StateDir(getenv), "gateway.db"), Driver: "sqlite"},
+		Policy:  Policy{GrantTTL: 2160 * time.Hour, StaleAfter: 2160 * time.Hour},
+		Vaglio: Vaglio{
+			JudgeThreshold: 0.30,
+			LogDir:         filepath.Join(xdgDir(getenv, "XDG_DATA_HOME", ".local/share"), "metnos", "vaglio"),
+		},
+		Approvals: Approvals{Timeout: 10 * time.Minute, PruneSchedule: "@hourly", Retention: 8760 * time.Hour},
+		Telegram:  Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s"},
+		Slack:     Slack{APIURL: "https://slack.com/api/"},
+		Hooks:     Hooks{ClaudeCode: ClaudeCode{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}}},
+		Log:       Log{Level: "info"},
+	}
+}
+
+// DefaultPath is where the config file is looked for when --config is not
+// given: $GATEWAY_CONFIG, else $XDG_CONFIG_HOME/metnos/gateway.toml, else
+// ~/.config/metnos/gateway.toml. A nil getenv means os.Getenv.
+func DefaultPath(getenv func(string) string) string {
+	getenv = orEnv(getenv)
+	if p := getenv("GATEWAY_CONFIG"); p != "" {
+		return ExpandHome(p, getenv)
+	}
+	return filepath.Join(xdgDir(getenv, "XDG_CONFIG_HOME", ".config"), "metnos", "gateway.toml")
+}
+
+// Locate picks the config file for a command: the --config flag value when
+// given, else $GATEWAY_CONFIG (both explicit: the file must exist), else the
+// default path (missing means defaults). Pass the result to Load.
+func Locate(flag string, getenv func(string) string) (path string, explicit bool) {
+	getenv = orEnv(getenv)
+	switch {
+	case flag != "":
+		return ExpandHome(flag, getenv), true
+	case getenv("GATEWAY_CONFIG") != "":
+		return DefaultPath(getenv), true
+	}
+	return DefaultPath(getenv), false
+}
+
+// StateDir is where the database and the generated local agent token live:
+// $XDG_STATE_HOME/metnos, else ~/.local/state/metnos. A nil getenv means os.Getenv.
+func StateDir(getenv func(string) string) string {
+	return filepath.Join(xdgDir(orEnv(getenv), "XDG_STATE_HOME", ".local/state"), "metnos")
+}
+
+// ExpandHome replaces a leading "~" or "~/" with $HOME. Other paths, "~user"
+// forms, and every path when HOME is empty, are returned unchanged (Validate
+// then refuses a storage or log path still starting with "~").
+func ExpandHome(p string, getenv func(string) string) string {
+	if p != "~" && !strings.HasPrefix(p, "~/") {
+		return p
+	}
+	home := orEnv(getenv)("HOME")
+	if home == "" {
+		return p
+	}
+	return filepath.Join(home, p[1:])
+}
+
+// xdgDir returns $name when it is absolute (the XDG spec says to ignore
+// relative values), else ~/fallback.
+func xdgDir(getenv func(string) string, name, fallback string) string {
+	if v := getenv(name); filepath.IsAbs(v) {
+		return v
+	}
+	return ExpandHome("~/"+fallback, getenv)
+}
+
+const redacted = "[redacted]"
+
+// Redacted returns a copy in which every secret that is set reads
+// "[redacted]" (an unset one stays empty, so `config show` tells the two
+// apart). The copy shares nothing mutable with c.
+func (c Config) Redacted() Config {
+	r := c
+	r.Storage.DSN = redact(c.Storage.DSN)
+	r.Web.AdminToken = redact(c.Web.AdminToken)
+	r.Telegram.Token = redact(c.Telegram.Token)
+	r.Telegram.WebhookSecret = redact(c.Telegram.WebhookSecret)
+	r.Telegram.Approvers = append([]int64(nil), c.Telegram.Approvers...)
+	r.Slack.BotToken = redact(c.Slack.BotToken)
+	r.Slack.SigningSecret = redact(c.Slack.SigningSecret)
+	r.Slack.AppToken = redact(c.Slack.AppToken)
+	r.Slack.Approvers = append([]string(nil), c.Slack.Approvers...)
+	r.Slack.Admins = append([]string(nil), c.Slack.Admins...)
+	r.Policy.Rules = append([]Rule(nil), c.Policy.Rules...)
+	if c.Agents != nil {
+		r.Agents = make([]Agent, len(c.Agents))
+		for i, a := range c.Agents {
+			a.Token = redact(a.Token)
+			a.Notify = append([]string(nil), a.Notify...)
+			a.AllowCapabilities = append([]string(nil), a.AllowCapabilities...)
+			a.DenyCapabilities = append([]string(nil), a.DenyCapabilities...)
+			r.Agents[i] = a
+		}
+	}
+	if c.Hooks.ClaudeCode.Tools != nil {
+		r.Hooks.ClaudeCode.Tools = make(map[string]string, len(c.Hooks.ClaudeCode.Tools))
+		for k, v := range c.Hooks.ClaudeCode.Tools {
+			r.Hooks.ClaudeCode.Tools[k] = v
+		}
+	}
+	return r
+}
+
+func redact(s string) string {
+	if s == "" {
+		return ""
+	}
+	return redacted
+}
+
+// shown is Config without methods, so that LogValue does not recurse.
+type shown Config
+
+// LogValue makes slog print the redacted copy, so logging a Config never leaks a secret.
+func (c Config) LogValue() slog.Value { return slog.AnyValue(shown(c.Redacted())) }
+
+func orEnv(getenv func(string) string) func(string) string {
+	if getenv == nil {
+		return osGetenv
+	}
+	return getenv
+}

@@ -1,0 +1,735 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/metnos/gateway/policy"
+)
+
+// env is a fake environment: a map behind the getenv signature.
+func env(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+// writeFile puts a config in a temp dir and returns its path.
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "gateway.toml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Distinctive secret values: none may ever show up in an error or in Redacted.
+var secrets = map[string]string{
+	"METNOS_AGENT_TOKEN":      "agent-SECRET-0001",
+	"OTHER_AGENT_TOKEN":       "agent-SECRET-0002",
+	"TELEGRAM_BOT_TOKEN":      "123:tg-SECRET-0003",
+	"TELEGRAM_WEBHOOK_SECRET": "tgwh-SECRET-0004",
+	"SLACK_BOT_TOKEN":         "xoxb-SECRET-0005",
+	"SLACK_SIGNING_SECRET":    "sign-SECRET-0006",
+	"SLACK_APP_TOKEN":         "xapp-SECRET-0007",
+	"GATEWAY_ADMIN_TOKEN":     "admin-SECRET-0008",
+	"GATEWAY_DATABASE_URL":    "postgres://u:pw-SECRET-0009@db/gw",
+	"PG_DSN":                  "postgres://u:pw-SECRET-0010@db/gw",
+}
+
+// baseEnv is HOME plus every secret.
+func baseEnv(t *testing.T) map[string]string {
+	m := map[string]string{"HOME": t.TempDir()}
+	for k, v := range secrets {
+		m[k] = v
+	}
+	return m
+}
+
+func TestLoad_DefaultsWithoutFile(t *testing.T) {
+	home := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		path string
+	}{
+		{"missing default path", filepath.Join(home, "nope", "gateway.toml")},
+		{"no path at all", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Load(tc.path, false, env(map[string]string{"HOME": home}))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			want := Config{
+				Server:    Server{Listen: "127.0.0.1:8080"},
+				Storage:   Storage{Path: filepath.Join(home, ".local/state/metnos/gateway.db"), Driver: "sqlite"},
+				Policy:    Policy{GrantTTL: 2160 * time.Hour, StaleAfter: 2160 * time.Hour},
+				Vaglio:    Vaglio{JudgeThreshold: 0.30, LogDir: filepath.Join(home, ".local/share/metnos/vaglio")},
+				Approvals: Approvals{Timeout: 10 * time.Minute, PruneSchedule: "@hourly", Retention: 8760 * time.Hour},
+				Telegram:  Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s"},
+				Slack:     Slack{APIURL: "https://slack.com/api/"},
+				Hooks:     Hooks{ClaudeCode: ClaudeCode{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}}},
+				Log:       Log{Level: "info"},
+			}
+			if !reflect.DeepEqual(cfg, want) {
+				t.Errorf("got  %+v\nwant %+v", cfg, want)
+			}
+			if cfg.Telegram.Enabled() || cfg.Slack.Enabled() {
+				t.Error("chat channels enabled by default")
+			}
+		})
+	}
+}
+
+func TestDefault_Valid(t *testing.T) {
+	cfg := Default()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("Default().Validate: %v", err)
+	}
+	if len(cfg.Agents) != 0 {
+		t.Errorf("Default has agents: %v", cfg.Agents)
+	}
+	// A generated local agent built in code carries its token without a token_env.
+	a := NewAgent("local")
+	a.Token, a.Admin = "generated", true
+	cfg.Agents = append(cfg.Agents, a)
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("Validate with a code-built agent: %v", err)
+	}
+}
+
+func TestLoad_ExplicitMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing.toml")
+	_, err := Load(path, true, env(map[string]string{"HOME": t.TempDir()}))
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	if !strings.Contains(err.Error(), path) {
+		t.Errorf("error %q does not name %s", err, path)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("error %q is not fs.ErrNotExist", err)
+	}
+}
+
+func TestLoad_ExampleFile(t *testing.T) {
+	e := baseEnv(t)
+	cfg, err := Load(filepath.Join("..", "gateway.example.toml"), true, env(e))
+	if err != nil {
+		t.Fatalf("example does not load: %v", err)
+	}
+	home := e["HOME"]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"listen", cfg.Server.Listen, "127.0.0.1:8080"},
+		{"storage.path", cfg.Storage.Path, filepath.Join(home, ".local/state/metnos/gateway.db")},
+		{"storage.driver", cfg.Storage.Driver, "sqlite"},
+		{"grant_ttl", cfg.Policy.GrantTTL, 2160 * time.Hour},
+		{"rules", len(cfg.Policy.Rules), 3},
+		{"scoped rule", cfg.Policy.Rules[2], Rule{Capability: "fs:read", Target: "~/notes/**", Action: "approve", SenderID: "roberto", Agent: "metnos", Channel: "telegram"}},
+		{"judge", cfg.Vaglio.JudgeThreshold, 0.30},
+		{"log_dir", cfg.Vaglio.LogDir, filepath.Join(home, ".local/share/metnos/vaglio")},
+		{"agents", len(cfg.Agents), 1},
+		{"agent token", cfg.Agents[0].Token, secrets["METNOS_AGENT_TOKEN"]},
+		{"agent autonomy", cfg.Agents[0].Autonomy, policy.Supervised},
+		{"agent rate", [2]any{cfg.Agents[0].RateCount, cfg.Agents[0].RatePer}, [2]any{60, time.Minute}},
+		{"agent deny", cfg.Agents[0].DenyCapabilities, []string{"mail:send"}},
+		{"agent permits", [2]bool{cfg.Agents[0].Permits("fs:read"), cfg.Agents[0].Permits("mail:send")}, [2]bool{true, false}},
+		{"telegram", [3]any{cfg.Telegram.Enabled(), cfg.Telegram.ChatID, cfg.Telegram.Token}, [3]any{true, int64(123456789), secrets["TELEGRAM_BOT_TOKEN"]}},
+		{"telegram endpoint", cfg.Telegram.APIEndpoint, "https://api.telegram.org/bot%s/%s"},
+		{"slack", [3]any{cfg.Slack.Enabled(), cfg.Slack.SocketMode(), cfg.Slack.ChannelID}, [3]any{true, true, "C0123456"}},
+		{"slack api", cfg.Slack.APIURL, "https://slack.com/api/"},
+		{"hook tools", cfg.Hooks.ClaudeCode.Tools, map[string]string{"mcp__gmail__send": "mail:send"}},
+		{"hook wait", cfg.Hooks.ClaudeCode.Wait, 9 * time.Minute},
+		{"log level", cfg.Log.Level, "info"},
+	}
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			if !reflect.DeepEqual(c.got, c.want) {
+				t.Errorf("got %v, want %v", c.got, c.want)
+			}
+		})
+	}
+}
+
+// TestLoad_ExampleCoversEveryKey makes sure the example names every key the
+// loader knows, so it stays the complete reference.
+func TestLoad_ExampleCoversEveryKey(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "gateway.example.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	var walk func(prefix string, typ reflect.Type)
+	walk = func(prefix string, typ reflect.Type) {
+		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice {
+			typ = typ.Elem()
+		}
+		if typ.Kind() != reflect.Struct {
+			return
+		}
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			key := f.Tag.Get("toml")
+			full := strings.TrimPrefix(prefix+"."+key, ".")
+			want = append(want, full)
+			walk(full, f.Type)
+		}
+	}
+	walk("", reflect.TypeOf(fileConfig{}))
+	text := string(data)
+	for _, key := range want {
+		last := key[strings.LastIndex(key, ".")+1:]
+		if !strings.Contains(text, "\n"+last+" =") && !strings.Contains(text, "["+key) {
+			t.Errorf("example does not show %s", key)
+		}
+	}
+}
+
+// valid is a small complete config the bad cases below break one key at a time.
+const valid = `
+[[agents]]
+id = "metnos"
+token_env = "METNOS_AGENT_TOKEN"
+notify = ["web", "telegram", "slack"]
+
+[telegram]
+token_env = "TELEGRAM_BOT_TOKEN"
+chat_id = -100
+approvers = [42]
+
+[slack]
+bot_token_env = "SLACK_BOT_TOKEN"
+signing_secret_env = "SLACK_SIGNING_SECRET"
+channel_id = "C0123456"
+approvers = ["U0123456"]
+`
+
+func TestLoad_Valid(t *testing.T) {
+	if _, err := Load(writeFile(t, valid), true, env(baseEnv(t))); err != nil {
+		t.Fatalf("valid config refused: %v", err)
+	}
+}
+
+func TestLoad_Refused(t *testing.T) {
+	tests := []struct {
+		name  string
+		toml  string
+		unset []string // environment variables to clear
+		want  []string // each must appear in the error
+	}{
+		{"syntax error has its line", "[server]\nlisten = \"x\"\nport = = 3\n", nil,
+			[]string{"line 3"}},
+		{"type mismatch names key", "[telegram]\nchat_id = \"12\"\n", nil,
+			[]string{"telegram.chat_id", "line 2"}},
+		{"bad duration", "[policy]\ngrant_ttl = \"10x\"\n", nil,
+			[]string{`policy.grant_ttl: bad duration "10x"`}},
+		{"zero duration", "[policy]\nstale_after = \"0s\"\n", nil,
+			[]string{"policy.stale_after: must be positive"}},
+		{"timeout out of range", "[approvals]\ntimeout = \"2s\"\n", nil,
+			[]string{"approvals.timeout:"}},
+		{"bad retention", "[approvals]\nretention = \"1y\"\n", nil,
+			[]string{`approvals.retention: bad duration "1y"`}},
+		{"bad hook wait", "[hooks.claude_code]\nwait = \"soon\"\n", nil,
+			[]string{`hooks.claude_code.wait: bad duration "soon"`}},
+		{"bad cron", "[approvals]\nprune_schedule = \"every hour\"\n", nil,
+			[]string{`approvals.prune_schedule: bad cron spec "every hour"`}},
+		{"bad listen", "[server]\nlisten = \"localhost\"\n", nil,
+			[]string{"server.listen:"}},
+		{"bad driver", "[storage]\ndriver = \"mysql\"\n", nil,
+			[]string{`storage.driver: unknown driver "mysql"`}},
+		{"postgres without dsn", "[storage]\ndriver = \"postgres\"\n", []string{"GATEWAY_DATABASE_URL"},
+			[]string{"storage.dsn_env: required"}},
+		{"empty dsn var", "[storage]\ndriver = \"postgres\"\ndsn_env = \"EMPTY_DSN\"\n", nil,
+			[]string{"storage.dsn_env: EMPTY_DSN is empty"}},
+		{"judge out of range", "[vaglio]\njudge_threshold = 1.5\n", nil,
+			[]string{"vaglio.judge_threshold:"}},
+		{"judge NaN", "[vaglio]\njudge_threshold = nan\n", nil,
+			[]string{"vaglio.judge_threshold:"}},
+
+		{"rule bad action", "[[policy.rules]]\ncapability = \"fs:read\"\ntarget = \"*\"\naction = \"approve\"\n" +
+			"[[policy.rules]]\ncapability = \"fs:read\"\ntarget = \"*\"\naction = \"block\"\n" +
+			"[[policy.rules]]\ncapability = \"fs:read\"\ntarget = \"*\"\naction = \"alow\"\n", nil,
+			[]string{`policy.rules[2].action: unknown action "alow" (want approve, require_approval or block)`}},
+		{"rule missing action", "[[policy.rules]]\ncapability = \"fs:read\"\ntarget = \"*\"\n", nil,
+			[]string{"policy.rules[0].action: required"}},
+		{"rule unknown capability", "[[policy.rules]]\ncapability = \"fs:wirte\"\ntarget = \"*\"\naction = \"block\"\n", nil,
+			[]string{`policy.rules[0].capability: unknown capability "fs:wirte"`}},
+		{"rule unknown prefix", "[[policy.rules]]\ncapability = \"disk:*\"\ntarget = \"*\"\naction = \"block\"\n", nil,
+			[]string{`policy.rules[0].capability: unknown capability "disk:*"`}},
+		{"rule missing capability", "[[policy.rules]]\ntarget = \"*\"\naction = \"block\"\n", nil,
+			[]string{"policy.rules[0].capability: required"}},
+		{"rule missing target", "[[policy.rules]]\ncapability = \"fs:read\"\naction = \"block\"\n", nil,
+			[]string{"policy.rules[0].target: required"}},
+		{"rule bad glob", "[[policy.rules]]\ncapability = \"fs:read\"\ntarget = \"/a/[b\"\naction = \"block\"\n", nil,
+			[]string{"policy.rules[0].target: bad glob"}},
+		{"rule unknown agent", "[[policy.rules]]\ncapability = \"fs:read\"\ntarget = \"*\"\naction = \"block\"\nagent = \"nobody\"\n", nil,
+			[]string{`policy.rules[0].agent: no agent "nobody"`}},
+		{"approve * on code:exec", "[[policy.rules]]\ncapability = \"code:exec\"\ntarget = \"*\"\naction = \"approve\"\n", nil,
+			[]string{"policy.rules[0].target:", "code:exec"}},
+		{"approve ** on mail:send", "[[policy.rules]]\ncapability = \"mail:send\"\ntarget = \"**\"\naction = \"approve\"\n", nil,
+			[]string{"policy.rules[0].target:", "mail:send"}},
+		{"approve * via *", "[[policy.rules]]\ncapability = \"*\"\ntarget = \"*\"\naction = \"approve\"\n", nil,
+			[]string{"policy.rules[0].target:", "code:exec"}},
+		{"approve * via code:*", "[[policy.rules]]\ncapability = \"fs:read\"\ntarget = \"*\"\naction = \"approve\"\n" +
+			"[[policy.rules]]\ncapability = \"code:*\"\ntarget = \"*\"\naction = \"approve\"\n", nil,
+			[]string{"policy.rules[1].target:", "code:exec"}},
+		{"approve * via mail:*", "[[policy.rules]]\ncapability = \"mail:*\"\ntarget = \"*\"\naction = \"approve\"\n", nil,
+			[]string{"policy.rules[0].target:", "mail:send"}},
+
+		{"agent missing id", "[[agents]]\ntoken_env = \"METNOS_AGENT_TOKEN\"\n", nil,
+			[]string{"agents[0].id: required"}},
+		{"agent bad id", "[[agents]]\nid = \"Big Agent\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\n", nil,
+			[]string{`agents[0].id: bad id "Big Agent"`}},
+		{"agent duplicate id", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\n[[agents]]\nid = \"a\"\ntoken_env = \"OTHER_AGENT_TOKEN\"\n", nil,
+			[]string{`agents[1].id: "a" is already agents[0].id`}},
+		{"agent shared token", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\n[[agents]]\nid = \"b\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\n", nil,
+			[]string{"agents[1].token_env: same token as agents[0]"}},
+		{"agent missing token_env", "[[agents]]\nid = \"a\"\n", nil,
+			[]string{"agents[0].token_env: required"}},
+		{"agent empty token", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\n", []string{"METNOS_AGENT_TOKEN"},
+			[]string{"agents[0].token_env: METNOS_AGENT_TOKEN is empty"}},
+		{"agent bad autonomy", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\nautonomy = \"God\"\n", nil,
+			[]string{`agents[0].autonomy: unknown autonomy level "God"`}},
+		{"agent bad rate", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\nrate = \"0/m\"\n", nil,
+			[]string{`agents[0].rate: bad rate "0/m"`}},
+		{"agent rate unit", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\nrate = \"5/d\"\n", nil,
+			[]string{`agents[0].rate: bad rate "5/d"`}},
+		{"agent bad notify", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\nnotify = [\"web\", \"email\"]\n", nil,
+			[]string{`agents[0].notify[1]: unknown channel "email"`}},
+		{"agent notify unconfigured", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\nnotify = [\"slack\"]\n", nil,
+			[]string{"agents[0].notify[0]: slack is not configured"}},
+		{"agent empty channel", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\nchannel = \"\"\n", nil,
+			[]string{"agents[0].channel: required"}},
+		{"agent bad deny", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\ndeny_capabilities = [\"fs:read\", \"fs:wirte\"]\n", nil,
+			[]string{`agents[0].deny_capabilities[1]: unknown capability "fs:wirte"`}},
+		{"agent bad allow", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\nallow_capabilities = [\"fs:*\"]\n", nil,
+			[]string{`agents[0].allow_capabilities[0]: unknown capability "fs:*"`}},
+
+		{"web admin token empty", "[web]\nadmin_token_env = \"GATEWAY_ADMIN_TOKEN\"\n", []string{"GATEWAY_ADMIN_TOKEN"},
+			[]string{"web.admin_token_env: GATEWAY_ADMIN_TOKEN is empty"}},
+
+		{"telegram token empty", "[telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\nchat_id = 1\napprovers = [1]\n", []string{"TELEGRAM_BOT_TOKEN"},
+			[]string{"telegram.token_env: TELEGRAM_BOT_TOKEN is empty"}},
+		{"telegram no chat", "[telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\napprovers = [1]\n", nil,
+			[]string{"telegram.chat_id: required"}},
+		{"telegram no approvers", "[telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\nchat_id = 1\n", nil,
+			[]string{"telegram.approvers: required"}},
+		{"telegram bad approver", "[telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\nchat_id = 1\napprovers = [1, -2]\n", nil,
+			[]string{"telegram.approvers[1]: bad user id -2"}},
+		{"telegram webhook without secret", "[telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\nchat_id = 1\napprovers = [1]\nwebhook_url = \"https://gw.example.com/telegram\"\n", nil,
+			[]string{"telegram.webhook_secret_env: required"}},
+		{"telegram webhook secret empty", "[telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\nchat_id = 1\napprovers = [1]\nwebhook_url = \"https://gw.example.com/telegram\"\nwebhook_secret_env = \"TELEGRAM_WEBHOOK_SECRET\"\n", []string{"TELEGRAM_WEBHOOK_SECRET"},
+			[]string{"telegram.webhook_secret_env: TELEGRAM_WEBHOOK_SECRET is empty"}},
+		{"telegram bad webhook url", "[telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\nchat_id = 1\napprovers = [1]\nwebhook_url = \"gw.example.com\"\nwebhook_secret_env = \"TELEGRAM_WEBHOOK_SECRET\"\n", nil,
+			[]string{"telegram.webhook_url:"}},
+		{"telegram bad endpoint", "[telegram]\napi_endpoint = \"http://127.0.0.1:1/bot\"\n", nil,
+			[]string{"telegram.api_endpoint:"}},
+
+		{"slack signing secret empty", "[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\nsigning_secret_env = \"SLACK_SIGNING_SECRET\"\nchannel_id = \"C1\"\napprovers = [\"U1\"]\n", []string{"SLACK_SIGNING_SECRET"},
+			[]string{"slack.signing_secret_env: SLACK_SIGNING_SECRET is empty"}},
+		{"slack no signing secret", "[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\nchannel_id = \"C1\"\napprovers = [\"U1\"]\n", nil,
+			[]string{"slack.signing_secret_env: required unless slack.app_token_env"}},
+		{"slack bot token empty", "[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\napp_token_env = \"SLACK_APP_TOKEN\"\nchannel_id = \"C1\"\napprovers = [\"U1\"]\n", []string{"SLACK_BOT_TOKEN"},
+			[]string{"slack.bot_token_env: SLACK_BOT_TOKEN is empty"}},
+		{"slack app token empty", "[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\napp_token_env = \"SLACK_APP_TOKEN\"\nchannel_id = \"C1\"\napprovers = [\"U1\"]\n", []string{"SLACK_APP_TOKEN"},
+			[]string{"slack.app_token_env: SLACK_APP_TOKEN is empty"}},
+		{"slack no channel", "[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\napp_token_env = \"SLACK_APP_TOKEN\"\napprovers = [\"U1\"]\n", nil,
+			[]string{"slack.channel_id: required"}},
+		{"slack channel name", "[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\napp_token_env = \"SLACK_APP_TOKEN\"\nchannel_id = \"#approvals\"\napprovers = [\"U1\"]\n", nil,
+			[]string{`slack.channel_id: bad channel id "#approvals"`}},
+		{"slack no approvers", "[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\napp_token_env = \"SLACK_APP_TOKEN\"\nchannel_id = \"C1\"\n", nil,
+			[]string{"slack.approvers: required"}},
+		{"slack bad admin", "[slack]\nadmins = [\"roberto\"]\n", nil,
+			[]string{`slack.admins[0]: bad user id "roberto"`}},
+		{"slack api url without slash", "[slack]\napi_url = \"http://127.0.0.1:9/api\"\n", nil,
+			[]string{`slack.api_url: "http://127.0.0.1:9/api" must end with "/"`}},
+
+		{"hooks bad unknown_tool", "[hooks.claude_code]\nunknown_tool = \"allow\"\n", nil,
+			[]string{`hooks.claude_code.unknown_tool: unknown answer "allow"`}},
+		{"hooks bad capability", "[hooks.claude_code.tools]\nmcp__gmail__send = \"mail:sned\"\n", nil,
+			[]string{`hooks.claude_code.tools.mcp__gmail__send: unknown capability "mail:sned"`}},
+		{"log bad format", "[log]\nformat = \"xml\"\n", nil,
+			[]string{`log.format: unknown format "xml"`}},
+		{"log bad level", "[log]\nlevel = \"loud\"\n", nil,
+			[]string{`log.level: unknown level "loud"`}},
+		{"env name holding a secret", "[web]\nadmin_token_env = \"hunter2 is my password\"\n", nil,
+			[]string{"web.admin_token_env: not an environment variable name"}},
+		{"problems reported together", "[policy]\ngrant_ttl = \"10x\"\n[approvals]\nprune_schedule = \"nope\"\n", nil,
+			[]string{"2 problems", "policy.grant_ttl", "approvals.prune_schedule"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := baseEnv(t)
+			for _, k := range tc.unset {
+				delete(e, k)
+			}
+			path := writeFile(t, tc.toml)
+			cfg, err := Load(path, true, env(e))
+			if err == nil {
+				t.Fatalf("accepted: %+v", cfg.Redacted())
+			}
+			msg := err.Error()
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error does not contain %q:\n%s", w, msg)
+				}
+			}
+			if !strings.Contains(msg, path) {
+				t.Errorf("error does not name the file %s:\n%s", path, msg)
+			}
+			assertNoSecret(t, msg)
+		})
+	}
+}
+
+func TestLoad_RejectsCapabilityErrorsWithSentinel(t *testing.T) {
+	path := writeFile(t, "[[policy.rules]]\ncapability = \"fs:wirte\"\ntarget = \"*\"\naction = \"block\"\n")
+	_, err := Load(path, true, env(baseEnv(t)))
+	if !errors.Is(err, policy.ErrUnknownCapability) {
+		t.Errorf("errors.Is(%v, ErrUnknownCapability) = false", err)
+	}
+	var ke *KeyError
+	if !errors.As(err, &ke) || ke.Key != "policy.rules[0].capability" {
+		t.Errorf("errors.As KeyError: %+v", ke)
+	}
+}
+
+func TestLoad_UnknownKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		toml string
+		want []string
+		not  []string
+	}{
+		{"top-level table", "[sever]\nlisten = \"x\"\n", []string{"sever: unknown key"}, []string{"sever.listen"}},
+		{"top-level key", "debug = true\n", []string{"debug: unknown key"}, nil},
+		{"nested key", "[server]\nlisen = \"x\"\n", []string{"server.lisen: unknown key"}, nil},
+		{"deep key", "[hooks.claude_code]\nwiat = \"1m\"\n", []string{"hooks.claude_code.wiat: unknown key"}, nil},
+		{"array element", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\n[[agents]]\nid = \"b\"\ntoken_env = \"OTHER_AGENT_TOKEN\"\nautonmy = \"Full\"\n",
+			[]string{"agents[1].autonmy: unknown key"}, []string{"agents[0].autonmy"}},
+		{"rule element", "[[policy.rules]]\ncapability = \"fs:read\"\ntarget = \"*\"\naction = \"block\"\nsender = \"x\"\n",
+			[]string{"policy.rules[0].sender: unknown key"}, nil},
+		{"inline table element", "[policy]\nrules = [{capability = \"fs:read\", target = \"*\", action = \"block\", agnet = \"x\"}]\n",
+			[]string{"policy.rules[0].agnet: unknown key"}, nil},
+		{"secret in file", "[telegram]\ntoken = \"123:tg-SECRET-0003\"\n",
+			[]string{"telegram.token: unknown key (secrets are never read from the file"}, nil},
+		{"quoted key", "[server]\n\"my key\" = 1\n", []string{`server."my key": unknown key`}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(writeFile(t, tc.toml), true, env(baseEnv(t)))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not contain %q:\n%s", w, err)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(err.Error(), n) {
+					t.Errorf("error contains %q:\n%s", n, err)
+				}
+			}
+			assertNoSecret(t, err.Error())
+		})
+	}
+}
+
+func TestLoad_Env(t *testing.T) {
+	tests := []struct {
+		name    string
+		toml    string
+		env     map[string]string
+		check   func(t *testing.T, c Config)
+		wantErr string
+	}{
+		{name: "METNOS_GRANTS_DB beats storage.path", toml: "[storage]\npath = \"/from/file.db\"\n",
+			env: map[string]string{"METNOS_GRANTS_DB": "/from/env.db"},
+			check: func(t *testing.T, c Config) {
+				if c.Storage.Path != "/from/env.db" {
+					t.Errorf("path %q", c.Storage.Path)
+				}
+			}},
+		{name: "relative storage.path is read from the file's directory", toml: "[storage]\npath = \"data/gw.db\"\n",
+			check: func(t *testing.T, c Config) {
+				if !filepath.IsAbs(c.Storage.Path) || !strings.HasSuffix(c.Storage.Path, "/data/gw.db") {
+					t.Errorf("path %q", c.Storage.Path)
+				}
+			}},
+		{name: "METNOS_JUDGE_THRESHOLD beats the file", toml: "[vaglio]\njudge_threshold = 0.5\n",
+			env: map[string]string{"METNOS_JUDGE_THRESHOLD": "0.42"},
+			check: func(t *testing.T, c Config) {
+				if c.Vaglio.JudgeThreshold != 0.42 {
+					t.Errorf("threshold %v", c.Vaglio.JudgeThreshold)
+				}
+			}},
+		{name: "bad METNOS_JUDGE_THRESHOLD", env: map[string]string{"METNOS_JUDGE_THRESHOLD": "high"},
+			wantErr: `METNOS_JUDGE_THRESHOLD: bad number "high"`},
+		{name: "METNOS_JUDGE_THRESHOLD out of range", env: map[string]string{"METNOS_JUDGE_THRESHOLD": "2"},
+			wantErr: "METNOS_JUDGE_THRESHOLD: 2 is out of range"},
+		{name: "GATEWAY_LISTEN", toml: "[server]\nlisten = \"127.0.0.1:1\"\n",
+			env: map[string]string{"GATEWAY_LISTEN": "127.0.0.1:0"},
+			check: func(t *testing.T, c Config) {
+				if c.Server.Listen != "127.0.0.1:0" {
+					t.Errorf("listen %q", c.Server.Listen)
+				}
+			}},
+		{name: "GATEWAY_DATABASE_URL is the DSN", toml: "[storage]\ndriver = \"postgres\"\n",
+			env: map[string]string{"GATEWAY_DATABASE_URL": secrets["GATEWAY_DATABASE_URL"]},
+			check: func(t *testing.T, c Config) {
+				if c.Storage.DSN != secrets["GATEWAY_DATABASE_URL"] {
+					t.Error("DSN not from GATEWAY_DATABASE_URL")
+				}
+			}},
+		{name: "storage.dsn_env beats GATEWAY_DATABASE_URL", toml: "[storage]\ndriver = \"postgres\"\ndsn_env = \"PG_DSN\"\n",
+			env: map[string]string{"GATEWAY_DATABASE_URL": secrets["GATEWAY_DATABASE_URL"], "PG_DSN": secrets["PG_DSN"]},
+			check: func(t *testing.T, c Config) {
+				if c.Storage.DSN != secrets["PG_DSN"] {
+					t.Error("DSN not from PG_DSN")
+				}
+			}},
+		{name: "XDG dirs", env: map[string]string{"XDG_STATE_HOME": "/xdg/state", "XDG_DATA_HOME": "/xdg/data"},
+			check: func(t *testing.T, c Config) {
+				if c.Storage.Path != "/xdg/state/metnos/gateway.db" || c.Vaglio.LogDir != "/xdg/data/metnos/vaglio" {
+					t.Errorf("paths %q %q", c.Storage.Path, c.Vaglio.LogDir)
+				}
+			}},
+		{name: "no HOME leaves ~ and is refused", env: map[string]string{"HOME": ""},
+			wantErr: "storage.path: cannot expand"},
+		{name: "days in durations", toml: "[policy]\ngrant_ttl = \"30d\"\n",
+			check: func(t *testing.T, c Config) {
+				if c.Policy.GrantTTL != 30*24*time.Hour {
+					t.Errorf("grant_ttl %v", c.Policy.GrantTTL)
+				}
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := map[string]string{"HOME": t.TempDir()}
+			for k, v := range tc.env {
+				e[k] = v
+			}
+			cfg, err := Load(writeFile(t, tc.toml), true, env(e))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				assertNoSecret(t, err.Error())
+				return
+			}
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			tc.check(t, cfg)
+		})
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	tests := []struct {
+		in    string
+		n     int
+		per   time.Duration
+		wrong bool
+	}{
+		{"60/m", 60, time.Minute, false},
+		{"1/s", 1, time.Second, false},
+		{"1000/h", 1000, time.Hour, false},
+		{"0/m", 0, 0, true},
+		{"-1/m", 0, 0, true},
+		{"+5/m", 0, 0, true},
+		{"60", 0, 0, true},
+		{"60/min", 0, 0, true},
+		{"", 0, 0, true},
+		{"99999999999999999999/s", 0, 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			n, per, err := ParseRate(tc.in)
+			if (err != nil) != tc.wrong || n != tc.n || per != tc.per {
+				t.Errorf("ParseRate(%q) = %d, %v, %v", tc.in, n, per, err)
+			}
+		})
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	tests := []struct {
+		in    string
+		want  time.Duration
+		wrong bool
+	}{
+		{"90s", 90 * time.Second, false},
+		{"2160h", 2160 * time.Hour, false},
+		{"1h30m", 90 * time.Minute, false},
+		{"90d", 2160 * time.Hour, false},
+		{"1.5d", 0, true},
+		{"d", 0, true},
+		{"10x", 0, true},
+		{"99999999999d", 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseDuration(tc.in)
+			if (err != nil) != tc.wrong || got != tc.want {
+				t.Errorf("ParseDuration(%q) = %v, %v", tc.in, got, err)
+			}
+		})
+	}
+}
+
+func TestPaths(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		got  func(getenv func(string) string) string
+		want string
+	}{
+		{"DefaultPath GATEWAY_CONFIG", map[string]string{"HOME": "/h", "GATEWAY_CONFIG": "~/gw.toml"}, DefaultPath, "/h/gw.toml"},
+		{"DefaultPath XDG", map[string]string{"HOME": "/h", "XDG_CONFIG_HOME": "/x"}, DefaultPath, "/x/metnos/gateway.toml"},
+		{"DefaultPath relative XDG ignored", map[string]string{"HOME": "/h", "XDG_CONFIG_HOME": "rel"}, DefaultPath, "/h/.config/metnos/gateway.toml"},
+		{"DefaultPath home", map[string]string{"HOME": "/h"}, DefaultPath, "/h/.config/metnos/gateway.toml"},
+		{"StateDir XDG", map[string]string{"HOME": "/h", "XDG_STATE_HOME": "/s"}, StateDir, "/s/metnos"},
+		{"StateDir home", map[string]string{"HOME": "/h"}, StateDir, "/h/.local/state/metnos"},
+		{"ExpandHome tilde", map[string]string{"HOME": "/h"}, func(g func(string) string) string { return ExpandHome("~", g) }, "/h"},
+		{"ExpandHome tilde slash", map[string]string{"HOME": "/h"}, func(g func(string) string) string { return ExpandHome("~/a/b", g) }, "/h/a/b"},
+		{"ExpandHome other user", map[string]string{"HOME": "/h"}, func(g func(string) string) string { return ExpandHome("~bob/a", g) }, "~bob/a"},
+		{"ExpandHome absolute", map[string]string{"HOME": "/h"}, func(g func(string) string) string { return ExpandHome("/a/~", g) }, "/a/~"},
+		{"ExpandHome no HOME", map[string]string{}, func(g func(string) string) string { return ExpandHome("~/a", g) }, "~/a"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.got(env(tc.env)); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLocate(t *testing.T) {
+	tests := []struct {
+		name         string
+		flag         string
+		env          map[string]string
+		want         string
+		wantExplicit bool
+	}{
+		{"flag", "/etc/gw.toml", map[string]string{"HOME": "/h", "GATEWAY_CONFIG": "/other.toml"}, "/etc/gw.toml", true},
+		{"env", "", map[string]string{"HOME": "/h", "GATEWAY_CONFIG": "/other.toml"}, "/other.toml", true},
+		{"default", "", map[string]string{"HOME": "/h"}, "/h/.config/metnos/gateway.toml", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, explicit := Locate(tc.flag, env(tc.env))
+			if got != tc.want || explicit != tc.wantExplicit {
+				t.Errorf("Locate = %q, %v", got, explicit)
+			}
+		})
+	}
+}
+
+// assertNoSecret fails if any of the test secrets shows up in s.
+func assertNoSecret(t *testing.T, s string) {
+	t.Helper()
+	for name, v := range secrets {
+		if strings.Contains(s, v) {
+			t.Errorf("the value of %s leaked into:\n%s", name, s)
+		}
+	}
+	if strings.Contains(s, "SECRET-00") {
+		t.Errorf("a secret leaked into:\n%s", s)
+	}
+}
+
+func TestRedacted_HidesEverySecret(t *testing.T) {
+	e := baseEnv(t)
+	body := valid + `
+[storage]
+dsn_env = "PG_DSN"
+[web]
+admin_token_env = "GATEWAY_ADMIN_TOKEN"
+`
+	body = strings.Replace(body, "[slack]\n", "[slack]\napp_token_env = \"SLACK_APP_TOKEN\"\n", 1)
+	body = strings.Replace(body, "[telegram]\n", "[telegram]\nwebhook_url = \"https://gw.example.com/tg\"\nwebhook_secret_env = \"TELEGRAM_WEBHOOK_SECRET\"\n", 1)
+	cfg, err := Load(writeFile(t, body), true, env(e))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	// Every secret was resolved, so the test below means something.
+	for _, got := range []string{cfg.Agents[0].Token, cfg.Telegram.Token, cfg.Telegram.WebhookSecret,
+		cfg.Slack.BotToken, cfg.Slack.SigningSecret, cfg.Slack.AppToken, cfg.Web.AdminToken, cfg.Storage.DSN} {
+		if !strings.Contains(got, "SECRET-00") {
+			t.Fatalf("a secret was not resolved: %q", got)
+		}
+	}
+	r := cfg.Redacted()
+	assertNoSecret(t, fmt.Sprintf("%+v", r))
+	assertNoSecret(t, fmt.Sprintf("%#v", r))
+	if r.Telegram.Token != "[redacted]" || r.Agents[0].Token != "[redacted]" {
+		t.Errorf("not marked redacted: %+v", r)
+	}
+	if cfg.Agents[0].Token != secrets["METNOS_AGENT_TOKEN"] {
+		t.Error("Redacted changed the original")
+	}
+
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	log.Info("loaded", "config", cfg, "agent", cfg.Agents[0])
+	log = slog.New(slog.NewJSONHandler(&buf, nil))
+	log.Info("loaded", "config", cfg, "agent", cfg.Agents[0])
+	assertNoSecret(t, buf.String())
+	if !strings.Contains(buf.String(), "metnos") {
+		t.Errorf("log lost the agent id: %s", buf.String())
+	}
+}
+
+// TestLoad_ErrorsNeverShowSecrets breaks configs in ways that touch each
+// secret and checks no error text carries a value.
+func TestLoad_ErrorsNeverShowSecrets(t *testing.T) {
+	bodies := []string{
+		"[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\n[[agents]]\nid = \"b\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\n",
+		"[telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\nwebhook_url = \"https://x.example/\"\nwebhook_secret_env = \"TELEGRAM_WEBHOOK_SECRET\"\n",
+		"[telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\nwebhook_url = \"https://x.example/\"\nwebhook_secret_env = \"SLACK_BOT_TOKEN\"\n",
+		"[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\nsigning_secret_env = \"SLACK_SIGNING_SECRET\"\napp_token_env = \"SLACK_APP_TOKEN\"\n",
+		"[storage]\ndriver = \"postgres\"\ndsn_env = \"PG_DSN\"\n[server]\nlisten = \"bad\"\n",
+		"[web]\nadmin_token_env = \"GATEWAY_ADMIN_TOKEN\"\n[log]\nlevel = \"x\"\n",
+		"[web]\nadmin_token_env = \"admin-SECRET-0008\"\n",
+		"[telegram]\ntoken_env = \"123:tg-SECRET-0003\"\n",
+	}
+	for i, body := range bodies {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			e := baseEnv(t)
+			e["METNOS_JUDGE_THRESHOLD"] = "x"
+			_, err := Load(writeFile(t, body), true, env(e))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			assertNoSecret(t, err.Error())
+		})
+	}
+}
+
+func TestValidate_FillsRate(t *testing.T) {
+	cfg := Default()
+	a := NewAgent("x")
+	a.Token, a.Rate, a.RateCount, a.RatePer = "t", "5/s", 0, 0
+	cfg.Agents = []Agent{a}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Agents[0].RateCount != 5 || cfg.Agents[0].RatePer != time.Second {
+		t.Errorf("rate %d/%v", cfg.Agents[0].RateCount, cfg.Agents[0].RatePer)
+	}
+}

@@ -1,0 +1,506 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/metnos/gateway/policy"
+)
+
+var osGetenv = os.Getenv
+
+// Environment variables Load reads besides the *_env names in the file.
+const (
+	EnvConfig         = "GATEWAY_CONFIG"         // the config file (see DefaultPath)
+	EnvListen         = "GATEWAY_LISTEN"         // overrides server.listen
+	EnvDatabaseURL    = "GATEWAY_DATABASE_URL"   // the DSN when storage.dsn_env is empty
+	EnvGrantsDB       = "METNOS_GRANTS_DB"       // overrides storage.path
+	EnvJudgeThreshold = "METNOS_JUDGE_THRESHOLD" // overrides vaglio.judge_threshold
+)
+
+// Load reads the configuration: defaults, then the TOML file at path, then the
+// environment (overrides and the secrets named by *_env keys), then Validate.
+// With explicit set (a --config flag or $GATEWAY_CONFIG) the file must exist;
+// otherwise a missing file means defaults. A nil getenv means os.Getenv.
+//
+// Every problem found is returned in one *Error; on error the Config is zero.
+func Load(path string, explicit bool, getenv func(string) string) (Config, error) {
+	getenv = orEnv(getenv)
+	cfg := defaults(getenv)
+	var p problems
+	file := ""
+	if path != "" || explicit {
+		data, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			file = path
+			if err := decode(&cfg, data, filepath.Dir(path), getenv, &p); err != nil {
+				return Config{}, &Error{File: file, Problems: []error{err}}
+			}
+		case errors.Is(err, fs.ErrNotExist) && !explicit:
+			// No file at the default place: run on defaults.
+		case errors.Is(err, fs.ErrNotExist):
+			return Config{}, fmt.Errorf("config file %s does not exist: %w", path, fs.ErrNotExist)
+		default:
+			return Config{}, fmt.Errorf("read config file: %w", err)
+		}
+	}
+	applyEnv(&cfg, getenv, &p)
+	cfg.validate(&p)
+	if len(p) > 0 {
+		return Config{}, &Error{File: file, Problems: p}
+	}
+	return cfg, nil
+}
+
+// Error is every problem found in a configuration, each naming its key.
+// errors.Is and errors.As see through it to each problem.
+type Error struct {
+	File     string  // the file read, "" when none
+	Problems []error // in file order
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+	} else {
+		b.WriteString("config")
+	}
+	if len(e.Problems) == 1 {
+		b.WriteString(": ")
+		b.WriteString(e.Problems[0].Error())
+		return b.String()
+	}
+	fmt.Fprintf(&b, ": %d problems:", len(e.Problems))
+	for _, p := range e.Problems {
+		b.WriteString("\n\t")
+		b.WriteString(p.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the problems, for errors.Is and errors.As.
+func (e *Error) Unwrap() []error { return e.Problems }
+
+// KeyError is one problem with one key ("agents[0].token_env"), or with an
+// environment variable Load reads directly ("METNOS_JUDGE_THRESHOLD").
+type KeyError struct {
+	Key string
+	Err error
+}
+
+func (e *KeyError) Error() string { return e.Key + ": " + e.Err.Error() }
+
+// Unwrap returns the underlying error (policy.ErrUnknownCapability, …).
+func (e *KeyError) Unwrap() error { return e.Err }
+
+type problems []error
+
+func (p *problems) add(key, format string, args ...any) {
+	*p = append(*p, &KeyError{Key: key, Err: fmt.Errorf(format, args...)})
+}
+
+func (p *problems) wrap(key string, err error) {
+	*p = append(*p, &KeyError{Key: key, Err: err})
+}
+
+// The shape of the file. Pointers tell "absent, keep the default" from a
+// value; the decoder leaves unknown keys in MetaData.Undecoded.
+type (
+	fileConfig struct {
+		Server    *fileServer    `toml:"server"`
+		Storage   *fileStorage   `toml:"storage"`
+		Policy    *filePolicy    `toml:"policy"`
+		Vaglio    *fileVaglio    `toml:"vaglio"`
+		Approvals *fileApprovals `toml:"approvals"`
+		Agents    []fileAgent    `toml:"agents"`
+		Web       *fileWeb       `toml:"web"`
+		Telegram  *fileTelegram  `toml:"telegram"`
+		Slack     *fileSlack     `toml:"slack"`
+		Hooks     *fileHooks     `toml:"hooks"`
+		Log       *fileLog       `toml:"log"`
+	}
+	fileServer struct {
+		Listen *string `toml:"listen"`
+	}
+	fileStorage struct {
+		Path   *string `toml:"path"`
+		Driver *string `toml:"driver"`
+		DSNEnv *string `toml:"dsn_env"`
+	}
+	filePolicy struct {
+		GrantTTL   *string `toml:"grant_ttl"`
+		StaleAfter *string `toml:"stale_after"`
+		Rules      []Rule  `toml:"rules"`
+	}
+	fileVaglio struct {
+		JudgeThreshold *float64 `toml:"judge_threshold"`
+		LogDir         *string  `toml:"log_dir"`
+	}
+	fileApprovals struct {
+		Timeout       *string `toml:"timeout"`
+		PruneSchedule *string `toml:"prune_schedule"`
+		Retention     *string `toml:"retention"`
+	}
+	fileAgent struct {
+		ID                string    `toml:"id"`
+		TokenEnv          string    `toml:"token_env"`
+		Autonomy          *string   `toml:"autonomy"`
+		Channel           *string   `toml:"channel"`
+		SenderID          *string   `toml:"sender_id"`
+		Notify            *[]string `toml:"notify"`
+		Rate              *string   `toml:"rate"`
+		Admin             bool      `toml:"admin"`
+		AllowCapabilities []string  `toml:"allow_capabilities"`
+		DenyCapabilities  []string  `toml:"deny_capabilities"`
+	}
+	fileWeb struct {
+		AdminTokenEnv *string `toml:"admin_token_env"`
+	}
+	fileTelegram struct {
+		TokenEnv         *string  `toml:"token_env"`
+		ChatID           *int64   `toml:"chat_id"`
+		Approvers        *[]int64 `toml:"approvers"`
+		APIEndpoint      *string  `toml:"api_endpoint"`
+		WebhookURL       *string  `toml:"webhook_url"`
+		WebhookSecretEnv *string  `toml:"webhook_secret_env"`
+	}
+	fileSlack struct {
+		BotTokenEnv      *string   `toml:"bot_token_env"`
+		SigningSecretEnv *string   `toml:"signing_secret_env"`
+		AppTokenEnv      *string   `toml:"app_token_env"`
+		ChannelID        *string   `toml:"channel_id"`
+		Approvers        *[]string `toml:"approvers"`
+		Admins           *[]string `toml:"admins"`
+		APIURL           *string   `toml:"api_url"`
+	}
+	fileHooks struct {
+		ClaudeCode *fileClaudeCode `toml:"claude_code"`
+	}
+	fileClaudeCode struct {
+		Wait        *string           `toml:"wait"`
+		UnknownTool *string           `toml:"unknown_tool"`
+		Tools       map[string]string `toml:"tools"`
+	}
+	fileLog struct {
+		Format *string `toml:"format"`
+		Level  *string `toml:"level"`
+	}
+)
+
+// decode lays the file over cfg. A syntax or type error stops everything and
+// is returned; problems with single keys go to p so that all are reported.
+func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p *problems) error {
+	var f fileConfig
+	md, err := toml.Decode(string(data), &f)
+	if err != nil {
+		return tomlError(err)
+	}
+	unknownKeys(data, md, p)
+
+	if s := f.Server; s != nil {
+		set(&cfg.Server.Listen, s.Listen)
+	}
+	if s := f.Storage; s != nil {
+		if s.Path != nil {
+			cfg.Storage.Path = filePath(*s.Path, dir, getenv)
+		}
+		set(&cfg.Storage.Driver, s.Driver)
+		set(&cfg.Storage.DSNEnv, s.DSNEnv)
+	}
+	if s := f.Policy; s != nil {
+		duration(p, "policy.grant_ttl", s.GrantTTL, &cfg.Policy.GrantTTL)
+		duration(p, "policy.stale_after", s.StaleAfter, &cfg.Policy.StaleAfter)
+		cfg.Policy.Rules = s.Rules
+	}
+	if s := f.Vaglio; s != nil {
+		if s.JudgeThreshold != nil {
+			cfg.Vaglio.JudgeThreshold = *s.JudgeThreshold
+		}
+		if s.LogDir != nil {
+			cfg.Vaglio.LogDir = filePath(*s.LogDir, dir, getenv)
+		}
+	}
+	if s := f.Approvals; s != nil {
+		duration(p, "approvals.timeout", s.Timeout, &cfg.Approvals.Timeout)
+		set(&cfg.Approvals.PruneSchedule, s.PruneSchedule)
+		duration(p, "approvals.retention", s.Retention, &cfg.Approvals.Retention)
+	}
+	for i, fa := range f.Agents {
+		a := NewAgent(fa.ID)
+		a.TokenEnv = fa.TokenEnv
+		if fa.Autonomy != nil {
+			if l, err := policy.ParseLevel(*fa.Autonomy); err != nil {
+				p.wrap(fmt.Sprintf("agents[%d].autonomy", i), err)
+			} else {
+				a.Autonomy = l
+			}
+		}
+		set(&a.Channel, fa.Channel)
+		set(&a.SenderID, fa.SenderID)
+		if fa.Notify != nil {
+			a.Notify = *fa.Notify
+		}
+		if fa.Rate != nil {
+			a.Rate, a.RateCount, a.RatePer = *fa.Rate, 0, 0
+		}
+		a.Admin = fa.Admin
+		a.AllowCapabilities = fa.AllowCapabilities
+		a.DenyCapabilities = fa.DenyCapabilities
+		cfg.Agents = append(cfg.Agents, a)
+	}
+	if s := f.Web; s != nil {
+		set(&cfg.Web.AdminTokenEnv, s.AdminTokenEnv)
+	}
+	if s := f.Telegram; s != nil {
+		set(&cfg.Telegram.TokenEnv, s.TokenEnv)
+		if s.ChatID != nil {
+			cfg.Telegram.ChatID = *s.ChatID
+		}
+		if s.Approvers != nil {
+			cfg.Telegram.Approvers = *s.Approvers
+		}
+		if s.APIEndpoint != nil && *s.APIEndpoint != "" { // "" = the default, as SPEC §10 shows
+			cfg.Telegram.APIEndpoint = *s.APIEndpoint
+		}
+		set(&cfg.Telegram.WebhookURL, s.WebhookURL)
+		set(&cfg.Telegram.WebhookSecretEnv, s.WebhookSecretEnv)
+	}
+	if s := f.Slack; s != nil {
+		set(&cfg.Slack.BotTokenEnv, s.BotTokenEnv)
+		set(&cfg.Slack.SigningSecretEnv, s.SigningSecretEnv)
+		set(&cfg.Slack.AppTokenEnv, s.AppTokenEnv)
+		set(&cfg.Slack.ChannelID, s.ChannelID)
+		if s.Approvers != nil {
+			cfg.Slack.Approvers = *s.Approvers
+		}
+		if s.Admins != nil {
+			cfg.Slack.Admins = *s.Admins
+		}
+		if s.APIURL != nil && *s.APIURL != "" { // "" = the default, as SPEC §10 shows
+			cfg.Slack.APIURL = *s.APIURL
+		}
+	}
+	if s := f.Hooks; s != nil && s.ClaudeCode != nil {
+		cc := s.ClaudeCode
+		duration(p, "hooks.claude_code.wait", cc.Wait, &cfg.Hooks.ClaudeCode.Wait)
+		set(&cfg.Hooks.ClaudeCode.UnknownTool, cc.UnknownTool)
+		if cc.Tools != nil {
+			cfg.Hooks.ClaudeCode.Tools = cc.Tools
+		}
+	}
+	if s := f.Log; s != nil {
+		set(&cfg.Log.Format, s.Format)
+		set(&cfg.Log.Level, s.Level)
+	}
+	return nil
+}
+
+func set(dst *string, v *string) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// filePath expands ~ and reads a relative path from the config file's
+// directory, so the file means the same whatever directory the gateway starts in.
+func filePath(p, dir string, getenv func(string) string) string {
+	p = ExpandHome(p, getenv)
+	if p == "" || filepath.IsAbs(p) || strings.HasPrefix(p, "~") {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
+
+func duration(p *problems, key string, v *string, dst *time.Duration) {
+	if v == nil {
+		return
+	}
+	d, err := ParseDuration(*v)
+	if err != nil {
+		p.wrap(key, err)
+		return
+	}
+	*dst = d
+}
+
+var daysRE = regexp.MustCompile(`^[0-9]+d$`)
+
+// ParseDuration reads a config duration: time.ParseDuration's form ("90s",
+// "10m", "2160h", "1h30m") or a whole number of days ("90d" = 2160h).
+func ParseDuration(s string) (time.Duration, error) {
+	if daysRE.MatchString(s) {
+		n, err := strconv.ParseInt(strings.TrimSuffix(s, "d"), 10, 64)
+		if err == nil && n <= math.MaxInt64/int64(24*time.Hour) {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	} else if d, err := time.ParseDuration(s); err == nil {
+		return d, nil
+	}
+	return 0, fmt.Errorf("bad duration %q (want e.g. \"90s\", \"10m\", \"2160h\" or \"90d\")", s)
+}
+
+// tomlError makes a decoder error say where: "line 3: …". Type mismatches
+// come back as plain errors carrying the same "toml: line N (last key …)" text.
+func tomlError(err error) error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		if pe.LastKey != "" {
+			return fmt.Errorf("line %d, column %d (after key %s): %s", pe.Position.Line, pe.Position.Col, pe.LastKey, pe.Message)
+		}
+		return fmt.Errorf("line %d, column %d: %s", pe.Position.Line, pe.Position.Col, pe.Message)
+	}
+	return errors.New(strings.TrimPrefix(err.Error(), "toml: "))
+}
+
+// secretKeys are names a person might use to put a secret straight in the
+// file; the unknown-key error for them says where the secret belongs instead.
+var secretKeys = map[string]bool{
+	"token": true, "bot_token": true, "app_token": true, "admin_token": true,
+	"signing_secret": true, "webhook_secret": true, "secret": true,
+	"password": true, "dsn": true, "api_key": true,
+}
+
+// unknownKeys reports every key the decoder did not use, with array indices
+// ("agents[1].tokne"), which MetaData leaves out, found by walking the file
+// decoded as plain maps. Keys inside an unknown table are not repeated.
+func unknownKeys(data []byte, md toml.MetaData, p *problems) {
+	und := md.Undecoded()
+	if len(und) == 0 {
+		return
+	}
+	var tree map[string]any
+	if _, err := toml.Decode(string(data), &tree); err != nil {
+		tree = nil
+	}
+	seen := map[string]bool{}
+	for _, k := range und {
+		if len(k) > 1 && seen[toml.Key(k[:len(k)-1]).String()] {
+			seen[k.String()] = true
+			continue
+		}
+		seen[k.String()] = true
+		paths := locate(tree, k, "")
+		if len(paths) == 0 {
+			paths = []string{keyPath(k)}
+		}
+		sort.Strings(paths)
+		for _, path := range paths {
+			if secretKeys[k[len(k)-1]] {
+				p.add(path, "unknown key (secrets are never read from the file: put the value in an environment variable and name it with the matching *_env key)")
+			} else {
+				p.add(path, "unknown key")
+			}
+		}
+	}
+}
+
+// locate finds the paths of key k in the decoded tree, one per array element it sits in.
+func locate(node any, k toml.Key, prefix string) []string {
+	if len(k) == 0 {
+		return []string{prefix}
+	}
+	m, ok := node.(map[string]any)
+	if !ok {
+		return nil
+	}
+	v, ok := m[k[0]]
+	if !ok {
+		return nil
+	}
+	here := joinKey(prefix, k[0])
+	var out []string
+	switch arr := v.(type) {
+	case []map[string]any:
+		if len(k) == 1 {
+			return []string{here}
+		}
+		for i, e := range arr {
+			out = append(out, locate(e, k[1:], fmt.Sprintf("%s[%d]", here, i))...)
+		}
+		return out
+	case []any:
+		if len(k) == 1 {
+			return []string{here}
+		}
+		for i, e := range arr {
+			out = append(out, locate(e, k[1:], fmt.Sprintf("%s[%d]", here, i))...)
+		}
+		return out
+	}
+	return locate(v, k[1:], here)
+}
+
+func keyPath(k toml.Key) string {
+	s := ""
+	for _, piece := range k {
+		s = joinKey(s, piece)
+	}
+	return s
+}
+
+var bareKeyRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// joinKey appends a key piece the way TOML writes it, quoted when not bare.
+func joinKey(prefix, piece string) string {
+	if !bareKeyRE.MatchString(piece) {
+		piece = strconv.Quote(piece)
+	}
+	if prefix == "" {
+		return piece
+	}
+	return prefix + "." + piece
+}
+
+// applyEnv applies the environment overrides and resolves every secret a
+// *_env key names. Empty secrets are left for Validate to report.
+func applyEnv(cfg *Config, getenv func(string) string, p *problems) {
+	if v := getenv(EnvListen); v != "" {
+		cfg.Server.Listen = v
+	}
+	if v := getenv(EnvGrantsDB); v != "" {
+		cfg.Storage.Path = ExpandHome(v, getenv)
+	}
+	if v := getenv(EnvJudgeThreshold); v != "" {
+		t, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		switch {
+		case err != nil:
+			p.add(EnvJudgeThreshold, "bad number %q (want 0 to 1, e.g. 0.30)", v)
+		case !(t >= 0 && t <= 1):
+			p.add(EnvJudgeThreshold, "%v is out of range (want 0 to 1)", t)
+		default:
+			cfg.Vaglio.JudgeThreshold = t
+		}
+	}
+	if cfg.Storage.DSNEnv != "" {
+		cfg.Storage.DSN = getenv(cfg.Storage.DSNEnv)
+	} else {
+		cfg.Storage.DSN = getenv(EnvDatabaseURL)
+	}
+	resolve := func(name string, dst *string) {
+		if name != "" {
+			*dst = getenv(name)
+		}
+	}
+	for i := range cfg.Agents {
+		resolve(cfg.Agents[i].TokenEnv, &cfg.Agents[i].Token)
+	}
+	resolve(cfg.Web.AdminTokenEnv, &cfg.Web.AdminToken)
+	resolve(cfg.Telegram.TokenEnv, &cfg.Telegram.Token)
+	resolve(cfg.Telegram.WebhookSecretEnv, &cfg.Telegram.WebhookSecret)
+	resolve(cfg.Slack.BotTokenEnv, &cfg.Slack.BotToken)
+	resolve(cfg.Slack.SigningSecretEnv, &cfg.Slack.SigningSecret)
+	resolve(cfg.Slack.AppTokenEnv, &cfg.Slack.AppToken)
+}

@@ -1,0 +1,450 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/metnos/gateway/policy"
+)
+
+// Validate checks the whole configuration and reports every problem in one
+// *Error, each naming its key. Load calls it; call it again after changing a
+// Config by hand. It also fills the derived fields Agent.RateCount and
+// Agent.RatePer from Agent.Rate.
+//
+// Secrets are checked as resolved values: a *_env key whose variable is empty
+// is an error naming the variable, never showing a value. An agent built in
+// code (the generated local agent) may carry Token with no TokenEnv.
+func (c *Config) Validate() error {
+	var p problems
+	c.validate(&p)
+	if len(p) > 0 {
+		return &Error{Problems: p}
+	}
+	return nil
+}
+
+// Limits that keep a target pattern sane; requests are held to the same (SPEC §4 step 1).
+const maxTargetLen = 4 << 10
+
+var (
+	agentIDRE = regexp.MustCompile(`^[a-z0-9_.-]{1,64}$`)
+	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	rateRE    = regexp.MustCompile(`^([0-9]+)/([smh])$`)
+	slackIDRE = regexp.MustCompile(`^[A-Z0-9]+$`)
+	// Telegram's secret_token: 1-256 characters, A-Z, a-z, 0-9, _ and -
+	// (https://core.telegram.org/bots/api#setwebhook).
+	tgSecretRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
+)
+
+func (c *Config) validate(p *problems) {
+	c.validateServer(p)
+	c.validateStorage(p)
+	c.validatePolicy(p)
+	c.validateVaglio(p)
+	c.validateApprovals(p)
+	c.validateAgents(p)
+	secret(p, "web.admin_token_env", c.Web.AdminTokenEnv, c.Web.AdminToken, false)
+	c.validateTelegram(p)
+	c.validateSlack(p)
+	c.validateHooks(p)
+	c.validateLog(p)
+}
+
+func (c *Config) validateServer(p *problems) {
+	host, port, err := net.SplitHostPort(c.Server.Listen)
+	if err != nil {
+		p.add("server.listen", "bad address %q (want host:port, e.g. 127.0.0.1:8080)", c.Server.Listen)
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		p.add("server.listen", "bad port %q in %q", port, c.Server.Listen)
+	}
+	if strings.ContainsAny(host, " \t/") {
+		p.add("server.listen", "bad host %q in %q", host, c.Server.Listen)
+	}
+}
+
+func (c *Config) validateStorage(p *problems) {
+	switch c.Storage.Driver {
+	case "sqlite":
+		localPath(p, "storage.path", c.Storage.Path)
+	case "postgres":
+		if c.Storage.DSNEnv == "" && c.Storage.DSN == "" {
+			p.add("storage.dsn_env", "required when storage.driver is \"postgres\" (or set %s)", EnvDatabaseURL)
+		}
+	default:
+		p.add("storage.driver", "unknown driver %q (want sqlite or postgres)", c.Storage.Driver)
+	}
+	secret(p, "storage.dsn_env", c.Storage.DSNEnv, c.Storage.DSN, false)
+}
+
+// localPath refuses an empty path and one whose ~ could not be expanded.
+func localPath(p *problems, key, v string) {
+	switch {
+	case v == "":
+		p.add(key, "required")
+	case strings.HasPrefix(v, "~"):
+		p.add(key, "cannot expand %q: HOME is not set (or use an absolute path)", v)
+	case strings.ContainsRune(v, 0):
+		p.add(key, "contains a NUL byte")
+	}
+}
+
+func (c *Config) validatePolicy(p *problems) {
+	positive(p, "policy.grant_ttl", c.Policy.GrantTTL)
+	positive(p, "policy.stale_after", c.Policy.StaleAfter)
+	agents := map[string]bool{}
+	for _, a := range c.Agents {
+		agents[a.ID] = true
+	}
+	for i, r := range c.Policy.Rules {
+		key := fmt.Sprintf("policy.rules[%d]", i)
+		caps, err := capabilityPattern(r.Capability)
+		if err != nil {
+			p.wrap(key+".capability", err)
+		}
+		switch {
+		case r.Target == "":
+			p.add(key+".target", "required (use \"*\" for any target)")
+		case len(r.Target) > maxTargetLen:
+			p.add(key+".target", "longer than %d bytes", maxTargetLen)
+		case strings.ContainsRune(r.Target, 0):
+			p.add(key+".target", "contains a NUL byte")
+		default:
+			if _, err := path.Match(r.Target, ""); err != nil {
+				p.add(key+".target", "bad glob %q: %v", r.Target, err)
+			}
+		}
+		switch r.Action {
+		case ActionApprove, ActionRequireApproval, ActionBlock:
+		case "":
+			p.add(key+".action", "required (want approve, require_approval or block)")
+		default:
+			p.add(key+".action", "unknown action %q (want approve, require_approval or block)", r.Action)
+		}
+		if r.Action == ActionApprove && r.Target != "" && strings.Trim(strings.TrimSpace(r.Target), "*") == "" {
+			for _, cp := range caps {
+				if cp.DefaultApproval == policy.ApprovalAlways {
+					p.add(key+".target", "an approve rule on %s (capability %q) must name a narrower target than %q: %s always needs a person unless the target is spelled out (e.g. target = \"git status*\")",
+						cp.Name, r.Capability, r.Target, cp.Name)
+					break
+				}
+			}
+		}
+		if r.Agent != "" && !agents[r.Agent] {
+			p.add(key+".agent", "no agent %q in [[agents]]", r.Agent)
+		}
+	}
+}
+
+// capabilityPattern checks a rule's capability ("fs:read", "*", "fs:*") and
+// returns the registry entries it matches.
+func capabilityPattern(s string) ([]policy.Capability, error) {
+	if s == "" {
+		return nil, fmt.Errorf("required (a capability name, \"*\" or a prefix such as \"fs:*\")")
+	}
+	if s == "*" {
+		return policy.Registry(), nil
+	}
+	if prefix, ok := strings.CutSuffix(s, ":*"); ok {
+		var out []policy.Capability
+		for _, c := range policy.Registry() {
+			if strings.HasPrefix(c.Name, prefix+":") {
+				out = append(out, c)
+			}
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("%w %q (no capability has the prefix %q; want one of %s)",
+				policy.ErrUnknownCapability, s, prefix, strings.Join(prefixes(), ", "))
+		}
+		return out, nil
+	}
+	c, err := policy.Lookup(s)
+	if err != nil {
+		return nil, err
+	}
+	return []policy.Capability{c}, nil
+}
+
+// prefixes lists the registry's prefixes, in registry order.
+func prefixes() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range policy.Registry() {
+		pre, _, _ := strings.Cut(c.Name, ":")
+		if !seen[pre] {
+			seen[pre] = true
+			out = append(out, pre)
+		}
+	}
+	return out
+}
+
+func (c *Config) validateVaglio(p *problems) {
+	if t := c.Vaglio.JudgeThreshold; !(t >= 0 && t <= 1) {
+		p.add("vaglio.judge_threshold", "%v is out of range (want 0 to 1)", t)
+	}
+	localPath(p, "vaglio.log_dir", c.Vaglio.LogDir)
+}
+
+// The bounds of a request's timeout (SPEC §5); the default must lie within them.
+const (
+	minTimeout = 10 * time.Second
+	maxTimeout = 24 * time.Hour
+)
+
+func (c *Config) validateApprovals(p *problems) {
+	if t := c.Approvals.Timeout; t < minTimeout || t > maxTimeout {
+		p.add("approvals.timeout", "%v is out of range (want 10s to 24h)", t)
+	}
+	if _, err := cron.ParseStandard(c.Approvals.PruneSchedule); err != nil {
+		p.add("approvals.prune_schedule", "bad cron spec %q: %v", c.Approvals.PruneSchedule, err)
+	}
+	positive(p, "approvals.retention", c.Approvals.Retention)
+}
+
+func positive(p *problems, key string, d time.Duration) {
+	if d <= 0 {
+		p.add(key, "must be positive, got %v", d)
+	}
+}
+
+func (c *Config) validateAgents(p *problems) {
+	ids := map[string]int{}
+	tokens := map[string]int{}
+	for i := range c.Agents {
+		a := &c.Agents[i]
+		key := fmt.Sprintf("agents[%d]", i)
+		switch {
+		case a.ID == "":
+			p.add(key+".id", "required")
+		case !agentIDRE.MatchString(a.ID):
+			p.add(key+".id", "bad id %q (want 1-64 of a-z, 0-9, _, . and -)", a.ID)
+		default:
+			if j, dup := ids[a.ID]; dup {
+				p.add(key+".id", "%q is already agents[%d].id", a.ID, j)
+			} else {
+				ids[a.ID] = i
+			}
+		}
+		if a.TokenEnv != "" || a.Token == "" {
+			secret(p, key+".token_env", a.TokenEnv, a.Token, true)
+		}
+		if a.Token != "" {
+			if j, dup := tokens[a.Token]; dup {
+				p.add(key+".token_env", "same token as agents[%d]: each agent needs its own", j)
+			} else {
+				tokens[a.Token] = i
+			}
+		}
+		if a.Autonomy < policy.ReadOnly || a.Autonomy > policy.Full {
+			p.add(key+".autonomy", "%w (want ReadOnly, Supervised or Full)", policy.ErrUnknownLevel)
+		}
+		if a.Channel == "" {
+			p.add(key+".channel", "required (the default principal's channel, e.g. \"web\")")
+		}
+		if a.SenderID == "" {
+			p.add(key+".sender_id", "required (the default principal, e.g. \"owner\")")
+		}
+		seen := map[string]bool{}
+		for j, n := range a.Notify {
+			nk := fmt.Sprintf("%s.notify[%d]", key, j)
+			switch {
+			case n != NotifyWeb && n != NotifyTelegram && n != NotifySlack:
+				p.add(nk, "unknown channel %q (want web, telegram or slack)", n)
+			case seen[n]:
+				p.add(nk, "%q is listed twice", n)
+			case n == NotifyTelegram && !c.Telegram.Enabled():
+				p.add(nk, "telegram is not configured (set telegram.token_env)")
+			case n == NotifySlack && !c.Slack.Enabled():
+				p.add(nk, "slack is not configured (set slack.bot_token_env)")
+			}
+			seen[n] = true
+		}
+		if n, per, err := ParseRate(a.Rate); err != nil {
+			p.wrap(key+".rate", err)
+		} else {
+			a.RateCount, a.RatePer = n, per
+		}
+		capList(p, key+".allow_capabilities", a.AllowCapabilities)
+		capList(p, key+".deny_capabilities", a.DenyCapabilities)
+	}
+}
+
+// ParseRate reads an agent rate, "N/s", "N/m" or "N/h" with N ≥ 1: N
+// requests per period per capability, with a burst of N.
+func ParseRate(s string) (count int, per time.Duration, err error) {
+	m := rateRE.FindStringSubmatch(s)
+	if m != nil {
+		n, err := strconv.Atoi(m[1])
+		if err == nil && n >= 1 {
+			per := map[string]time.Duration{"s": time.Second, "m": time.Minute, "h": time.Hour}[m[2]]
+			return n, per, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("bad rate %q (want N/s, N/m or N/h with N ≥ 1, e.g. \"60/m\")", s)
+}
+
+func capList(p *problems, key string, caps []string) {
+	for i, name := range caps {
+		if _, err := policy.Lookup(name); err != nil {
+			p.wrap(fmt.Sprintf("%s[%d]", key, i), err)
+		}
+	}
+}
+
+// secret checks a *_env key and the value it resolved to. It names the
+// variable, never the value; a malformed name is not echoed either, since a
+// misplaced secret is the likeliest malformed name.
+func secret(p *problems, key, envName, value string, required bool) {
+	switch {
+	case envName == "" && value == "":
+		if required {
+			p.add(key, "required (the name of an environment variable holding the secret)")
+		}
+	case envName == "":
+	case !envNameRE.MatchString(envName):
+		p.add(key, "not an environment variable name (want letters, digits and _, e.g. SLACK_BOT_TOKEN; the secret itself belongs in the environment, not in this file)")
+	case value == "":
+		p.add(key, "%s is empty", envName)
+	}
+}
+
+func (c *Config) validateTelegram(p *problems) {
+	t := &c.Telegram
+	if t.Enabled() {
+		secret(p, "telegram.token_env", t.TokenEnv, t.Token, true)
+		if t.ChatID == 0 {
+			p.add("telegram.chat_id", "required when telegram is enabled (the chat cards are posted to)")
+		}
+		if len(t.Approvers) == 0 {
+			p.add("telegram.approvers", "required when telegram is enabled (the user ids allowed to decide)")
+		}
+	}
+	for i, id := range t.Approvers {
+		if id <= 0 {
+			p.add(fmt.Sprintf("telegram.approvers[%d]", i), "bad user id %d (Telegram user ids are positive)", id)
+		}
+	}
+	if strings.Count(t.APIEndpoint, "%") != 2 || strings.Count(t.APIEndpoint, "%s") != 2 {
+		p.add("telegram.api_endpoint", "%q must hold two %%s, for the token and the method (like \"https://api.telegram.org/bot%%s/%%s\")", t.APIEndpoint)
+	} else if err := httpURL(fmt.Sprintf(t.APIEndpoint, "T", "m")); err != nil {
+		p.add("telegram.api_endpoint", "%q: %v", t.APIEndpoint, err)
+	}
+	if t.WebhookURL != "" {
+		if err := httpURL(t.WebhookURL); err != nil {
+			p.add("telegram.webhook_url", "%q: %v", t.WebhookURL, err)
+		}
+		if t.WebhookSecretEnv == "" && t.WebhookSecret == "" {
+			p.add("telegram.webhook_secret_env", "required when telegram.webhook_url is set")
+		}
+	}
+	secret(p, "telegram.webhook_secret_env", t.WebhookSecretEnv, t.WebhookSecret, false)
+	if t.WebhookSecret != "" && !tgSecretRE.MatchString(t.WebhookSecret) {
+		p.add("telegram.webhook_secret_env", "%s must be 1-256 characters of A-Z, a-z, 0-9, _ and - (Telegram's rule)", orName(t.WebhookSecretEnv))
+	}
+}
+
+func orName(envName string) string {
+	if envName == "" {
+		return "the secret"
+	}
+	return envName
+}
+
+func (c *Config) validateSlack(p *problems) {
+	s := &c.Slack
+	if s.Enabled() {
+		secret(p, "slack.bot_token_env", s.BotTokenEnv, s.BotToken, true)
+		if !s.SocketMode() && s.SigningSecretEnv == "" && s.SigningSecret == "" {
+			p.add("slack.signing_secret_env", "required unless slack.app_token_env is set (Socket Mode)")
+		}
+		if s.ChannelID == "" {
+			p.add("slack.channel_id", "required when slack is enabled (the channel cards are posted to)")
+		}
+		if len(s.Approvers) == 0 {
+			p.add("slack.approvers", "required when slack is enabled (the user ids allowed to decide)")
+		}
+	}
+	secret(p, "slack.signing_secret_env", s.SigningSecretEnv, s.SigningSecret, false)
+	secret(p, "slack.app_token_env", s.AppTokenEnv, s.AppToken, false)
+	if s.ChannelID != "" && !slackIDRE.MatchString(s.ChannelID) {
+		p.add("slack.channel_id", "bad channel id %q (want the ID, e.g. C0123456, not the name)", s.ChannelID)
+	}
+	slackIDs(p, "slack.approvers", s.Approvers)
+	slackIDs(p, "slack.admins", s.Admins)
+	if err := httpURL(s.APIURL); err != nil {
+		p.add("slack.api_url", "%q: %v", s.APIURL, err)
+	} else if !strings.HasSuffix(s.APIURL, "/") {
+		p.add("slack.api_url", "%q must end with \"/\"", s.APIURL)
+	}
+}
+
+func slackIDs(p *problems, key string, ids []string) {
+	for i, id := range ids {
+		if !slackIDRE.MatchString(id) {
+			p.add(fmt.Sprintf("%s[%d]", key, i), "bad user id %q (want the member ID, e.g. U0123456)", id)
+		}
+	}
+}
+
+// httpURL accepts an absolute http or https URL with a host.
+func httpURL(s string) error {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("not a URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("want an http or https URL")
+	case u.Host == "":
+		return fmt.Errorf("no host")
+	}
+	return nil
+}
+
+func (c *Config) validateHooks(p *problems) {
+	cc := c.Hooks.ClaudeCode
+	positive(p, "hooks.claude_code.wait", cc.Wait)
+	switch cc.UnknownTool {
+	case "ask", "deny":
+	default:
+		p.add("hooks.claude_code.unknown_tool", "unknown answer %q (want ask or deny)", cc.UnknownTool)
+	}
+	tools := make([]string, 0, len(cc.Tools))
+	for k := range cc.Tools {
+		tools = append(tools, k)
+	}
+	sort.Strings(tools)
+	for _, tool := range tools {
+		key := joinKey("hooks.claude_code.tools", tool)
+		if strings.TrimSpace(tool) == "" {
+			p.add(key, "empty tool name")
+		}
+		if _, err := policy.Lookup(cc.Tools[tool]); err != nil {
+			p.wrap(key, err)
+		}
+	}
+}
+
+func (c *Config) validateLog(p *problems) {
+	switch c.Log.Format {
+	case "", "text", "json":
+	default:
+		p.add("log.format", "unknown format %q (want text or json, or leave it out)", c.Log.Format)
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		p.add("log.level", "unknown level %q (want debug, info, warn or error)", c.Log.Level)
+	}
+}

@@ -1,0 +1,320 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/storage"
+)
+
+// requestBody is the JSON an agent posts to /v1/requests and /v1/check.
+type requestBody struct {
+	CallID      string         `json:"call_id"`
+	Capability  string         `json:"capability"`
+	Target      string         `json:"target"`
+	Autonomy    string         `json:"autonomy"`
+	Channel     string         `json:"channel"`
+	SenderID    string         `json:"sender_id"`
+	Intent      string         `json:"intent"`
+	Executor    string         `json:"executor"`
+	Args        map[string]any `json:"args"`
+	Summary     string         `json:"summary"`
+	GrantTarget string         `json:"grant_target"`
+	TimeoutS    float64        `json:"timeout_s"`
+	CallbackURL string         `json:"callback_url"`
+}
+
+// submission validates the body's own fields and fills the agent's defaults.
+func (s *Server) submission(a *Agent, b requestBody) (approvals.Submission, error) {
+	sub := approvals.Submission{
+		Profile: a.Profile(), CallID: b.CallID, Capability: b.Capability, Target: b.Target,
+		Channel: b.Channel, SenderID: b.SenderID, Intent: b.Intent, Executor: b.Executor, Summary: b.Summary,
+		Args: b.Args, GrantTarget: b.GrantTarget, CallbackURL: b.CallbackURL, Notify: a.Notify,
+	}
+	if b.Autonomy != "" {
+		l, err := policy.ParseLevel(b.Autonomy)
+		if err != nil {
+			return sub, &policy.FieldError{Field: "autonomy", Err: err}
+		}
+		sub.Autonomy = l
+	}
+	if sub.Channel == "" && sub.SenderID == "" {
+		sub.Channel, sub.SenderID = a.Channel, a.SenderID
+	}
+	if sub.Channel == "" || sub.SenderID == "" {
+		return sub, &policy.FieldError{Field: "sender_id", Err: errors.New("channel and sender_id go together; give both or neither")}
+	}
+	if b.TimeoutS < 0 {
+		return sub, &policy.FieldError{Field: "timeout_s", Err: errors.New("negative timeout")}
+	}
+	sub.Timeout = time.Duration(b.TimeoutS * float64(time.Second))
+	if b.CallbackURL != "" {
+		u, err := url.Parse(b.CallbackURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return sub, &policy.FieldError{Field: "callback_url", Err: fmt.Errorf("want an absolute http(s) URL, got %q", b.CallbackURL)}
+		}
+	}
+	if len(b.GrantTarget) > policy.MaxTargetBytes {
+		return sub, &policy.FieldError{Field: "grant_target", Err: errors.New("too long")}
+	}
+	return sub, nil
+}
+
+// rateLimited applies the agent's per-capability token bucket; on refusal
+// it answers 429 with Retry-After and writes an audit row.
+func (s *Server) rateLimited(w http.ResponseWriter, r *http.Request, a *Agent, capability string) bool {
+	if _, err := policy.Lookup(capability); err != nil {
+		return false // validation answers 400 later
+	}
+	wait, ok := s.limiter.allow(a, capability)
+	if ok {
+		return false
+	}
+	secs := int(wait.Seconds() + 0.999)
+	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+	s.metrics.rateLimited.WithLabelValues(a.ID, capability).Inc()
+	_ = storage.AppendAudit(r.Context(), s.svc.DB(), storage.AuditEvent{
+		At: s.now(), Actor: "agent:" + a.ID, Event: storage.AuditRateLimited,
+		Detail: map[string]any{"capability": capability, "rate": a.Rate},
+	})
+	writeError(w, http.StatusTooManyRequests, "rate_limited",
+		fmt.Sprintf("agent %s is over its rate %s for %s; retry in %ds", a.ID, a.Rate, capability, max(secs, 1)))
+	return true
+}
+
+func (s *Server) createRequest(w http.ResponseWriter, r *http.Request) {
+	a := agentFrom(r)
+	wait, err := parseWait(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_wait", err.Error())
+		return
+	}
+	var b requestBody
+	if !decodeJSON(w, r, &b) {
+		return
+	}
+	sub, err := s.submission(a, b)
+	if err != nil {
+		s.errorResponse(w, r, err)
+		return
+	}
+	if s.rateLimited(w, r, a, b.Capability) {
+		return
+	}
+	req, _, err := s.svc.Submit(r.Context(), sub)
+	if err != nil {
+		s.errorResponse(w, r, err)
+		return
+	}
+	s.answerRequest(w, r, req, wait)
+}
+
+// answerRequest waits up to wait for a pending request, then answers 200
+// when it is finished and 202 while it is pending.
+func (s *Server) answerRequest(w http.ResponseWriter, r *http.Request, req approvals.Request, wait time.Duration) {
+	if !req.Status.Finished() && wait > 0 {
+		var err error
+		if req, err = s.svc.Wait(r.Context(), req.ID, wait); err != nil {
+			s.errorResponse(w, r, err)
+			return
+		}
+	}
+	status := http.StatusOK
+	if !req.Status.Finished() {
+		status = http.StatusAccepted
+	}
+	writeJSON(w, status, req)
+}
+
+// ownRequest loads a request the calling agent may see: its own, or any
+// for an admin. Another agent's request is "not found": an agent never
+// learns that it exists.
+func (s *Server) ownRequest(w http.ResponseWriter, r *http.Request) (approvals.Request, bool) {
+	req, err := s.svc.Get(r.Context(), r.PathValue("id"))
+	if err == nil && req.Agent != agentFrom(r).ID && !agentFrom(r).Admin {
+		err = approvals.ErrNotFound
+	}
+	if err != nil {
+		s.errorResponse(w, r, err)
+		return req, false
+	}
+	return req, true
+}
+
+func (s *Server) getRequest(w http.ResponseWriter, r *http.Request) {
+	wait, err := parseWait(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_wait", err.Error())
+		return
+	}
+	req, ok := s.ownRequest(w, r)
+	if !ok {
+		return
+	}
+	s.answerRequest(w, r, req, wait)
+}
+
+func (s *Server) cancelRequest(w http.ResponseWriter, r *http.Request) {
+	req, ok := s.ownRequest(w, r)
+	if !ok {
+		return
+	}
+	req, err := s.svc.Cancel(r.Context(), req.ID, agentFrom(r).ID)
+	if err != nil {
+		s.errorResponse(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, req)
+}
+
+func (s *Server) decideRequest(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Decision string `json:"decision"`
+	}
+	if !decodeJSON(w, r, &b) {
+		return
+	}
+	d, err := approvals.ParseDecision(b.Decision)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_decision", cleanMsg(err))
+		return
+	}
+	a := agentFrom(r)
+	req, err := s.svc.Decide(r.Context(), r.PathValue("id"), d, approvals.Actor{Channel: "api", ID: a.ID, Name: a.ID})
+	if err != nil {
+		s.errorResponse(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, req)
+}
+
+// checkAnswer is what /v1/check says: the decision, nothing stored.
+type checkAnswer struct {
+	Outcome   policy.Outcome `json:"outcome"`
+	Reason    string         `json:"reason"`
+	Autonomy  policy.Level   `json:"autonomy"`
+	BlockedBy *string        `json:"blocked_by"`
+	GrantID   *int64         `json:"grant_id"`
+	Vaglio    any            `json:"vaglio"`
+	Trace     []policy.Step  `json:"trace"`
+}
+
+func (s *Server) check(w http.ResponseWriter, r *http.Request) {
+	a := agentFrom(r)
+	var b requestBody
+	if !decodeJSON(w, r, &b) {
+		return
+	}
+	sub, err := s.submission(a, b)
+	if err != nil {
+		s.errorResponse(w, r, err)
+		return
+	}
+	dec, err := s.decider.Decide(r.Context(), policy.Input{
+		Profile: sub.Profile, Capability: sub.Capability, Target: sub.Target, Requested: sub.Autonomy,
+		Channel: sub.Channel, SenderID: sub.SenderID, Intent: sub.Intent, Executor: sub.Executor,
+		Args: sub.Args, DryRun: true,
+	})
+	if err != nil {
+		s.errorResponse(w, r, err)
+		return
+	}
+	ans := checkAnswer{Outcome: dec.Outcome, Reason: dec.Reason, Autonomy: dec.Autonomy, Trace: dec.Trace}
+	if dec.BlockedBy != "" {
+		ans.BlockedBy = &dec.BlockedBy
+	}
+	if dec.GrantID != 0 {
+		ans.GrantID = &dec.GrantID
+	}
+	if dec.Vaglio != nil {
+		ans.Vaglio = dec.Vaglio
+	}
+	writeJSON(w, http.StatusOK, ans)
+}
+
+func (s *Server) listGrants(w http.ResponseWriter, r *http.Request) {
+	a := agentFrom(r)
+	q := r.URL.Query()
+	f := policy.GrantFilter{Channel: q.Get("channel"), SenderID: q.Get("sender_id"), All: q.Get("all") == "true"}
+	if f.SenderID == "" {
+		f.SenderID = q.Get("sender")
+	}
+	if !a.Admin { // an agent sees its own principal's grants only
+		f.Channel, f.SenderID = a.Channel, a.SenderID
+	}
+	list, err := s.grants.List(r.Context(), f)
+	if err != nil {
+		s.errorResponse(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"grants": list})
+}
+
+func (s *Server) addGrant(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Channel    string `json:"channel"`
+		Sender     string `json:"sender"`
+		SenderID   string `json:"sender_id"`
+		Capability string `json:"capability"`
+		Target     string `json:"target"`
+		TTL        string `json:"ttl"`
+	}
+	if !decodeJSON(w, r, &b) {
+		return
+	}
+	if b.SenderID == "" {
+		b.SenderID = b.Sender
+	}
+	ttl := s.cfg.Policy.GrantTTL
+	if b.TTL != "" {
+		d, err := time.ParseDuration(b.TTL)
+		if err != nil || d < 0 {
+			writeError(w, http.StatusBadRequest, "invalid_ttl", fmt.Sprintf("ttl: bad duration %q", b.TTL))
+			return
+		}
+		ttl = d
+	}
+	if b.Channel == "" || b.SenderID == "" {
+		writeError(w, http.StatusBadRequest, "invalid_sender_id", "channel and sender_id are required")
+		return
+	}
+	a := agentFrom(r)
+	g, err := s.grants.Record(r.Context(), policy.NewGrant{
+		Principal:  policy.Principal{Channel: b.Channel, SenderID: b.SenderID},
+		Capability: b.Capability, Target: b.Target, GrantedBy: "api:" + a.ID, TTL: ttl,
+	})
+	if err != nil {
+		s.errorResponse(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, g)
+}
+
+func (s *Server) revokeGrant(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		writeError(w, http.StatusBadRequest, "invalid_id", fmt.Sprintf("id: %q is not a grant id", r.PathValue("id")))
+		return
+	}
+	g, err := s.grants.Get(r.Context(), id)
+	if err != nil {
+		s.errorResponse(w, r, err)
+		return
+	}
+	changed, err := s.grants.Revoke(r.Context(), id, "revoked", "api:"+agentFrom(r).ID)
+	if err != nil {
+		s.errorResponse(w, r, err)
+		return
+	}
+	if g, err = s.grants.Get(r.Context(), id); err != nil {
+		s.errorResponse(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"revoked": changed, "grant": g})
+}

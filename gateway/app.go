@@ -1,0 +1,157 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/vaglio"
+)
+
+// Messenger is a chat adapter: a Notifier for cards, plus whatever it runs
+// in the background (long polling, Socket Mode) and the HTTP routes it
+// needs (webhooks, interactivity).
+type Messenger interface {
+	approvals.Notifier
+	// Routes mounts the messenger's HTTP endpoints, if any.
+	Routes(s *Server)
+	// Run does the background work until ctx ends.
+	Run(ctx context.Context) error
+}
+
+// MessengerFactory builds a messenger once the service exists.
+type MessengerFactory func(svc *approvals.Service, srv *Server) (Messenger, error)
+
+// AppOptions are the outside world an App runs in.
+type AppOptions struct {
+	Logger     *slog.Logger
+	Now        func() time.Time
+	Home       string             // what "~" means in targets
+	Messengers []MessengerFactory // Telegram, Slack; built in cmd/gateway from the config
+}
+
+// App is a whole gateway: database, policy, approvals, server, messengers.
+type App struct {
+	Config     config.Config
+	DB         *storage.DB
+	Grants     *policy.GrantStore
+	Service    *approvals.Service
+	Server     *Server
+	Messengers []Messenger
+	log        *slog.Logger
+}
+
+// NewApp opens the database and wires everything; nothing runs yet.
+func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	db, err := storage.Open(ctx, cfg.Storage.Path)
+	if err != nil {
+		return nil, err
+	}
+	norm := policy.Normalizer{Home: o.Home}
+	grants := policy.NewGrantStore(db, norm, o.Now)
+	rules := make([]policy.Rule, len(cfg.Policy.Rules))
+	for i, r := range cfg.Policy.Rules {
+		rules[i] = policy.Rule{Index: i, Capability: r.Capability, Target: r.Target, Action: policy.Action(r.Action),
+			SenderID: r.SenderID, Agent: r.Agent, Channel: r.Channel}
+	}
+	vg := vaglio.New(vaglio.Options{Threshold: cfg.Vaglio.JudgeThreshold, LogDir: cfg.Vaglio.LogDir,
+		Home: o.Home, Now: o.Now, Logger: o.Logger})
+	decider := &policy.Decider{Rules: rules, Grants: grants, Vaglio: vg, Norm: norm}
+	metrics := NewMetrics()
+	a := &App{Config: cfg, DB: db, Grants: grants, log: o.Logger}
+	var srv *Server
+	a.Service = approvals.New(db, grants, decider, approvals.Options{
+		GrantTTL: cfg.Policy.GrantTTL, DefaultTimeout: cfg.Approvals.Timeout, StaleAfter: cfg.Policy.StaleAfter,
+		Retention: cfg.Approvals.Retention, Now: o.Now, Logger: o.Logger, Observer: metrics,
+		CallbackKey: func(agent string) []byte { return srv.CallbackKey(agent) },
+	})
+	srv = NewServer(cfg, Options{Service: a.Service, Decider: decider, Metrics: metrics, Logger: o.Logger, Now: o.Now})
+	a.Server = srv
+	for _, f := range o.Messengers {
+		m, err := f(a.Service, srv)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		a.Service.AddNotifier(m)
+		m.Routes(srv)
+		a.Messengers = append(a.Messengers, m)
+	}
+	return a, nil
+}
+
+// Serve runs the gateway on ln until ctx ends, then shuts down gracefully:
+// stop accepting, let in-flight requests finish, stop the background work.
+// Pending requests stay pending in the database.
+func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
+	stopPrune, err := a.Service.StartPruner(bg, a.Config.Approvals.PruneSchedule)
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 1+len(a.Messengers))
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := a.Service.Run(bg); err != nil {
+			errs <- fmt.Errorf("approvals: %w", err)
+		}
+	}()
+	for _, m := range a.Messengers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.Run(bg); err != nil && bg.Err() == nil {
+				errs <- fmt.Errorf("%s: %w", m.Name(), err)
+			}
+		}()
+	}
+	hs := &http.Server{
+		Handler:           a.Server.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errs:
+		a.log.Error("background work failed; shutting down", "err", runErr)
+	case runErr = <-served:
+	}
+	a.Server.Shutdown()
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		a.log.Warn("http shutdown", "err", err)
+	}
+	stopBG()
+	stopPrune()
+	wg.Wait()
+	if errors.Is(runErr, http.ErrServerClosed) {
+		runErr = nil
+	}
+	return runErr
+}
+
+// Close releases the database.
+func (a *App) Close() error { return a.DB.Close() }

@@ -1,0 +1,85 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/metnos/gateway/approvals"
+)
+
+// sseHeartbeat keeps idle streams alive through proxies.
+const sseHeartbeat = 15 * time.Second
+
+// RequiredEvent is the data of an approval_required SSE event: what an
+// event-driven agent needs to match it to its own pending call.
+type RequiredEvent struct {
+	ID         string `json:"id"`
+	CallID     string `json:"call_id"`
+	Capability string `json:"capability"`
+	Target     string `json:"target"`
+	Command    string `json:"command"`
+	ExpiresAt  string `json:"expires_at"`
+}
+
+// ResolvedEvent is the data of an approval_resolved SSE event.
+type ResolvedEvent struct {
+	ID       string              `json:"id"`
+	CallID   string              `json:"call_id"`
+	Decision *approvals.Decision `json:"decision"`
+	Status   approvals.Status    `json:"status"`
+	Note     string              `json:"note,omitempty"`
+}
+
+// eventData is the SSE payload of e.
+func eventData(e approvals.Event) any {
+	r := e.Request
+	if e.Kind == approvals.EventRequired {
+		return RequiredEvent{ID: r.ID, CallID: r.CallID, Capability: r.Capability, Target: r.Target,
+			Command: r.Target, ExpiresAt: r.ExpiresAt.Format(time.RFC3339)}
+	}
+	return ResolvedEvent{ID: r.ID, CallID: r.CallID, Decision: r.Decision, Status: r.Status, Note: r.Note}
+}
+
+// events streams this agent's approval_required and approval_resolved
+// events (an admin's stream carries every agent's).
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	a := agentFrom(r)
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
+		return
+	}
+	scope := a.ID
+	if a.Admin {
+		scope = ""
+	}
+	ch := s.svc.Subscribe(r.Context(), scope)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, ": connected\n\n")
+	flusher.Flush()
+	tick := time.NewTicker(sseHeartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.shutdown:
+			return
+		case <-tick.C:
+			fmt.Fprint(w, ": ping\n\n")
+			flusher.Flush()
+		case e, open := <-ch:
+			if !open {
+				return // fell behind: the client reconnects
+			}
+			b, _ := json.Marshal(eventData(e))
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.Kind, b)
+			flusher.Flush()
+		}
+	}
+}

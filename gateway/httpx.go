@@ -1,0 +1,229 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/policy"
+)
+
+// apiError is the body of every error answer: a stable code for programs and
+// a message for people that names the field at fault.
+type apiError struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Request *approvals.Request `json:"request,omitempty"` // on 409: the finished request
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	var e apiError
+	e.Error.Code, e.Error.Message = code, msg
+	writeJSON(w, status, e)
+}
+
+// errorResponse is the one place a domain error becomes an HTTP answer.
+// Internal details are logged, never shown.
+func (s *Server) errorResponse(w http.ResponseWriter, r *http.Request, err error) {
+	var already *approvals.AlreadyDecidedError
+	var fe *policy.FieldError
+	switch {
+	case errors.As(err, &already):
+		var e apiError
+		e.Error.Code, e.Error.Message = "already_decided", already.Error()
+		req := already.Request
+		e.Request = &req
+		writeJSON(w, http.StatusConflict, e)
+	case errors.Is(err, approvals.ErrNotFound), errors.Is(err, policy.ErrNotFound):
+		writeError(w, http.StatusNotFound, "not_found", "not found")
+	case errors.Is(err, approvals.ErrAllowAlwaysRefused), errors.Is(err, policy.ErrGrantNotAllowed):
+		writeError(w, http.StatusBadRequest, "allow_always_refused", cleanMsg(err))
+	case errors.As(err, &fe):
+		writeError(w, http.StatusBadRequest, "invalid_"+fe.Field, fe.Error())
+	case errors.Is(err, approvals.ErrInvalid), errors.Is(err, policy.ErrInvalid), errors.Is(err, policy.ErrUnknownCapability),
+		errors.Is(err, policy.ErrBadTarget):
+		writeError(w, http.StatusBadRequest, "invalid_request", cleanMsg(err))
+	case errors.Is(err, context.Canceled):
+		// The client went away; nothing to answer.
+	default:
+		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInternalServerError, "internal", "internal error; see the gateway log")
+	}
+}
+
+// cleanMsg drops the "decide request …:" wrapping so a client reads the cause.
+func cleanMsg(err error) string {
+	msg := err.Error()
+	for _, p := range []string{"invalid: ", "invalid request: "} {
+		if i := strings.LastIndex(msg, p); i >= 0 {
+			return msg[i+len(p):]
+		}
+	}
+	if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, "decide request") {
+		return msg[i+2:]
+	}
+	return msg
+}
+
+// decodeJSON reads a JSON body of at most MaxBodyBytes, refusing unknown
+// fields and trailing data. It writes the error answer itself and reports
+// whether decoding succeeded.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if _, extra := dec.Token(); extra != io.EOF {
+			err = errors.New("trailing data after the JSON object")
+		}
+	}
+	if err == nil {
+		return true
+	}
+	var tooBig *http.MaxBytesError
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("body over %d bytes", MaxBodyBytes))
+	case errors.As(err, &syntax):
+		writeError(w, http.StatusBadRequest, "invalid_json", fmt.Sprintf("malformed JSON at byte %d", syntax.Offset))
+	case errors.As(err, &typ):
+		writeError(w, http.StatusBadRequest, "invalid_"+typ.Field, fmt.Sprintf("%s: want %s, got %s", typ.Field, typ.Type, typ.Value))
+	case errors.Is(err, io.EOF):
+		writeError(w, http.StatusBadRequest, "invalid_json", "empty body; want a JSON object")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		writeError(w, http.StatusBadRequest, "unknown_field", fmt.Sprintf("%s: unknown field", field))
+	default:
+		writeError(w, http.StatusBadRequest, "invalid_json", err.Error())
+	}
+	return false
+}
+
+// parseWait reads ?wait= (a Go duration or seconds), bounded by MaxWait.
+func parseWait(r *http.Request) (time.Duration, error) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		var secs float64
+		if _, e2 := fmt.Sscanf(v, "%g", &secs); e2 != nil || strings.TrimSpace(v) != v {
+			return 0, fmt.Errorf("wait: bad duration %q (e.g. 30s)", v)
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("wait: negative duration %q", v)
+	}
+	return min(d, MaxWait), nil
+}
+
+type ctxKey int
+
+const agentKey ctxKey = iota
+
+func agentFrom(r *http.Request) *Agent {
+	a, _ := r.Context().Value(agentKey).(*Agent)
+	return a
+}
+
+// bearer extracts the token of an Authorization: Bearer header.
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// requireAgent authenticates the bearer token of an agent.
+func (s *Server) requireAgent(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := s.AgentByToken(bearer(r))
+		if a == nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gateway"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "missing or bad bearer token")
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), agentKey, a)))
+	})
+}
+
+// requireAdmin is requireAgent for agents with admin = true.
+func (s *Server) requireAdmin(h http.HandlerFunc) http.Handler {
+	return s.requireAgent(func(w http.ResponseWriter, r *http.Request) {
+		if !agentFrom(r).Admin {
+			writeError(w, http.StatusForbidden, "forbidden", "this endpoint needs an admin agent")
+			return
+		}
+		h(w, r)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Flush lets SSE flush through the recorder.
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// logRequests logs each request at debug level (never headers or bodies:
+// they hold tokens and argument values) and counts it.
+func (s *Server) logRequests(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		s.log.Debug("http", "method", r.Method, "path", r.URL.Path, "status", rec.status,
+			"duration_ms", time.Since(start).Milliseconds())
+	})
+}
+
+func (s *Server) recoverPanics(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic in handler", "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				writeError(w, http.StatusInternalServerError, "internal", "internal error; see the gateway log")
+			}
+		}()
+		h.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,85 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/policy"
+)
+
+// Metrics are the gateway's Prometheus series, on a registry of their own
+// (no global state). It implements approvals.Observer.
+type Metrics struct {
+	reg         *prometheus.Registry
+	requests    *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	sendFails   *prometheus.CounterVec
+	rateLimited *prometheus.CounterVec
+}
+
+// NewMetrics creates the series.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_requests_total", Help: "Approval requests by capability and outcome on arrival.",
+		}, []string{"capability", "outcome"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "gateway_decision_latency_seconds", Help: "Time from arrival to final status.",
+			Buckets: []float64{.0005, .001, .005, .01, .05, .1, .5, 1, 5, 30, 60, 300, 900, 3600},
+		}, []string{"status"}),
+		sendFails: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_channel_send_failures_total", Help: "Failed card posts or edits, by messenger.",
+		}, []string{"channel"}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_rate_limited_total", Help: "Requests refused by the per-agent rate limit.",
+		}, []string{"agent", "capability"}),
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.sendFails, m.rateLimited,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// watch adds the gauges read from the database at scrape time.
+func (m *Metrics) watch(svc *approvals.Service) {
+	count := func(f func(context.Context) (int, error)) func() float64 {
+		return func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			n, err := f(ctx)
+			if err != nil {
+				return -1
+			}
+			return float64(n)
+		}
+	}
+	_ = m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "gateway_pending_requests", Help: "Requests waiting for a person.",
+	}, count(svc.CountPending)))
+	_ = m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "gateway_active_grants", Help: "Grants neither revoked nor expired.",
+	}, count(svc.Grants().CountActive)))
+}
+
+// Handler serves /metrics.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// Outcome counts a request on arrival.
+func (m *Metrics) Outcome(capability string, o policy.Outcome, _ approvals.Status) {
+	m.requests.WithLabelValues(capability, string(o)).Inc()
+}
+
+// Decided records how long a request took to finish.
+func (m *Metrics) Decided(st approvals.Status, d time.Duration) {
+	m.latency.WithLabelValues(string(st)).Observe(d.Seconds())
+}
+
+// SendFailed counts a failed card post or edit.
+func (m *Metrics) SendFailed(channel string) { m.sendFails.WithLabelValues(channel).Inc() }

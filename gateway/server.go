@@ -1,0 +1,194 @@
+// Package gateway is the running gateway: the HTTP server (agent API,
+// admin API, web page, messenger endpoints), the wiring of every other
+// package, and the messenger adapters under gateway/telegram and
+// gateway/slack.
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/policy"
+)
+
+// MaxBodyBytes is the largest request body accepted anywhere (SPEC §7).
+const MaxBodyBytes = 64 << 10
+
+// MaxWait bounds ?wait= on long-polls; past it a client polls again.
+const MaxWait = 5 * time.Minute
+
+// Agent is a configured agent as the server sees it.
+type Agent struct {
+	config.Agent
+	tokenHash [32]byte
+}
+
+// Profile is the agent's restrictive profile for policy.
+func (a *Agent) Profile() policy.Profile {
+	return policy.Profile{Agent: a.ID, Ceiling: a.Autonomy, Allow: a.AllowCapabilities, Deny: a.DenyCapabilities}
+}
+
+// Server serves the HTTP API and the web page.
+type Server struct {
+	cfg      config.Config
+	svc      *approvals.Service
+	grants   *policy.GrantStore
+	decider  *policy.Decider
+	agents   []*Agent
+	limiter  *limiter
+	metrics  *Metrics
+	log      *slog.Logger
+	now      func() time.Time
+	web      *web
+	extra    []route
+	shutdown chan struct{} // closed when the server begins shutting down (ends SSE streams)
+}
+
+type route struct {
+	pattern string
+	handler http.Handler
+}
+
+// Options are the server's collaborators.
+type Options struct {
+	Service *approvals.Service
+	Decider *policy.Decider // for /v1/check (dry runs); the service has its own
+	Metrics *Metrics
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// NewServer builds a server from a validated config.
+func NewServer(cfg config.Config, o Options) *Server {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics()
+	}
+	s := &Server{
+		cfg: cfg, svc: o.Service, grants: o.Service.Grants(), decider: o.Decider, metrics: o.Metrics,
+		log: o.Logger, now: o.Now, limiter: newLimiter(o.Now), shutdown: make(chan struct{}),
+	}
+	for _, a := range cfg.Agents {
+		s.agents = append(s.agents, &Agent{Agent: a, tokenHash: sha256.Sum256([]byte(a.Token))})
+	}
+	s.metrics.watch(o.Service)
+	s.web = newWeb(s)
+	return s
+}
+
+// Handle mounts an extra handler (a messenger's webhook) on the server's mux.
+// Call before Handler.
+func (s *Server) Handle(pattern string, h http.Handler) {
+	s.extra = append(s.extra, route{pattern, h})
+}
+
+// AgentByToken finds the agent whose token is tok. Every configured token
+// is compared, in constant time, so timing tells nothing about which
+// agents exist or how much of a token matched.
+func (s *Server) AgentByToken(tok string) *Agent {
+	if tok == "" {
+		return nil
+	}
+	h := sha256.Sum256([]byte(tok))
+	var found *Agent
+	for _, a := range s.agents {
+		if subtle.ConstantTimeCompare(h[:], a.tokenHash[:]) == 1 {
+			found = a
+		}
+	}
+	return found
+}
+
+// AgentByID finds a configured agent.
+func (s *Server) AgentByID(id string) *Agent {
+	for _, a := range s.agents {
+		if a.ID == id {
+			return a
+		}
+	}
+	return nil
+}
+
+// CallbackKey is the HMAC key of an agent's callbacks: its token.
+func (s *Server) CallbackKey(agent string) []byte {
+	if a := s.AgentByID(agent); a != nil {
+		return []byte(a.Token)
+	}
+	return nil
+}
+
+// Shutdown ends long-lived streams so http.Server.Shutdown can finish.
+func (s *Server) Shutdown() {
+	select {
+	case <-s.shutdown:
+	default:
+		close(s.shutdown)
+	}
+}
+
+// Handler returns the whole HTTP surface with its middleware.
+func (s *Server) Handler() http.Handler {
+	return s.recoverPanics(s.logRequests(s.routes()))
+}
+
+// routes lists every route of the gateway, top to bottom.
+func (s *Server) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	agent, admin := s.requireAgent, s.requireAdmin
+
+	mux.Handle("POST /v1/requests", agent(s.createRequest))
+	mux.Handle("GET /v1/requests/{id}", agent(s.getRequest))
+	mux.Handle("DELETE /v1/requests/{id}", agent(s.cancelRequest))
+	mux.Handle("POST /v1/requests/{id}/decision", admin(s.decideRequest))
+	mux.Handle("POST /v1/check", agent(s.check))
+	mux.Handle("GET /v1/events", agent(s.events))
+	mux.Handle("GET /v1/grants", agent(s.listGrants))
+	mux.Handle("POST /v1/grants", admin(s.addGrant))
+	mux.Handle("DELETE /v1/grants/{id}", admin(s.revokeGrant))
+	mux.HandleFunc("GET /v1/policy/registry", s.registry)
+	mux.HandleFunc("GET /v1/policy/table", s.table)
+
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", s.metrics.Handler())
+
+	s.webRoutes(mux)
+	for _, r := range s.extra {
+		mux.Handle(r.pattern, r.handler)
+	}
+	return mux
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.svc.DB().Ping(ctx); err != nil {
+		s.log.Error("readyz: database unreachable", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "not_ready", "database unreachable")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (s *Server) registry(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, policy.Registry())
+}
+
+func (s *Server) table(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, policy.Table())
+}

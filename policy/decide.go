@@ -1,0 +1,235 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/metnos/gateway/vaglio"
+)
+
+// ErrInvalid is wrapped by every validation error of a request; the error
+// text names the field ("capability: unknown capability \"fs:wirte\"").
+var ErrInvalid = errors.New("invalid request")
+
+// FieldError is a validation error that names the request field at fault.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+
+// Unwrap lets errors.Is find both ErrInvalid and the cause.
+func (e *FieldError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
+
+func invalid(field string, err error) error { return &FieldError{Field: field, Err: err} }
+
+// Profile is an agent's restrictive profile: a ceiling level and optional
+// capability allow/deny lists. A request can narrow it, never widen it.
+type Profile struct {
+	Agent   string
+	Ceiling Level
+	Allow   []string // empty = every capability
+	Deny    []string
+}
+
+// Input is one request to decide.
+type Input struct {
+	Profile    Profile
+	Capability string
+	Target     string
+	Requested  Level // 0 = the profile's ceiling
+	Channel    string
+	SenderID   string
+	Intent     string
+	Executor   string
+	Args       map[string]any
+	// DryRun decides without side effects on grants (no last_used_at):
+	// POST /v1/check and `gateway policy check`.
+	DryRun bool
+}
+
+// Step is one layer's word in a decision's trace.
+type Step struct {
+	Layer   string  `json:"layer"`
+	Outcome Outcome `json:"outcome,omitempty"`
+	Detail  string  `json:"detail"`
+}
+
+// The blocked_by values.
+const (
+	BlockedByPolicy = "policy"
+	BlockedByGuard  = "guard"
+	BlockedByJudge  = "judge"
+)
+
+// Decision is the effective outcome of a request with the reason and the
+// trace of every layer that spoke.
+type Decision struct {
+	Outcome    Outcome         `json:"outcome"`
+	Reason     string          `json:"reason"`
+	Autonomy   Level           `json:"autonomy"`
+	BlockedBy  string          `json:"blocked_by,omitempty"`
+	GrantID    int64           `json:"grant_id,omitempty"`
+	Vaglio     *vaglio.Verdict `json:"vaglio,omitempty"`
+	Trace      []Step          `json:"trace"`
+	Capability Capability      `json:"-"`
+	Table      Outcome         `json:"-"` // the table's word, before rules and grants
+}
+
+// GrantFinder finds the active grant covering a target (see GrantStore).
+type GrantFinder interface {
+	FindMatching(ctx context.Context, p Principal, capability, target string) (*Grant, error)
+	// Touch records that g decided a request (its last_used_at).
+	Touch(ctx context.Context, g *Grant) error
+}
+
+// Vetter is the vaglio step: the guard and the judge.
+type Vetter interface {
+	Check(ctx context.Context, r vaglio.Request) vaglio.Verdict
+}
+
+// Decider computes effective outcomes (SPEC §4). All fields are read-only
+// after construction, so one Decider serves concurrent requests.
+type Decider struct {
+	Rules  []Rule
+	Grants GrantFinder // nil: no grants
+	Vaglio Vetter      // nil: no vaglio step
+	Norm   Normalizer
+}
+
+// Validate checks the parts of a request that need no state (SPEC §4 step 1)
+// and returns the capability.
+func Validate(in Input) (Capability, error) {
+	c, err := Lookup(in.Capability)
+	if err != nil {
+		return Capability{}, invalid("capability", err)
+	}
+	if in.Requested != 0 && (in.Requested < ReadOnly || in.Requested > Full) {
+		return Capability{}, invalid("autonomy", fmt.Errorf("%w %d", ErrUnknownLevel, int(in.Requested)))
+	}
+	if err := ValidateTarget(c, in.Target); err != nil {
+		return Capability{}, invalid("target", err)
+	}
+	if in.Profile.Ceiling < ReadOnly || in.Profile.Ceiling > Full {
+		return Capability{}, invalid("agent", fmt.Errorf("agent %q has no valid autonomy ceiling", in.Profile.Agent))
+	}
+	return c, nil
+}
+
+// Decide computes the effective outcome. An error means the request is
+// invalid (errors.Is ErrInvalid) or storage failed; either way nothing is
+// allowed.
+func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
+	c, err := Validate(in)
+	if err != nil {
+		return Decision{}, err
+	}
+	dec := Decision{Capability: c}
+	trace := func(layer string, o Outcome, format string, args ...any) {
+		dec.Trace = append(dec.Trace, Step{Layer: layer, Outcome: o, Detail: fmt.Sprintf(format, args...)})
+	}
+	deny := func(by, reason string) Decision {
+		dec.Outcome, dec.Reason, dec.BlockedBy = Denied, reason, by
+		return dec
+	}
+
+	// Step 2: the agent profile, restrictive only.
+	level := in.Profile.Ceiling
+	if in.Requested != 0 {
+		level = MinLevel(in.Requested, in.Profile.Ceiling)
+	}
+	dec.Autonomy = level
+	trace("profile", "", "agent %q: requested %s, ceiling %s, effective %s", in.Profile.Agent,
+		levelOr(in.Requested, "default"), in.Profile.Ceiling, level)
+	if slices.Contains(in.Profile.Deny, c.Name) {
+		trace("profile", Denied, "%s is in the agent's deny_capabilities", c.Name)
+		return deny(BlockedByPolicy, fmt.Sprintf("%s is denied to agent %s", c.Name, in.Profile.Agent)), nil
+	}
+	if len(in.Profile.Allow) > 0 && !slices.Contains(in.Profile.Allow, c.Name) {
+		trace("profile", Denied, "%s is not in the agent's allow_capabilities", c.Name)
+		return deny(BlockedByPolicy, fmt.Sprintf("%s is outside agent %s's allowed capabilities", c.Name, in.Profile.Agent)), nil
+	}
+
+	// Step 3: the table.
+	dec.Table = TableOutcome(level, c)
+	trace("table", dec.Table, "%s at %s", c.Name, level)
+	if dec.Table == Denied {
+		return deny(BlockedByPolicy, fmt.Sprintf("%s is denied at autonomy %s", c.Name, level)), nil
+	}
+
+	// Step 4: the rules.
+	m := EvalRules(d.Norm, d.Rules, RuleSubject{
+		Capability: c, Target: in.Target, Agent: in.Profile.Agent, Channel: in.Channel, SenderID: in.SenderID,
+	})
+	if m.Rule != nil {
+		trace("rules", "", "rule #%d (%s, capability %q, target %q) says %s",
+			m.Rule.Index+1, m.Rule.Owner(), m.Rule.Capability, m.Rule.Target, m.Action)
+	} else {
+		trace("rules", "", "no rule matched")
+	}
+
+	// Step 5: combine.
+	var grant *Grant
+	switch {
+	case m.Action == ActionBlock:
+		return deny(BlockedByPolicy, fmt.Sprintf("blocked by rule #%d", m.Rule.Index+1)), nil
+	case dec.Table == Allowed && m.Action == ActionRequireApproval:
+		dec.Outcome, dec.Reason = ApprovalRequired, fmt.Sprintf("rule #%d requires approval", m.Rule.Index+1)
+	case dec.Table == Allowed:
+		dec.Outcome, dec.Reason = Allowed, fmt.Sprintf("%s is allowed at autonomy %s", c.Name, level)
+	case m.Action == ActionApprove:
+		dec.Outcome, dec.Reason = Allowed, fmt.Sprintf("approved by rule #%d", m.Rule.Index+1)
+	default:
+		dec.Outcome, dec.Reason = ApprovalRequired, fmt.Sprintf("%s needs approval at autonomy %s", c.Name, level)
+		if d.Grants != nil && c.DefaultApproval != ApprovalAlways {
+			g, err := d.Grants.FindMatching(ctx, Principal{in.Channel, in.SenderID}, c.Name, in.Target)
+			if err != nil {
+				return Decision{}, fmt.Errorf("decide: %w", err)
+			}
+			if g != nil {
+				grant = g
+				dec.Outcome, dec.GrantID = Allowed, g.ID
+				dec.Reason = fmt.Sprintf("allowed by grant #%d (%s)", g.ID, g.Target)
+				trace("grants", Allowed, "grant #%d for %s/%s covers the target", g.ID, in.Channel, in.SenderID)
+			} else {
+				trace("grants", "", "no active grant for %s/%s", in.Channel, in.SenderID)
+			}
+		}
+	}
+	trace("combine", dec.Outcome, "%s", dec.Reason)
+
+	// Step 6: vaglio on anything not denied.
+	if d.Vaglio != nil {
+		v := d.Vaglio.Check(ctx, vaglio.Request{
+			Agent: in.Profile.Agent, Capability: c.Name, Critical: c.Critical, Target: in.Target,
+			Intent: in.Intent, Executor: in.Executor, Args: in.Args,
+		})
+		dec.Vaglio = &v
+		if !v.Approved {
+			by := v.BlockedBy
+			if by == "" {
+				by = BlockedByJudge
+			}
+			trace("vaglio", Denied, "%s: %s", by, v.Reason)
+			dec.GrantID = 0
+			return deny(by, "vaglio "+by+": "+v.Reason), nil
+		}
+		trace("vaglio", "", "score %.2f: %s", v.Score, v.Reason)
+	}
+	if grant != nil && !in.DryRun {
+		if err := d.Grants.Touch(ctx, grant); err != nil {
+			return Decision{}, fmt.Errorf("decide: %w", err)
+		}
+	}
+	return dec, nil
+}
+
+func levelOr(l Level, def string) string {
+	if l == 0 {
+		return def
+	}
+	return l.String()
+}

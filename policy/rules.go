@@ -1,0 +1,113 @@
+package policy
+
+import "strings"
+
+// Action is what a config rule does when it matches.
+type Action string
+
+// The rule actions, from most permissive to most restrictive.
+const (
+	ActionApprove         Action = "approve"
+	ActionRequireApproval Action = "require_approval"
+	ActionBlock           Action = "block"
+)
+
+// severity orders actions so that the most restrictive wins across owners.
+func (a Action) severity() int {
+	switch a {
+	case ActionApprove:
+		return 1
+	case ActionRequireApproval:
+		return 2
+	case ActionBlock:
+		return 3
+	}
+	return 0
+}
+
+// Rule is one [[policy.rules]] entry. A rule with any scope field set
+// belongs to the owner "user", one without to the owner "org".
+type Rule struct {
+	Index      int    `json:"index"` // position in the file, for traces
+	Capability string `json:"capability"`
+	Target     string `json:"target"`
+	Action     Action `json:"action"`
+	SenderID   string `json:"sender_id,omitempty"`
+	Agent      string `json:"agent,omitempty"`
+	Channel    string `json:"channel,omitempty"`
+}
+
+// Owner is "user" for a scoped rule and "org" for an unscoped one.
+func (r Rule) Owner() string {
+	if r.SenderID != "" || r.Agent != "" || r.Channel != "" {
+		return "user"
+	}
+	return "org"
+}
+
+// MatchesCapability reports whether the rule's capability pattern (an exact
+// name, "*", or "prefix:*") covers name.
+func (r Rule) MatchesCapability(name string) bool {
+	switch {
+	case r.Capability == "*":
+		return true
+	case strings.HasSuffix(r.Capability, ":*"):
+		return strings.HasPrefix(name, strings.TrimSuffix(r.Capability, "*"))
+	}
+	return r.Capability == name
+}
+
+// RuleSubject is what a rule's scope and pattern are matched against.
+type RuleSubject struct {
+	Capability Capability
+	Target     string
+	Agent      string
+	Channel    string
+	SenderID   string
+}
+
+func (r Rule) matches(n Normalizer, s RuleSubject) bool {
+	if !r.MatchesCapability(s.Capability.Name) {
+		return false
+	}
+	if r.SenderID != "" && r.SenderID != s.SenderID ||
+		r.Agent != "" && r.Agent != s.Agent ||
+		r.Channel != "" && r.Channel != s.Channel {
+		return false
+	}
+	return n.MatchRule(s.Capability.TargetKind, r.Target, s.Target)
+}
+
+// RuleMatch is the result of evaluating the rules: the winning action (""
+// when no rule matched) and the rule that decided it.
+type RuleMatch struct {
+	Action Action `json:"action,omitempty"`
+	Rule   *Rule  `json:"rule,omitempty"`
+}
+
+// EvalRules applies SPEC §4 step 4: within an owner the first matching rule
+// in file order wins; across owners the most restrictive action wins.
+func EvalRules(n Normalizer, rules []Rule, s RuleSubject) RuleMatch {
+	var user, org *Rule
+	for i := range rules {
+		r := &rules[i]
+		if (r.Owner() == "user" && user != nil) || (r.Owner() == "org" && org != nil) {
+			continue
+		}
+		if r.matches(n, s) {
+			if r.Owner() == "user" {
+				user = r
+			} else {
+				org = r
+			}
+		}
+	}
+	best := user
+	if org != nil && (best == nil || org.Action.severity() > best.Action.severity()) {
+		best = org
+	}
+	if best == nil {
+		return RuleMatch{}
+	}
+	return RuleMatch{Action: best.Action, Rule: best}
+}

@@ -1,0 +1,309 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// MaxTargetBytes is the longest target accepted anywhere. A longer one is
+// refused rather than truncated: a truncated path could match a different grant.
+const MaxTargetBytes = 4096
+
+// ErrBadTarget is wrapped by every target validation error.
+var ErrBadTarget = errors.New("bad target")
+
+// ValidateTarget checks a raw target against its capability: required unless
+// the kind is none, no NUL byte, at most MaxTargetBytes.
+func ValidateTarget(c Capability, target string) error {
+	switch {
+	case strings.IndexByte(target, 0) >= 0:
+		return fmt.Errorf("%w: contains a NUL byte", ErrBadTarget)
+	case len(target) > MaxTargetBytes:
+		return fmt.Errorf("%w: %d bytes, over the %d-byte limit", ErrBadTarget, len(target), MaxTargetBytes)
+	case target == "" && c.TargetKind != KindNone:
+		return fmt.Errorf("%w: %s needs a target (%s)", ErrBadTarget, c.Name, c.TargetKind)
+	}
+	return nil
+}
+
+// Normalizer turns raw targets into the form grants and rules are matched
+// against. Home is the directory "~" stands for.
+type Normalizer struct {
+	Home string
+}
+
+// Normalize returns the canonical form of a target for its kind:
+// path_glob targets are cleaned ("~" expanded, "." and ".." resolved, so
+// /a/inv/../../.ssh becomes /.ssh before any glob sees it); hosts are
+// lower-cased and URLs reduced to their host; none targets become "*".
+func (n Normalizer) Normalize(kind TargetKind, target string) string {
+	switch kind {
+	case KindPathGlob:
+		return n.cleanPath(target)
+	case KindHost:
+		return hostOf(target)
+	case KindNone:
+		return "*"
+	}
+	return target
+}
+
+func (n Normalizer) expand(p string) string {
+	if n.Home != "" && (p == "~" || strings.HasPrefix(p, "~/")) {
+		return n.Home + p[1:]
+	}
+	return p
+}
+
+func (n Normalizer) cleanPath(p string) string {
+	p = n.expand(p)
+	if p == "" {
+		return ""
+	}
+	return path.Clean(p)
+}
+
+// hostOf reduces a URL or host[:port] to a lower-case host name.
+func hostOf(t string) string {
+	t = strings.TrimSpace(t)
+	if strings.Contains(t, "://") {
+		if u, err := url.Parse(t); err == nil && u.Host != "" {
+			t = u.Host
+		}
+	}
+	if i := strings.IndexAny(t, "/?#"); i >= 0 {
+		t = t[:i]
+	}
+	if i := strings.LastIndex(t, "@"); i >= 0 { // user:pass@host
+		t = t[i+1:]
+	}
+	if h, _, ok := strings.Cut(t, ":"); ok && !strings.HasPrefix(t, "[") {
+		t = h
+	}
+	return strings.TrimSuffix(strings.ToLower(t), ".")
+}
+
+// hasMeta reports whether a pattern uses glob syntax.
+func hasMeta(p string) bool { return strings.ContainsAny(p, "*?[{") }
+
+// MatchGrant reports whether a grant's target pattern covers a target, both
+// given raw. Grants are narrow by construction: path globs (* within a
+// segment, ** across), host wildcards (*.example.com for sub-domains only),
+// equality for exact targets, and anything for kind none.
+func (n Normalizer) MatchGrant(kind TargetKind, pattern, target string) bool {
+	switch kind {
+	case KindNone:
+		return true
+	case KindPathGlob:
+		p, t := n.cleanPath(pattern), n.cleanPath(target)
+		if !hasMeta(p) {
+			return p == t
+		}
+		ok, err := doublestar.Match(p, t)
+		return err == nil && ok
+	case KindHost:
+		return matchHost(strings.ToLower(pattern), hostOf(target))
+	}
+	return pattern == target
+}
+
+// matchHost: "*.example.com" matches sub-domains at any depth but not
+// example.com itself; other patterns are literal.
+func matchHost(pattern, host string) bool {
+	if rest, ok := strings.CutPrefix(pattern, "*."); ok {
+		return strings.HasSuffix(host, "."+rest) && len(host) > len(rest)+1
+	}
+	return pattern == host
+}
+
+// MatchRule reports whether a rule's target pattern covers a target. Rules are
+// broader than grants: "*" (or empty) matches anything; a path pattern with
+// a "/" is a segment-aware glob on the cleaned path; "*.example.com" is a
+// sub-domain match; any other pattern is a plain glob over the whole
+// normalized target in which "*" crosses "/" (so "*password*" catches
+// /home/x/password.txt and "git *" catches any git command).
+func (n Normalizer) MatchRule(kind TargetKind, pattern, target string) bool {
+	if pattern == "" || pattern == "*" || pattern == "**" {
+		return true
+	}
+	switch kind {
+	case KindPathGlob:
+		t := n.cleanPath(target)
+		if p := n.expand(pattern); strings.Contains(p, "/") {
+			p = path.Clean(p)
+			if !hasMeta(p) {
+				return p == t
+			}
+			ok, err := doublestar.Match(p, t)
+			return err == nil && ok
+		}
+		return wildcard(pattern, t)
+	case KindHost:
+		h, p := hostOf(target), strings.ToLower(pattern)
+		if strings.HasPrefix(p, "*.") && !strings.ContainsAny(p[2:], "*?") {
+			return matchHost(p, h)
+		}
+		return wildcard(p, h)
+	}
+	return wildcard(pattern, target)
+}
+
+// wildcard is a glob where '*' matches any run of bytes (including '/') and
+// '?' exactly one byte. It runs in O(len(p)*len(s)) at worst, with no
+// backtracking blow-up on hostile patterns.
+func wildcard(p, s string) bool {
+	px, sx := 0, 0
+	nextP, nextS := -1, -1
+	for px < len(p) || sx < len(s) {
+		if px < len(p) {
+			switch c := p[px]; c {
+			case '*':
+				nextP, nextS = px, sx+1
+				px++
+				continue
+			case '?':
+				if sx < len(s) {
+					px++
+					sx++
+					continue
+				}
+			default:
+				if sx < len(s) && s[sx] == c {
+					px++
+					sx++
+					continue
+				}
+			}
+		}
+		if nextS > 0 && nextS <= len(s) {
+			px, sx = nextP, nextS
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// GrantTarget decides what Allow always writes: the suggested pattern when
+// it covers the target and is no wider than the capability allows, else the
+// target itself (normalized). What "allowed" means per kind:
+//   - path_glob: an absolute pattern with wildcards only in its last
+//     segment and no "**": at most one directory's entries.
+//   - host: the host itself, or "*.parent" where parent has two labels or more.
+//   - exact: only the target itself.
+//   - none: "*" (capability-wide) always.
+//
+// The second result says whether the suggestion was taken.
+func (n Normalizer) GrantTarget(kind TargetKind, target, suggested string) (string, bool) {
+	norm := n.Normalize(kind, target)
+	if suggested == "" || kind == KindNone || kind == KindExact {
+		return norm, kind == KindNone && suggested != ""
+	}
+	if !n.MatchGrant(kind, suggested, target) {
+		return norm, false
+	}
+	switch kind {
+	case KindPathGlob:
+		p := n.cleanPath(suggested)
+		dir, last := path.Split(p)
+		if !strings.HasPrefix(p, "/") || hasMeta(dir) || strings.Contains(last, "**") || dir == "/" && hasMeta(last) {
+			return norm, false
+		}
+		return p, true
+	case KindHost:
+		p := strings.ToLower(suggested)
+		if rest, ok := strings.CutPrefix(p, "*."); ok {
+			if strings.Count(rest, ".") < 1 || hasMeta(rest) {
+				return norm, false
+			}
+		} else if hasMeta(p) {
+			return norm, false
+		}
+		return p, true
+	}
+	return norm, false
+}
+
+// grantAnchors lists the index keys under which a grant covering target
+// could be stored, so the grants store finds candidates with one indexed
+// IN query instead of scanning every grant of a principal. See Anchor.
+func (n Normalizer) grantAnchors(kind TargetKind, target string) []string {
+	switch kind {
+	case KindNone:
+		return []string{"*"}
+	case KindPathGlob:
+		t := n.cleanPath(target)
+		out := []string{t, ""}
+		for d := t; ; {
+			d = path.Dir(d)
+			out = append(out, d)
+			if d == "/" || d == "." {
+				break
+			}
+		}
+		return out
+	case KindHost:
+		h := hostOf(target)
+		out := []string{h, ""}
+		for rest := h; ; {
+			_, after, ok := strings.Cut(rest, ".")
+			if !ok {
+				break
+			}
+			out = append(out, "*."+after)
+			rest = after
+		}
+		return out
+	}
+	return []string{target, ""}
+}
+
+// Anchor is the index key of a grant pattern: the pattern itself when it is
+// literal, the literal directory before the first wildcard segment for path
+// globs, "*.parent" for host wildcards, and "" for any other pattern (the
+// small bucket that is always scanned).
+func (n Normalizer) Anchor(kind TargetKind, pattern string) string {
+	switch kind {
+	case KindNone:
+		return "*"
+	case KindPathGlob:
+		p := n.cleanPath(pattern)
+		if !hasMeta(p) {
+			return p
+		}
+		segs := strings.Split(p, "/")
+		lit := []string{}
+		for _, s := range segs {
+			if hasMeta(s) {
+				break
+			}
+			lit = append(lit, s)
+		}
+		d := strings.Join(lit, "/")
+		if d == "" && strings.HasPrefix(p, "/") {
+			return "/"
+		}
+		if !strings.HasPrefix(d, "/") {
+			return ""
+		}
+		return d
+	case KindHost:
+		p := strings.ToLower(pattern)
+		if !hasMeta(p) {
+			return p
+		}
+		if rest, ok := strings.CutPrefix(p, "*."); ok && !hasMeta(rest) {
+			return p
+		}
+		return ""
+	}
+	if hasMeta(pattern) {
+		return ""
+	}
+	return pattern
+}

@@ -1,0 +1,503 @@
+package vaglio
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"unicode"
+)
+
+// CapabilityCodeExec is the capability whose target and args are shell
+// commands, and so the only one the shell rules of the guard apply to.
+const CapabilityCodeExec = "code:exec"
+
+// component is one path element of a forbidden path.
+type component struct {
+	pat     string // path.Match pattern against a lower-case element
+	digits  bool   // a non-empty run of digits: a pid under /proc
+	example string // a name pat matches, to test a glob in the input against
+}
+
+// pathRule is one forbidden path. Anchored rules start at the root
+// (/etc/passwd); the others match anywhere in a path (~/.ssh, /srv/x/.ssh).
+type pathRule struct {
+	name     string // shown in reasons; names the rule, never the input
+	anchored bool
+	comps    []component
+}
+
+func lit(s string) component             { return component{pat: s, example: s} }
+func glob(pat, example string) component { return component{pat: pat, example: example} }
+
+// forbiddenPaths is the closed list of SPEC §4 step 6. It is not
+// configurable on purpose: the guard is the layer no rule or grant can
+// loosen. /etc/passwd- and /etc/shadow- are the backups passwd(1) keeps,
+// with the same contents.
+var forbiddenPaths = []pathRule{
+	{name: "/etc/passwd", anchored: true, comps: []component{lit("etc"), lit("passwd")}},
+	{name: "/etc/passwd", anchored: true, comps: []component{lit("etc"), lit("passwd-")}},
+	{name: "/etc/shadow", anchored: true, comps: []component{lit("etc"), lit("shadow")}},
+	{name: "/etc/shadow", anchored: true, comps: []component{lit("etc"), lit("shadow-")}},
+	{name: "/etc/sudoers", anchored: true, comps: []component{lit("etc"), lit("sudoers")}},
+	{name: "/etc/sudoers.d", anchored: true, comps: []component{lit("etc"), lit("sudoers.d")}},
+	{name: "/etc/ssh", anchored: true, comps: []component{lit("etc"), lit("ssh")}},
+	{name: "/root", anchored: true, comps: []component{lit("root")}},
+	{name: "/boot", anchored: true, comps: []component{lit("boot")}},
+	{name: "/sys", anchored: true, comps: []component{lit("sys")}},
+	{name: "/proc/<n>", anchored: true, comps: []component{lit("proc"), {digits: true, example: "1"}}},
+	{name: "/proc/self", anchored: true, comps: []component{lit("proc"), lit("self")}},
+	{name: "/proc/self", anchored: true, comps: []component{lit("proc"), lit("thread-self")}},
+	{name: "/dev/sd*", anchored: true, comps: []component{lit("dev"), glob("sd*", "sda")}},
+	{name: "/dev/nvme*", anchored: true, comps: []component{lit("dev"), glob("nvme*", "nvme0n1")}},
+	{name: "/dev/mmcblk*", anchored: true, comps: []component{lit("dev"), glob("mmcblk*", "mmcblk0")}},
+	{name: "/dev/loop*", anchored: true, comps: []component{lit("dev"), glob("loop*", "loop0")}},
+	{name: ".ssh", comps: []component{lit(".ssh")}},
+	{name: ".aws/credentials", comps: []component{lit(".aws"), lit("credentials")}},
+	{name: ".config/*/credentials.env", comps: []component{lit(".config"), glob("*", "metnos"), lit("credentials.env")}},
+	{name: ".gnupg", comps: []component{lit(".gnupg")}},
+}
+
+// Guard is the binary half of vaglio: it refuses a request that names a
+// forbidden path in its target or in any string of its args (keys too,
+// however deeply nested), or, for code:exec, a destructive shell command.
+// home is what "~" and $HOME stand for ("" leaves them as they are; the
+// path rules still catch ~/.ssh through the .ssh component).
+//
+// The check is lexical, on purpose: it runs before anything touches the
+// disk, so it cleans paths (.., //, ~, $HOME, shell quotes, {a,b} braces,
+// globs such as /etc/pass*) but cannot see symlinks. Matching is
+// case-insensitive because macOS file systems are. A relative path that
+// climbs with leading ".." is checked as if it reached the root, since the
+// working directory is unknown.
+//
+// reason names the rule that matched and where (target, args.a.b[2]),
+// never the matched string, so it is safe to log and to show on a card.
+func Guard(r Request, home string) (blocked bool, reason string) {
+	if home != "" {
+		home = path.Clean(home)
+	}
+	shell := r.Capability == CapabilityCodeExec
+	check := func(s, where string) (string, bool) {
+		// Shell rules first: for rm -rf /* they name the command, which
+		// says more than the path rule /root that the glob also matches.
+		if shell {
+			if rule, hit := dangerousCommandIn(s, home); hit {
+				return fmt.Sprintf("guard: dangerous shell command %q in %s", rule, where), true
+			}
+		}
+		if rule, hit := forbiddenPathIn(s, home); hit {
+			return fmt.Sprintf("guard: forbidden path %s in %s", rule, where), true
+		}
+		return "", false
+	}
+	if reason, hit := check(r.Target, "target"); hit {
+		return true, reason
+	}
+	tooDeep := walkArgs(r.Args, func(e argEvent) bool {
+		where := e.loc
+		if e.isKey {
+			where = "a key of " + strings.TrimSuffix(e.loc, "."+e.s)
+		}
+		reason, blocked = check(e.s, where)
+		return !blocked
+	})
+	if blocked {
+		return true, reason
+	}
+	if tooDeep {
+		return true, fmt.Sprintf("guard: args nested deeper than %d levels, not all inspected", maxArgDepth)
+	}
+	return false, ""
+}
+
+// forbiddenPathIn looks for a forbidden path anywhere in s: s itself as one
+// path, and every word of it as a shell would split it, so the path inside
+// `cat ~/.ssh/id_rsa` or `--key=/etc/shadow` is found.
+func forbiddenPathIn(s, home string) (rule string, hit bool) {
+	if s == "" {
+		return "", false
+	}
+	s = shellNormalize(s, home)
+	if rule, hit := forbiddenPath(expandTilde(strings.TrimSpace(s), home)); hit {
+		return rule, true
+	}
+	for _, word := range strings.Fields(s) {
+		for _, w := range expandBraces(word) {
+			for _, tok := range strings.FieldsFunc(w, isPathSep) {
+				if rule, hit := forbiddenPath(expandTilde(tok, home)); hit {
+					return rule, true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+// isPathSep splits a shell word into the parts that may be paths: after
+// redirections, pipes, $( ), `--opt=`, `host:` or a file:// scheme.
+func isPathSep(r rune) bool {
+	return unicode.IsSpace(r) || strings.ContainsRune(";|&<>()`,=:{}", r)
+}
+
+// forbiddenPath checks one path, after cleaning it.
+func forbiddenPath(p string) (rule string, hit bool) {
+	if p == "" {
+		return "", false
+	}
+	rooted := strings.HasPrefix(p, "/")
+	comps := strings.Split(strings.TrimPrefix(path.Clean(strings.ToLower(p)), "/"), "/")
+	if !rooted {
+		n := 0
+		for n < len(comps) && comps[n] == ".." {
+			n++
+		}
+		if n > 0 {
+			comps, rooted = comps[n:], true
+		}
+	}
+	for _, r := range forbiddenPaths {
+		if r.anchored {
+			if rooted && (hasPrefix(comps, r.comps) ||
+				// macOS: /etc is a symlink to /private/etc.
+				(len(comps) > 1 && comps[0] == "private" && comps[1] == "etc" && hasPrefix(comps[1:], r.comps))) {
+				return r.name, true
+			}
+			continue
+		}
+		for i := range comps {
+			if hasPrefix(comps[i:], r.comps) {
+				return r.name, true
+			}
+		}
+	}
+	return "", false
+}
+
+func hasPrefix(comps []string, rule []component) bool {
+	if len(comps) < len(rule) {
+		return false
+	}
+	for i, c := range rule {
+		if !c.match(comps[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// match reports whether the path element in (lower case) names this
+// component. A glob in the input (/etc/pass*, /dev/sd?) matches when the
+// shell would expand it to the forbidden name; like the shell, a glob that
+// does not start with a dot does not match a dot file.
+func (c component) match(in string) bool {
+	if strings.ContainsAny(in, "*?[") {
+		if strings.HasPrefix(c.example, ".") && !strings.HasPrefix(in, ".") {
+			return false
+		}
+		if ok, err := path.Match(in, c.example); err == nil {
+			return ok
+		}
+		// A malformed pattern is taken literally by the shell: fall through.
+	}
+	if c.digits {
+		return in != "" && strings.Trim(in, "0123456789") == ""
+	}
+	ok, _ := path.Match(c.pat, in)
+	return ok
+}
+
+// shellNormalize undoes what a shell would undo before a command sees its
+// arguments, so /etc/pa"ss"wd and /etc/pass\wd read as /etc/passwd, and
+// expands $HOME and ${HOME}. Without a home they become "~", which the
+// rules still treat as the home directory.
+func shellNormalize(s, home string) string {
+	s = strings.NewReplacer(`"`, "", `'`, "", `\`, "").Replace(s)
+	h := home
+	if h == "" {
+		h = "~"
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		switch {
+		case strings.HasPrefix(s[i:], "${HOME}"):
+			b.WriteString(h)
+			i += len("${HOME}")
+		case strings.HasPrefix(s[i:], "$HOME") && (i+5 == len(s) || !isIdentByte(s[i+5])):
+			b.WriteString(h)
+			i += len("$HOME")
+		default:
+			b.WriteByte(s[i])
+			i++
+		}
+	}
+	return b.String()
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
+}
+
+// expandTilde expands a leading "~" or "~/" the way the shell does.
+func expandTilde(p, home string) string {
+	if home != "" && (p == "~" || strings.HasPrefix(p, "~/")) {
+		return home + p[1:]
+	}
+	return p
+}
+
+// Brace expansion limits: enough for /etc/{passwd,shadow}, small enough
+// that a crafted {a,b}{a,b}{a,b}… cannot make the guard slow. A word longer
+// than a target may be (4 KiB) is not expanded at all.
+const (
+	maxBraceWords     = 64
+	maxBraceSteps     = 256
+	maxBraceWordBytes = 4096
+)
+
+// expandBraces does the shell's {a,b} expansion on one word, within the
+// limits above; when they are reached the rest is returned unexpanded and
+// the braces and commas then split it into parts that are still checked.
+func expandBraces(word string) []string {
+	if len(word) > maxBraceWordBytes || !strings.Contains(word, "{") || !strings.Contains(word, ",") {
+		return []string{word}
+	}
+	var out []string
+	steps := 0
+	var expand func(s string)
+	expand = func(s string) {
+		steps++
+		if len(out) >= maxBraceWords {
+			return
+		}
+		if steps > maxBraceSteps {
+			out = append(out, s)
+			return
+		}
+		for from := 0; from < len(s); {
+			end := strings.IndexByte(s[from:], '}')
+			if end < 0 {
+				break
+			}
+			end += from
+			open := strings.LastIndexByte(s[:end], '{')
+			if open >= 0 && strings.Contains(s[open+1:end], ",") {
+				for _, alt := range strings.Split(s[open+1:end], ",") {
+					expand(s[:open] + alt + s[end+1:])
+				}
+				return
+			}
+			from = end + 1
+		}
+		out = append(out, s)
+	}
+	expand(word)
+	return out
+}
+
+// dangerousCommandIn looks for the shell commands of SPEC §4 step 6 in s,
+// anywhere in it (after sudo, inside sh -c "…", after a pipe to xargs), and
+// returns the rule's name.
+func dangerousCommandIn(s, home string) (rule string, hit bool) {
+	s = shellNormalize(s, home)
+	if isForkBomb(s) {
+		return ":(){ :|:& };:", true
+	}
+	for _, seg := range strings.FieldsFunc(s, isCommandSep) {
+		var words []string
+		for _, w := range strings.Fields(seg) {
+			words = append(words, expandBraces(w)...)
+		}
+		for i, w := range words {
+			lw := strings.ToLower(w)
+			switch cmd := path.Base(lw); {
+			case cmd == "rm":
+				if rule, hit := rmRule(words[i+1:], home); hit {
+					return rule, true
+				}
+			case cmd == "mkfs" || strings.HasPrefix(cmd, "mkfs."):
+				return "mkfs", true
+			case cmd == "chmod":
+				if chmodRecursiveOnRoot(words[i+1:], home) {
+					return "chmod -R 777 /", true
+				}
+			}
+			if strings.HasPrefix(lw, "of=") && isBlockDevice(expandTilde(w[3:], home)) {
+				return "dd of=/dev/…", true
+			}
+		}
+	}
+	return "", false
+}
+
+// isCommandSep splits a command line into simple commands.
+func isCommandSep(r rune) bool {
+	return r == '\n' || r == '\r' || strings.ContainsRune(";&|()`", r)
+}
+
+// rmRule checks the arguments of one rm. GNU rm reads options anywhere
+// before "--" and accepts unambiguous prefixes of long options.
+func rmRule(args []string, home string) (rule string, hit bool) {
+	recursive, noPreserveRoot, options := false, false, true
+	var operands []string
+	for _, a := range args {
+		switch {
+		case options && a == "--":
+			options = false
+		case options && strings.HasPrefix(a, "--"):
+			if len(a) >= 3 && strings.HasPrefix("--recursive", a) {
+				recursive = true
+			}
+			if len(a) >= 3 && strings.HasPrefix("--no-preserve-root", a) {
+				noPreserveRoot = true
+			}
+		case options && len(a) > 1 && a[0] == '-':
+			if strings.ContainsAny(a[1:], "rR") {
+				recursive = true
+			}
+		default:
+			operands = append(operands, a)
+		}
+	}
+	if noPreserveRoot {
+		return "rm --no-preserve-root", true
+	}
+	if !recursive {
+		return "", false
+	}
+	for _, op := range operands {
+		if isRootOrAll(op, home) {
+			return "rm -rf /", true
+		}
+		if isHomeOrAll(op, home) {
+			return "rm -rf ~", true
+		}
+	}
+	return "", false
+}
+
+// chmodRecursiveOnRoot reports chmod -R on / (any mode: 000 breaks the
+// system as surely as 777 opens it).
+func chmodRecursiveOnRoot(args []string, home string) bool {
+	recursive := false
+	for _, a := range args {
+		if a == "--" {
+			continue
+		}
+		if strings.HasPrefix(a, "--") {
+			if len(a) >= 5 && strings.HasPrefix("--recursive", a) {
+				recursive = true
+			}
+			continue
+		}
+		if len(a) > 1 && a[0] == '-' && strings.Contains(a, "R") {
+			recursive = true
+		}
+	}
+	if !recursive {
+		return false
+	}
+	for _, a := range args {
+		if isRootOrAll(a, home) {
+			return true
+		}
+	}
+	return false
+}
+
+// isRootOrAll reports "/" or a glob of everything under it (/*, /?*).
+func isRootOrAll(op, home string) bool {
+	p := expandTilde(op, home)
+	if !strings.HasPrefix(p, "/") {
+		return false
+	}
+	return coversDir(path.Clean(p), "/", "usr")
+}
+
+// isHomeOrAll reports the home directory or a glob of everything in it.
+func isHomeOrAll(op, home string) bool {
+	h := home
+	if h == "" {
+		h = "~"
+	}
+	return coversDir(path.Clean(expandTilde(op, home)), h, "documents")
+}
+
+// coversDir reports whether p is dir itself, or dir/<glob> where the glob
+// would match an ordinary entry such as sample.
+func coversDir(p, dir, sample string) bool {
+	if p == dir {
+		return true
+	}
+	base := path.Base(p)
+	if path.Dir(p) != dir || !strings.ContainsAny(base, "*?[") {
+		return false
+	}
+	ok, err := path.Match(strings.ToLower(base), sample)
+	return err == nil && ok
+}
+
+// isBlockDevice reports a dd output under /dev other than the harmless
+// sinks (dd of=/dev/null is a common way to time a read).
+func isBlockDevice(p string) bool {
+	if !strings.HasPrefix(p, "/") {
+		return false
+	}
+	p = path.Clean(p)
+	switch p {
+	case "/dev/null", "/dev/zero", "/dev/full", "/dev/stdout", "/dev/stderr":
+		return false
+	}
+	return strings.HasPrefix(p, "/dev/") && !strings.HasPrefix(p, "/dev/fd/")
+}
+
+// isForkBomb finds f(){ f|f& };f with any function name and any spacing:
+// a brace group whose body starts by piping a name into itself.
+func isForkBomb(s string) bool {
+	t := squeezeShellSpace(s)
+	for i := 0; i < len(t); i++ {
+		if t[i] != '{' {
+			continue
+		}
+		j := i + 1
+		for j < len(t) && !isBombPunct(t[j]) && t[j] != ' ' {
+			j++
+		}
+		name := t[i+1 : j]
+		rest := strings.TrimPrefix(t[j:], "|"+name)
+		if name != "" && len(rest) < len(t[j:]) && (rest == "" || strings.ContainsRune("&;}", rune(rest[0]))) {
+			return true
+		}
+	}
+	return false
+}
+
+func isBombPunct(c byte) bool { return strings.IndexByte("(){}|&;", c) >= 0 }
+
+// squeezeShellSpace drops whitespace next to shell punctuation and turns
+// other runs of whitespace into one space, so `: | : &` reads as `:|:&`.
+func squeezeShellSpace(s string) string {
+	var b strings.Builder
+	var last byte // last byte written; 0 at the start
+	for i := 0; i < len(s); {
+		if !isSpaceByte(s[i]) {
+			last = s[i]
+			b.WriteByte(last)
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && isSpaceByte(s[j]) {
+			j++
+		}
+		if last != 0 && j < len(s) && !isBombPunct(last) && !isBombPunct(s[j]) {
+			last = ' '
+			b.WriteByte(last)
+		}
+		i = j
+	}
+	return b.String()
+}
+
+func isSpaceByte(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}

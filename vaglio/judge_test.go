@@ -1,0 +1,152 @@
+package vaglio
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+func TestRuleJudge(t *testing.T) {
+	tests := []struct {
+		name       string
+		req        Request
+		want       float64
+		wantInWhy  []string
+		wantNotWhy []string
+	}{
+		{name: "base, critical", req: Request{Critical: true, Executor: "x"}, want: 0.70,
+			wantNotWhy: []string{"intent", "non-critical", "identifier", "'..'"}},
+		{name: "non-critical", req: Request{Executor: "x"}, want: 0.75, wantInWhy: []string{"+0.05 non-critical"}},
+		{name: "intent names executor", req: Request{Critical: true, Executor: "fs_read_file", Intent: "Read the invoice FILE"},
+			want: 0.80, wantInWhy: []string{"+0.10 intent names the executor"}},
+		{name: "token split on colon and dot", req: Request{Critical: true, Executor: "mcp:gmail.send", Intent: "send the reply"},
+			want: 0.80, wantInWhy: []string{"+0.10"}},
+		{name: "short tokens do not count", req: Request{Critical: true, Executor: "fs_rm", Intent: "fs rm it"}, want: 0.70},
+		{name: "traversal in a nested arg", req: Request{Critical: true, Args: map[string]any{"a": []any{map[string]any{"p": "x/../y"}}}},
+			want: 0.50, wantInWhy: []string{"-0.20"}},
+		{name: "dots without a slash", req: Request{Critical: true, Args: map[string]any{"v": "wait..."}}, want: 0.70},
+		{name: "odd top-level key", req: Request{Critical: true, Args: map[string]any{"file-name": "a"}},
+			want: 0.60, wantInWhy: []string{"-0.10 arg key is not an identifier"}},
+		{name: "odd nested key", req: Request{Critical: true, Args: map[string]any{"ok": map[string]any{"1bad": "a"}}}, want: 0.60},
+		{name: "identifier keys", req: Request{Critical: true, Args: map[string]any{"_ok": map[string]any{"A9_b": "a"}}}, want: 0.70},
+		{name: "everything", req: Request{Executor: "shell_exec", Intent: "exec a build",
+			Args: map[string]any{"../p": "../../x"}}, want: 0.55},
+		{name: "lowest possible", req: Request{Critical: true, Args: map[string]any{"a b": "../x"}}, want: 0.40},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			score, why, err := RuleJudge{}.Score(context.Background(), tt.req)
+			if err != nil {
+				t.Fatalf("Score() error = %v", err)
+			}
+			if score != tt.want {
+				t.Errorf("Score() = %v, want %v (%s)", score, tt.want, why)
+			}
+			if !strings.HasPrefix(why, RuleJudgeKind+": base 0.70") {
+				t.Errorf("reason %q does not start with the judge and the base", why)
+			}
+			for _, w := range tt.wantInWhy {
+				if !strings.Contains(why, w) {
+					t.Errorf("reason %q lacks %q", why, w)
+				}
+			}
+			for _, w := range tt.wantNotWhy {
+				if strings.Contains(why, w) {
+					t.Errorf("reason %q has %q", why, w)
+				}
+			}
+		})
+	}
+}
+
+// TestRuleJudge_ScoreInRange is a property: whatever the args, intent and
+// executor, the score stays in [0,1].
+func TestRuleJudge_ScoreInRange(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 5000 {
+		r := Request{
+			Capability: "fs:read",
+			Critical:   rng.IntN(2) == 0,
+			Intent:     randString(rng),
+			Executor:   randString(rng),
+			Args:       randArgs(rng, 3),
+		}
+		score, why, err := RuleJudge{}.Score(context.Background(), r)
+		if err != nil || score < 0 || score > 1 || math.IsNaN(score) || why == "" {
+			t.Fatalf("case %d: Score() = %v, %q, %v", i, score, why, err)
+		}
+	}
+}
+
+// TestCheck_ScoreInRange is the same property through Check, with a judge
+// that answers anything at all, NaN and infinities included.
+func TestCheck_ScoreInRange(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	odd := []float64{math.NaN(), math.Inf(1), math.Inf(-1), -0.5, 1.5, 0, 1, math.MaxFloat64, -math.SmallestNonzeroFloat64}
+	for i := range 2000 {
+		s := rng.Float64()*4 - 2
+		if rng.IntN(4) == 0 {
+			s = odd[rng.IntN(len(odd))]
+		}
+		v := New(Options{Threshold: DefaultThreshold, Home: testHome, Judge: fixedJudge{score: s}})
+		got := v.Check(context.Background(), Request{Capability: "fs:read", Intent: randString(rng), Args: randArgs(rng, 2)})
+		if got.Score < 0 || got.Score > 1 || math.IsNaN(got.Score) {
+			t.Fatalf("case %d: judge said %v, verdict score %v", i, s, got.Score)
+		}
+		if got.Approved && got.Score < DefaultThreshold {
+			t.Fatalf("case %d: approved with score %v", i, got.Score)
+		}
+	}
+}
+
+type fixedJudge struct{ score float64 }
+
+func (fixedJudge) Kind() string { return "fixed" }
+func (j fixedJudge) Score(context.Context, Request) (float64, string, error) {
+	return j.score, "fixed", nil
+}
+
+// randString draws from an alphabet that hits every rule: dots, slashes,
+// the executor separators, upper case, spaces and some non-ASCII.
+func randString(rng *rand.Rand) string {
+	const alphabet = "ab_-.:/ XYé~$*{},9"
+	n := rng.IntN(12)
+	var b strings.Builder
+	for range n {
+		b.WriteString(string([]rune(alphabet)[rng.IntN(len([]rune(alphabet)))]))
+	}
+	return b.String()
+}
+
+func randArgs(rng *rand.Rand, depth int) map[string]any {
+	m := map[string]any{}
+	for range rng.IntN(4) {
+		m[randString(rng)] = randValue(rng, depth)
+	}
+	return m
+}
+
+func randValue(rng *rand.Rand, depth int) any {
+	kind := rng.IntN(6)
+	if depth == 0 {
+		kind %= 3
+	}
+	switch kind {
+	case 0:
+		return randString(rng)
+	case 1:
+		return rng.Float64()
+	case 2:
+		return nil
+	case 3:
+		return randArgs(rng, depth-1)
+	default:
+		s := make([]any, rng.IntN(3))
+		for i := range s {
+			s[i] = randValue(rng, depth-1)
+		}
+		return s
+	}
+}

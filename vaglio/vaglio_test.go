@@ -1,0 +1,282 @@
+package vaglio
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name          string
+		threshold     float64
+		req           Request
+		wantApproved  bool
+		wantBlockedBy string
+		wantInReason  string
+	}{
+		{name: "harmless path approved", threshold: DefaultThreshold,
+			req:          Request{Capability: "fs:read", Target: "/home/roberto/invoices/04.pdf", Executor: "fs_read", Intent: "read the invoice"},
+			wantApproved: true, wantInReason: RuleJudgeKind},
+		{name: "ssh key in target", threshold: DefaultThreshold,
+			req:           Request{Capability: "fs:read", Target: "~/.ssh/id_rsa"},
+			wantBlockedBy: BlockedByGuard, wantInReason: ".ssh"},
+		{name: "passwd in nested arg", threshold: DefaultThreshold,
+			req:           Request{Capability: "fs:read", Target: "/tmp/x", Args: map[string]any{"o": map[string]any{"p": []any{"/etc/passwd"}}}},
+			wantBlockedBy: BlockedByGuard, wantInReason: "/etc/passwd"},
+		{name: "credentials.env in target", threshold: DefaultThreshold,
+			req:           Request{Capability: "fs:read", Target: "~/.config/metnos/credentials.env"},
+			wantBlockedBy: BlockedByGuard, wantInReason: "credentials.env"},
+		{name: "credentials.env in nested arg", threshold: DefaultThreshold,
+			req:           Request{Capability: "fs:read", Target: "/tmp/x", Args: map[string]any{"o": []any{map[string]any{"p": "~/.config/metnos/credentials.env"}}}},
+			wantBlockedBy: BlockedByGuard, wantInReason: "credentials.env"},
+		{name: "rm -rf /", threshold: DefaultThreshold,
+			req:           Request{Capability: "code:exec", Critical: true, Target: "rm -rf /"},
+			wantBlockedBy: BlockedByGuard, wantInReason: "rm -rf /"},
+		{name: "fork bomb", threshold: DefaultThreshold,
+			req:           Request{Capability: "code:exec", Critical: true, Target: ":(){ :|:& };:"},
+			wantBlockedBy: BlockedByGuard, wantInReason: "shell command"},
+		{name: "ls -la /tmp passes", threshold: DefaultThreshold,
+			req:          Request{Capability: "code:exec", Critical: true, Target: "ls -la /tmp", Executor: "shell_exec"},
+			wantApproved: true},
+		{name: "threshold 0.99 blocks", threshold: 0.99,
+			req:           Request{Capability: "fs:read", Target: "/tmp/x"},
+			wantBlockedBy: BlockedByJudge, wantInReason: "below threshold 0.99"},
+		{name: "threshold 0 never blocks", threshold: 0,
+			req:          Request{Capability: "fs:read", Critical: true, Target: "/tmp/x", Args: map[string]any{"a-b": "../x"}},
+			wantApproved: true},
+		{name: "invalid threshold falls back to the default", threshold: 7,
+			req:          Request{Capability: "fs:read", Target: "/tmp/x"},
+			wantApproved: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := New(Options{Threshold: tt.threshold, Home: testHome})
+			got := v.Check(context.Background(), tt.req)
+			if got.Approved != tt.wantApproved || got.BlockedBy != tt.wantBlockedBy {
+				t.Fatalf("Check() = approved %v blocked_by %q (%s); want %v %q",
+					got.Approved, got.BlockedBy, got.Reason, tt.wantApproved, tt.wantBlockedBy)
+			}
+			if !strings.Contains(got.Reason, tt.wantInReason) {
+				t.Errorf("reason %q lacks %q", got.Reason, tt.wantInReason)
+			}
+			if got.JudgeKind != RuleJudgeKind {
+				t.Errorf("judge_kind = %q, want %q", got.JudgeKind, RuleJudgeKind)
+			}
+			if got.Score < 0 || got.Score > 1 {
+				t.Errorf("score %v outside [0,1]", got.Score)
+			}
+			if got.BlockedBy == BlockedByGuard && got.Score != 0 {
+				t.Errorf("guard-blocked score = %v, want 0", got.Score)
+			}
+			if got.TS.IsZero() {
+				t.Error("ts not set")
+			}
+		})
+	}
+}
+
+func TestCheck_IntentNamingExecutorScoresHigher(t *testing.T) {
+	v := New(Options{Threshold: DefaultThreshold, Home: testHome})
+	base := Request{Capability: "fs:read", Target: "/tmp/report.pdf", Executor: "fs_read_file"}
+	named, unnamed := base, base
+	named.Intent = "read the monthly report"
+	unnamed.Intent = "look at the monthly report"
+	if a, b := v.Check(context.Background(), named).Score, v.Check(context.Background(), unnamed).Score; a <= b {
+		t.Errorf("intent naming the executor scored %v, not above %v", a, b)
+	}
+}
+
+func TestCheck_DotDotInArgScoresLower(t *testing.T) {
+	v := New(Options{Threshold: DefaultThreshold, Home: testHome})
+	clean := Request{Capability: "fs:read", Target: "/tmp/x", Args: map[string]any{"path": "/srv/data/a.csv"}}
+	climb := Request{Capability: "fs:read", Target: "/tmp/x", Args: map[string]any{"path": "/srv/data/../data/a.csv"}}
+	if a, b := v.Check(context.Background(), climb).Score, v.Check(context.Background(), clean).Score; a >= b {
+		t.Errorf("'..' in an arg scored %v, not below %v", a, b)
+	}
+}
+
+func TestCheck_JudgeFailureDenies(t *testing.T) {
+	tests := []struct {
+		name  string
+		judge Judge
+	}{
+		{name: "error", judge: failingJudge{}},
+		{name: "panic", judge: panickingJudge{}},
+		{name: "NaN", judge: fixedJudge{score: math.NaN()}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := New(Options{Threshold: DefaultThreshold, Home: testHome, Judge: tt.judge})
+			got := v.Check(context.Background(), Request{Capability: "fs:read", Target: "/tmp/x"})
+			if got.Approved || got.BlockedBy != BlockedByJudge || !strings.Contains(got.Reason, "failed") {
+				t.Errorf("Check() = %+v; want denied by the judge, reason saying it failed", got)
+			}
+			if got.Score != 0 || got.JudgeKind != tt.judge.Kind() {
+				t.Errorf("score %v judge_kind %q; want 0 %q", got.Score, got.JudgeKind, tt.judge.Kind())
+			}
+		})
+	}
+}
+
+type failingJudge struct{}
+
+func (failingJudge) Kind() string { return "failing" }
+func (failingJudge) Score(context.Context, Request) (float64, string, error) {
+	return 0.9, "", errors.New("model unavailable")
+}
+
+type panickingJudge struct{}
+
+func (panickingJudge) Kind() string { return "panicking" }
+func (panickingJudge) Score(context.Context, Request) (float64, string, error) {
+	panic("boom")
+}
+
+func TestCheck_Log(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "vaglio")
+	// 23:30 on 31 March in New York is already April in UTC.
+	ny := time.FixedZone("EDT", -4*3600)
+	now := time.Date(2026, 3, 31, 23, 30, 0, 0, ny)
+	v := New(Options{Threshold: DefaultThreshold, LogDir: dir, Home: testHome, Now: func() time.Time { return now }})
+
+	const secret = "sk-live-51H8xyzzySECRET"
+	reqs := []Request{
+		{Agent: "mailer", Capability: "net:post", Target: "https://api.example/charge?key=" + secret, Intent: "charge the card",
+			Executor: "http_post", Args: map[string]any{"api_token": secret, "body": map[string]any{"amount": 12.5, "memo": secret}}},
+		{Agent: "mailer", Capability: "fs:read", Target: "~/.ssh/id_rsa", Args: map[string]any{"note": secret}},
+	}
+	for _, r := range reqs {
+		v.Check(context.Background(), r)
+	}
+
+	name := filepath.Join(dir, "2026-04.jsonl")
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatalf("read log: %v", err)
+	}
+	if bytes.Contains(data, []byte("SECRET")) {
+		t.Errorf("log holds an arg value:\n%s", data)
+	}
+	if bytes.Contains(data, []byte("id_rsa")) || bytes.Contains(data, []byte("api.example")) {
+		t.Errorf("log holds a target:\n%s", data)
+	}
+	for _, want := range []string{`"api_token"`, `"body.amount"`, `"body.memo"`, `"intent":"charge the card"`, `"executor":"http_post"`} {
+		if !bytes.Contains(data, []byte(want)) {
+			t.Errorf("log lacks %s:\n%s", want, data)
+		}
+	}
+
+	var lines []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("line %q is not JSON: %v", sc.Text(), err)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != len(reqs) {
+		t.Fatalf("%d lines, want %d", len(lines), len(reqs))
+	}
+	for _, key := range []string{"ts", "agent", "capability", "executor", "intent", "arg_keys", "approved", "score", "reason", "judge_kind"} {
+		if _, ok := lines[0][key]; !ok {
+			t.Errorf("line lacks %q: %v", key, lines[0])
+		}
+	}
+	if lines[1]["blocked_by"] != BlockedByGuard || lines[1]["approved"] != false {
+		t.Errorf("second line = %v, want a guard block", lines[1])
+	}
+
+	assertMode(t, dir, 0o700)
+	assertMode(t, name, 0o600)
+}
+
+func assertMode(t *testing.T, name string, want os.FileMode) {
+	t.Helper()
+	fi, err := os.Stat(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != want {
+		t.Errorf("%s mode = %v, want %v", name, got, want)
+	}
+}
+
+func TestCheck_LogConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	v := New(Options{Threshold: DefaultThreshold, LogDir: dir, Home: testHome,
+		Now: func() time.Time { return time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC) }})
+	const n = 50
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			v.Check(context.Background(), Request{Capability: "fs:read", Target: "/tmp/x", Intent: strings.Repeat("x", 5000)})
+		})
+	}
+	wg.Wait()
+	data, err := os.ReadFile(filepath.Join(dir, "2026-01.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for line := range bytes.Lines(data) {
+		if !json.Valid(line) {
+			t.Fatalf("interleaved or broken line: %.80q", line)
+		}
+		got++
+	}
+	if got != n {
+		t.Errorf("%d lines, want %d", got, n)
+	}
+}
+
+func TestCheck_LogDirUnwritable(t *testing.T) {
+	// A regular file where the directory should be: fails even for root.
+	blocker := filepath.Join(t.TempDir(), "not-a-dir")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	v := New(Options{Threshold: DefaultThreshold, LogDir: filepath.Join(blocker, "vaglio"), Home: testHome,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+
+	done := make(chan Verdict, 1)
+	go func() {
+		done <- v.Check(context.Background(), Request{Capability: "fs:read", Target: "/tmp/x", Args: map[string]any{"token": "hunter2-SECRET"}})
+	}()
+	select {
+	case got := <-done:
+		if !got.Approved {
+			t.Errorf("Check() = %+v; a log failure must not change the verdict", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Check blocked on an unwritable log")
+	}
+	if !strings.Contains(logs.String(), "write decision log") {
+		t.Errorf("the failure was not logged: %q", logs.String())
+	}
+	if strings.Contains(logs.String(), "SECRET") {
+		t.Errorf("the failure log holds an arg value: %q", logs.String())
+	}
+}
+
+func TestNew_LogDirTilde(t *testing.T) {
+	home := t.TempDir()
+	v := New(Options{Threshold: DefaultThreshold, LogDir: "~/.local/share/metnos/vaglio", Home: home,
+		Now: func() time.Time { return time.Date(2026, 12, 31, 23, 59, 0, 0, time.UTC) }})
+	v.Check(context.Background(), Request{Capability: "fs:read", Target: "/tmp/x"})
+	if _, err := os.Stat(filepath.Join(home, ".local/share/metnos/vaglio/2026-12.jsonl")); err != nil {
+		t.Errorf("log not under the expanded home: %v", err)
+	}
+}
