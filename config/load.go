@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -51,7 +52,7 @@ func Load(path string, explicit bool, getenv func(string) string) (Config, error
 		case errors.Is(err, fs.ErrNotExist) && !explicit:
 			// No file at the default place: run on defaults.
 		case errors.Is(err, fs.ErrNotExist):
-			return Config{}, fmt.Errorf("config file %s does not exist: %w", path, fs.ErrNotExist)
+			return Config{}, fmt.Errorf("config file %s: %w", path, fs.ErrNotExist)
 		default:
 			return Config{}, fmt.Errorf("read config file: %w", err)
 		}
@@ -68,7 +69,7 @@ func Load(path string, explicit bool, getenv func(string) string) (Config, error
 // errors.Is and errors.As see through it to each problem.
 type Error struct {
 	File     string  // the file read, "" when none
-	Problems []error // in file order
+	Problems []error // section by section, unknown keys first
 }
 
 func (e *Error) Error() string {
@@ -352,15 +353,21 @@ func ParseDuration(s string) (time.Duration, error) {
 	return 0, fmt.Errorf("bad duration %q (want e.g. \"90s\", \"10m\", \"2160h\" or \"90d\")", s)
 }
 
-// tomlError makes a decoder error say where: "line 3: …". Type mismatches
-// come back as plain errors carrying the same "toml: line N (last key …)" text.
+var mismatchRE = regexp.MustCompile(`^toml: line ([0-9]+) \(last key "([^"]*)"\): (.*)$`)
+
+// tomlError makes a decoder error say where, key first when there is one:
+// "telegram.chat_id: line 2: incompatible types: …". Type mismatches come
+// back as plain errors carrying the text "toml: line N (last key …): …".
 func tomlError(err error) error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
 		if pe.LastKey != "" {
-			return fmt.Errorf("line %d, column %d (after key %s): %s", pe.Position.Line, pe.Position.Col, pe.LastKey, pe.Message)
+			return fmt.Errorf("line %d, column %d: syntax error after key %s: %s", pe.Position.Line, pe.Position.Col, pe.LastKey, pe.Message)
 		}
-		return fmt.Errorf("line %d, column %d: %s", pe.Position.Line, pe.Position.Col, pe.Message)
+		return fmt.Errorf("line %d, column %d: syntax error: %s", pe.Position.Line, pe.Position.Col, pe.Message)
+	}
+	if m := mismatchRE.FindStringSubmatch(err.Error()); m != nil {
+		return &KeyError{Key: m[2], Err: fmt.Errorf("line %s: %s", m[1], m[3])}
 	}
 	return errors.New(strings.TrimPrefix(err.Error(), "toml: "))
 }
@@ -398,13 +405,75 @@ func unknownKeys(data []byte, md toml.MetaData, p *problems) {
 		}
 		sort.Strings(paths)
 		for _, path := range paths {
-			if secretKeys[k[len(k)-1]] {
+			switch last := k[len(k)-1]; {
+			case secretKeys[last]:
 				p.add(path, "unknown key (secrets are never read from the file: put the value in an environment variable and name it with the matching *_env key)")
-			} else {
+			case suggest(k) != "":
+				p.add(path, "unknown key (did you mean %s?)", suggest(k))
+			default:
 				p.add(path, "unknown key")
 			}
 		}
 	}
+}
+
+// knownKeys maps a table's key (without array indices, "" for the top) to
+// the keys it may hold, read from the toml tags of fileConfig.
+var knownKeys = func() map[string][]string {
+	out := map[string][]string{}
+	var walk func(prefix string, t reflect.Type)
+	walk = func(prefix string, t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		for i := range t.NumField() {
+			name := t.Field(i).Tag.Get("toml")
+			out[prefix] = append(out[prefix], name)
+			walk(strings.TrimPrefix(prefix+"."+name, "."), t.Field(i).Type)
+		}
+	}
+	walk("", reflect.TypeOf(fileConfig{}))
+	return out
+}()
+
+// suggest returns the known sibling closest to an unknown key, if it is
+// within two edits, to turn "lisen" into "did you mean listen?".
+func suggest(k toml.Key) string {
+	parent := strings.Join(k[:len(k)-1], ".")
+	best, bestD := "", 3
+	for _, name := range knownKeys[parent] {
+		if d := editDistance(k[len(k)-1], name); d < bestD {
+			best, bestD = name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between two short strings.
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 1 << 30
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // locate finds the paths of key k in the decoded tree, one per array element it sits in.

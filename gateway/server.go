@@ -158,6 +158,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("DELETE /v1/grants/{id}", admin(s.revokeGrant))
 	mux.HandleFunc("GET /v1/policy/registry", s.registry)
 	mux.HandleFunc("GET /v1/policy/table", s.table)
+	mux.Handle("POST /v1/hooks/claude-code", agent(s.claudeCodeHook))
 
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)

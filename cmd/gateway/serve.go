@@ -155,8 +155,16 @@ func cmdServe(e *env, args []string) error {
 }
 
 // messengers returns the factories of the messengers the config enables.
+// Each messenger's factory lives in its own file (messenger_*.go) and
+// returns nil when the config does not enable it.
 func messengers(cfg config.Config, log *slog.Logger) []gateway.MessengerFactory {
-	return nil
+	var out []gateway.MessengerFactory
+	for _, f := range []func(config.Config, *slog.Logger) gateway.MessengerFactory{telegramMessenger, slackMessenger} {
+		if m := f(cfg, log); m != nil {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func cmdPrune(e *env, args []string) error {

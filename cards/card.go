@@ -1,0 +1,174 @@
+// Package cards turns approval requests into what people see: Telegram
+// HTML with an inline keyboard, Slack Block Kit, the web page's fields. It
+// does no I/O. Neutral fields are built first (Card); each platform has one
+// renderer over them.
+package cards
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/metnos/gateway/approvals"
+)
+
+// Card is the platform-neutral content of one request's card.
+type Card struct {
+	RequestID    string
+	Title        string // "local wants fs:write"
+	Agent        string
+	Level        string
+	Capability   string
+	Critical     bool
+	Target       string
+	Intent       string
+	Executor     string
+	Summary      string
+	HasVaglio    bool
+	VaglioScore  float64
+	VaglioReason string
+	// AllowAlways says whether the Allow always button is offered; when it
+	// is, GrantPreview says exactly what it would grant and until when.
+	AllowAlways  bool
+	GrantPreview string
+	ExpiresAt    time.Time
+	Pending      bool
+	Status       approvals.Status
+	StatusLine   string // the outcome, for finished cards: "✅ Allowed once by Roberto · 14:03"
+	Note         string
+}
+
+// Button is one of the three decisions, in display order.
+type Button struct {
+	Decision approvals.Decision
+	Label    string
+}
+
+// The button labels (SPEC §8).
+const (
+	LabelAllowOnce   = "✅ Allow once"
+	LabelAllowAlways = "♾ Allow always"
+	LabelDeny        = "⛔ Deny"
+)
+
+// Buttons returns the buttons of a pending card: Allow always only where
+// the capability allows grants.
+func (c Card) Buttons() []Button {
+	if !c.Pending {
+		return nil
+	}
+	b := []Button{{approvals.AllowOnce, LabelAllowOnce}}
+	if c.AllowAlways {
+		b = append(b, Button{approvals.AllowAlways, LabelAllowAlways})
+	}
+	return append(b, Button{approvals.Deny, LabelDeny})
+}
+
+// New builds the neutral card of r; times are shown in loc.
+func New(r approvals.Request, loc *time.Location) Card {
+	if loc == nil {
+		loc = time.UTC
+	}
+	c := Card{
+		RequestID: r.ID, Title: fmt.Sprintf("%s wants %s", r.Agent, r.Capability), Agent: r.Agent,
+		Level: r.Autonomy.String(), Capability: r.Capability, Critical: r.Critical, Target: r.Target,
+		Intent: r.Intent, Executor: r.Executor, Summary: r.Summary, ExpiresAt: r.ExpiresAt.In(loc),
+		Pending: r.Status == approvals.StatusPending, Status: r.Status, Note: r.Note,
+		AllowAlways: r.AllowAlwaysOffered(),
+	}
+	if r.Vaglio != nil {
+		c.HasVaglio, c.VaglioScore, c.VaglioReason = true, r.Vaglio.Score, r.Vaglio.Reason
+	}
+	if c.AllowAlways {
+		target := r.GrantTarget
+		if target == "*" {
+			target = "any target"
+		}
+		c.GrantPreview = fmt.Sprintf("Allow always grants %s on %s to %s/%s", r.Capability, target, r.Channel, r.SenderID)
+		if r.GrantExpiresAt != nil {
+			c.GrantPreview += " until " + r.GrantExpiresAt.In(loc).Format("2006-01-02")
+		} else {
+			c.GrantPreview += " with no expiry"
+		}
+	}
+	c.StatusLine = StatusLine(r, loc)
+	return c
+}
+
+// StatusLine is the outcome line of a finished request ("" while pending).
+func StatusLine(r approvals.Request, loc *time.Location) string {
+	if loc == nil {
+		loc = time.UTC
+	}
+	at := ""
+	if r.DecidedAt != nil {
+		at = " · " + r.DecidedAt.In(loc).Format("15:04")
+	}
+	who := DisplayName(r.DecidedBy)
+	switch r.Status {
+	case approvals.StatusPending:
+		return ""
+	case approvals.StatusExpired:
+		return "⌛ Expired" + at
+	case approvals.StatusCancelled:
+		return "↩ Withdrawn by the agent" + at
+	case approvals.StatusAllowed:
+		switch {
+		case r.Decision == nil:
+			return "✅ Allowed by policy" + at
+		case *r.Decision == approvals.AllowAlways:
+			s := "♾ Allowed always by " + who
+			if r.GrantID != nil {
+				s += fmt.Sprintf(" (grant #%d", *r.GrantID)
+				if r.GrantExpiresAt != nil {
+					s += " until " + r.GrantExpiresAt.In(loc).Format("2006-01-02")
+				}
+				s += ")"
+			}
+			return s + at
+		default:
+			return "✅ Allowed once by " + who + at
+		}
+	case approvals.StatusDenied:
+		if r.Decision == nil {
+			return "⛔ Denied by policy: " + r.Reason + at
+		}
+		return "⛔ Denied by " + who + at
+	}
+	return string(r.Status)
+}
+
+// DisplayName turns a decided_by value ("telegram:Roberto (42)") into the
+// name a person reads ("Roberto").
+func DisplayName(decidedBy string) string {
+	_, name, ok := strings.Cut(decidedBy, ":")
+	if !ok {
+		name = decidedBy
+	}
+	if i := strings.LastIndex(name, " ("); i > 0 && strings.HasSuffix(name, ")") {
+		name = name[:i]
+	}
+	if name == "" {
+		return "someone"
+	}
+	return name
+}
+
+// Truncate shortens s to at most max bytes (on a rune boundary), ending it
+// with the visible marker when it cut anything.
+func Truncate(s string, max int) string {
+	const marker = "… [truncated]"
+	if len(s) <= max {
+		return s
+	}
+	cut := max - len(marker)
+	if cut < 0 {
+		cut = 0
+	}
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + marker
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
