@@ -89,7 +89,7 @@ func (s *Service) nextDue(ctx context.Context, channel string) time.Duration {
 	if err != nil {
 		return 0
 	}
-	return min(max(time.Until(t), 10*time.Millisecond), idleRecheck)
+	return min(max(t.Sub(s.now()), 10*time.Millisecond), idleRecheck)
 }
 
 // sendCard posts or edits one card. It returns the retry-after pause the

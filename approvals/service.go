@@ -169,7 +169,8 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	if err != nil {
 		var fe *policy.FieldError
 		if errors.As(err, &fe) {
-			return Request{}, false, fmt.Errorf("%w: %s", ErrInvalid, fe.Error())
+			// Keep fe in the chain: the API's error code names its field.
+			return Request{}, false, fmt.Errorf("%w: %w", ErrInvalid, fe)
 		}
 		return Request{}, false, err
 	}
@@ -210,7 +211,8 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		r.Status, r.DecidedBy, r.DecidedAt, r.ExpiresAt = StatusDenied, "policy", &now, now
 	}
 	var inserted bool
-	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.InTx(ctx, func(sqltx *sql.Tx) error {
+		tx := s.db.Tx(sqltx)
 		var err error
 		if inserted, err = insertRequestTx(ctx, tx, r); err != nil || !inserted {
 			return err
@@ -256,6 +258,12 @@ func argKeys(args map[string]any) []string {
 	return keys
 }
 
+// ByCallID returns the request an agent submitted under callID, or an
+// error wrapping ErrNotFound.
+func (s *Service) ByCallID(ctx context.Context, agent, callID string) (Request, error) {
+	return getByCallID(ctx, s.db, agent, callID)
+}
+
 // Get returns a request.
 func (s *Service) Get(ctx context.Context, id string) (Request, error) {
 	return getRequest(ctx, s.db, id)
@@ -298,7 +306,8 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision, by Actor) (
 	now := s.now().UTC().Truncate(time.Microsecond)
 	var r Request
 	var expired bool
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.db.InTx(ctx, func(sqltx *sql.Tx) error {
+		tx := s.db.Tx(sqltx)
 		var err error
 		if r, err = getRequest(ctx, tx, id); err != nil {
 			return err
@@ -307,8 +316,13 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision, by Actor) (
 			return &AlreadyDecidedError{Request: r}
 		}
 		if !now.Before(r.ExpiresAt) {
+			// Commit the expiry (not an error: that would roll it back),
+			// then tell the caller it came too late.
+			if err := s.finishTx(ctx, tx, &r, StatusExpired, nil, "timeout", now, storage.AuditExpired, nil); err != nil {
+				return err
+			}
 			expired = true
-			return s.finishTx(ctx, tx, &r, StatusExpired, nil, "timeout", now, storage.AuditExpired, nil)
+			return nil
 		}
 		if d == AllowAlways && !r.AllowAlwaysOffered() {
 			return fmt.Errorf("%w: %s needs approval every time; use Allow once, or an approve rule in the config",
@@ -331,12 +345,12 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision, by Actor) (
 		}
 		return s.finishTx(ctx, tx, &r, status, &d, by.String(), now, storage.AuditDecision, nil)
 	})
-	if expired {
-		s.finished(r)
-		return Request{}, &AlreadyDecidedError{Request: r}
-	}
 	if err != nil {
 		return Request{}, fmt.Errorf("decide request %s: %w", id, err)
+	}
+	if expired {
+		s.finished(r)
+		return Request{}, fmt.Errorf("decide request %s: %w", id, &AlreadyDecidedError{Request: r})
 	}
 	s.finished(r)
 	s.log.Info("decision", "request_id", r.ID, "agent", r.Agent, "capability", r.Capability,
@@ -348,7 +362,9 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision, by Actor) (
 func (s *Service) Cancel(ctx context.Context, id, agent string) (Request, error) {
 	now := s.now().UTC().Truncate(time.Microsecond)
 	var r Request
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	var expired bool
+	err := s.db.InTx(ctx, func(sqltx *sql.Tx) error {
+		tx := s.db.Tx(sqltx)
 		var err error
 		if r, err = getRequest(ctx, tx, id); err != nil {
 			return err
@@ -356,25 +372,35 @@ func (s *Service) Cancel(ctx context.Context, id, agent string) (Request, error)
 		if r.Status.Finished() {
 			return &AlreadyDecidedError{Request: r}
 		}
+		if !now.Before(r.ExpiresAt) { // its time ran out first, as in Decide
+			if err := s.finishTx(ctx, tx, &r, StatusExpired, nil, "timeout", now, storage.AuditExpired, nil); err != nil {
+				return err
+			}
+			expired = true
+			return nil
+		}
 		return s.finishTx(ctx, tx, &r, StatusCancelled, nil, "agent:"+agent, now, storage.AuditCancelled, nil)
 	})
 	if err != nil {
 		return Request{}, fmt.Errorf("cancel request %s: %w", id, err)
 	}
 	s.finished(r)
+	if expired {
+		return Request{}, fmt.Errorf("cancel request %s: %w", id, &AlreadyDecidedError{Request: r})
+	}
 	return r, nil
 }
 
-const finishRequest = `UPDATE requests SET status = $1, decision = $2, decided_by = $3, decided_at = $4, grant_id = $5
-WHERE id = $6 AND status = 'pending'`
+const finishRequest = `UPDATE requests SET status = $1, decision = $2, decided_by = $3, decided_at = $4, grant_id = $5,
+grant_expires_at = COALESCE($7, grant_expires_at) WHERE id = $6 AND status = 'pending'`
 
 // finishTx moves a pending request to a final status inside tx, with its
 // audit row, and marks its cards for an edit. Zero rows changed means
 // another writer finished it first.
-func (s *Service) finishTx(ctx context.Context, tx *sql.Tx, r *Request, st Status, d *Decision, by string,
+func (s *Service) finishTx(ctx context.Context, tx storage.Querier, r *Request, st Status, d *Decision, by string,
 	now time.Time, event string, extra map[string]any) error {
 	res, err := tx.ExecContext(ctx, finishRequest, string(st), nullDecision(d), by, storage.FormatTime(now),
-		nullInt(r.GrantID), r.ID)
+		nullInt(r.GrantID), r.ID, grantExpiry(r))
 	if err != nil {
 		return err
 	}
@@ -424,7 +450,8 @@ func (s *Service) finished(r Request) {
 func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 	now := s.now().UTC().Truncate(time.Microsecond)
 	var done []Request
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.db.InTx(ctx, func(sqltx *sql.Tx) error {
+		tx := s.db.Tx(sqltx)
 		due, err := listRequests(ctx, tx, `SELECT `+requestColumns+` FROM requests
 			WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at LIMIT 500`, storage.FormatTime(now))
 		if err != nil {
@@ -452,7 +479,8 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 func (s *Service) SetNote(ctx context.Context, id, note string, by Actor) (Request, error) {
 	now := s.now().UTC()
 	var r Request
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.db.InTx(ctx, func(sqltx *sql.Tx) error {
+		tx := s.db.Tx(sqltx)
 		var err error
 		if r, err = getRequest(ctx, tx, id); err != nil {
 			return err
@@ -581,3 +609,12 @@ type nopObserver struct{}
 func (nopObserver) Outcome(string, policy.Outcome, Status) {}
 func (nopObserver) Decided(Status, time.Duration)          {}
 func (nopObserver) SendFailed(string)                      {}
+
+// grantExpiry is the expiry of the grant an Allow always just wrote (nil
+// for other decisions: the stored preview stays).
+func grantExpiry(r *Request) any {
+	if r.GrantID == nil {
+		return nil
+	}
+	return nullTime(r.GrantExpiresAt)
+}

@@ -19,10 +19,10 @@ const farFuture = "9999-12-31T23:59:59.000000Z"
 
 const requestColumns = `id, call_id, agent, status, decision, outcome, reason, blocked_by, vaglio,
 capability, target, grant_target, autonomy, channel, sender_id, intent, executor, summary, arg_keys,
-trace, notify, callback_url, decided_by, decided_at, created_at, expires_at, grant_id, note`
+trace, notify, callback_url, decided_by, decided_at, created_at, expires_at, grant_id, note, grant_expires_at`
 
 const insertRequest = `INSERT INTO requests (` + requestColumns + `)
-VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28)
+VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29)
 ON CONFLICT (agent, call_id) DO NOTHING`
 
 func insertRequestTx(ctx context.Context, q storage.Querier, r Request) (bool, error) {
@@ -38,7 +38,7 @@ func insertRequestTx(ctx context.Context, q storage.Querier, r Request) (bool, e
 		nullStr(r.BlockedBy), nullBytes(vj), r.Capability, r.Target, r.GrantTarget, r.Autonomy.String(),
 		r.Channel, r.SenderID, r.Intent, r.Executor, r.Summary, string(keys), string(trace), string(notify),
 		r.CallbackURL, r.DecidedBy, nullTime(r.DecidedAt), storage.FormatTime(r.CreatedAt),
-		storage.FormatTime(r.ExpiresAt), nullInt(r.GrantID), r.Note)
+		storage.FormatTime(r.ExpiresAt), nullInt(r.GrantID), r.Note, nullTime(r.GrantExpiresAt))
 	if err != nil {
 		return false, fmt.Errorf("insert request: %w", err)
 	}
@@ -70,12 +70,12 @@ type rowScanner interface{ Scan(dest ...any) error }
 func scanRequest(sc rowScanner) (Request, error) {
 	var r Request
 	var status, outcome, autonomy, keys, trace, notify, created, expires string
-	var decision, blockedBy, vj, decidedAt sql.NullString
+	var decision, blockedBy, vj, decidedAt, grantExpires sql.NullString
 	var grantID sql.NullInt64
 	err := sc.Scan(&r.ID, &r.CallID, &r.Agent, &status, &decision, &outcome, &r.Reason, &blockedBy, &vj,
 		&r.Capability, &r.Target, &r.GrantTarget, &autonomy, &r.Channel, &r.SenderID, &r.Intent, &r.Executor,
 		&r.Summary, &keys, &trace, &notify, &r.CallbackURL, &r.DecidedBy, &decidedAt, &created, &expires,
-		&grantID, &r.Note)
+		&grantID, &r.Note, &grantExpires)
 	if err != nil {
 		return Request{}, err
 	}
@@ -103,6 +103,10 @@ func scanRequest(sc rowScanner) (Request, error) {
 	r.ExpiresAt, _ = storage.ParseTime(expires)
 	if grantID.Valid {
 		r.GrantID = &grantID.Int64
+	}
+	if grantExpires.Valid {
+		t, _ := storage.ParseTime(grantExpires.String)
+		r.GrantExpiresAt = &t
 	}
 	if c, err := policy.Lookup(r.Capability); err == nil {
 		r.Critical = c.Critical

@@ -118,6 +118,9 @@ func TestLoad_ExplicitMissingFile(t *testing.T) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("error %q is not fs.ErrNotExist", err)
 	}
+	if _, err := Load("", true, nil); err == nil {
+		t.Error("explicit empty path accepted")
+	}
 }
 
 func TestLoad_ExampleFile(t *testing.T) {
@@ -406,7 +409,7 @@ func TestLoad_UnknownKeys(t *testing.T) {
 		{"top-level table", "[sever]\nlisten = \"x\"\n", []string{"sever: unknown key (did you mean server?)"}, []string{"sever.listen"}},
 		{"top-level key", "debug = true\n", []string{"debug: unknown key"}, []string{"did you mean"}},
 		{"nested key", "[server]\nlisen = \"x\"\n", []string{"server.lisen: unknown key (did you mean listen?)"}, nil},
-		{"deep key", "[hooks.claude_code]\nwiat = \"1m\"\n", []string{"hooks.claude_code.wiat: unknown key"}, nil},
+		{"deep key", "[hooks.claude_code]\nwiat = \"1m\"\n", []string{"hooks.claude_code.wiat: unknown key (did you mean wait?)"}, nil},
 		{"array element", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\n[[agents]]\nid = \"b\"\ntoken_env = \"OTHER_AGENT_TOKEN\"\nautonmy = \"Full\"\n",
 			[]string{"agents[1].autonmy: unknown key (did you mean autonomy?)"}, []string{"agents[0].autonmy"}},
 		{"rule element", "[[policy.rules]]\ncapability = \"fs:read\"\ntarget = \"*\"\naction = \"block\"\nsender = \"x\"\n",
@@ -415,6 +418,8 @@ func TestLoad_UnknownKeys(t *testing.T) {
 			[]string{"policy.rules[0].agnet: unknown key"}, nil},
 		{"secret in file", "[telegram]\ntoken = \"123:tg-SECRET-0003\"\n",
 			[]string{"telegram.token: unknown key (secrets are never read from the file"}, nil},
+		{"many unknown keys are capped", strings.Repeat("[[agents]]\nid = \"a\"\nx = 1\n", 200),
+			[]string{"agents[0].x: unknown key\n", "agents[19].x: unknown key\n", "agents.x (and 180 more): unknown key", "(and "}, []string{"agents[20].x", "did you mean"}},
 		{"quoted key", "[server]\n\"my key\" = 1\n", []string{`server."my key": unknown key`}, nil},
 	}
 	for _, tc := range tests {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -41,7 +40,10 @@ func Load(path string, explicit bool, getenv func(string) string) (Config, error
 	cfg := defaults(getenv)
 	var p problems
 	file := ""
-	if path != "" || explicit {
+	if explicit && path == "" {
+		return Config{}, errors.New("config file: empty path")
+	}
+	if path != "" {
 		data, err := os.ReadFile(path)
 		switch {
 		case err == nil:
@@ -72,6 +74,7 @@ type Error struct {
 	Problems []error // section by section, unknown keys first
 }
 
+// Error lists the problems one per line, at most maxShown of them, after the file name.
 func (e *Error) Error() string {
 	var b strings.Builder
 	if e.File != "" {
@@ -85,12 +88,19 @@ func (e *Error) Error() string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, ": %d problems:", len(e.Problems))
-	for _, p := range e.Problems {
+	for i, p := range e.Problems {
+		if i == maxShown {
+			fmt.Fprintf(&b, "\n\t(and %d more)", len(e.Problems)-maxShown)
+			break
+		}
 		b.WriteString("\n\t")
 		b.WriteString(p.Error())
 	}
 	return b.String()
 }
+
+// maxShown bounds Error's text; Problems keeps them all.
+const maxShown = 100
 
 // Unwrap returns the problems, for errors.Is and errors.As.
 func (e *Error) Unwrap() []error { return e.Problems }
@@ -102,6 +112,7 @@ type KeyError struct {
 	Err error
 }
 
+// Error reads "key: problem".
 func (e *KeyError) Error() string { return e.Key + ": " + e.Err.Error() }
 
 // Unwrap returns the underlying error (policy.ErrUnknownCapability, …).
@@ -380,6 +391,10 @@ var secretKeys = map[string]bool{
 	"password": true, "dsn": true, "api_key": true,
 }
 
+// maxUnknownKeys bounds the report: a file with thousands of unknown keys is
+// not a config, and listing them all would only bury the first.
+const maxUnknownKeys = 20
+
 // unknownKeys reports every key the decoder did not use, with array indices
 // ("agents[1].tokne"), which MetaData leaves out, found by walking the file
 // decoded as plain maps. Keys inside an unknown table are not repeated.
@@ -393,17 +408,27 @@ func unknownKeys(data []byte, md toml.MetaData, p *problems) {
 		tree = nil
 	}
 	seen := map[string]bool{}
+	reported := 0
 	for _, k := range und {
-		if len(k) > 1 && seen[toml.Key(k[:len(k)-1]).String()] {
+		// MetaData lists a key once per array element it is in; locate finds
+		// them all at once.
+		if seen[k.String()] || len(k) > 1 && seen[toml.Key(k[:len(k)-1]).String()] {
 			seen[k.String()] = true
 			continue
 		}
 		seen[k.String()] = true
+		if reported >= maxUnknownKeys {
+			p.add(keyPath(k), "unknown key (and more; fix these first)")
+			return
+		}
 		paths := locate(tree, k, "")
 		if len(paths) == 0 {
 			paths = []string{keyPath(k)}
 		}
-		sort.Strings(paths)
+		if len(paths) > maxUnknownKeys {
+			paths = append(paths[:maxUnknownKeys], fmt.Sprintf("%s (and %d more)", keyPath(k), len(paths)-maxUnknownKeys))
+		}
+		reported += len(paths)
 		for _, path := range paths {
 			switch last := k[len(k)-1]; {
 			case secretKeys[last]:
@@ -442,38 +467,44 @@ var knownKeys = func() map[string][]string {
 // suggest returns the known sibling closest to an unknown key, if it is
 // within two edits, to turn "lisen" into "did you mean listen?".
 func suggest(k toml.Key) string {
-	parent := strings.Join(k[:len(k)-1], ".")
+	parent, key := strings.Join(k[:len(k)-1], "."), k[len(k)-1]
 	best, bestD := "", 3
 	for _, name := range knownKeys[parent] {
-		if d := editDistance(k[len(k)-1], name); d < bestD {
+		// At most two edits, and not more than half the key: "x" is not a typo of "id".
+		if d := editDistance(key, name); d < bestD && 2*d <= len(key) {
 			best, bestD = name, d
 		}
 	}
 	return best
 }
 
-// editDistance is the Levenshtein distance between two short strings.
+// editDistance counts the insertions, deletions, substitutions and swaps of
+// neighbours that turn a into b (optimal string alignment distance).
 func editDistance(a, b string) int {
 	if len(a) > 64 || len(b) > 64 {
 		return 1 << 30
 	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return d[len(a)][len(b)]
 }
 
 // locate finds the paths of key k in the decoded tree, one per array element it sits in.

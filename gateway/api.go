@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -69,23 +70,33 @@ func (s *Server) submission(a *Agent, b requestBody) (approvals.Submission, erro
 // rateLimited applies the agent's per-capability token bucket; on refusal
 // it answers 429 with Retry-After and writes an audit row.
 func (s *Server) rateLimited(w http.ResponseWriter, r *http.Request, a *Agent, capability string) bool {
-	if _, err := policy.Lookup(capability); err != nil {
-		return false // validation answers 400 later
-	}
-	wait, ok := s.limiter.allow(a, capability)
-	if ok {
+	wait, over := s.overRate(r.Context(), a, capability)
+	if !over {
 		return false
 	}
 	secs := int(wait.Seconds() + 0.999)
 	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-	s.metrics.rateLimited.WithLabelValues(a.ID, capability).Inc()
-	_ = storage.AppendAudit(r.Context(), s.svc.DB(), storage.AuditEvent{
-		At: s.now(), Actor: "agent:" + a.ID, Event: storage.AuditRateLimited,
-		Detail: map[string]any{"capability": capability, "rate": a.Rate},
-	})
 	writeError(w, http.StatusTooManyRequests, "rate_limited",
 		fmt.Sprintf("agent %s is over its rate %s for %s; retry in %ds", a.ID, a.Rate, capability, max(secs, 1)))
 	return true
+}
+
+// overRate takes a token from the agent's bucket for capability; when
+// there is none it counts and audits the refusal and says how long to wait.
+func (s *Server) overRate(ctx context.Context, a *Agent, capability string) (time.Duration, bool) {
+	if _, err := policy.Lookup(capability); err != nil {
+		return 0, false // validation answers 400 later
+	}
+	wait, ok := s.limiter.allow(a, capability)
+	if ok {
+		return 0, false
+	}
+	s.metrics.rateLimited.WithLabelValues(a.ID, capability).Inc()
+	_ = storage.AppendAudit(ctx, s.svc.DB(), storage.AuditEvent{
+		At: s.now(), Actor: "agent:" + a.ID, Event: storage.AuditRateLimited,
+		Detail: map[string]any{"capability": capability, "rate": a.Rate},
+	})
+	return wait, true
 }
 
 func (s *Server) createRequest(w http.ResponseWriter, r *http.Request) {
@@ -104,6 +115,19 @@ func (s *Server) createRequest(w http.ResponseWriter, r *http.Request) {
 		s.errorResponse(w, r, err)
 		return
 	}
+	// A repeat of a call_id asks for a request that exists: it creates
+	// nothing, so it takes no token of the rate limit (SPEC §5, idempotent).
+	if b.CallID != "" {
+		req, err := s.svc.ByCallID(r.Context(), a.ID, b.CallID)
+		if err == nil {
+			s.answerRequest(w, r, req, wait)
+			return
+		}
+		if !errors.Is(err, approvals.ErrNotFound) {
+			s.errorResponse(w, r, err)
+			return
+		}
+	}
 	if s.rateLimited(w, r, a, b.Capability) {
 		return
 	}
@@ -116,11 +140,19 @@ func (s *Server) createRequest(w http.ResponseWriter, r *http.Request) {
 }
 
 // answerRequest waits up to wait for a pending request, then answers 200
-// when it is finished and 202 while it is pending.
+// when it is finished and 202 while it is pending. A shutdown ends the
+// wait with a 202, so a restart neither hangs on long-polls nor answers
+// them 500 from a closed database; the client polls again.
 func (s *Server) answerRequest(w http.ResponseWriter, r *http.Request, req approvals.Request, wait time.Duration) {
 	if !req.Status.Finished() && wait > 0 {
-		var err error
-		if req, err = s.svc.Wait(r.Context(), req.ID, wait); err != nil {
+		ctx, stop := s.untilShutdown(r.Context())
+		got, err := s.svc.Wait(ctx, req.ID, wait)
+		stop()
+		switch {
+		case err == nil:
+			req = got
+		case r.Context().Err() == nil && ctx.Err() != nil: // shutting down: answer what we have
+		default:
 			s.errorResponse(w, r, err)
 			return
 		}

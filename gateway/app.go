@@ -99,6 +99,17 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 // stop accepting, let in-flight requests finish, stop the background work.
 // Pending requests stay pending in the database.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	// Requests that expired while the gateway was down are expired before
+	// the first answer (SPEC §5): else the first calls still see them pending.
+	for {
+		n, err := a.Service.ExpireDue(ctx)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+	}
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
 	stopPrune, err := a.Service.StartPruner(bg, a.Config.Approvals.PruneSchedule)

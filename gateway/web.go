@@ -1,11 +1,395 @@
 package gateway
 
-import "net/http"
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 
-// web is the owner's page; see webRoutes.
-type web struct{ s *Server }
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/policy"
+)
 
-func newWeb(s *Server) *web { return &web{s: s} }
+// The web page's limits: how much of each list one page shows.
+const (
+	webMaxPending = 100
+	webMaxGrants  = 200
+	webMaxRecent  = 20
+	// webRefresh is how often the page asks whether anything changed.
+	webRefresh = 10 * time.Second
+)
 
-// webRoutes mounts the web page (being written).
-func (s *Server) webRoutes(mux *http.ServeMux) {}
+//go:embed templates/*.html
+var webTemplates embed.FS
+
+// web is the owner's page (SPEC §8 "Web page"): the pending cards with
+// their buttons, the active grants with Revoke, the recent decisions.
+// Loopback clients need no login; others log in with the admin token.
+// Every form is CSRF-protected (web_auth.go).
+type web struct {
+	s    *Server
+	tmpl *template.Template
+	loc  *time.Location
+	// key signs session and flash cookies. It is random per process: a
+	// restart logs everyone out, and nothing secret is ever stored.
+	key []byte
+
+	mu        sync.Mutex
+	loggedOut map[string]time.Time // session id → its expiry, until then refused
+	failures  []time.Time          // recent failed logins, for the lockout
+}
+
+func newWeb(s *Server) *web {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	funcs := template.FuncMap{
+		"when": func(t time.Time) string { // the time, and the day when it is not today
+			if y, m, d := s.now().In(t.Location()).Date(); t.Year() == y && t.Month() == m && t.Day() == d {
+				return t.Format("15:04")
+			}
+			return t.Format("Mon 2 Jan 15:04")
+		},
+		"datetime":  func(t time.Time) string { return t.Format("2006-01-02 15:04") },
+		"unixms":    func(t time.Time) int64 { return t.UnixMilli() },
+		"score":     func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
+		"until":     func(t time.Time) string { return humanDuration(t.Sub(s.now())) },
+		"buttonCSS": buttonClass,
+	}
+	tmpl := template.Must(template.New("web").Funcs(funcs).ParseFS(webTemplates, "templates/*.html"))
+	return &web{s: s, tmpl: tmpl, loc: time.Local, key: key, loggedOut: map[string]time.Time{}}
+}
+
+// webRoutes mounts the web page. Every route goes through access (loopback
+// or a login session); every POST also through csrf.
+func (s *Server) webRoutes(mux *http.ServeMux) {
+	w := s.web
+	type hf = http.HandlerFunc
+	mux.Handle("GET /{$}", w.access(hf(w.page)))
+	mux.Handle("GET /web/state", w.access(hf(w.state)))
+	mux.Handle("POST /web/decide", w.access(w.csrf(hf(w.decide))))
+	mux.Handle("POST /web/revoke", w.access(w.csrf(hf(w.revoke))))
+	mux.HandleFunc("GET /login", w.loginPage)
+	mux.Handle("POST /login", w.csrf(hf(w.login)))
+	mux.Handle("POST /logout", w.csrf(hf(w.logout)))
+}
+
+// pendingCard is one pending request as the page shows it.
+type pendingCard struct {
+	cards.Card
+	Buttons   []cards.Button
+	Principal string // whose grants Allow always writes: "web/owner"
+	ArgKeys   []string
+}
+
+// grantRow is one active grant.
+type grantRow struct {
+	policy.Grant
+	Principal string
+}
+
+// recentRow is one finished request.
+type recentRow struct {
+	Title      string
+	Target     string
+	StatusLine string
+	Note       string
+	Status     approvals.Status
+}
+
+// pageData is everything the page template reads.
+type pageData struct {
+	CSRF    string
+	Flash   *flash
+	Remote  bool // logged in with the admin token: show Log out
+	Pending []pendingCard
+	// MorePending counts pending requests past the first webMaxPending.
+	MorePending int
+	Grants      []grantRow
+	Recent      []recentRow
+	State       string // fingerprint of the lists; the page reloads when it changes
+	Refresh     int    // seconds between checks
+}
+
+// load reads the three lists and their fingerprint.
+func (w *web) load(ctx context.Context) (pageData, error) {
+	pending, err := w.s.svc.ListPending(ctx, webMaxPending)
+	if err != nil {
+		return pageData{}, fmt.Errorf("web page: list pending: %w", err)
+	}
+	grants, err := w.s.grants.List(ctx, policy.GrantFilter{Limit: webMaxGrants})
+	if err != nil {
+		return pageData{}, fmt.Errorf("web page: list grants: %w", err)
+	}
+	recent, err := w.s.svc.ListRecent(ctx, webMaxRecent)
+	if err != nil {
+		return pageData{}, fmt.Errorf("web page: list recent: %w", err)
+	}
+	d := pageData{Refresh: int(webRefresh / time.Second)}
+	if len(pending) == webMaxPending {
+		if n, err := w.s.svc.CountPending(ctx); err == nil {
+			d.MorePending = n - len(pending)
+		}
+	}
+	h := sha256.New()
+	for _, r := range pending {
+		// Allow always writes its grant at the tap, for grant_ttl from then:
+		// that is the expiry to show, whatever was computed at submission.
+		if r.AllowAlwaysOffered() && w.s.cfg.Policy.GrantTTL > 0 {
+			t := w.s.now().Add(w.s.cfg.Policy.GrantTTL)
+			r.GrantExpiresAt = &t
+		}
+		c := cards.New(r, w.loc)
+		d.Pending = append(d.Pending, pendingCard{Card: c, Buttons: c.Buttons(),
+			Principal: r.Channel + "/" + r.SenderID, ArgKeys: r.ArgKeys})
+		fmt.Fprintf(h, "p%s;", r.ID)
+	}
+	for _, g := range grants {
+		g.GrantedAt = g.GrantedAt.In(w.loc)
+		if g.ExpiresAt != nil {
+			t := g.ExpiresAt.In(w.loc)
+			g.ExpiresAt = &t
+		}
+		if g.LastUsedAt != nil {
+			t := g.LastUsedAt.In(w.loc)
+			g.LastUsedAt = &t
+		}
+		d.Grants = append(d.Grants, grantRow{Grant: g, Principal: g.Channel + "/" + g.SenderID})
+		fmt.Fprintf(h, "g%d;", g.ID)
+	}
+	for _, r := range recent {
+		if r.GrantID != nil && r.GrantExpiresAt == nil {
+			if g, err := w.s.grants.Get(ctx, *r.GrantID); err == nil {
+				r.GrantExpiresAt = g.ExpiresAt
+			}
+		}
+		d.Recent = append(d.Recent, recentRow{Title: r.Agent + " wants " + r.Capability, Target: r.Target,
+			StatusLine: cards.StatusLine(r, w.loc), Note: r.Note, Status: r.Status})
+		fmt.Fprintf(h, "r%s%s;", r.ID, r.Status)
+	}
+	d.State = hex.EncodeToString(h.Sum(nil)[:12])
+	return d, nil
+}
+
+// page is GET /: the whole page.
+func (w *web) page(rw http.ResponseWriter, r *http.Request) {
+	d, err := w.load(r.Context())
+	if err != nil {
+		w.fail(rw, r, err)
+		return
+	}
+	d.CSRF = w.csrfToken(rw, r)
+	d.Flash = w.takeFlash(rw, r)
+	d.Remote = !w.isLocal(r)
+	w.render(rw, r, http.StatusOK, "page.html", &d)
+}
+
+// state is GET /web/state: the fingerprint of what the page shows, so the
+// page reloads itself only when something changed (a reload under a finger
+// about to tap must not move the buttons for nothing).
+func (w *web) state(rw http.ResponseWriter, r *http.Request) {
+	d, err := w.load(r.Context())
+	if err != nil {
+		w.fail(rw, r, err)
+		return
+	}
+	rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	rw.Header().Set("Cache-Control", "no-store")
+	_, _ = rw.Write([]byte(d.State))
+}
+
+// decide is POST /web/decide: one of the three buttons.
+func (w *web) decide(rw http.ResponseWriter, r *http.Request) {
+	id := r.PostFormValue("id")
+	d, err := approvals.ParseDecision(r.PostFormValue("decision"))
+	if err != nil || id == "" {
+		w.redirect(rw, r, flash{Error: true, Text: "That button sent no valid decision; nothing changed."})
+		return
+	}
+	actor := approvals.Actor{Channel: "web", ID: "admin", Name: "owner"}
+	if w.isLocal(r) {
+		actor.ID = "local"
+	}
+	req, err := w.s.svc.Decide(r.Context(), id, d, actor)
+	var already *approvals.AlreadyDecidedError
+	if errors.As(err, &already) && already.Request.DecidedBy == actor.String() &&
+		already.Request.Decision != nil && *already.Request.Decision == d {
+		req, err = already.Request, nil // a double tap: the first one did it
+	}
+	if err != nil {
+		w.redirect(rw, r, w.decideFailure(err))
+		return
+	}
+	w.redirect(rw, r, flash{Text: fmt.Sprintf("%s — %s on %s", cards.StatusLine(req, w.loc), req.Capability,
+		cards.Truncate(req.Target, 200))})
+}
+
+// decideFailure is what the owner reads when a decision was not recorded.
+func (w *web) decideFailure(err error) flash {
+	var already *approvals.AlreadyDecidedError
+	switch {
+	case errors.As(err, &already):
+		return flash{Error: true, Text: alreadyDecided(already.Request, w.loc)}
+	case errors.Is(err, approvals.ErrAllowAlwaysRefused), errors.Is(err, policy.ErrGrantNotAllowed):
+		return flash{Error: true, Text: "Allow always refused: " + cleanMsg(err)}
+	case errors.Is(err, approvals.ErrNotFound):
+		return flash{Error: true, Text: "That request no longer exists (it may have been pruned)."}
+	case errors.Is(err, approvals.ErrInvalid):
+		return flash{Error: true, Text: cleanMsg(err)}
+	}
+	w.s.log.Error("web decide failed", "err", err)
+	return flash{Error: true, Text: "The decision could not be recorded; see the gateway log. Nothing changed."}
+}
+
+// alreadyDecided says who came first: "Already decided: allowed by
+// telegram:Roberto at 14:03".
+func alreadyDecided(r approvals.Request, loc *time.Location) string {
+	at := ""
+	if r.DecidedAt != nil {
+		at = " at " + r.DecidedAt.In(loc).Format("15:04")
+	}
+	switch r.Status {
+	case approvals.StatusExpired:
+		return "Too late: this request expired" + at + "."
+	case approvals.StatusCancelled:
+		return "The agent withdrew this request" + at + "."
+	}
+	who := r.DecidedBy
+	if ch, _, ok := strings.Cut(who, ":"); ok {
+		who = ch + ":" + cards.DisplayName(who)
+	}
+	if who == "" {
+		who = "policy"
+	}
+	return fmt.Sprintf("Already decided: %s by %s%s.", r.Status, who, at)
+}
+
+// revoke is POST /web/revoke: the Revoke button of a grant.
+func (w *web) revoke(rw http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PostFormValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		w.redirect(rw, r, flash{Error: true, Text: "That button named no grant; nothing changed."})
+		return
+	}
+	changed, err := w.s.grants.Revoke(r.Context(), id, "revoked", "web:owner")
+	switch {
+	case err != nil:
+		w.s.log.Error("web revoke failed", "grant_id", id, "err", err)
+		w.redirect(rw, r, flash{Error: true, Text: "The grant could not be revoked; see the gateway log."})
+	case !changed:
+		w.redirect(rw, r, flash{Error: true, Text: fmt.Sprintf("Grant #%d was already revoked or expired.", id)})
+	default:
+		w.s.log.Info("grant revoked", "grant_id", id, "by", "web:owner")
+		w.redirect(rw, r, flash{Text: fmt.Sprintf("Revoked grant #%d.", id)})
+	}
+}
+
+// redirect ends a POST: the flash in a cookie, then 303 back to the page
+// (so a reload never re-posts).
+func (w *web) redirect(rw http.ResponseWriter, r *http.Request, f flash) {
+	w.setFlash(rw, r, f)
+	http.Redirect(rw, r, "/", http.StatusSeeOther)
+}
+
+// render executes a template into a buffer first, so a template error is a
+// clean 500 rather than half a page, and sets the security headers.
+func (w *web) render(rw http.ResponseWriter, r *http.Request, status int, name string, data any) {
+	nonce := randomToken(16)
+	var buf bytes.Buffer
+	if err := w.tmpl.ExecuteTemplate(&buf, name, withNonce{data, nonce}); err != nil {
+		w.s.log.Error("web template", "template", name, "err", err)
+		http.Error(rw, "internal error; see the gateway log", http.StatusInternalServerError)
+		return
+	}
+	h := rw.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+nonce+"'; script-src 'nonce-"+nonce+
+		"'; connect-src 'self'; img-src data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY") // a page of Allow buttons must never be framed (clickjacking)
+	h.Set("X-Content-Type-Options", "nosniff")
+	// same-origin, not no-referrer: under no-referrer Chrome sends
+	// "Origin: null" with the page's own forms, which csrf must refuse.
+	h.Set("Referrer-Policy", "same-origin")
+	rw.WriteHeader(status)
+	_, _ = rw.Write(buf.Bytes())
+}
+
+// withNonce hands a template its data plus the CSP nonce of the response.
+type withNonce struct {
+	D     any
+	Nonce string
+}
+
+// errorPage is the data of error.html.
+type errorPage struct {
+	Title    string
+	Message  string
+	Link     string // where to go next, if anywhere: "/" or "/login"
+	LinkText string
+}
+
+// The links an error page may offer.
+const (
+	linkNone  = ""
+	linkPage  = "/"
+	linkLogin = "/login"
+)
+
+// refuse answers a plain explanation page with status.
+func (w *web) refuse(rw http.ResponseWriter, r *http.Request, status int, title, msg, link string) {
+	p := errorPage{Title: title, Message: msg, Link: link}
+	switch link {
+	case linkPage:
+		p.LinkText = "Back to the page"
+	case linkLogin:
+		p.LinkText = "Log in"
+	}
+	w.render(rw, r, status, "error.html", p)
+}
+
+func (w *web) fail(rw http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	w.s.log.Error("web page", "err", err)
+	w.refuse(rw, r, http.StatusInternalServerError, "Something went wrong",
+		"The page could not be built; see the gateway log.", linkPage)
+}
+
+func buttonClass(d approvals.Decision) string {
+	switch d {
+	case approvals.AllowOnce:
+		return "allow"
+	case approvals.AllowAlways:
+		return "always"
+	}
+	return "deny"
+}
+
+// humanDuration is "in 9 min" style text for an expiry.
+func humanDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "now"
+	case d < time.Minute:
+		return fmt.Sprintf("in %d s", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("in %d min", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("in %d h %d min", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("in %d days", int(d/(24*time.Hour)))
+}

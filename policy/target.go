@@ -65,7 +65,14 @@ func (n Normalizer) cleanPath(p string) string {
 	if p == "" {
 		return ""
 	}
-	return path.Clean(p)
+	p = path.Clean(p)
+	// A relative path can clean to a leading "~" ("x/../~/.ssh" is ./~/.ssh,
+	// not the home directory). Keep it relative so that cleaning a cleaned
+	// path (a stored grant is cleaned again when matched) never expands it.
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		p = "./" + p
+	}
+	return p
 }
 
 // hostOf reduces a URL or host[:port] to a lower-case host name.
@@ -279,7 +286,9 @@ func (n Normalizer) Anchor(kind TargetKind, pattern string) string {
 		segs := strings.Split(p, "/")
 		lit := []string{}
 		for _, s := range segs {
-			if hasMeta(s) {
+			// A backslash escapes in doublestar ("\\/" is a literal "/"),
+			// so the segments split here are not the pattern's: stop.
+			if hasMeta(s) || strings.Contains(s, "\\") {
 				break
 			}
 			lit = append(lit, s)

@@ -13,9 +13,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver: pure Go, no cgo
@@ -45,11 +47,34 @@ type Querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// DB is an open gateway database.
+// DB is an open gateway database. Its ExecContext, QueryContext and
+// QueryRowContext run through a cache of prepared statements: SQLite
+// otherwise parses and plans every statement on every call, which is most
+// of the cost of a decision.
 type DB struct {
 	*sql.DB
 	Path string
+
+	// writeLock admits one write transaction of this process at a time.
+	// SQLite admits one writer anyway; a writer that finds the database
+	// locked sleeps in the busy handler (1, 2, 5, 10 … ms), so queueing in
+	// Go instead keeps the latency of concurrent writes to the time the
+	// writes take.
+	writeLock chan struct{}
+
+	stmtMu sync.RWMutex
+	stmts  map[string]*sql.Stmt
 }
+
+// maxStmts bounds the statement cache; a query past it runs unprepared.
+// The gateway's SQL is a few dozen constants.
+const maxStmts = 256
+
+// maxConns is the size of the connection pool. database/sql keeps only 2
+// idle connections by default, so under concurrent load it opened and
+// closed a SQLite connection (with its pragmas and schema read) on most
+// calls; the pool is bounded and every connection is kept.
+func maxConns() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
 
 // Open opens (creating if needed) the SQLite file at path: parent directory
 // 0700, file 0600, WAL, a busy timeout, foreign keys and immediate
@@ -83,7 +108,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	db := &DB{DB: sqldb, Path: path}
+	n := maxConns()
+	sqldb.SetMaxOpenConns(n)
+	sqldb.SetMaxIdleConns(n)
+	db := &DB{DB: sqldb, Path: path, writeLock: make(chan struct{}, 1), stmts: map[string]*sql.Stmt{}}
 	if err := db.migrate(ctx); err != nil {
 		sqldb.Close()
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
@@ -186,8 +214,16 @@ func (db *DB) Ping(ctx context.Context) error {
 	return db.QueryRowContext(ctx, `SELECT 1`).Scan(&one)
 }
 
-// InTx runs fn inside one immediate transaction, committing when fn returns nil.
+// InTx runs fn inside one immediate transaction, committing when fn returns
+// nil. Write transactions of this process run one at a time (see
+// DB.writeLock); fn must not call InTx itself.
 func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	select {
+	case db.writeLock <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-db.writeLock }()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -197,4 +233,99 @@ func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// stmt returns the cached prepared statement of query, preparing it on
+// first use; nil when it cannot be cached (then the caller runs it
+// unprepared).
+func (db *DB) stmt(ctx context.Context, query string) *sql.Stmt {
+	db.stmtMu.RLock()
+	st := db.stmts[query]
+	db.stmtMu.RUnlock()
+	if st != nil {
+		return st
+	}
+	// Only single statements: preparing "a; b" would run just a.
+	if strings.Contains(strings.TrimRight(strings.TrimSpace(query), ";"), ";") {
+		return nil
+	}
+	// Prepare without the lock: preparing needs a connection, and the
+	// holders of every connection may be waiting for this lock.
+	st, err := db.DB.PrepareContext(ctx, query)
+	if err != nil {
+		return nil // the unprepared call reports the error
+	}
+	db.stmtMu.Lock()
+	defer db.stmtMu.Unlock()
+	if cur := db.stmts[query]; cur != nil || len(db.stmts) >= maxStmts {
+		st.Close()
+		return cur
+	}
+	db.stmts[query] = st
+	return st
+}
+
+// ExecContext is sql.DB.ExecContext through the statement cache.
+func (db *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := db.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return db.DB.ExecContext(ctx, query, args...)
+}
+
+// QueryContext is sql.DB.QueryContext through the statement cache.
+func (db *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := db.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return db.DB.QueryContext(ctx, query, args...)
+}
+
+// QueryRowContext is sql.DB.QueryRowContext through the statement cache.
+func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := db.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return db.DB.QueryRowContext(ctx, query, args...)
+}
+
+// Tx returns a Querier running through tx with the statement cache: for
+// the statements of a transaction that run on every request.
+func (db *DB) Tx(tx *sql.Tx) Querier { return txQuerier{db: db, tx: tx} }
+
+type txQuerier struct {
+	db *DB
+	tx *sql.Tx
+}
+
+func (q txQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := q.db.stmt(ctx, query); st != nil {
+		return q.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return q.tx.ExecContext(ctx, query, args...)
+}
+
+func (q txQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := q.db.stmt(ctx, query); st != nil {
+		return q.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return q.tx.QueryContext(ctx, query, args...)
+}
+
+func (q txQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := q.db.stmt(ctx, query); st != nil {
+		return q.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return q.tx.QueryRowContext(ctx, query, args...)
+}
+
+// Close closes the cached statements and the database.
+func (db *DB) Close() error {
+	db.stmtMu.Lock()
+	for q, st := range db.stmts {
+		st.Close()
+		delete(db.stmts, q)
+	}
+	db.stmtMu.Unlock()
+	return db.DB.Close()
 }

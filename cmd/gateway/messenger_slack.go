@@ -5,9 +5,13 @@ import (
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/slack"
 )
 
 // slackMessenger builds the slack adapter when the config enables it.
 func slackMessenger(cfg config.Config, log *slog.Logger) gateway.MessengerFactory {
-	return nil
+	if !cfg.Slack.Enabled() {
+		return nil
+	}
+	return slack.Factory(cfg.Slack, slack.Options{Logger: log})
 }

@@ -5,9 +5,14 @@ import (
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/telegram"
 )
 
-// telegramMessenger builds the telegram adapter when the config enables it.
+// telegramMessenger builds the telegram adapter when the config enables it
+// (telegram.token_env set), and returns nil otherwise.
 func telegramMessenger(cfg config.Config, log *slog.Logger) gateway.MessengerFactory {
-	return nil
+	if !cfg.Telegram.Enabled() {
+		return nil
+	}
+	return telegram.Factory(telegram.Options{Config: cfg.Telegram, Logger: log, GrantTTL: cfg.Policy.GrantTTL})
 }

@@ -71,6 +71,8 @@ func commands() map[string]command {
 		"policy":  cmdPolicy,
 		"serve":   cmdServe,
 		"prune":   cmdPrune,
+		"ask":     cmdAsk,
+		"hook":    cmdHook,
 	}
 }
 

@@ -27,6 +27,8 @@ CREATE TABLE requests (
     created_at   TEXT NOT NULL,
     expires_at   TEXT NOT NULL,
     grant_id     INTEGER,
+    -- when the grant of Allow always ends (a preview while pending)
+    grant_expires_at TEXT,
     note         TEXT NOT NULL DEFAULT ''
 );
 -- Idempotency: one request per (agent, call_id).

@@ -1,0 +1,392 @@
+package cards
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/policy"
+)
+
+// Block Kit limits (https://docs.slack.dev/reference/block-kit/blocks). Slack
+// rejects the whole message (invalid_blocks) when one text is over its limit,
+// so every dynamic text is cut to fit, with a visible marker. The limits are
+// in characters; we count bytes, which is never more than characters, so a
+// cut text always fits.
+const (
+	// SlackMaxSectionText is the limit of a section block's text (and of a
+	// context element's text, which shares it).
+	SlackMaxSectionText = 3000
+	// SlackMaxFieldText is the limit of each text in a section's fields.
+	SlackMaxFieldText = 2000
+	// SlackMaxHeaderText is the limit of a header block's plain text.
+	SlackMaxHeaderText = 150
+	// SlackMaxConfirmText is the limit of a confirm dialog's text.
+	SlackMaxConfirmText = 300
+	// SlackMaxFallbackText bounds the top-level text: Slack accepts 40,000
+	// characters, but it only shows in notifications and screen readers,
+	// where a few lines are what helps.
+	SlackMaxFallbackText = 3000
+	// SlackMaxViewBlocks is the most blocks a Home tab view may hold.
+	SlackMaxViewBlocks = 100
+)
+
+// The action ids of the card's buttons (SPEC §8). Interactivity payloads
+// are checked against exactly these; anything else is refused.
+const (
+	SlackActionAllowOnce   = "approval_allow_once"
+	SlackActionAllowAlways = "approval_allow_always"
+	SlackActionDeny        = "approval_deny"
+	// SlackActionRevoke is the Revoke button of a grant on the Home tab.
+	SlackActionRevoke = "grant_revoke"
+)
+
+// Block ids: an actions block's id names what its buttons act on, so a
+// payload whose block_id and value disagree is refused as forged.
+const (
+	slackDecisionBlockPrefix = "approval:"
+	slackRevokeBlockPrefix   = "grant:"
+	// SlackOutcomeBlockID is the section that replaces the buttons of a
+	// finished card.
+	SlackOutcomeBlockID = "approval_outcome"
+)
+
+var slackActions = map[approvals.Decision]string{
+	approvals.AllowOnce: SlackActionAllowOnce, approvals.AllowAlways: SlackActionAllowAlways, approvals.Deny: SlackActionDeny,
+}
+
+// SlackDecisionBlockID is the block_id of a request's actions block.
+func SlackDecisionBlockID(requestID string) string { return slackDecisionBlockPrefix + requestID }
+
+// SlackRevokeBlockID is the block_id of a grant's row on the Home tab.
+func SlackRevokeBlockID(grantID int64) string {
+	return slackRevokeBlockPrefix + strconv.FormatInt(grantID, 10)
+}
+
+// ParseSlackAction validates one button press from an interactivity
+// payload: untrusted input, since anyone who can click can also craft a
+// payload. The action id must be one of ours, the value a well-formed id,
+// and the block id must name the same request or grant as the value.
+func ParseSlackAction(blockID, actionID, value string) (Callback, error) {
+	if actionID == SlackActionRevoke {
+		id, err := strconv.ParseInt(value, 10, 64)
+		if err != nil || id <= 0 || strconv.FormatInt(id, 10) != value {
+			return Callback{}, fmt.Errorf("%w: bad grant id", ErrBadCallback)
+		}
+		if blockID != SlackRevokeBlockID(id) {
+			return Callback{}, fmt.Errorf("%w: block_id does not match the grant", ErrBadCallback)
+		}
+		return Callback{GrantID: id}, nil
+	}
+	var d approvals.Decision
+	for dec, a := range slackActions {
+		if a == actionID {
+			d = dec
+		}
+	}
+	if d == "" {
+		return Callback{}, fmt.Errorf("%w: unknown action_id", ErrBadCallback)
+	}
+	if !validRequestID(value) {
+		return Callback{}, fmt.Errorf("%w: bad request id", ErrBadCallback)
+	}
+	if blockID != SlackDecisionBlockID(value) {
+		return Callback{}, fmt.Errorf("%w: block_id does not match the request", ErrBadCallback)
+	}
+	return Callback{Decision: d, RequestID: value}, nil
+}
+
+// EscapeMrkdwn escapes the three characters Slack's mrkdwn gives meaning to
+// in any position (https://docs.slack.dev/messaging/formatting-message-text#escaping).
+// Without it an agent's intent could carry <!channel> or a link whose label
+// hides its address.
+func EscapeMrkdwn(s string) string {
+	if !strings.ContainsAny(s, "&<>") {
+		return s
+	}
+	return mrkdwnEscaper.Replace(s)
+}
+
+var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// slackMarker ends a text that was cut to fit a Slack limit.
+const slackMarker = "… [truncated]"
+
+// fitEscaped cuts an already escaped text to max bytes, never inside a rune
+// or an &amp; entity, and marks the cut.
+func fitEscaped(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max - len(slackMarker)
+	if cut < 0 {
+		cut = 0
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	if amp := strings.LastIndexByte(s[:cut], '&'); amp >= 0 && !strings.Contains(s[amp:cut], ";") {
+		cut = amp
+	}
+	return s[:cut] + slackMarker
+}
+
+// fitPlain cuts a plain_text text (shown literally, never escaped) to max
+// bytes with the marker.
+func fitPlain(s string, max int) string { return Truncate(s, max) }
+
+// mrkdwn is a text object for dynamic content: verbatim, so Slack does not
+// turn URLs, #channels or @names in an agent's text into links or mentions.
+func mrkdwn(text string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, text, false, true)
+}
+
+func plain(text string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.PlainTextType, text, true, false)
+}
+
+// codeSpan shows s in a code span: escaped, with backticks (which would end
+// the span early) shown as the look-alike ˋ, cut to fit max bytes with the
+// closing backtick kept.
+func codeSpan(s string, max int) string {
+	inner := EscapeMrkdwn(strings.ReplaceAll(s, "`", "ˋ"))
+	inner = strings.ReplaceAll(inner, "\n", " ")
+	return "`" + fitEscaped(inner, max-2) + "`"
+}
+
+// field is a "*Label*\nvalue" section field; value is raw text, escaped here.
+func field(label, value string) *slack.TextBlockObject {
+	if value == "" {
+		value = "—"
+	}
+	head := "*" + label + "*\n"
+	return mrkdwn(head + fitEscaped(EscapeMrkdwn(value), SlackMaxFieldText-len(head)))
+}
+
+// SlackMessage is a card as chat.postMessage and chat.update take it.
+type SlackMessage struct {
+	// Text is the fallback shown in notifications and read by screen readers.
+	Text   string
+	Blocks []slack.Block
+}
+
+// slackDate renders t as a Slack date token, which every reader sees in
+// their own time zone; fallback is what clients that cannot render it show.
+func slackDate(t time.Time) string {
+	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", t.Unix(), t.Format("2006-01-02 15:04 MST"))
+}
+
+// Slack renders the Block Kit card of c: header, the facts as fields, a
+// context line with the expiry and what Allow always would grant, and the
+// three buttons while pending; a finished card keeps the facts and shows the
+// outcome instead of buttons.
+func Slack(c Card) SlackMessage {
+	title := c.Title
+	if c.Critical {
+		title = "⚠️ " + title
+	}
+	capability := c.Capability
+	if c.Critical {
+		capability += " · critical"
+	}
+	vag := "—"
+	if c.HasVaglio {
+		vag = fmt.Sprintf("%.2f", c.VaglioScore)
+		if c.VaglioReason != "" {
+			vag += " · " + c.VaglioReason
+		}
+	}
+	targetHead := "*Target*\n"
+	blocks := []slack.Block{
+		slack.NewHeaderBlock(plain(fitPlain(title, SlackMaxHeaderText))),
+		slack.NewSectionBlock(nil, []*slack.TextBlockObject{
+			field("Agent", c.Agent),
+			field("Level", c.Level),
+			field("Capability", capability),
+			mrkdwn(targetHead + codeSpan(c.Target, SlackMaxFieldText-len(targetHead))),
+			field("Intent", c.Intent),
+			field("Executor", c.Executor),
+			field("Vaglio score", vag),
+		}, nil, slack.SectionBlockOptionBlockID("approval_facts")),
+	}
+	if c.Summary != "" {
+		head := "*Summary*\n"
+		blocks = append(blocks, slack.NewSectionBlock(
+			mrkdwn(head+fitEscaped(EscapeMrkdwn(c.Summary), SlackMaxSectionText-len(head))), nil, nil,
+			slack.SectionBlockOptionBlockID("approval_summary")))
+	}
+	fallback := fmt.Sprintf("%s on %s", c.Title, c.Target)
+	if c.Pending {
+		ctx := "⏳ Expires " + slackDate(c.ExpiresAt) + " · "
+		if c.AllowAlways {
+			ctx += EscapeMrkdwn(c.GrantPreview)
+		} else {
+			ctx += EscapeMrkdwn(fmt.Sprintf("Allow always is not offered: %s needs a person every time", c.Capability))
+		}
+		ctx += " · request " + c.RequestID
+		blocks = append(blocks,
+			slack.NewContextBlock("approval_context", mrkdwn(fitEscaped(ctx, SlackMaxSectionText))),
+			slack.NewActionBlock(SlackDecisionBlockID(c.RequestID), slackButtons(c)...))
+		fallback += ": approval needed"
+	} else {
+		text := EscapeMrkdwn(c.StatusLine)
+		if c.Note != "" {
+			text += "\n📝 " + EscapeMrkdwn(c.Note)
+		}
+		blocks = append(blocks,
+			slack.NewSectionBlock(mrkdwn(fitEscaped(text, SlackMaxSectionText)), nil, nil,
+				slack.SectionBlockOptionBlockID(SlackOutcomeBlockID)),
+			slack.NewContextBlock("approval_context", mrkdwn("request "+c.RequestID)))
+		fallback += ": " + c.StatusLine
+	}
+	return SlackMessage{Text: fitEscaped(EscapeMrkdwn(fallback), SlackMaxFallbackText), Blocks: blocks}
+}
+
+// slackButtons are the card's buttons, in the order of Card.Buttons.
+func slackButtons(c Card) []slack.BlockElement {
+	var out []slack.BlockElement
+	for _, b := range c.Buttons() {
+		btn := slack.NewButtonBlockElement(slackActions[b.Decision], c.RequestID, plain(b.Label))
+		switch b.Decision {
+		case approvals.AllowOnce:
+			btn = btn.WithStyle(slack.StylePrimary)
+		case approvals.Deny:
+			btn = btn.WithStyle(slack.StyleDanger)
+		case approvals.AllowAlways:
+			// Allow always writes a standing grant: say exactly what, once more.
+			btn = btn.WithConfirm(slack.NewConfirmationBlockObject(
+				plain("Allow always?"),
+				plain(fitPlain(c.GrantPreview+".", SlackMaxConfirmText)),
+				plain("Allow always"),
+				plain("Cancel")))
+		}
+		out = append(out, btn)
+	}
+	return out
+}
+
+// SlackHome is what the App Home tab shows one person.
+type SlackHome struct {
+	// Approver: the person may decide; Admin: the person may revoke grants.
+	// Someone who is neither sees only how to become one.
+	Approver, Admin bool
+	UserID          string
+	Pending         []Card
+	MorePending     bool // more requests are pending than shown
+	Grants          []policy.Grant
+	MoreGrants      bool
+	Location        *time.Location
+}
+
+// SlackHomeView renders the Home tab (views.publish): the pending requests
+// with their buttons, then the active grants, with Revoke for admins.
+func SlackHomeView(h SlackHome) slack.HomeTabViewRequest {
+	loc := h.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	var blocks []slack.Block
+	add := func(b ...slack.Block) { blocks = append(blocks, b...) }
+	add(slack.NewHeaderBlock(plain("Approvals")))
+	if !h.Approver && !h.Admin {
+		add(slack.NewSectionBlock(mrkdwn(fmt.Sprintf(
+			"You are not an approver. An admin can add your user id `%s` to `slack.approvers` in the gateway config.",
+			EscapeMrkdwn(h.UserID))), nil, nil))
+		return slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: blocks}}
+	}
+	add(slack.NewHeaderBlock(plain(fmt.Sprintf("Pending (%d%s)", len(h.Pending), more(h.MorePending)))))
+	if len(h.Pending) == 0 {
+		add(slack.NewSectionBlock(mrkdwn("Nothing is waiting for you."), nil, nil))
+	}
+	for _, c := range h.Pending {
+		text := fmt.Sprintf("*%s*\n%s · expires %s", EscapeMrkdwn(c.Title), codeSpan(c.Target, 1500), slackDate(c.ExpiresAt))
+		if c.Intent != "" {
+			text += "\n" + fitEscaped(EscapeMrkdwn(c.Intent), 1000)
+		}
+		add(slack.NewSectionBlock(mrkdwn(fitEscaped(text, SlackMaxSectionText)), nil, nil))
+		if h.Approver {
+			add(slack.NewActionBlock(SlackDecisionBlockID(c.RequestID), slackButtons(c)...))
+		}
+	}
+	add(slack.NewDividerBlock(),
+		slack.NewHeaderBlock(plain(fmt.Sprintf("Active grants (%d%s)", len(h.Grants), more(h.MoreGrants)))))
+	if len(h.Grants) == 0 {
+		add(slack.NewSectionBlock(mrkdwn("No active grants."), nil, nil))
+	}
+	for _, g := range h.Grants {
+		var acc *slack.Accessory
+		if h.Admin {
+			btn := slack.NewButtonBlockElement(SlackActionRevoke, strconv.FormatInt(g.ID, 10), plain("Revoke")).
+				WithStyle(slack.StyleDanger).
+				WithConfirm(slack.NewConfirmationBlockObject(plain("Revoke this grant?"),
+					plain(fitPlain(fmt.Sprintf("Grant #%d: %s on %s for %s/%s. The agent will need approval again.",
+						g.ID, g.Capability, g.Target, g.Channel, g.SenderID), SlackMaxConfirmText)),
+					plain("Revoke"), plain("Cancel")))
+			acc = slack.NewAccessory(btn)
+		}
+		add(slack.NewSectionBlock(mrkdwn(SlackGrantLine(g, loc)), nil, acc,
+			slack.SectionBlockOptionBlockID(SlackRevokeBlockID(g.ID))))
+	}
+	if len(blocks) > SlackMaxViewBlocks {
+		blocks = append(blocks[:SlackMaxViewBlocks-1],
+			slack.NewContextBlock("", mrkdwn("… more than fits here: use /approvals pending and /approvals grants")))
+	}
+	return slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: blocks}}
+}
+
+func more(b bool) string {
+	if b {
+		return "+"
+	}
+	return ""
+}
+
+// SlackGrantLine is one grant as the Home tab and /approvals grants list it.
+func SlackGrantLine(g policy.Grant, loc *time.Location) string {
+	if loc == nil {
+		loc = time.UTC
+	}
+	s := fmt.Sprintf("*#%d* %s on %s for %s · by %s", g.ID, EscapeMrkdwn(g.Capability), codeSpan(g.Target, 1000),
+		EscapeMrkdwn(g.Channel+"/"+g.SenderID), EscapeMrkdwn(DisplayName(g.GrantedBy)))
+	if g.ExpiresAt != nil {
+		s += " · until " + g.ExpiresAt.In(loc).Format("2006-01-02")
+	}
+	if g.LastUsedAt != nil {
+		s += " · last used " + g.LastUsedAt.In(loc).Format("2006-01-02")
+	} else {
+		s += " · never used"
+	}
+	return fitEscaped(s, SlackMaxSectionText)
+}
+
+// SlackPendingText is the answer to /approvals pending (mrkdwn).
+func SlackPendingText(pending []Card, morePending bool) string {
+	if len(pending) == 0 {
+		return "No requests are pending."
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "*Pending requests (%d%s)*", len(pending), more(morePending))
+	for _, c := range pending {
+		fmt.Fprintf(&b, "\n• `%s` %s %s · expires %s", c.RequestID, EscapeMrkdwn(c.Title), codeSpan(c.Target, 300),
+			slackDate(c.ExpiresAt))
+	}
+	return fitEscaped(b.String(), SlackMaxSectionText)
+}
+
+// SlackGrantsText is the answer to /approvals grants (mrkdwn).
+func SlackGrantsText(grants []policy.Grant, moreGrants bool, loc *time.Location) string {
+	if len(grants) == 0 {
+		return "No active grants."
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "*Active grants (%d%s)*", len(grants), more(moreGrants))
+	for _, g := range grants {
+		b.WriteString("\n• " + SlackGrantLine(g, loc))
+	}
+	return fitEscaped(b.String(), SlackMaxSectionText)
+}

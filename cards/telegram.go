@@ -1,0 +1,264 @@
+package cards
+
+import (
+	"fmt"
+	"html"
+	"strings"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/metnos/gateway/policy"
+)
+
+// TelegramMaxText is the Bot API's limit on a message text: 4096 characters
+// after entity parsing, counted in UTF-16 code units
+// (https://core.telegram.org/bots/api#sendmessage). A longer text is
+// refused outright, so the renderer shortens the card's fields until the
+// visible text fits.
+const TelegramMaxText = 4096
+
+// telegramFieldFloor is the shortest a dynamic field gets while the card is
+// being fitted under TelegramMaxText: short enough that every field at
+// this size fits with room to spare, long enough to still say something.
+const telegramFieldFloor = 64
+
+// TelegramMessage is a card rendered for the Bot API. HTML goes out with
+// parse_mode HTML; Plain is the same text as Telegram shows it (what the
+// 4096 limit counts, and the fallback if Telegram ever refuses the
+// markup); Keyboard is the inline keyboard, nil for a finished card so the
+// edit removes the buttons.
+type TelegramMessage struct {
+	HTML     string
+	Plain    string
+	Keyboard *tgbotapi.InlineKeyboardMarkup
+}
+
+// Telegram renders c as Telegram HTML with its inline keyboard. Every
+// dynamic string is escaped (an agent chooses the target and the intent:
+// they must never become markup), and long fields are cut with a visible
+// marker until the text fits TelegramMaxText.
+func Telegram(c Card) TelegramMessage {
+	var m TelegramMessage
+	for limit := TelegramMaxText; ; limit /= 2 {
+		m = renderTelegram(c, max(limit, telegramFieldFloor))
+		if UTF16Len(m.Plain) <= TelegramMaxText || limit <= telegramFieldFloor {
+			break
+		}
+	}
+	m.Keyboard = TelegramKeyboard(c)
+	return m
+}
+
+// TelegramKeyboard is the inline keyboard of a pending card: the allow
+// buttons on the first row, Deny alone on the second so a hurried thumb
+// does not hit it by mistake. Allow always is left out for capabilities
+// that need a person every time. A finished card has no keyboard (nil).
+func TelegramKeyboard(c Card) *tgbotapi.InlineKeyboardMarkup {
+	buttons := c.Buttons()
+	if len(buttons) == 0 {
+		return nil
+	}
+	var allow, deny []tgbotapi.InlineKeyboardButton
+	for _, b := range buttons {
+		btn := tgbotapi.NewInlineKeyboardButtonData(b.Label, EncodeDecision(c.RequestID, b.Decision))
+		if b.Decision == "deny" {
+			deny = append(deny, btn)
+		} else {
+			allow = append(allow, btn)
+		}
+	}
+	kb := tgbotapi.NewInlineKeyboardMarkup(allow, deny)
+	return &kb
+}
+
+// tgText builds the HTML and the plain text of a message side by side, so
+// the length Telegram counts is known without parsing the HTML back.
+type tgText struct{ html, plain strings.Builder }
+
+// text appends s escaped. Invalid UTF-8 becomes U+FFFD: the Bot API
+// refuses the whole message otherwise.
+func (t *tgText) text(s string) {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	t.html.WriteString(html.EscapeString(s))
+	t.plain.WriteString(s)
+}
+
+// tag appends s escaped inside <name>…</name>.
+func (t *tgText) tag(name, s string) {
+	t.html.WriteString("<" + name + ">")
+	t.text(s)
+	t.html.WriteString("</" + name + ">")
+}
+
+func (t *tgText) nl() { t.text("\n") }
+
+func renderTelegram(c Card, limit int) TelegramMessage {
+	cut := func(s string) string { return Truncate(oneLine(s), limit) }
+	var t tgText
+	if c.Pending {
+		t.text("🔐 ")
+	}
+	t.tag("b", cut(c.Title))
+	t.nl()
+	t.nl()
+	t.text("Agent: ")
+	t.tag("b", cut(c.Agent))
+	t.text(" · level ")
+	t.tag("b", c.Level)
+	t.nl()
+	t.text("Capability: ")
+	t.tag("code", c.Capability)
+	if c.Critical {
+		t.text(" · ⚠️ critical")
+	} else {
+		t.text(" · not critical")
+	}
+	t.nl()
+	if target := Truncate(c.Target, limit); strings.ContainsAny(target, "\r\n") {
+		// A multi-line command is shown as a block, line breaks and all:
+		// they matter, and the block cannot pass for more card lines.
+		t.text("Target:")
+		t.nl()
+		t.tag("pre", target)
+	} else {
+		t.text("Target: ")
+		t.tag("code", target)
+	}
+	t.nl()
+	if c.Intent != "" {
+		t.text("Intent: " + cut(c.Intent))
+		t.nl()
+	}
+	if c.Executor != "" {
+		t.text("Executor: ")
+		t.tag("code", cut(c.Executor))
+		t.nl()
+	}
+	if c.Summary != "" {
+		t.text("Summary: " + cut(c.Summary))
+		t.nl()
+	}
+	if c.HasVaglio {
+		t.text(fmt.Sprintf("Vaglio: score %.2f", c.VaglioScore))
+		if c.VaglioReason != "" {
+			t.text(" · " + cut(c.VaglioReason))
+		}
+		t.nl()
+	}
+	t.nl()
+	if c.Pending {
+		if c.AllowAlways {
+			t.text("♾ " + cut(c.GrantPreview))
+		} else {
+			t.text("♾ No Allow always: " + c.Capability + " needs a person every time.")
+		}
+		t.nl()
+		t.text("⏳ Expires " + c.ExpiresAt.Format("2006-01-02 15:04 MST"))
+		t.nl()
+	} else {
+		t.tag("b", cut(c.StatusLine))
+		t.nl()
+	}
+	if c.Note != "" {
+		t.text("📝 Note: " + Truncate(c.Note, limit))
+		t.nl()
+	}
+	t.text("Request ")
+	t.tag("code", c.RequestID)
+	return TelegramMessage{HTML: t.html.String(), Plain: t.plain.String()}
+}
+
+// oneLine folds line breaks into spaces: a field that is not a command
+// must not be able to forge extra lines ("Vaglio: score 1.00") on the card.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+}
+
+// UTF16Len is the length of s in UTF-16 code units, which is how Telegram
+// counts its text limits.
+func UTF16Len(s string) int {
+	n := 0
+	for _, r := range s { // an invalid byte decodes as one U+FFFD: one unit
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// TelegramMaxGrants is how many grants one /grants message lists: each has
+// a Revoke button, and a longer list is unreadable on a phone anyway (the
+// rest are one `gateway policy grants` away).
+const TelegramMaxGrants = 20
+
+// TelegramGrants renders the answer to /grants: the active grants, newest
+// first, each with a Revoke button whose callback data names the grant.
+// more says there are grants beyond those given. Dynamic strings are
+// escaped and cut like a card's.
+func TelegramGrants(grants []policy.Grant, more bool, loc *time.Location) TelegramMessage {
+	if loc == nil {
+		loc = time.UTC
+	}
+	if len(grants) > TelegramMaxGrants {
+		grants, more = grants[:TelegramMaxGrants], true
+	}
+	var m TelegramMessage
+	for limit := 512; ; limit /= 2 {
+		m = renderTelegramGrants(grants, more, loc, max(limit, telegramFieldFloor/2))
+		if UTF16Len(m.Plain) <= TelegramMaxText || limit <= telegramFieldFloor/2 {
+			break
+		}
+	}
+	if len(grants) > 0 {
+		rows := make([][]tgbotapi.InlineKeyboardButton, 0, len(grants))
+		for _, g := range grants {
+			rows = append(rows, tgbotapi.NewInlineKeyboardRow(
+				tgbotapi.NewInlineKeyboardButtonData(fmt.Sprintf("🗑 Revoke #%d", g.ID), EncodeRevoke(g.ID))))
+		}
+		kb := tgbotapi.NewInlineKeyboardMarkup(rows...)
+		m.Keyboard = &kb
+	}
+	return m
+}
+
+func renderTelegramGrants(grants []policy.Grant, more bool, loc *time.Location, limit int) TelegramMessage {
+	cut := func(s string) string { return Truncate(oneLine(s), limit) }
+	var t tgText
+	if len(grants) == 0 {
+		t.text("No active grants. Allow always on a card creates one.")
+		return TelegramMessage{HTML: t.html.String(), Plain: t.plain.String()}
+	}
+	t.tag("b", "Active grants")
+	t.nl()
+	for _, g := range grants {
+		t.nl()
+		t.tag("b", fmt.Sprintf("#%d", g.ID))
+		t.text(" " + g.Capability + " on ")
+		t.tag("code", cut(g.Target))
+		t.nl()
+		t.text("for " + cut(g.Channel+"/"+g.SenderID) + " · by " + cut(DisplayName(g.GrantedBy)))
+		if g.ExpiresAt != nil {
+			t.text(" · until " + g.ExpiresAt.In(loc).Format("2006-01-02"))
+		}
+		if g.LastUsedAt != nil {
+			t.text(" · last used " + g.LastUsedAt.In(loc).Format("2006-01-02"))
+		} else {
+			t.text(" · never used")
+		}
+		t.nl()
+	}
+	if more {
+		t.nl()
+		t.text("Only the newest are listed; ")
+		t.tag("code", "gateway policy grants")
+		t.text(" shows them all.")
+		t.nl()
+	}
+	return TelegramMessage{HTML: t.html.String(), Plain: t.plain.String()}
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/metnos/gateway/client"
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/gateway"
+)
+
+// The agents of the test gateway.
+const (
+	liveAgentToken = "tok-cli-agent"
+	liveAdminToken = "tok-cli-admin"
+)
+
+// liveGateway is a whole gateway on 127.0.0.1:0 for the ask and hook tests.
+type liveGateway struct {
+	URL   string
+	App   *gateway.App
+	Admin *client.Client
+	clock *fakeClock
+}
+
+// fakeClock is a settable clock for the gateway (expiry without sleeping).
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func startLive(t *testing.T, mutate func(*config.Config)) *liveGateway {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.Storage.Path = filepath.Join(dir, "gateway.db")
+	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
+	a1 := config.NewAgent("a1")
+	a1.Token = liveAgentToken
+	adm := config.NewAgent("admin")
+	adm.Token, adm.Admin = liveAdminToken, true
+	cfg.Agents = []config.Agent{a1, adm}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	clock := &fakeClock{now: time.Now()}
+	ctx, cancel := context.WithCancel(context.Background())
+	app, err := gateway.NewApp(ctx, cfg, gateway.AppOptions{Now: clock.Now, Home: "/home/test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := app.Serve(ctx, ln); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		app.Close()
+	})
+	url := "http://" + ln.Addr().String()
+	return &liveGateway{URL: url, App: app, Admin: client.New(url, liveAdminToken), clock: clock}
+}
+
+// adminEvents follows every agent's events until the test ends.
+func (g *liveGateway) adminEvents(t *testing.T) <-chan client.Event {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ch, err := g.Admin.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// nextRequired waits for the next approval_required event.
+func nextRequired(t *testing.T, ch <-chan client.Event) client.Event {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case e := <-ch:
+			if e.Kind == client.EventRequired {
+				return e
+			}
+		case <-deadline:
+			t.Fatal("no approval_required event within 10s")
+		}
+	}
+}
+
+// agentEnv is the environment of an agent process pointed at g.
+func agentEnv(t *testing.T, url string, extra ...string) func(string) string {
+	vars := map[string]string{"HOME": t.TempDir(), "GATEWAY_URL": url, "GATEWAY_TOKEN": liveAgentToken}
+	for i := 0; i+1 < len(extra); i += 2 {
+		vars[extra[i]] = extra[i+1]
+	}
+	return func(k string) string { return vars[k] }
+}
+
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCLI(ctx context.Context, getenv func(string) string, stdin string, args ...string) cliResult {
+	var out, errb bytes.Buffer
+	code := run(ctx, args, strings.NewReader(stdin), &out, &errb, getenv)
+	return cliResult{code, out.String(), errb.String()}
+}
+
+// runAsync runs the command in the background.
+func runAsync(getenv func(string) string, stdin string, args ...string) <-chan cliResult {
+	ch := make(chan cliResult, 1)
+	go func() { ch <- runCLI(context.Background(), getenv, stdin, args...) }()
+	return ch
+}
+
+func result(t *testing.T, ch <-chan cliResult) cliResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(20 * time.Second):
+		t.Fatal("the command did not finish within 20s")
+	}
+	return cliResult{}
+}
+
+// closedURL is a URL nothing listens on.
+func closedURL(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := "http://" + ln.Addr().String()
+	ln.Close()
+	return u
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,250 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/policy"
+)
+
+// What a refused click or command is told. Short: it shows as a grey
+// "Only visible to you" line under the card.
+const (
+	msgNotApprover = "You are not an approver: only the people listed in `slack.approvers` can decide. Nothing was changed."
+	msgNotAdmin    = "Only the people listed in `slack.admins` can revoke grants. Nothing was changed."
+	msgNotOurs     = "That is not a button the gateway knows. Nothing was changed."
+	msgInternal    = "Something went wrong on the gateway; nothing was changed. Its log has the details."
+)
+
+// interactionKey identifies one click whatever carries it: Slack gives
+// every click its own trigger_id and action_ts.
+func interactionKey(ic slackapi.InteractionCallback) string {
+	acts := ic.ActionCallback.BlockActions
+	if len(acts) == 0 || ic.TriggerID == "" && acts[0].ActionTs == "" {
+		return ""
+	}
+	a := acts[0]
+	return strings.Join([]string{"click", ic.User.ID, ic.TriggerID, a.ActionTs, a.ActionID, a.Value}, "|")
+}
+
+func commandKey(c slackapi.SlashCommand) string {
+	if c.TriggerID == "" {
+		return ""
+	}
+	return "command|" + c.TriggerID
+}
+
+func eventKey(id string) string {
+	if id == "" {
+		return ""
+	}
+	return "event|" + id
+}
+
+// replyTo is where a private answer goes: an ephemeral message to user in
+// channel, or the response_url Slack gave with the request.
+type replyTo struct {
+	channel, user, responseURL string
+	preferResponseURL          bool // commands: the channel may be a DM the bot is not in
+}
+
+func clickReply(ic slackapi.InteractionCallback) replyTo {
+	ch := ic.Container.ChannelID
+	if ch == "" {
+		ch = ic.Channel.ID
+	}
+	return replyTo{channel: ch, user: ic.User.ID, responseURL: ic.ResponseURL}
+}
+
+// reply sends text (mrkdwn, dynamic parts already escaped) to one person
+// only (https://docs.slack.dev/reference/methods/chat.postEphemeral, or the
+// response_url). Best effort: a failure is logged.
+func (m *Messenger) reply(ctx context.Context, to replyTo, text string) {
+	viaURL := func() error {
+		_, _, err := m.api.PostMessageContext(ctx, "", slackapi.MsgOptionText(text, false),
+			slackapi.MsgOptionResponseURL(to.responseURL, slackapi.ResponseTypeEphemeral))
+		return err
+	}
+	viaEphemeral := func() error {
+		_, err := m.api.PostEphemeralContext(ctx, to.channel, to.user, slackapi.MsgOptionText(text, false))
+		return err
+	}
+	var tries []func() error
+	urlOK := to.responseURL != "" && m.trustedResponseURL(to.responseURL)
+	if to.preferResponseURL && urlOK {
+		tries = append(tries, viaURL)
+	}
+	if to.channel != "" && to.user != "" {
+		tries = append(tries, viaEphemeral)
+	}
+	if !to.preferResponseURL && urlOK {
+		tries = append(tries, viaURL)
+	}
+	var err error
+	for _, try := range tries {
+		if err = try(); err == nil {
+			return
+		}
+	}
+	if err == nil {
+		err = errors.New("no channel and no response_url to answer on")
+	}
+	m.log.Warn("could not answer privately", "user_id", to.user, "err", err)
+}
+
+// trustedResponseURL: response URLs come inside signed payloads, but we
+// still only POST to Slack (or to the configured API host, for tests), so
+// a payload can never point the gateway at an internal address.
+func (m *Messenger) trustedResponseURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.User != nil {
+		return false
+	}
+	if u.Scheme == "https" && (u.Host == "hooks.slack.com" || strings.HasSuffix(u.Host, ".slack.com")) {
+		return true
+	}
+	return u.Scheme == m.apiHost.Scheme && u.Host == m.apiHost.Host
+}
+
+// handleInteraction acts on one verified, first-time click: validate it,
+// check who clicked, decide, and tell the clicker privately when anything
+// is refused. The card itself is edited by the dispatcher, like every
+// other card of the request.
+func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.InteractionCallback) {
+	if ic.Type != slackapi.InteractionTypeBlockActions {
+		m.log.Warn("ignored an unexpected Slack interaction", "type", string(ic.Type), "user_id", ic.User.ID)
+		return
+	}
+	to := clickReply(ic)
+	answer := func(text string) {
+		if to.channel == "" && to.responseURL == "" && ic.View.ID != "" {
+			// A click on the Home tab: Slack gives no way to answer it
+			// privately, so show the tab as it now is instead.
+			m.publishHome(ctx, ic.User.ID)
+			return
+		}
+		m.reply(ctx, to, text)
+	}
+	acts := ic.ActionCallback.BlockActions
+	if len(acts) != 1 {
+		m.log.Warn("refused a Slack interaction with several actions", "user_id", ic.User.ID, "actions", len(acts))
+		answer(msgNotOurs)
+		return
+	}
+	a := acts[0]
+	cb, err := cards.ParseSlackAction(a.BlockID, a.ActionID, a.Value)
+	if err != nil {
+		m.log.Warn("refused an unexpected Slack action", "user_id", ic.User.ID,
+			"action_id", fmt.Sprintf("%.64q", a.ActionID), "err", err)
+		answer(msgNotOurs)
+		return
+	}
+	if cb.Revoke() {
+		m.revoke(ctx, ic.User.ID, ic.User.Name, cb.GrantID, answer)
+		return
+	}
+	if !m.approver[ic.User.ID] {
+		m.log.Warn("refused a decision from a non-approver", "user_id", ic.User.ID, "request_id", cb.RequestID)
+		answer(msgNotApprover)
+		return
+	}
+	actor := approvals.Actor{Channel: Name, ID: ic.User.ID, Name: ic.User.Name}
+	r, err := m.svc.Decide(ctx, cb.RequestID, cb.Decision, actor)
+	if err != nil {
+		answer(m.decideRefusal(err, cb.RequestID))
+		return
+	}
+	m.log.Info("decided in slack", "request_id", r.ID, "decision", string(cb.Decision), "user_id", ic.User.ID)
+}
+
+// decideRefusal is the one place a failed decision becomes what the
+// clicker reads.
+func (m *Messenger) decideRefusal(err error, id string) string {
+	var already *approvals.AlreadyDecidedError
+	switch {
+	case errors.As(err, &already):
+		return "That request is already finished: " + cards.EscapeMrkdwn(cards.StatusLine(already.Request, m.loc)) + "."
+	case errors.Is(err, approvals.ErrAllowAlwaysRefused):
+		return "Allow always is not offered for this capability: it needs a person every time. Use Allow once."
+	case errors.Is(err, approvals.ErrNotFound):
+		return "That request no longer exists. Nothing was changed."
+	}
+	m.log.Error("decide from slack failed", "request_id", id, "err", err)
+	return msgInternal
+}
+
+// revoke is a Revoke click on the Home tab or /approvals revoke: admins
+// only. answer says how it went to the person (privately, or by showing
+// their Home tab again).
+func (m *Messenger) revoke(ctx context.Context, userID, userName string, id int64, answer func(string)) {
+	if !m.admin[userID] {
+		m.log.Warn("refused a revoke from a non-admin", "user_id", userID, "grant_id", id)
+		answer(msgNotAdmin)
+		return
+	}
+	by := approvals.Actor{Channel: Name, ID: userID, Name: userName}.String()
+	changed, err := m.svc.Grants().Revoke(ctx, id, "revoked", by)
+	switch {
+	case err != nil:
+		m.log.Error("revoke from slack failed", "grant_id", id, "err", err)
+		answer(msgInternal)
+		return
+	case changed:
+		m.log.Info("grant revoked in slack", "grant_id", id, "user_id", userID)
+		answer(fmt.Sprintf("Revoked grant #%d. The agent will need approval again.", id))
+	default:
+		answer(fmt.Sprintf("Grant #%d was not active (already revoked, or no such grant): nothing changed.", id))
+	}
+	m.homesChanged()
+}
+
+// handleEvent acts on one Events API event (HTTP or Socket Mode).
+func (m *Messenger) handleEvent(raw []byte) {
+	var ev struct {
+		Type string `json:"type"`
+		User string `json:"user"`
+		Tab  string `json:"tab"`
+	}
+	if err := json.Unmarshal(raw, &ev); err != nil || ev.Type != "app_home_opened" || ev.Tab != "home" || ev.User == "" {
+		return
+	}
+	m.watchHome(ev.User)
+	m.goJob(func(ctx context.Context) { m.publishHome(ctx, ev.User) })
+}
+
+// activeGrants lists what /approvals grants and the Home tab show.
+func (m *Messenger) activeGrants(ctx context.Context, sender string, n int) ([]policy.Grant, bool, error) {
+	gs, err := m.svc.Grants().List(ctx, policy.GrantFilter{SenderID: sender, Limit: n + 1})
+	if err != nil {
+		return nil, false, err
+	}
+	if len(gs) > n {
+		return gs[:n], true, nil
+	}
+	return gs, false, nil
+}
+
+// pendingCards lists what /approvals pending and the Home tab show.
+func (m *Messenger) pendingCards(ctx context.Context, n int) ([]cards.Card, bool, error) {
+	rs, err := m.svc.ListPending(ctx, n+1)
+	if err != nil {
+		return nil, false, err
+	}
+	more := len(rs) > n
+	if more {
+		rs = rs[:n]
+	}
+	out := make([]cards.Card, len(rs))
+	for i, r := range rs {
+		out[i] = cards.New(r, m.loc)
+	}
+	return out, more, nil
+}

@@ -1,0 +1,333 @@
+package slack_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/slack"
+	"github.com/metnos/gateway/gateway/slack/slacktest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	botToken   = "xoxb-1-test-bot"
+	appToken   = "xapp-1-test-app"
+	secret     = "8f742231b10e8888abcd99yyyzzz85a5"
+	channel    = "C0APPROVALS"
+	approverID = "U0ROBERTO"
+	adminID    = "U0ADMIN" // an admin who is not an approver
+	strangerID = "U0EVE"
+	agentToken = "agent-token-a1"
+	waitFor    = 10 * time.Second
+)
+
+// harness is a whole gateway (SQLite in a temp dir, the real HTTP server on
+// 127.0.0.1:0) with the Slack messenger pointed at a fake Slack.
+type harness struct {
+	t      *testing.T
+	fake   *slacktest.Server
+	app    *gateway.App
+	cfg    config.Config
+	base   string
+	client *http.Client
+	offset atomic.Int64 // added to the gateway's clock
+
+	cancel    context.CancelFunc
+	serveDone chan struct{}
+	serveErr  error
+	logw      *testLog
+}
+
+// setup is what a harnessOption may change before the gateway starts.
+type setup struct {
+	cfg    *config.Config
+	fake   *slacktest.Options
+	before []func(*slacktest.Server) // run on the fake before the gateway starts
+}
+
+type harnessOption func(*setup)
+
+// socketMode configures Socket Mode only: no signing secret, no HTTP routes.
+func socketMode(s *setup) {
+	s.cfg.Slack.AppToken = appToken
+	s.cfg.Slack.SigningSecret = ""
+}
+
+// beforeStart runs f on the fake before the gateway starts.
+func beforeStart(f func(*slacktest.Server)) harnessOption {
+	return func(s *setup) { s.before = append(s.before, f) }
+}
+
+func newHarness(t *testing.T, opts ...harnessOption) *harness {
+	t.Helper()
+	h := &harness{t: t,
+		client: &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}}
+	fo := slacktest.Options{BotToken: botToken, AppToken: appToken, PingInterval: 200 * time.Millisecond}
+	cfg := config.Default()
+	dir := t.TempDir()
+	cfg.Storage.Path = filepath.Join(dir, "gateway.db")
+	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
+	a := config.NewAgent("a1")
+	a.Token, a.Notify, a.Admin = agentToken, []string{"slack", "web"}, true
+	cfg.Agents = []config.Agent{a}
+	cfg.Slack = config.Slack{BotToken: botToken, SigningSecret: secret, ChannelID: channel,
+		Approvers: []string{approverID}, Admins: []string{approverID, adminID}}
+	su := &setup{cfg: &cfg, fake: &fo}
+	for _, o := range opts {
+		o(su)
+	}
+	h.fake = slacktest.New(fo)
+	for _, f := range su.before {
+		f(h.fake)
+	}
+	cfg.Slack.APIURL = h.fake.APIURL()
+	h.cfg = cfg
+	t.Cleanup(func() {
+		h.stop()
+		h.fake.Close()
+		h.client.CloseIdleConnections()
+	})
+	h.start()
+	return h
+}
+
+// start builds the gateway on the config's database and serves it.
+func (h *harness) start() {
+	t := h.t
+	t.Helper()
+	h.logw = &testLog{t: t}
+	logger := slog.New(slog.NewTextHandler(h.logw, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	app, err := gateway.NewApp(context.Background(), h.cfg, gateway.AppOptions{
+		Logger: logger, Now: h.now,
+		Messengers: []gateway.MessengerFactory{slack.Factory(h.cfg.Slack,
+			slack.Options{Logger: logger, Location: time.UTC, Backoff: 50 * time.Millisecond})},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.app = app
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.base = "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel, h.serveDone, h.serveErr = cancel, make(chan struct{}), nil
+	go func() {
+		defer close(h.serveDone)
+		h.serveErr = app.Serve(ctx, ln)
+	}()
+}
+
+// stop shuts the gateway down as SIGTERM would, and closes the database.
+func (h *harness) stop() {
+	if h.app == nil {
+		return
+	}
+	h.cancel()
+	select {
+	case <-h.serveDone:
+	case <-time.After(30 * time.Second):
+		h.t.Error("Serve did not return after cancel")
+	}
+	h.logw.stop()
+	_ = h.app.Close()
+	h.app = nil
+}
+
+// served waits for Serve to return on its own and gives its error.
+func (h *harness) served(timeout time.Duration) (error, bool) {
+	select {
+	case <-h.serveDone:
+		return h.serveErr, true
+	case <-time.After(timeout):
+		return nil, false
+	}
+}
+
+func (h *harness) now() time.Time { return time.Now().Add(time.Duration(h.offset.Load())) }
+
+// testLog sends the gateway's log to t.Log until the test is over.
+type testLog struct {
+	mu   sync.Mutex
+	t    *testing.T
+	done bool
+}
+
+func (l *testLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.t.Log(strings.TrimSpace(string(p)))
+	}
+	return len(p), nil
+}
+
+func (l *testLog) stop() {
+	l.mu.Lock()
+	l.done = true
+	l.mu.Unlock()
+}
+
+// api calls the gateway's agent API with the agent's token.
+func (h *harness) api(method, path string, body any) (int, []byte) {
+	h.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, h.base+path, rd)
+	req.Header.Set("Authorization", "Bearer "+agentToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := h.client.Do(req)
+	if err != nil {
+		h.t.Errorf("%s %s: %v", method, path, err)
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+type agentResult struct {
+	status int
+	req    approvals.Request
+}
+
+// submit posts a request as the agent and waits for the answer in the
+// background, as an agent blocked on ?wait= does.
+func (h *harness) submit(body map[string]any, wait string) <-chan agentResult {
+	out := make(chan agentResult, 1)
+	go func() {
+		st, b := h.api("POST", "/v1/requests?wait="+wait, body)
+		var r approvals.Request
+		_ = json.Unmarshal(b, &r)
+		out <- agentResult{st, r}
+	}()
+	return out
+}
+
+func (h *harness) get(id string) approvals.Request {
+	h.t.Helper()
+	r, err := h.app.Service.Get(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+func fsWrite(target string) map[string]any {
+	return map[string]any{"capability": "fs:write", "target": target, "intent": "write the quarterly report",
+		"executor": "report_writer", "args": map[string]any{"path": target}}
+}
+
+// posted waits for the card of a new request and returns the request id
+// (the buttons' value) and the card's ts.
+func (h *harness) posted() (id, ts string, call slacktest.Call) {
+	h.t.Helper()
+	call = h.fake.Wait(h.t, "chat.postMessage", waitFor)
+	if call.Status != http.StatusOK {
+		h.t.Fatalf("chat.postMessage answered %d", call.Status)
+	}
+	_, values := call.Buttons()
+	if len(values) == 0 {
+		h.t.Fatalf("card without buttons: %s", call.Form.Get("blocks"))
+	}
+	id = values[0]
+	ref, err := h.app.Service.CardRef(context.Background(), id, "slack")
+	for err != nil && time.Since(call.At) < waitFor { // the dispatcher records the ref just after the call
+		time.Sleep(10 * time.Millisecond)
+		ref, err = h.app.Service.CardRef(context.Background(), id, "slack")
+	}
+	if err != nil {
+		h.t.Fatalf("card ref of %s: %v", id, err)
+	}
+	ch, ts, _ := strings.Cut(ref, ":")
+	if ch != channel {
+		h.t.Fatalf("card ref %q: want channel %s", ref, channel)
+	}
+	return id, ts, call
+}
+
+// signedPost posts body to a Slack endpoint signed at time at with key,
+// and checks that the gateway answered within Slack's 3 seconds.
+func (h *harness) signedPost(path string, body []byte, at time.Time, key string) (int, string) {
+	h.t.Helper()
+	req, _ := http.NewRequest("POST", h.base+path, bytes.NewReader(body))
+	for k, v := range slacktest.Sign(key, at, body) {
+		req.Header[k] = v
+	}
+	if bytes.HasPrefix(body, []byte("{")) {
+		req.Header.Set("Content-Type", "application/json")
+	} else {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	start := time.Now()
+	resp, err := h.client.Do(req)
+	if err != nil {
+		h.t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if d := time.Since(start); d > 3*time.Second {
+		h.t.Errorf("POST %s took %s; Slack gives up after 3 s", path, d)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// click is a button press on the card, posted as Slack posts it.
+func (h *harness) click(userID, userName, id, ts, actionID string) []byte {
+	return slacktest.InteractionBody(slacktest.BlockAction{
+		UserID: userID, UserName: userName, ChannelID: channel, MessageTS: ts,
+		BlockID: cards.SlackDecisionBlockID(id), ActionID: actionID, Value: id,
+		ResponseURL: h.fake.ResponseURL("click"),
+	}.JSON())
+}
+
+func (h *harness) command(userID, text string) []byte {
+	return slacktest.Command{UserID: userID, UserName: strings.ToLower(userID), ChannelID: channel, Text: text,
+		ResponseURL: h.fake.ResponseURL("cmd")}.Form()
+}
+
+// answer waits for the private answer to a command or click.
+func (h *harness) answer(method string) string {
+	h.t.Helper()
+	return h.fake.Wait(h.t, method, waitFor).Text()
+}
+
+func wantContains(t *testing.T, what, got, want string) {
+	t.Helper()
+	if !strings.Contains(got, want) {
+		t.Errorf("%s = %q; want it to contain %q", what, got, want)
+	}
+}
+
+func waitAgent(t *testing.T, ch <-chan agentResult) agentResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(waitFor):
+		t.Fatal("the agent got no answer")
+		return agentResult{}
+	}
+}

@@ -1,0 +1,322 @@
+// Package slack is the gateway's Slack messenger (SPEC §8): it posts each
+// pending request as a Block Kit card to slack.channel_id, edits the card
+// when the request finishes (from whatever channel), and takes the
+// approvers' clicks, the /approvals slash command and App Home opens either
+// over HTTP (signed with the signing secret) or over Socket Mode.
+//
+// The approval flow above it does not know it is Slack: the Messenger is an
+// approvals.Notifier, and the dispatcher in approvals owns retries, backoff
+// and the persisted message refs ("channel:ts").
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/gateway"
+)
+
+// Name is the messenger's name in agents[].notify and on cards.
+const Name = config.NotifySlack
+
+// Listing bounds: a Slack answer is meant to be read on a phone, and a Home
+// view holds at most 100 blocks.
+const (
+	maxListed       = 20
+	maxHomeGrants   = 30
+	jobTimeout      = 30 * time.Second
+	shutdownGrace   = 5 * time.Second
+	homeDebounce    = 500 * time.Millisecond
+	maxHomeWatchers = 200
+)
+
+// Options are the adapter's collaborators; all are optional.
+type Options struct {
+	Logger *slog.Logger
+	// HTTPClient makes every Web API call; its transport's idle connections
+	// are closed when Run returns. Default: a client with a 30 s timeout.
+	HTTPClient *http.Client
+	// Location is the time zone of the times written into card text (the
+	// expiry is a Slack date token, which each reader sees in their own zone).
+	Location *time.Location
+	// Dialer opens the Socket Mode WebSocket (default: slack-go's).
+	Dialer *websocket.Dialer
+	// Backoff is the first pause before a Socket Mode restart after a
+	// failure; it doubles up to a minute. Default one second.
+	Backoff time.Duration
+}
+
+// Messenger is the Slack adapter: a gateway.Messenger.
+type Messenger struct {
+	cfg      config.Slack
+	svc      *approvals.Service
+	api      *slackapi.Client
+	http     *http.Client
+	log      *slog.Logger
+	loc      *time.Location
+	opts     Options
+	apiHost  *url.URL
+	replays  *replayCache
+	approver map[string]bool
+	admin    map[string]bool
+
+	jobsMu   sync.Mutex
+	jobs     sync.WaitGroup
+	closed   bool
+	jobCtx   context.Context
+	stopJobs context.CancelFunc
+
+	homeMu    sync.Mutex
+	homeUsers []string // who opened the Home tab, most recent last
+}
+
+var _ gateway.Messenger = (*Messenger)(nil)
+
+// Factory returns the gateway.MessengerFactory that builds the adapter
+// once the approvals service exists.
+func Factory(cfg config.Slack, o Options) gateway.MessengerFactory {
+	return func(svc *approvals.Service, _ *gateway.Server) (gateway.Messenger, error) {
+		return New(svc, cfg, o)
+	}
+}
+
+// New builds the adapter. It makes no call to Slack: a bad token shows up
+// as failed sends (retried, logged) or, in Socket Mode, as Run's error.
+func New(svc *approvals.Service, cfg config.Slack, o Options) (*Messenger, error) {
+	if cfg.BotToken == "" {
+		return nil, errors.New("slack.bot_token_env: the bot token is empty")
+	}
+	if cfg.ChannelID == "" {
+		return nil, errors.New("slack.channel_id: required (the channel cards are posted to)")
+	}
+	if cfg.SigningSecret == "" && cfg.AppToken == "" {
+		return nil, errors.New("slack.signing_secret_env: required unless slack.app_token_env is set (Socket Mode)")
+	}
+	if cfg.APIURL == "" {
+		cfg.APIURL = "https://slack.com/api/"
+	}
+	if !strings.HasSuffix(cfg.APIURL, "/") {
+		return nil, fmt.Errorf("slack.api_url: %q must end with \"/\"", cfg.APIURL)
+	}
+	apiHost, err := url.Parse(cfg.APIURL)
+	if err != nil {
+		return nil, fmt.Errorf("slack.api_url: %v", err)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 30 * time.Second,
+			Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	if o.Location == nil {
+		o.Location = time.Local
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = time.Second
+	}
+	m := &Messenger{
+		cfg: cfg, svc: svc, http: o.HTTPClient, log: o.Logger.With("channel", Name), loc: o.Location, opts: o,
+		apiHost: apiHost, replays: newReplayCache(replayTTL, replayMax, time.Now),
+		approver: set(cfg.Approvers), admin: set(cfg.Admins),
+	}
+	m.api = m.client(false)
+	m.jobCtx, m.stopJobs = context.WithCancel(context.Background())
+	return m, nil
+}
+
+// client builds a slack-go client on our HTTP client; withAppToken adds
+// the app-level token Socket Mode opens its connection with.
+func (m *Messenger) client(withAppToken bool) *slackapi.Client {
+	opts := []slackapi.Option{
+		slackapi.OptionAPIURL(m.cfg.APIURL),
+		slackapi.OptionHTTPClient(m.http),
+		slackapi.OptionLog(log.New(io.Discard, "", 0)), // debug is off; keep stray lines out of stderr
+	}
+	if withAppToken {
+		opts = append(opts, slackapi.OptionAppLevelToken(m.cfg.AppToken))
+	}
+	return slackapi.New(m.cfg.BotToken, opts...)
+}
+
+func set(ids []string) map[string]bool {
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out
+}
+
+// Name is "slack", the name agents list in notify.
+func (m *Messenger) Name() string { return Name }
+
+// Post sends the card of a pending request to slack.channel_id
+// (https://docs.slack.dev/reference/methods/chat.postMessage). The ref is
+// "channel:ts", which chat.update needs; the dispatcher persists it.
+func (m *Messenger) Post(ctx context.Context, r approvals.Request) (string, error) {
+	msg := cards.Slack(cards.New(r, m.loc))
+	ch, ts, err := m.api.PostMessageContext(ctx, m.cfg.ChannelID,
+		slackapi.MsgOptionText(msg.Text, false), slackapi.MsgOptionBlocks(msg.Blocks...))
+	if err != nil {
+		return "", apiError("chat.postMessage", err)
+	}
+	m.log.Debug("card posted", "request_id", r.ID, "chat_id", ch, "ts", ts)
+	return ch + ":" + ts, nil
+}
+
+// Update re-renders the card of r in place
+// (https://docs.slack.dev/reference/methods/chat.update): finished cards
+// lose their buttons and show the outcome.
+func (m *Messenger) Update(ctx context.Context, r approvals.Request, ref string) error {
+	ch, ts, ok := strings.Cut(ref, ":")
+	if !ok || ch == "" || ts == "" {
+		m.log.Error("card ref is not channel:ts; not retrying", "request_id", r.ID, "ref", ref)
+		return nil
+	}
+	msg := cards.Slack(cards.New(r, m.loc))
+	_, _, _, err := m.api.UpdateMessageContext(ctx, ch, ts,
+		slackapi.MsgOptionText(msg.Text, false), slackapi.MsgOptionBlocks(msg.Blocks...))
+	var se slackapi.SlackErrorResponse
+	if errors.As(err, &se) && (se.Err == "message_not_found" || se.Err == "cant_update_message") {
+		// Someone deleted the card; retrying cannot bring it back.
+		m.log.Warn("card gone; not updating it", "request_id", r.ID, "chat_id", ch, "err", se.Err)
+		return nil
+	}
+	if err != nil {
+		return apiError("chat.update", err)
+	}
+	return nil
+}
+
+// rateLimited is a 429 from Slack as an approvals.RetryAfterError, so the
+// dispatcher pauses the whole channel for as long as Slack asked
+// (https://docs.slack.dev/apis/web-api/rate-limits).
+type rateLimited struct {
+	method string
+	wait   time.Duration
+}
+
+// Error says which call Slack slowed down and for how long.
+func (e *rateLimited) Error() string {
+	return fmt.Sprintf("slack %s: rate limited; retry after %s", e.method, e.wait)
+}
+
+// RetryAfter is how long Slack asked us to wait.
+func (e *rateLimited) RetryAfter() time.Duration { return e.wait }
+
+var _ approvals.RetryAfterError = (*rateLimited)(nil)
+
+func apiError(method string, err error) error {
+	var rl *slackapi.RateLimitedError
+	if errors.As(err, &rl) {
+		return &rateLimited{method: method, wait: rl.RetryAfter}
+	}
+	return fmt.Errorf("slack %s: %w", method, err)
+}
+
+// Routes mounts the HTTP endpoints when a signing secret is configured; in
+// Socket Mode without one, Slack talks to us over the WebSocket only.
+func (m *Messenger) Routes(s *gateway.Server) {
+	if m.cfg.SigningSecret == "" {
+		return
+	}
+	s.Handle("POST /slack/interactions", http.HandlerFunc(m.interactions))
+	s.Handle("POST /slack/commands", http.HandlerFunc(m.commands))
+	s.Handle("POST /slack/events", http.HandlerFunc(m.events))
+}
+
+// Run keeps the App Home tabs fresh and, in Socket Mode, holds the
+// WebSocket open. It returns when ctx ends (after the work already
+// acknowledged is done), or with an error when Slack refuses our tokens.
+func (m *Messenger) Run(ctx context.Context) error {
+	defer m.shutdown()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		m.refreshHomes(ctx)
+	}()
+	m.checkAuth(ctx)
+	var err error
+	if m.cfg.AppToken != "" {
+		err = m.runSocketMode(ctx)
+	} else {
+		<-ctx.Done()
+	}
+	cancel() // Socket Mode may stop on its own (a refused token): stop the rest too
+	wg.Wait()
+	return err
+}
+
+// checkAuth asks Slack who the bot token belongs to
+// (https://docs.slack.dev/reference/methods/auth.test), so a wrong token is
+// named in the log at start-up rather than only in the first failed post.
+// Best effort: cards are retried anyway, and Slack may just be unreachable.
+func (m *Messenger) checkAuth(ctx context.Context) {
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	who, err := m.api.AuthTestContext(actx)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.log.Error("slack bot token check failed (auth.test); cards will be retried: check slack.bot_token_env",
+				"err", err)
+		}
+		return
+	}
+	m.log.Info("slack ready", "team_id", who.TeamID, "bot_user_id", who.UserID, "chat_id", m.cfg.ChannelID,
+		"socket_mode", m.cfg.AppToken != "")
+}
+
+// goJob runs work after Slack has been answered: Slack wants an answer
+// within 3 seconds, and a decision or a listing may take longer under load.
+// Jobs are tracked so shutdown waits for them.
+func (m *Messenger) goJob(work func(ctx context.Context)) {
+	m.jobsMu.Lock()
+	defer m.jobsMu.Unlock()
+	if m.closed {
+		m.log.Warn("shutting down; dropped slack work")
+		return
+	}
+	m.jobs.Add(1)
+	go func() {
+		defer m.jobs.Done()
+		ctx, cancel := context.WithTimeout(m.jobCtx, jobTimeout)
+		defer cancel()
+		work(ctx)
+	}()
+}
+
+// shutdown lets acknowledged work finish for a few seconds, then cancels
+// what is left, and drops idle connections.
+func (m *Messenger) shutdown() {
+	m.jobsMu.Lock()
+	m.closed = true
+	m.jobsMu.Unlock()
+	done := make(chan struct{})
+	go func() { m.jobs.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(shutdownGrace):
+		m.stopJobs()
+		<-done
+	}
+	m.stopJobs()
+	m.http.CloseIdleConnections()
+}

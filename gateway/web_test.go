@@ -1,0 +1,588 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/gateway"
+)
+
+const webAgentToken = "tok-a1-web-test"
+
+// newWebApp builds a gateway on a fresh SQLite file with one agent, a1
+// (Supervised, principal web/owner, cards on the web page).
+func newWebApp(t *testing.T, mutate func(*config.Config)) *gateway.App {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.Storage.Path = filepath.Join(dir, "state", "gateway.db")
+	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
+	a := config.NewAgent("a1")
+	a.Token = webAgentToken
+	cfg.Agents = []config.Agent{a}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: dir})
+	if err != nil {
+		t.Fatalf("NewApp: %v", err)
+	}
+	t.Cleanup(func() { app.Close() })
+	return app
+}
+
+// webServer serves app on a real loopback listener, with a browser-like
+// client (cookie jar, follows redirects).
+func webServer(t *testing.T, app *gateway.App) (*httptest.Server, *http.Client) {
+	t.Helper()
+	srv := httptest.NewServer(app.Server.Handler())
+	t.Cleanup(srv.Close)
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, &http.Client{Jar: jar}
+}
+
+// apiRequest posts an approval request through the agent API and returns
+// the request it answers.
+func apiRequest(t *testing.T, baseURL string, body map[string]any) approvals.Request {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, baseURL+"/v1/requests", bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+webAgentToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST /v1/requests: %v", err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /v1/requests: %d %s, want 202 (pending)", resp.StatusCode, raw)
+	}
+	var r approvals.Request
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("decode request: %v", err)
+	}
+	return r
+}
+
+// apiGet reads a request back through the agent API.
+func apiGet(t *testing.T, baseURL, id string) approvals.Request {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, baseURL+"/v1/requests/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+webAgentToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET /v1/requests/%s: %v", id, err)
+	}
+	defer resp.Body.Close()
+	var r approvals.Request
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		t.Fatalf("decode request: %v", err)
+	}
+	return r
+}
+
+func fsWrite(target string) map[string]any {
+	return map[string]any{"capability": "fs:write", "target": target, "intent": "save the invoice",
+		"executor": "invoice_saver", "args": map[string]any{"path": target}}
+}
+
+func codeExec(cmd string) map[string]any {
+	return map[string]any{"capability": "code:exec", "target": cmd, "intent": "list the files", "executor": "shell"}
+}
+
+// getPage fetches / and returns its body.
+func getPage(t *testing.T, c *http.Client, baseURL string) string {
+	t.Helper()
+	resp, err := c.Get(baseURL + "/")
+	if err != nil {
+		t.Fatalf("GET /: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /: %d %s", resp.StatusCode, body)
+	}
+	return string(body)
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func csrfOf(t *testing.T, page string) string {
+	t.Helper()
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no csrf field in the page:\n%s", page)
+	}
+	return m[1]
+}
+
+// postForm posts a form and returns the final status and body (after the
+// 303 back to the page, when there is one).
+func postForm(t *testing.T, c *http.Client, u string, form url.Values, hdr map[string]string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// cardOf cuts one request's card out of the page.
+func cardOf(t *testing.T, page, id string) string {
+	t.Helper()
+	i := strings.Index(page, `id="req-`+id+`"`)
+	if i < 0 {
+		t.Fatalf("no card for %s in the page", id)
+	}
+	j := strings.Index(page[i:], "</article>")
+	return page[i : i+j]
+}
+
+func TestWeb_PendingCards(t *testing.T) {
+	app := newWebApp(t, nil)
+	srv, c := webServer(t, app)
+	fw := apiRequest(t, srv.URL, fsWrite("/home/u/invoices/04.pdf"))
+	ce := apiRequest(t, srv.URL, codeExec("ls -la"))
+
+	resp, err := c.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	page := string(raw)
+	for k, want := range map[string]string{
+		"Content-Type":    "text/html; charset=utf-8",
+		"X-Frame-Options": "DENY",
+		"Cache-Control":   "no-store",
+	} {
+		if got := resp.Header.Get(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") {
+		t.Errorf("Content-Security-Policy = %q", csp)
+	}
+	if !strings.Contains(page, `name="viewport"`) {
+		t.Error("no viewport meta: unreadable on a phone")
+	}
+
+	t.Run("fs:write has three buttons and says what Allow always grants", func(t *testing.T) {
+		card := cardOf(t, page, fw.ID)
+		if n := strings.Count(card, `action="/web/decide"`); n != 3 {
+			t.Errorf("%d decide forms, want 3:\n%s", n, card)
+		}
+		for _, want := range []string{`value="allow_once"`, `value="allow_always"`, `value="deny"`,
+			"/home/u/invoices/04.pdf", "save the invoice", "invoice_saver", "Supervised", "critical",
+			"Allow always grants fs:write on /home/u/invoices/04.pdf to web/owner until ", "Vaglio", "Expires"} {
+			if !strings.Contains(card, want) {
+				t.Errorf("card lacks %q:\n%s", want, card)
+			}
+		}
+	})
+	t.Run("code:exec has no Allow always", func(t *testing.T) {
+		card := cardOf(t, page, ce.ID)
+		if n := strings.Count(card, `action="/web/decide"`); n != 2 {
+			t.Errorf("%d decide forms, want 2:\n%s", n, card)
+		}
+		if strings.Contains(card, "allow_always") {
+			t.Errorf("code:exec card offers allow_always:\n%s", card)
+		}
+		if !strings.Contains(card, "needs your approval every time") {
+			t.Errorf("card does not say why there is no Allow always:\n%s", card)
+		}
+	})
+}
+
+func TestWeb_AllowAlwaysThenRevoke(t *testing.T) {
+	app := newWebApp(t, nil)
+	srv, c := webServer(t, app)
+	r := apiRequest(t, srv.URL, fsWrite("/home/u/invoices/04.pdf"))
+	tok := csrfOf(t, getPage(t, c, srv.URL))
+
+	status, page := postForm(t, c, srv.URL+"/web/decide",
+		url.Values{"id": {r.ID}, "decision": {"allow_always"}, "csrf": {tok}}, nil)
+	if status != http.StatusOK {
+		t.Fatalf("decide: %d %s", status, page)
+	}
+	if !strings.Contains(page, "Allowed always by owner") {
+		t.Errorf("no flash after the decision:\n%s", page)
+	}
+	got := apiGet(t, srv.URL, r.ID)
+	if got.Status != approvals.StatusAllowed || got.Decision == nil || *got.Decision != approvals.AllowAlways ||
+		got.GrantID == nil {
+		t.Fatalf("request after allow_always: status %s decision %v grant %v", got.Status, got.Decision, got.GrantID)
+	}
+	if got.DecidedBy != "web:owner (local)" {
+		t.Errorf("decided_by = %q, want web:owner (local)", got.DecidedBy)
+	}
+	gid := strconv.FormatInt(*got.GrantID, 10)
+	if !strings.Contains(page, `id="grant-`+gid+`"`) {
+		t.Fatalf("grant #%s not listed:\n%s", gid, page)
+	}
+	if strings.Contains(page, `id="req-`+r.ID+`"`) {
+		t.Errorf("the decided request is still among the pending cards")
+	}
+
+	status, page = postForm(t, c, srv.URL+"/web/revoke", url.Values{"id": {gid}, "csrf": {csrfOf(t, page)}}, nil)
+	if status != http.StatusOK || !strings.Contains(page, "Revoked grant #"+gid) {
+		t.Fatalf("revoke: %d\n%s", status, page)
+	}
+	if strings.Contains(page, `id="grant-`+gid+`"`) {
+		t.Errorf("revoked grant still listed")
+	}
+	g, err := app.Grants.Get(context.Background(), *got.GrantID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Active || g.RevokedAt == nil || g.RevokeReason == nil || *g.RevokeReason != "revoked" {
+		t.Errorf("grant after revoke: active %v revoked_at %v reason %v", g.Active, g.RevokedAt, g.RevokeReason)
+	}
+
+	status, page = postForm(t, c, srv.URL+"/web/revoke", url.Values{"id": {gid}, "csrf": {tok}}, nil)
+	if status != http.StatusOK || !strings.Contains(page, "already revoked") {
+		t.Errorf("second revoke: %d, want the already-revoked flash", status)
+	}
+}
+
+func TestWeb_AlreadyDecided(t *testing.T) {
+	app := newWebApp(t, nil)
+	srv, c := webServer(t, app)
+	r := apiRequest(t, srv.URL, fsWrite("/home/u/a.txt"))
+	tok := csrfOf(t, getPage(t, c, srv.URL))
+	if _, err := app.Service.Decide(context.Background(), r.ID, approvals.AllowOnce,
+		approvals.Actor{Channel: "telegram", ID: "42", Name: "Roberto"}); err != nil {
+		t.Fatal(err)
+	}
+	_, page := postForm(t, c, srv.URL+"/web/decide", url.Values{"id": {r.ID}, "decision": {"deny"}, "csrf": {tok}}, nil)
+	if !strings.Contains(page, "Already decided: allowed by telegram:Roberto at ") {
+		t.Errorf("no already-decided flash:\n%s", page)
+	}
+	if got := apiGet(t, srv.URL, r.ID); got.Status != approvals.StatusAllowed {
+		t.Errorf("status = %s, want allowed (the first decision wins)", got.Status)
+	}
+}
+
+func TestWeb_AllowAlwaysRefusedForCodeExec(t *testing.T) {
+	app := newWebApp(t, nil)
+	srv, c := webServer(t, app)
+	r := apiRequest(t, srv.URL, codeExec("make test"))
+	tok := csrfOf(t, getPage(t, c, srv.URL))
+	_, page := postForm(t, c, srv.URL+"/web/decide",
+		url.Values{"id": {r.ID}, "decision": {"allow_always"}, "csrf": {tok}}, nil)
+	if !strings.Contains(page, "Allow always refused") || !strings.Contains(page, "code:exec needs approval every time") {
+		t.Errorf("no refusal flash:\n%s", page)
+	}
+	if got := apiGet(t, srv.URL, r.ID); got.Status != approvals.StatusPending {
+		t.Errorf("status = %s, want pending", got.Status)
+	}
+}
+
+func TestWeb_CSRF(t *testing.T) {
+	app := newWebApp(t, nil)
+	srv, c := webServer(t, app)
+	r := apiRequest(t, srv.URL, fsWrite("/home/u/a.txt"))
+	tok := csrfOf(t, getPage(t, c, srv.URL))
+
+	for _, tc := range []struct {
+		name string
+		csrf string
+		hdr  map[string]string
+	}{
+		{"no token", "", nil},
+		{"wrong token", tok[:len(tok)-2] + "xx", nil},
+		{"other site's origin", tok, map[string]string{"Origin": "https://evil.example"}},
+		{"null origin", tok, map[string]string{"Origin": "null"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			form := url.Values{"id": {r.ID}, "decision": {"allow_once"}}
+			if tc.csrf != "" {
+				form.Set("csrf", tc.csrf)
+			}
+			status, body := postForm(t, c, srv.URL+"/web/decide", form, tc.hdr)
+			if status != http.StatusForbidden {
+				t.Errorf("status %d, want 403", status)
+			}
+			if !strings.Contains(body, "nothing changed") {
+				t.Errorf("403 body does not explain:\n%s", body)
+			}
+			if got := apiGet(t, srv.URL, r.ID); got.Status != approvals.StatusPending {
+				t.Fatalf("status = %s after a refused POST, want pending", got.Status)
+			}
+		})
+	}
+	t.Run("no cookie", func(t *testing.T) {
+		status, _ := postForm(t, http.DefaultClient, srv.URL+"/web/decide",
+			url.Values{"id": {r.ID}, "decision": {"allow_once"}, "csrf": {tok}}, nil)
+		if status != http.StatusForbidden {
+			t.Errorf("status %d, want 403", status)
+		}
+	})
+	t.Run("revoke without token", func(t *testing.T) {
+		status, _ := postForm(t, c, srv.URL+"/web/revoke", url.Values{"id": {"1"}}, nil)
+		if status != http.StatusForbidden {
+			t.Errorf("status %d, want 403", status)
+		}
+	})
+	t.Run("same origin passes", func(t *testing.T) {
+		status, page := postForm(t, c, srv.URL+"/web/decide",
+			url.Values{"id": {r.ID}, "decision": {"allow_once"}, "csrf": {tok}}, map[string]string{"Origin": srv.URL})
+		if status != http.StatusOK || !strings.Contains(page, "Allowed once by owner") {
+			t.Errorf("status %d, page:\n%s", status, page)
+		}
+	})
+}
+
+func TestWeb_TargetEscaped(t *testing.T) {
+	app := newWebApp(t, nil)
+	srv, c := webServer(t, app)
+	evil := `/home/u/<script>alert(1)</script>"'&.txt`
+	apiRequest(t, srv.URL, map[string]any{"capability": "fs:write", "target": evil,
+		"intent": `<img src=x onerror=alert(2)>`, "executor": "saver"})
+	page := getPage(t, c, srv.URL)
+	for _, bad := range []string{"<script>alert(1)", "<img src=x"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page contains unescaped %q", bad)
+		}
+	}
+	if !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Errorf("escaped target not shown:\n%s", page)
+	}
+}
+
+// serve runs one request through the handler, as from remoteAddr.
+func serve(app *gateway.App, r *http.Request, remoteAddr string) *httptest.ResponseRecorder {
+	r.RemoteAddr = remoteAddr
+	rec := httptest.NewRecorder()
+	app.Server.Handler().ServeHTTP(rec, r)
+	return rec
+}
+
+func TestWeb_RemoteRefusedWithoutAdminToken(t *testing.T) {
+	app := newWebApp(t, nil)
+	const remote = "203.0.113.9:1234"
+	for _, tc := range []struct {
+		name   string
+		req    func() *http.Request
+		remote string
+	}{
+		{"GET / from afar", func() *http.Request { return httptest.NewRequest("GET", "http://gw.example/", nil) }, remote},
+		{"POST decide from afar", func() *http.Request {
+			r := httptest.NewRequest("POST", "http://gw.example/web/decide", strings.NewReader("id=x&decision=deny"))
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			return r
+		}, remote},
+		{"GET /login from afar", func() *http.Request { return httptest.NewRequest("GET", "http://gw.example/login", nil) }, remote},
+		{"loopback via a proxy for a remote client", func() *http.Request {
+			r := httptest.NewRequest("GET", "http://127.0.0.1:8080/", nil)
+			r.Header.Set("X-Forwarded-For", "198.51.100.7, 127.0.0.1")
+			return r
+		}, "127.0.0.1:5555"},
+		{"loopback with Forwarded for elsewhere", func() *http.Request {
+			r := httptest.NewRequest("GET", "http://127.0.0.1:8080/", nil)
+			r.Header.Set("Forwarded", `for="[2001:db8::1]:4711";proto=https`)
+			return r
+		}, "[::1]:5555"},
+		{"loopback with a foreign Host (DNS rebinding)", func() *http.Request {
+			return httptest.NewRequest("GET", "http://rebind.evil.example:8080/", nil)
+		}, "127.0.0.1:5555"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := serve(app, tc.req(), tc.remote)
+			if rec.Code != http.StatusForbidden {
+				t.Fatalf("status %d, want 403; body:\n%s", rec.Code, rec.Body)
+			}
+			if !strings.Contains(rec.Body.String(), "own machine") {
+				t.Errorf("no plain explanation:\n%s", rec.Body)
+			}
+		})
+	}
+	t.Run("loopback is let in", func(t *testing.T) {
+		for _, host := range []string{"127.0.0.1:8080", "localhost:8080", "[::1]:8080"} {
+			r := httptest.NewRequest("GET", "http://"+host+"/", nil)
+			r.Header.Set("X-Forwarded-For", "127.0.0.1")
+			if rec := serve(app, r, "127.0.0.1:5555"); rec.Code != http.StatusOK {
+				t.Errorf("Host %s: status %d, want 200", host, rec.Code)
+			}
+		}
+	})
+}
+
+// cookieJar keeps a handler-level test's cookies between requests.
+type cookieJar map[string]*http.Cookie
+
+func (j cookieJar) add(rec *httptest.ResponseRecorder) {
+	for _, c := range rec.Result().Cookies() {
+		if c.MaxAge < 0 {
+			delete(j, c.Name)
+		} else {
+			j[c.Name] = c
+		}
+	}
+}
+
+func (j cookieJar) on(r *http.Request) *http.Request {
+	for _, c := range j {
+		r.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+	}
+	return r
+}
+
+func TestWeb_RemoteLogin(t *testing.T) {
+	const adminToken = "correct-horse-battery-staple-0123456789"
+	app := newWebApp(t, func(c *config.Config) {
+		c.Web.AdminTokenEnv, c.Web.AdminToken = "GATEWAY_WEB_TOKEN", adminToken
+	})
+	const remote = "203.0.113.9:1234"
+	const base = "http://gw.example"
+	jar := cookieJar{}
+	do := func(r *http.Request) *httptest.ResponseRecorder {
+		rec := serve(app, jar.on(r), remote)
+		jar.add(rec)
+		return rec
+	}
+	form := func(path string, v url.Values) *http.Request {
+		r := httptest.NewRequest("POST", base+path, strings.NewReader(v.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.Header.Set("Origin", base)
+		return r
+	}
+
+	rec := do(httptest.NewRequest("GET", base+"/", nil))
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/login" {
+		t.Fatalf("GET / before login: %d to %q, want 303 to /login", rec.Code, rec.Header().Get("Location"))
+	}
+	rec = do(httptest.NewRequest("GET", base+"/login", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /login: %d", rec.Code)
+	}
+	tok := csrfOf(t, rec.Body.String())
+
+	t.Run("wrong token fails", func(t *testing.T) {
+		rec := do(form("/login", url.Values{"token": {"guess"}, "csrf": {tok}}))
+		if rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "Wrong token") {
+			t.Fatalf("wrong token: %d\n%s", rec.Code, rec.Body)
+		}
+		if _, ok := jar["gw_session"]; ok {
+			t.Fatal("a wrong token got a session")
+		}
+		if rec := do(httptest.NewRequest("GET", base+"/", nil)); rec.Code != http.StatusSeeOther {
+			t.Fatalf("GET / after a failed login: %d, want 303 to /login", rec.Code)
+		}
+	})
+	t.Run("login without csrf is refused", func(t *testing.T) {
+		r := httptest.NewRequest("POST", base+"/login", strings.NewReader("token="+adminToken))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if rec := serve(app, r, remote); rec.Code != http.StatusForbidden {
+			t.Fatalf("status %d, want 403", rec.Code)
+		}
+	})
+
+	rec = do(form("/login", url.Values{"token": {adminToken}, "csrf": {tok}}))
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/" {
+		t.Fatalf("right token: %d to %q\n%s", rec.Code, rec.Header().Get("Location"), rec.Body)
+	}
+	sess := jar["gw_session"]
+	if sess == nil || !sess.HttpOnly || sess.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("session cookie %+v, want HttpOnly SameSite=Strict", sess)
+	}
+	if strings.Contains(sess.Value, adminToken) {
+		t.Fatal("the session cookie carries the admin token")
+	}
+	rec = do(httptest.NewRequest("GET", base+"/", nil))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "Log out") {
+		t.Fatalf("GET / after login: %d\n%s", rec.Code, rec.Body)
+	}
+
+	t.Run("a logged-in decision is by web:owner (admin)", func(t *testing.T) {
+		r, _, err := app.Service.Submit(context.Background(), approvals.Submission{
+			Profile: app.Server.AgentByID("a1").Profile(), Capability: "fs:write", Target: "/home/u/x",
+			Channel: "web", SenderID: "owner"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := do(form("/web/decide", url.Values{"id": {r.ID}, "decision": {"deny"}, "csrf": {tok}}))
+		if rec.Code != http.StatusSeeOther {
+			t.Fatalf("decide: %d\n%s", rec.Code, rec.Body)
+		}
+		got, _ := app.Service.Get(context.Background(), r.ID)
+		if got.Status != approvals.StatusDenied || got.DecidedBy != "web:owner (admin)" {
+			t.Errorf("after deny: %s by %q", got.Status, got.DecidedBy)
+		}
+	})
+	t.Run("a forged session is refused", func(t *testing.T) {
+		r := httptest.NewRequest("GET", base+"/", nil)
+		r.AddCookie(&http.Cookie{Name: "gw_session", Value: "abc.99999999999.AAAA"})
+		if rec := serve(app, r, remote); rec.Code != http.StatusSeeOther {
+			t.Errorf("forged session: %d, want 303 to /login", rec.Code)
+		}
+	})
+	t.Run("logout ends the session, also for a copy of the cookie", func(t *testing.T) {
+		stolen := *jar["gw_session"]
+		rec := do(form("/logout", url.Values{"csrf": {tok}}))
+		if rec.Code != http.StatusSeeOther {
+			t.Fatalf("logout: %d", rec.Code)
+		}
+		r := httptest.NewRequest("GET", base+"/", nil)
+		r.AddCookie(&stolen)
+		if rec := serve(app, r, remote); rec.Code != http.StatusSeeOther {
+			t.Errorf("GET / with the logged-out cookie: %d, want 303 to /login", rec.Code)
+		}
+	})
+}
+
+func TestWeb_LoginLockout(t *testing.T) {
+	app := newWebApp(t, func(c *config.Config) { c.Web.AdminToken = "the-right-token-0123456789abcdef" })
+	jar := cookieJar{}
+	rec := serve(app, httptest.NewRequest("GET", "http://gw.example/login", nil), "203.0.113.9:1")
+	jar.add(rec)
+	tok := csrfOf(t, rec.Body.String())
+	last := 0
+	for i := 0; i < 12; i++ {
+		r := httptest.NewRequest("POST", "http://gw.example/login",
+			strings.NewReader(url.Values{"token": {fmt.Sprint("guess", i)}, "csrf": {tok}}.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		last = serve(app, jar.on(r), "203.0.113.9:1").Code
+	}
+	if last != http.StatusTooManyRequests {
+		t.Errorf("after 12 wrong tokens: %d, want 429", last)
+	}
+}
+
+func TestWeb_DoubleTap(t *testing.T) {
+	app := newWebApp(t, nil)
+	srv, c := webServer(t, app)
+	r := apiRequest(t, srv.URL, fsWrite("/home/u/a.txt"))
+	tok := csrfOf(t, getPage(t, c, srv.URL))
+	form := url.Values{"id": {r.ID}, "decision": {"deny"}, "csrf": {tok}}
+	postForm(t, c, srv.URL+"/web/decide", form, nil)
+	_, page := postForm(t, c, srv.URL+"/web/decide", form, nil)
+	if !strings.Contains(page, `class="flash ok"`) || !strings.Contains(page, "Denied by owner") {
+		t.Errorf("the same button twice should read as done, not as a conflict:\n%s", page)
+	}
+}

@@ -1,0 +1,414 @@
+// Package hooks turns a Claude Code PreToolUse hook event into the
+// approval request the gateway is asked about, and the gateway's answer
+// into the JSON Claude Code reads back (SPEC §9). It does no I/O: the
+// `gateway hook claude-code` command and the POST /v1/hooks/claude-code
+// endpoint both do the asking and use this package on either side of it.
+//
+// The mapping of tools to capabilities and targets:
+//
+//	Bash                              code:exec     the command
+//	Write, Edit, MultiEdit            fs:write      tool_input.file_path
+//	NotebookEdit                      fs:write      tool_input.notebook_path
+//	Read                              fs:read       tool_input.file_path
+//	Glob                              fs:read       the directory searched: path (else cwd)
+//	                                                joined with the pattern's fixed leading dirs
+//	Grep                              fs:read       tool_input.path, else cwd
+//	WebFetch                          network:http  the host of tool_input.url
+//	any other tool, mcp__server__tool [hooks.claude_code.tools], else unknown_tool
+//
+// Relative paths are resolved against the event's cwd. WebSearch has no
+// built-in mapping on purpose: the search runs at the model provider, so
+// there is no host the agent chose for network:http to key a grant on; map
+// it in the config (to llm:online, say) to route it through the gateway.
+//
+// An exact entry in [hooks.claude_code.tools] overrides the built-in
+// mapping of that tool; an entry with a glob ("mcp__gmail__*") applies
+// only to tools that have no built-in mapping and no exact entry.
+package hooks
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/metnos/gateway/policy"
+)
+
+// EventName is the only hook event this package answers.
+const EventName = "PreToolUse"
+
+// Executor is the executor name of every request the hook makes, so the
+// card, the vaglio log and rules can tell Claude Code's calls apart.
+const Executor = "claude-code"
+
+// MaxEventBytes bounds a PreToolUse event. It is far above the API's
+// 64 KiB body limit because a Write event carries the whole file it
+// writes; only a few small fields of it are kept.
+const MaxEventBytes = 8 << 20
+
+// The permission decisions Claude Code understands.
+const (
+	Allow = "allow" // run the tool without asking
+	Deny  = "deny"  // do not run it; the reason is shown to Claude
+	Ask   = "ask"   // show the normal local permission prompt
+)
+
+// Event is a Claude Code PreToolUse hook input (the JSON on the hook's
+// stdin, or the body of an http hook). Unknown fields are ignored: Claude
+// Code adds fields over time.
+type Event struct {
+	SessionID      string         `json:"session_id"`
+	TranscriptPath string         `json:"transcript_path,omitempty"`
+	Cwd            string         `json:"cwd"`
+	PermissionMode string         `json:"permission_mode,omitempty"`
+	HookEventName  string         `json:"hook_event_name"`
+	ToolName       string         `json:"tool_name"`
+	ToolInput      map[string]any `json:"tool_input"`
+	ToolUseID      string         `json:"tool_use_id"`
+}
+
+// ErrBadEvent is wrapped by every error about the event itself: not JSON,
+// too big, not a PreToolUse event, a tool input without the field its
+// mapping needs.
+var ErrBadEvent = errors.New("bad PreToolUse event")
+
+// UnknownToolError says a tool has neither a built-in mapping nor an entry
+// in [hooks.claude_code.tools].
+type UnknownToolError struct{ Tool string }
+
+func (e *UnknownToolError) Error() string {
+	return fmt.Sprintf("tool %s has no capability mapping; add it to [hooks.claude_code.tools]", e.Tool)
+}
+
+// Decode reads one event of at most MaxEventBytes.
+func Decode(r io.Reader) (Event, error) {
+	var ev Event
+	b, err := io.ReadAll(io.LimitReader(r, MaxEventBytes+1))
+	if err != nil {
+		return ev, fmt.Errorf("%w: read: %v", ErrBadEvent, err)
+	}
+	if len(b) > MaxEventBytes {
+		return ev, fmt.Errorf("%w: over %d bytes", ErrBadEvent, MaxEventBytes)
+	}
+	if err := json.Unmarshal(b, &ev); err != nil {
+		return ev, fmt.Errorf("%w: %v", ErrBadEvent, err)
+	}
+	if ev.HookEventName != "" && ev.HookEventName != EventName {
+		return ev, fmt.Errorf("%w: hook_event_name is %q; only %s is supported", ErrBadEvent, ev.HookEventName, EventName)
+	}
+	if ev.ToolName == "" {
+		return ev, fmt.Errorf("%w: no tool_name", ErrBadEvent)
+	}
+	return ev, nil
+}
+
+// Call is the approval request an event becomes: the fields of a POST
+// /v1/requests body that the hook fills.
+type Call struct {
+	CallID     string // the tool_use_id: asking twice about one tool call finds the same request
+	Capability string
+	Target     string
+	Intent     string
+	Executor   string
+	Summary    string
+	Args       map[string]any // the fields the guard should see (values never stored)
+}
+
+// Map returns the call to ask the gateway about. tools is
+// [hooks.claude_code.tools]. A tool with no mapping gives an
+// *UnknownToolError; an input without the field its mapping needs gives an
+// error wrapping ErrBadEvent.
+func Map(ev Event, tools map[string]string) (Call, error) {
+	c := Call{CallID: ev.ToolUseID, Executor: Executor}
+	capability, fromConfig := tools[ev.ToolName]
+	var err error
+	switch {
+	case fromConfig:
+		err = mapConfigured(&c, ev, capability)
+	case builtin[ev.ToolName] != nil:
+		err = builtin[ev.ToolName](&c, ev)
+	default:
+		capability, fromConfig = globMatch(tools, ev.ToolName)
+		if !fromConfig {
+			return Call{}, &UnknownToolError{Tool: ev.ToolName}
+		}
+		err = mapConfigured(&c, ev, capability)
+	}
+	if err != nil {
+		return Call{}, err
+	}
+	if c.Intent == "" {
+		c.Intent = strings.TrimSpace(ev.ToolName + " " + c.Target)
+	}
+	c.Summary = "Claude Code · " + ev.ToolName
+	if ev.Cwd != "" {
+		c.Summary += " in " + ev.Cwd
+	}
+	return c, nil
+}
+
+// builtin maps the tools SPEC §9 names.
+var builtin = map[string]func(*Call, Event) error{
+	"Bash": func(c *Call, ev Event) error {
+		cmd, err := required(ev, "command")
+		if err != nil {
+			return err
+		}
+		c.Capability, c.Target = "code:exec", cmd
+		c.Intent = str(ev.ToolInput, "description")
+		c.Args = pick(ev.ToolInput, "command")
+		return nil
+	},
+	"Write":        filePath("fs:write", "file_path"),
+	"Edit":         filePath("fs:write", "file_path"),
+	"MultiEdit":    filePath("fs:write", "file_path"),
+	"NotebookEdit": filePath("fs:write", "notebook_path"),
+	"Read":         filePath("fs:read", "file_path"),
+	"Glob": func(c *Call, ev Event) error {
+		base := orCwd(ev, "path")
+		pattern := str(ev.ToolInput, "pattern")
+		dir := fixedDir(pattern)
+		switch {
+		case path.IsAbs(dir):
+			base = dir
+		case dir != "" && base != "":
+			base = path.Join(base, dir)
+		}
+		if base == "" {
+			return fmt.Errorf("%w: Glob: no path, no absolute pattern and no cwd", ErrBadEvent)
+		}
+		c.Capability, c.Target = "fs:read", base
+		c.Args = pick(ev.ToolInput, "path", "pattern")
+		return nil
+	},
+	"Grep": func(c *Call, ev Event) error {
+		p := orCwd(ev, "path")
+		if p == "" {
+			return fmt.Errorf("%w: Grep: no path and no cwd", ErrBadEvent)
+		}
+		// The pattern is a regular expression, not a path: searching for
+		// "\.ssh" reads nothing under .ssh, so the guard does not see it.
+		c.Capability, c.Target = "fs:read", p
+		c.Args = pick(ev.ToolInput, "path", "glob")
+		return nil
+	},
+	"WebFetch": func(c *Call, ev Event) error {
+		raw, err := required(ev, "url")
+		if err != nil {
+			return err
+		}
+		host := hostOf(raw)
+		if host == "" {
+			return fmt.Errorf("%w: WebFetch: no host in tool_input.url", ErrBadEvent)
+		}
+		c.Capability, c.Target = "network:http", host
+		c.Intent = "WebFetch " + strip(raw)
+		c.Args = pick(ev.ToolInput, "url")
+		return nil
+	},
+}
+
+// filePath maps a tool whose target is one path field.
+func filePath(capability, field string) func(*Call, Event) error {
+	return func(c *Call, ev Event) error {
+		p, err := required(ev, field)
+		if err != nil {
+			return err
+		}
+		c.Capability, c.Target = capability, resolve(ev.Cwd, p)
+		c.Args = pick(ev.ToolInput, field)
+		return nil
+	}
+}
+
+// Fields a configured tool's target is taken from, by target kind, first
+// present wins.
+var (
+	pathFields  = []string{"file_path", "path", "notebook_path", "filename", "file", "directory", "dir"}
+	hostFields  = []string{"url", "uri", "host", "hostname", "domain"}
+	exactFields = []string{"to", "recipient", "recipients", "channel", "channel_id", "command", "url", "path", "file_path", "query", "id", "name"}
+)
+
+// mapConfigured maps a tool named in [hooks.claude_code.tools]. The whole
+// tool input goes in args: the gateway cannot know which fields of an MCP
+// tool are paths, so the guard looks at all of them.
+func mapConfigured(c *Call, ev Event, capability string) error {
+	cp, err := policy.Lookup(capability)
+	if err != nil {
+		return fmt.Errorf("hooks.claude_code.tools.%s: %w", ev.ToolName, err)
+	}
+	c.Capability, c.Args = cp.Name, ev.ToolInput
+	switch cp.TargetKind {
+	case policy.KindNone:
+	case policy.KindPathGlob:
+		c.Target = resolve(ev.Cwd, first(ev.ToolInput, pathFields))
+		if c.Target == "" {
+			c.Target = ev.Cwd
+		}
+	case policy.KindHost:
+		c.Target = hostOf(first(ev.ToolInput, hostFields))
+		if c.Target == "" {
+			return fmt.Errorf("%w: %s maps to %s but its input has no %s to take the host from",
+				ErrBadEvent, ev.ToolName, cp.Name, strings.Join(hostFields, ", "))
+		}
+	default:
+		c.Target = first(ev.ToolInput, exactFields)
+		if c.Target == "" {
+			c.Target = ev.ToolName
+		}
+	}
+	if c.Target == "" && cp.TargetKind != policy.KindNone {
+		return fmt.Errorf("%w: %s: no target in its input and no cwd", ErrBadEvent, ev.ToolName)
+	}
+	return nil
+}
+
+// globMatch finds the configured glob entry for a tool: the longest
+// matching pattern wins, then the first in sorted order.
+func globMatch(tools map[string]string, tool string) (string, bool) {
+	var pats []string
+	for p := range tools {
+		if strings.ContainsAny(p, "*?[") {
+			if ok, err := path.Match(p, tool); err == nil && ok {
+				pats = append(pats, p)
+			}
+		}
+	}
+	if len(pats) == 0 {
+		return "", false
+	}
+	sort.Slice(pats, func(i, j int) bool {
+		if len(pats[i]) != len(pats[j]) {
+			return len(pats[i]) > len(pats[j])
+		}
+		return pats[i] < pats[j]
+	})
+	return tools[pats[0]], true
+}
+
+func str(m map[string]any, k string) string {
+	s, _ := m[k].(string)
+	return s
+}
+
+func required(ev Event, field string) (string, error) {
+	s := str(ev.ToolInput, field)
+	if strings.TrimSpace(s) == "" {
+		return "", fmt.Errorf("%w: %s: tool_input.%s is missing or empty", ErrBadEvent, ev.ToolName, field)
+	}
+	return s, nil
+}
+
+// first returns the first of fields that holds a string, or a list of
+// strings (joined with ", ").
+func first(m map[string]any, fields []string) string {
+	for _, f := range fields {
+		switch v := m[f].(type) {
+		case string:
+			if v != "" {
+				return v
+			}
+		case []any:
+			var parts []string
+			for _, x := range v {
+				if s, ok := x.(string); ok && s != "" {
+					parts = append(parts, s)
+				}
+			}
+			if len(parts) > 0 {
+				return strings.Join(parts, ", ")
+			}
+		}
+	}
+	return ""
+}
+
+// pick copies the named string fields of the tool input into args.
+func pick(m map[string]any, fields ...string) map[string]any {
+	out := map[string]any{}
+	for _, f := range fields {
+		if s, ok := m[f].(string); ok {
+			out[f] = s
+		}
+	}
+	return out
+}
+
+// resolve makes p absolute against cwd and cleans it. "~" paths are left
+// for the gateway, which knows what home means.
+func resolve(cwd, p string) string {
+	switch {
+	case p == "":
+		return ""
+	case path.IsAbs(p), p == "~", strings.HasPrefix(p, "~/"):
+		return path.Clean(p)
+	case cwd == "":
+		return path.Clean(p)
+	}
+	return path.Join(cwd, p)
+}
+
+// orCwd is the path in field, resolved, or the cwd when there is none.
+func orCwd(ev Event, field string) string {
+	if p := resolve(ev.Cwd, str(ev.ToolInput, field)); p != "" {
+		return p
+	}
+	if ev.Cwd == "" {
+		return ""
+	}
+	return path.Clean(ev.Cwd)
+}
+
+// fixedDir is the leading directories of a glob pattern before the first
+// element with a wildcard: "src/**/*.go" → "src", "/etc/*.conf" → "/etc",
+// "*.go" → "".
+func fixedDir(pattern string) string {
+	if pattern == "" {
+		return ""
+	}
+	elems := strings.Split(pattern, "/")
+	var keep []string
+	for i, e := range elems {
+		if strings.ContainsAny(e, "*?[{") || i == len(elems)-1 {
+			break
+		}
+		keep = append(keep, e)
+	}
+	dir := strings.Join(keep, "/")
+	if strings.HasPrefix(pattern, "/") && dir == "" {
+		return "/"
+	}
+	return dir
+}
+
+// hostOf returns the lower-case host of a URL or host[:port].
+func hostOf(raw string) string {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return ""
+	}
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Hostname())
+}
+
+// strip drops the query and fragment of a URL (they may hold tokens) so it
+// can be shown on a card.
+func strip(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return hostOf(raw)
+	}
+	u.RawQuery, u.Fragment, u.User = "", "", nil
+	return u.String()
+}
