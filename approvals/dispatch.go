@@ -24,9 +24,10 @@ type dueCard struct {
 	requestID string
 	ref       sql.NullString
 	attempts  int
+	gen       int64
 }
 
-const selectDueCards = `SELECT c.request_id, c.ref, c.attempts FROM cards c
+const selectDueCards = `SELECT c.request_id, c.ref, c.attempts, c.gen FROM cards c
 WHERE c.channel = $1 AND c.next_at <= $2 ORDER BY c.next_at LIMIT 50`
 
 // dispatch drives every card of one messenger to show its request's status:
@@ -61,7 +62,7 @@ func (s *Service) dispatchOnce(ctx context.Context, n Notifier) time.Duration {
 		var due []dueCard
 		for rows.Next() {
 			var c dueCard
-			if err := rows.Scan(&c.requestID, &c.ref, &c.attempts); err == nil {
+			if err := rows.Scan(&c.requestID, &c.ref, &c.attempts, &c.gen); err == nil {
 				due = append(due, c)
 			}
 		}
@@ -124,19 +125,22 @@ func (s *Service) sendCard(ctx context.Context, n Notifier, c dueCard) (time.Dur
 		s.log.Warn("card send failed; will retry", "channel", n.Name(), "request_id", r.ID,
 			"attempt", c.attempts+1, "retry_in", wait.String(), "err", err)
 		_, _ = s.db.ExecContext(ctx, `UPDATE cards SET attempts = attempts + 1, next_at = $1, last_error = $2
-			WHERE request_id = $3 AND channel = $4`, storage.FormatTime(s.now().Add(wait)), truncate(err.Error(), 500),
-			r.ID, n.Name())
+			WHERE request_id = $3 AND channel = $4 AND gen = $5`, storage.FormatTime(s.now().Add(wait)),
+			truncate(err.Error(), 500), r.ID, n.Name(), c.gen)
 		if hinted {
 			return ra.RetryAfter(), true
 		}
 		return 0, true
 	}
-	// In sync unless the request changed while we were sending: then due now.
-	_, err = s.db.ExecContext(ctx, `UPDATE cards SET ref = $1, shown_status = $2, attempts = 0, last_error = '',
-		next_at = CASE WHEN (SELECT status FROM requests WHERE id = $3) = $2 THEN $4 ELSE $5 END
-		WHERE request_id = $3 AND channel = $6`,
+	// In sync unless the request changed while we were sending: then due
+	// now. Recorded even when shutdown began meanwhile (the message exists;
+	// losing its id would post it twice after a restart), and not over a
+	// reset made meanwhile (gen changed: a fresh post is wanted).
+	_, err = s.db.ExecContext(context.WithoutCancel(ctx), `UPDATE cards SET ref = $1, shown_status = $2, attempts = 0,
+		last_error = '', next_at = CASE WHEN (SELECT status FROM requests WHERE id = $3) = $2 THEN $4 ELSE $5 END
+		WHERE request_id = $3 AND channel = $6 AND gen = $7`,
 		sql.NullString{String: ref, Valid: ref != ""}, string(r.Status), r.ID, farFuture,
-		storage.FormatTime(s.now()), n.Name())
+		storage.FormatTime(s.now()), n.Name(), c.gen)
 	if err != nil {
 		s.log.Error("cards: record send", "channel", n.Name(), "request_id", r.ID, "err", err)
 	}

@@ -362,7 +362,6 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision, by Actor) (
 func (s *Service) Cancel(ctx context.Context, id, agent string) (Request, error) {
 	now := s.now().UTC().Truncate(time.Microsecond)
 	var r Request
-	var expired bool
 	err := s.db.InTx(ctx, func(sqltx *sql.Tx) error {
 		tx := s.db.Tx(sqltx)
 		var err error
@@ -372,22 +371,12 @@ func (s *Service) Cancel(ctx context.Context, id, agent string) (Request, error)
 		if r.Status.Finished() {
 			return &AlreadyDecidedError{Request: r}
 		}
-		if !now.Before(r.ExpiresAt) { // its time ran out first, as in Decide
-			if err := s.finishTx(ctx, tx, &r, StatusExpired, nil, "timeout", now, storage.AuditExpired, nil); err != nil {
-				return err
-			}
-			expired = true
-			return nil
-		}
 		return s.finishTx(ctx, tx, &r, StatusCancelled, nil, "agent:"+agent, now, storage.AuditCancelled, nil)
 	})
 	if err != nil {
 		return Request{}, fmt.Errorf("cancel request %s: %w", id, err)
 	}
 	s.finished(r)
-	if expired {
-		return Request{}, fmt.Errorf("cancel request %s: %w", id, &AlreadyDecidedError{Request: r})
-	}
 	return r, nil
 }
 
@@ -570,7 +559,8 @@ func (s *Service) Resend(ctx context.Context, channel string) (int, error) {
 	now := storage.FormatTime(s.now())
 	res, err := s.db.ExecContext(ctx, `INSERT INTO cards (request_id, channel, next_at)
 		SELECT id, $1, $2 FROM requests WHERE status = 'pending'
-		ON CONFLICT (request_id, channel) DO UPDATE SET ref = NULL, shown_status = NULL, next_at = $2, attempts = 0`,
+		ON CONFLICT (request_id, channel) DO UPDATE SET ref = NULL, shown_status = NULL, next_at = $2, attempts = 0,
+		gen = cards.gen + 1`,
 		channel, now)
 	if err != nil {
 		return 0, err

@@ -75,11 +75,11 @@ done
 
 case $status in
 allowed)
-	echo "allowed $(printf '%s' "$r" | jq -r 'if (.decided_by // "") != "" then "by " + .decided_by else .reason end'); running: $cmd" >&2
+	echo "allowed $(printf '%s' "$r" | jq -r 'if (.decided_by // "") != "" and .decided_by != "policy" then "by " + .decided_by else .reason end'); running: $cmd" >&2
 	exec sh -c "$cmd"
 	;;
 *)
-	echo "$status: $(printf '%s' "$r" | jq -r 'if (.decided_by // "") != "" then "by " + .decided_by else .reason end')" >&2
+	echo "$status: $(printf '%s' "$r" | jq -r 'if (.decided_by // "") != "" and .decided_by != "policy" then "by " + .decided_by else .reason end')" >&2
 	note=$(printf '%s' "$r" | jq -r '.note // ""')
 	[ -z "$note" ] || echo "note from the owner: $note" >&2
 	exit 1

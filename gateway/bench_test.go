@@ -9,7 +9,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -269,62 +272,70 @@ func benchPending(b *testing.B, g *e2eGateway, n int, prefix string) []approvals
 	return out
 }
 
-// BenchmarkDecisionToWaiter_LongPoll: with 1,000 pending requests, each
-// iteration has an agent long-polling GET /v1/requests/{id}?wait=… and
-// measures from the Decide commit to the agent reading the answer.
+// BenchmarkDecisionToWaiter_LongPoll: 1,000 pending requests, each with an
+// agent long-polling GET /v1/requests/{id}?wait=…; every iteration decides
+// one and measures until its agent has read the answer. The clock starts
+// before the Decide call, so the figure includes the commit itself.
 func BenchmarkDecisionToWaiter_LongPoll(b *testing.B) {
 	g := startE2E(b, e2eOptions{})
-	client := benchClient()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1000}}
 	defer client.CloseIdleConnections()
-	pending := benchPending(b, g, 1000, "lp")
+	const batch = 1000
+	type parked struct {
+		r   approvals.Request
+		got chan time.Time
+	}
+	park := func(prefix string) []parked {
+		out := make([]parked, 0, batch)
+		for _, r := range benchPending(b, g, batch, prefix) {
+			p := parked{r: r, got: make(chan time.Time, 1)}
+			go func() {
+				req, _ := http.NewRequest(http.MethodGet, g.URL+"/v1/requests/"+r.ID+"?wait=5m", nil)
+				req.Header.Set("Authorization", "Bearer "+tokBench)
+				resp, err := client.Do(req)
+				if err != nil {
+					p.got <- time.Time{}
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				p.got <- time.Now()
+			}()
+			out = append(out, p)
+		}
+		time.Sleep(500 * time.Millisecond) // let every long-poll park
+		return out
+	}
+	waiting := park("lp")
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := range b.N {
-		if i%len(pending) == 0 && i > 0 {
+		if i > 0 && i%batch == 0 {
 			b.StopTimer()
-			pending = benchPending(b, g, 1000, fmt.Sprintf("lp%d", i))
+			waiting = park(fmt.Sprint("lp", i))
 			b.StartTimer()
 		}
-		r := pending[i%len(pending)]
-		got := make(chan time.Time, 1)
-		started := make(chan struct{})
-		go func() {
-			req, _ := http.NewRequest(http.MethodGet, g.URL+"/v1/requests/"+r.ID+"?wait=30s", nil)
-			req.Header.Set("Authorization", "Bearer "+tokBench)
-			close(started)
-			resp, err := client.Do(req)
-			if err != nil {
-				got <- time.Time{}
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			got <- time.Now()
-		}()
-		<-started
-		waitForWaiter(g, r.ID)
-		t0 := time.Now() // conservative: the clock starts before the commit
-		if _, err := g.App.Service.Decide(context.Background(), r.ID, approvals.AllowOnce,
+		p := waiting[i%batch]
+		t0 := time.Now()
+		if _, err := g.App.Service.Decide(context.Background(), p.r.ID, approvals.AllowOnce,
 			approvals.Actor{Channel: "web", ID: "bench"}); err != nil {
 			b.Fatalf("decide: %v", err)
 		}
-		at := <-got
+		at := <-p.got
 		if at.IsZero() {
 			b.Fatal("long-poll failed")
 		}
 		lat = append(lat, at.Sub(t0))
 	}
 	b.StopTimer()
+	// Answer the long-polls left parked, so the server stops promptly.
+	if rest := b.N % batch; rest != 0 {
+		for _, p := range waiting[rest:] {
+			_, _ = g.App.Service.Decide(context.Background(), p.r.ID, approvals.Deny, approvals.Actor{Channel: "web", ID: "bench"})
+			<-p.got
+		}
+	}
 	reportLatency(b, lat)
-}
-
-// waitForWaiter gives the long-poll a moment to be parked on the request.
-// The server offers no probe for it, so the benchmark waits a fixed short
-// time; a long-poll that arrived late would answer at once anyway.
-func waitForWaiter(g *e2eGateway, id string) {
-	_ = g
-	_ = id
-	time.Sleep(2 * time.Millisecond)
 }
 
 func reportLatency(b *testing.B, lat []time.Duration) {
@@ -335,12 +346,13 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// BenchmarkDecisionToWaiter_SSE: with 1,000 pending requests and an agent
-// reading /v1/events, measures from the Decide commit to the agent
-// reading the approval_resolved event.
+// BenchmarkDecisionToWaiter_SSE: 1,000 pending requests stay pending
+// while an agent reads /v1/events; every iteration submits one more,
+// decides it and measures until the agent has read its approval_resolved
+// event. The clock starts before the Decide call (it includes the commit).
 func BenchmarkDecisionToWaiter_SSE(b *testing.B) {
 	g := startE2E(b, e2eOptions{})
-	pending := benchPending(b, g, 1000, "sse")
+	benchPending(b, g, 1000, "backlog")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.URL+"/v1/events", nil)
@@ -353,6 +365,7 @@ func BenchmarkDecisionToWaiter_SSE(b *testing.B) {
 	resolved := make(chan string, 16)
 	connected := make(chan struct{})
 	go func() {
+		defer close(resolved)
 		sc := bufio.NewScanner(resp.Body)
 		name := ""
 		for sc.Scan() {
@@ -368,21 +381,13 @@ func BenchmarkDecisionToWaiter_SSE(b *testing.B) {
 				resolved <- ev.ID
 			}
 		}
-		close(resolved)
 	}()
 	<-connected
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := range b.N {
-		if i%len(pending) == 0 && i > 0 {
-			b.StopTimer()
-			pending = benchPending(b, g, 1000, fmt.Sprintf("sse%d", i))
-			// drain the approval_required events is not needed: only
-			// resolved ones are forwarded.
-			b.StartTimer()
-		}
-		r := pending[i%len(pending)]
-		t0 := time.Now() // conservative: the clock starts before the commit
+		r := benchPending(b, g, 1, fmt.Sprint("sse", i))[0]
+		t0 := time.Now()
 		if _, err := g.App.Service.Decide(ctx, r.ID, approvals.AllowOnce, approvals.Actor{Channel: "web", ID: "bench"}); err != nil {
 			b.Fatalf("decide: %v", err)
 		}
@@ -394,4 +399,106 @@ func BenchmarkDecisionToWaiter_SSE(b *testing.B) {
 	}
 	b.StopTimer()
 	reportLatency(b, lat)
+}
+
+// vmRSS reads this process's resident set size from /proc/self/status.
+func vmRSS() (float64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/self/status")
+}
+
+// rssEnv selects the child role of BenchmarkRSS.
+const rssEnv = "GATEWAY_BENCH_RSS_CHILD"
+
+// rssFigures is what the child measured, in MB.
+type rssFigures struct {
+	IdleMB    float64 `json:"idle_mb"`
+	PendingMB float64 `json:"pending_mb"`
+	Pending   int     `json:"pending"`
+}
+
+// TestRSSChild is BenchmarkRSS's measuring process; it does nothing in a
+// normal test run. A fresh process measures the gateway alone, not the
+// heap earlier benchmarks grew.
+func TestRSSChild(t *testing.T) {
+	if os.Getenv(rssEnv) != "1" {
+		t.Skip("run by BenchmarkRSS only")
+	}
+	g := startE2E(t, e2eOptions{})
+	client := benchClient()
+	// Idle: started, served a few calls, then left alone for a moment.
+	for i := range 10 {
+		g.want(t, http.StatusOK, "POST", "/v1/requests", tokBench, jsonBody{"call_id": fmt.Sprint("warm-", i),
+			"capability": "llm:local", "intent": "summarise locally", "executor": "summariser"})
+		g.want(t, http.StatusOK, "POST", "/v1/check", tokBench, jsonBody{"capability": "fs:read", "target": "/srv/x"})
+	}
+	time.Sleep(2 * time.Second)
+	var f rssFigures
+	var err error
+	if f.IdleMB, err = vmRSS(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 10000
+	a := g.App.Server.AgentByID("bench")
+	for i := range n {
+		if _, _, err := g.App.Service.Submit(context.Background(), approvals.Submission{
+			Profile: a.Profile(), CallID: fmt.Sprintf("p-%d", i), Capability: "fs:read",
+			Target: fmt.Sprintf("/srv/data/pending-%d.txt", i), Channel: a.Channel, SenderID: a.SenderID,
+			Intent: "read the report file", Executor: "report_reader", Timeout: time.Hour,
+			Args: map[string]any{"path": "x"},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The pending requests are served: list them and long-poll a few.
+	if c, err := g.App.Service.CountPending(context.Background()); err != nil || c != n {
+		t.Fatalf("CountPending = %d, %v", c, err)
+	}
+	if _, err := g.App.Service.ListPending(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	_ = client
+	time.Sleep(2 * time.Second)
+	if f.PendingMB, err = vmRSS(); err != nil {
+		t.Fatal(err)
+	}
+	f.Pending = n
+	b, _ := json.Marshal(f)
+	fmt.Printf("RSS %s\n", b)
+}
+
+// BenchmarkRSS reports the resident memory of a gateway idle and with
+// 10,000 pending requests (issue 3: ≤ 40 MB and ≤ 200 MB), measured in a
+// child process of this test binary. It is a figure, not a timing.
+func BenchmarkRSS(b *testing.B) {
+	var f rssFigures
+	for range b.N {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRSSChild$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), rssEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			b.Fatalf("child: %v\n%s", err, out)
+		}
+		found := false
+		for line := range strings.SplitSeq(string(out), "\n") {
+			if rest, ok := strings.CutPrefix(line, "RSS "); ok {
+				found = json.Unmarshal([]byte(rest), &f) == nil
+			}
+		}
+		if !found {
+			b.Fatalf("no RSS line from the child:\n%s", out)
+		}
+	}
+	b.ReportMetric(f.IdleMB, "idle_MB")
+	b.ReportMetric(f.PendingMB, "10k_pending_MB")
+	b.ReportMetric(0, "ns/op")
 }

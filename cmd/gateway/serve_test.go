@@ -281,6 +281,7 @@ func TestServe_RestartAfterSIGKILL(t *testing.T) {
 	if len(acked) == 0 {
 		t.Fatal("no write was acknowledged before the kill")
 	}
+	t.Logf("%d writes acknowledged before SIGKILL", len(acked))
 
 	// Stay down until the short request's timeout has passed.
 	time.Sleep(time.Until(expiring.ExpiresAt) + 200*time.Millisecond)
@@ -304,7 +305,9 @@ func TestServe_RestartAfterSIGKILL(t *testing.T) {
 		c2.want(t, http.StatusOK, "POST", "/v1/requests/"+p.ID+"/decision", childAdminToken, map[string]string{"decision": d})
 	}
 	// The grant of before the kill still decides; the same call_id is the same request.
-	if r := c2.want(t, http.StatusOK, "POST", "/v1/requests", childAgentToken, childPending("always-2", 3600)); r.GrantID == nil {
+	again := childPending("always-2", 3600)
+	again["target"] = always.Target
+	if r := c2.want(t, http.StatusOK, "POST", "/v1/requests", childAgentToken, again); r.GrantID == nil {
 		t.Errorf("grant lost: %s %s", r.Status, r.Reason)
 	}
 	if r := c2.want(t, http.StatusAccepted, "POST", "/v1/requests", childAgentToken, childPending("keep-4", 3600)); r.ID != pending[4].ID {

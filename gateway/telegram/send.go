@@ -190,10 +190,11 @@ func isParseError(err error) bool {
 		strings.Contains(strings.ToLower(te.Message), "can't parse entities")
 }
 
-// render is the card of r as Telegram shows it. A request read back from
-// the database does not carry the grant's expiry, which the card must
-// show ("until 2027-02-18"): it is looked up, or for a pending request
-// computed as Allow always would compute it now.
+// render is the card of r as Telegram shows it. The card must say until
+// when Allow always grants ("until 2027-02-18"); the service stores that
+// with the request, and for a row that lacks it (written by an older
+// gateway) it is looked up on the grant, or computed for a pending
+// request as Allow always would compute it now.
 func (b *Bot) render(ctx context.Context, r approvals.Request) cards.TelegramMessage {
 	if r.GrantExpiresAt == nil {
 		switch {

@@ -46,6 +46,9 @@ CREATE TABLE cards (
     ref          TEXT,
     shown_status TEXT,
     attempts     INTEGER NOT NULL DEFAULT 0,
+    -- bumped when the card is reset for a fresh post (/pending), so a send
+    -- in flight does not record its message over the reset
+    gen          INTEGER NOT NULL DEFAULT 0,
     next_at      TEXT NOT NULL,
     last_error   TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (request_id, channel)
