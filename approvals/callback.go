@@ -66,8 +66,15 @@ func (c *callbacker) send(r Request) {
 	if r.CallbackURL == "" || c.key == nil {
 		return
 	}
+	key := c.key(r.Agent)
+	if len(key) == 0 {
+		// An agent no longer configured has no token: a body signed with an
+		// empty key would be forgeable by anyone, so send nothing.
+		c.log.Warn("callback not sent: the agent has no key", "request_id", r.ID, "agent", r.Agent)
+		return
+	}
 	body, _ := json.Marshal(CallbackBody{ID: r.ID, CallID: r.CallID, Command: r.Target, Decision: r.Decision, Status: r.Status})
-	sig := Sign(c.key(r.Agent), body)
+	sig := Sign(key, body)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()

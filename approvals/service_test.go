@@ -72,7 +72,12 @@ func newFixture(t *testing.T) *fixture {
 	grants := policy.NewGrantStore(db, norm, c.Now)
 	svc := approvals.New(db, grants, &policy.Decider{Grants: grants, Norm: norm}, approvals.Options{
 		GrantTTL: grantTTL, StaleAfter: staleTTL, Retention: retention, Now: c.Now,
-		CallbackKey: func(string) []byte { return []byte(agentKey) },
+		CallbackKey: func(agent string) []byte {
+			if agent == "gone" { // an agent no longer in the config
+				return nil
+			}
+			return []byte(agentKey)
+		},
 	})
 	return &fixture{svc: svc, db: db, grants: grants, clock: c}
 }
@@ -376,6 +381,23 @@ func TestCallback_SignedAndRetried(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("callback not retried")
+	}
+	// An agent without a key gets no callback: a body signed with an
+	// empty key proves nothing.
+	gone, _, err := f.svc.Submit(context.Background(), approvals.Submission{
+		Profile: policy.Profile{Agent: "gone", Ceiling: policy.Supervised}, CallID: "cb-gone", Capability: "fs:read",
+		Target: "/srv/cb", Channel: "web", SenderID: "owner", CallbackURL: srv.URL,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := calls.Load()
+	if _, err := f.svc.Decide(context.Background(), gone.ID, approvals.Deny, approvals.Actor{Channel: "web", ID: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := calls.Load(); n != before {
+		t.Errorf("%d callbacks sent for an agent without a key", n-before)
 	}
 	cancel()
 	if err := <-done; err != nil {

@@ -125,7 +125,7 @@ func TestLoad_ExplicitMissingFile(t *testing.T) {
 
 func TestLoad_ExampleFile(t *testing.T) {
 	e := baseEnv(t)
-	cfg, err := Load(filepath.Join("..", "gateway.example.toml"), true, env(e))
+	cfg, err := Load("gateway.example.toml", true, env(e))
 	if err != nil {
 		t.Fatalf("example does not load: %v", err)
 	}
@@ -168,7 +168,7 @@ func TestLoad_ExampleFile(t *testing.T) {
 // TestLoad_ExampleCoversEveryKey makes sure the example names every key the
 // loader knows, so it stays the complete reference.
 func TestLoad_ExampleCoversEveryKey(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "gateway.example.toml"))
+	data, err := os.ReadFile("gateway.example.toml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1053,6 +1053,8 @@ func TestAPI_ErrorStatuses(t *testing.T) {
 		{"target over 4 KiB", "POST", "/v1/requests", tokA1, jsonBody{"capability": "fs:read", "target": long}, 400, "invalid_target", "target"},
 		{"malformed JSON", "POST", "/v1/requests", tokA1, `{"capability":`, 400, "invalid_json", ""},
 		{"empty body", "POST", "/v1/requests", tokA1, "", 400, "invalid_json", ""},
+		{"not an object", "POST", "/v1/requests", tokA1, `[1,2]`, 400, "invalid_json", "object"},
+		{"not an object, decision", "POST", "/v1/requests/" + pending.ID + "/decision", tokAdmin, `"allow_once"`, 400, "invalid_json", "object"},
 		{"trailing data", "POST", "/v1/requests", tokA1, `{"capability":"llm:local"} {}`, 400, "invalid_json", ""},
 		{"unknown field", "POST", "/v1/requests", tokA1, jsonBody{"capability": "llm:local", "colour": "red"}, 400, "unknown_field", "colour"},
 		{"wrong type", "POST", "/v1/requests", tokA1, jsonBody{"capability": "llm:local", "timeout_s": "soon"}, 400, "invalid_timeout_s", "timeout_s"},

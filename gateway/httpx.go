@@ -106,6 +106,8 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("body over %d bytes", MaxBodyBytes))
 	case errors.As(err, &syntax):
 		writeError(w, http.StatusBadRequest, "invalid_json", fmt.Sprintf("malformed JSON at byte %d", syntax.Offset))
+	case errors.As(err, &typ) && typ.Field == "": // not an object at all
+		writeError(w, http.StatusBadRequest, "invalid_json", fmt.Sprintf("want a JSON object, got %s", typ.Value))
 	case errors.As(err, &typ):
 		writeError(w, http.StatusBadRequest, "invalid_"+typ.Field, fmt.Sprintf("%s: want %s, got %s", typ.Field, typ.Type, typ.Value))
 	case errors.Is(err, io.EOF):

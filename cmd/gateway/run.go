@@ -57,7 +57,7 @@ Usage:
   gateway prune [--dry-run]
   gateway ask --capability CAP --target T [--intent …] [--executor …] [--wait 10m]
   gateway hook claude-code
-  gateway config check|show|example
+  gateway config check|example
   gateway version
 
 Every command takes --config FILE (env GATEWAY_CONFIG).
@@ -71,6 +71,7 @@ func commands() map[string]command {
 		"policy":  cmdPolicy,
 		"serve":   cmdServe,
 		"prune":   cmdPrune,
+		"config":  cmdConfig,
 		"ask":     cmdAsk,
 		"hook":    cmdHook,
 	}

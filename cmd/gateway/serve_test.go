@@ -366,3 +366,61 @@ func TestServe_RestartAfterSIGKILL(t *testing.T) {
 		t.Errorf("SIGINT: exit %d\n%s", code, c3.stderr)
 	}
 }
+
+// TestPolicyRevoke_RunningServer: `gateway policy revoke`, run against the
+// database of a gateway serving in another process, takes effect on that
+// server's very next decision (SPEC §6); `policy grants` and `prune
+// --dry-run` read the same file meanwhile.
+func TestPolicyRevoke_RunningServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	t.Parallel()
+	bin := gatewayBinary(t)
+	dir := t.TempDir()
+	cfgPath := childConfig(t, dir)
+	c := startChild(t, bin, cfgPath, dir)
+	p := c.want(t, http.StatusAccepted, "POST", "/v1/requests", childAgentToken, childPending("cli-1", 3600))
+	d := c.want(t, http.StatusOK, "POST", "/v1/requests/"+p.ID+"/decision", childAdminToken, map[string]string{"decision": "allow_always"})
+	again := childPending("cli-2", 3600)
+	again["target"] = p.Target
+	if r := c.want(t, http.StatusOK, "POST", "/v1/requests", childAgentToken, again); r.GrantID == nil || *r.GrantID != *d.GrantID {
+		t.Fatalf("not allowed by the grant: %s %s", r.Status, r.Reason)
+	}
+
+	getenv := func(k string) string {
+		return map[string]string{"HOME": dir, "USER": "tester",
+			"CHILD_AGENT_TOKEN": childAgentToken, "CHILD_ADMIN_TOKEN": childAdminToken}[k]
+	}
+	cli := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), append(args, "--config", cfgPath), nil, &out, &errb, getenv)
+		return code, out.String(), errb.String()
+	}
+	id := fmt.Sprint(*d.GrantID)
+	if code, out, errs := cli("policy", "revoke", id); code != 0 || out != "revoked\n" {
+		t.Fatalf("policy revoke: %d %q %q", code, out, errs)
+	}
+	again["call_id"] = "cli-3"
+	if r := c.want(t, http.StatusAccepted, "POST", "/v1/requests", childAgentToken, again); r.Status != approvals.StatusPending {
+		t.Errorf("after the revoke the server still says %s (%s)", r.Status, r.Reason)
+	}
+	if code, out, _ := cli("policy", "revoke", id); code != 0 || out != "no-op\n" {
+		t.Errorf("second revoke: %d %q", code, out)
+	}
+	code, out, errs := cli("policy", "grants", "--all")
+	var g struct {
+		ID           int64   `json:"id"`
+		Active       bool    `json:"active"`
+		RevokeReason *string `json:"revoke_reason"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &g) != nil || g.ID != *d.GrantID || g.Active || g.RevokeReason == nil {
+		t.Errorf("policy grants --all: %d %q %q", code, out, errs)
+	}
+	if code, out, errs := cli("prune", "--dry-run"); code != 0 || !bytes.Contains([]byte(out), []byte(`"dry_run":true`)) {
+		t.Errorf("prune --dry-run: %d %q %q", code, out, errs)
+	}
+	if code, _ := c.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("SIGTERM: exit %d\n%s", code, c.stderr)
+	}
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/metnos/gateway/config"
+)
+
+func cmdConfig(e *env, args []string) error {
+	if len(args) == 0 {
+		return usagef("config: missing subcommand (check, example)")
+	}
+	sub, rest := args[0], args[1:]
+	fs := flag.NewFlagSet("config "+sub, flag.ContinueOnError)
+	cfgPath := configFlag(fs)
+	pos, err := parseFlags(fs, rest)
+	if err != nil {
+		return err
+	}
+	if err := noPositional("config "+sub, pos); err != nil {
+		return err
+	}
+	switch sub {
+	case "example":
+		_, err := fmt.Fprint(e.stdout, config.Example)
+		return err
+	case "check":
+		path, explicit := config.Locate(*cfgPath, e.getenv)
+		cfg, err := loadConfig(e, *cfgPath)
+		if err != nil {
+			return err
+		}
+		src := "defaults (no config file at " + path + ")"
+		if explicit || fileExists(path) {
+			src = path
+		}
+		fmt.Fprintf(e.stdout, "ok: %s: %d agent(s), %d rule(s), telegram %s, slack %s, database %s\n", src,
+			len(cfg.Agents), len(cfg.Policy.Rules), onOff(cfg.Telegram.Enabled()), onOff(cfg.Slack.Enabled()),
+			cfg.Storage.Driver)
+		return nil
+	}
+	return usagef("config: unknown subcommand %q (check, example)", sub)
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
