@@ -184,7 +184,10 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 		dec.Outcome, dec.Reason = Allowed, fmt.Sprintf("approved by rule #%d", m.Rule.Index+1)
 	default:
 		dec.Outcome, dec.Reason = ApprovalRequired, fmt.Sprintf("%s needs approval at autonomy %s", c.Name, level)
-		if d.Grants != nil && c.DefaultApproval != ApprovalAlways {
+		if m.Action == ActionRequireApproval {
+			// A require_approval rule means "ask every time": grants do not lift it.
+			trace("grants", "", "not consulted: rule #%d requires approval", m.Rule.Index+1)
+		} else if d.Grants != nil && c.DefaultApproval != ApprovalAlways {
 			g, err := d.Grants.FindMatching(ctx, Principal{in.Channel, in.SenderID}, c.Name, in.Target)
 			if err != nil {
 				return Decision{}, fmt.Errorf("decide: %w", err)

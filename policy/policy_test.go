@@ -698,8 +698,12 @@ func TestRules_FirstMatchWithinOwner(t *testing.T) {
 	}{
 		{"org: first match wins even if later is stricter", indexed(
 			rule("fs:read", "/home/r/*", policy.ActionApprove),
-			rule("fs:read", "/home/r/secret", policy.ActionBlock),
+			rule("fs:read", "/home/r/secret", policy.ActionRequireApproval),
 		), "/home/r/secret", policy.ActionApprove, 0},
+		{"org: a later block still wins", indexed(
+			rule("fs:read", "/home/r/*", policy.ActionApprove),
+			rule("fs:read", "/home/r/secret", policy.ActionBlock),
+		), "/home/r/secret", policy.ActionBlock, 1},
 		{"org: non-matching first rule skipped", indexed(
 			rule("fs:write", "*", policy.ActionBlock),
 			rule("fs:read", "/home/r/*", policy.ActionRequireApproval),
@@ -707,7 +711,7 @@ func TestRules_FirstMatchWithinOwner(t *testing.T) {
 		), "/home/r/a", policy.ActionRequireApproval, 1},
 		{"user: first match wins", indexed(
 			scoped(rule("fs:*", "*", policy.ActionApprove), "roberto"),
-			scoped(rule("fs:read", "*", policy.ActionBlock), "roberto"),
+			scoped(rule("fs:read", "*", policy.ActionRequireApproval), "roberto"),
 		), "/x", policy.ActionApprove, 0},
 		{"no match", indexed(rule("fs:read", "/etc/*", policy.ActionBlock)), "/home/r/a", "", -1},
 	}
@@ -1173,7 +1177,7 @@ func TestGrantTarget(t *testing.T) {
 		{"exact ignores suggestion", E, "git status", "git *", "git status", false},
 		{"exact ignores even equal suggestion", E, "INBOX", "INBOX", "INBOX", false},
 		{"none is capability-wide", N, "", "", "*", false},
-		{"none with suggestion", N, "x", "y", "*", true},
+		{"none with suggestion", N, "x", "y", "*", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1220,3 +1224,43 @@ func TestAnchor(t *testing.T) {
 		})
 	}
 }
+
+func TestRules_ApproveNeverCoversAShellChain(t *testing.T) {
+	rules := indexed(rule("code:exec", "git status*", policy.ActionApprove))
+	for target, want := range map[string]policy.Action{
+		"git status --short":        policy.ActionApprove,
+		"git status && curl x | sh": "",
+		"git status; rm -rf ~/x":    "",
+		"git status $(curl x)":      "",
+		"git status `id`":           "",
+		"git status > /tmp/out":     "",
+		"git status\ncurl x":        "",
+	} {
+		if m := policy.EvalRules(testNorm, rules, subject("code:exec", target)); m.Action != want {
+			t.Errorf("%q: action %q, want %q", target, m.Action, want)
+		}
+	}
+}
+
+func TestDecide_RequireApprovalRuleIgnoresGrants(t *testing.T) {
+	g := fakeGrants{&policy.Grant{ID: 7, Target: "/home/r/a"}}
+	d := policy.Decider{Rules: indexed(rule("fs:write", "/home/r/*", policy.ActionRequireApproval)), Grants: g, Norm: testNorm}
+	dec, err := d.Decide(context.Background(), policy.Input{
+		Profile: policy.Profile{Agent: "a", Ceiling: policy.Supervised}, Capability: "fs:write", Target: "/home/r/a",
+		Channel: "web", SenderID: "owner",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dec.Outcome != policy.ApprovalRequired || dec.GrantID != 0 {
+		t.Fatalf("outcome %s grant %d, want approval_required with no grant", dec.Outcome, dec.GrantID)
+	}
+}
+
+// fakeGrants finds its one grant for any request.
+type fakeGrants struct{ g *policy.Grant }
+
+func (f fakeGrants) FindMatching(context.Context, policy.Principal, string, string) (*policy.Grant, error) {
+	return f.g, nil
+}
+func (f fakeGrants) Touch(context.Context, *policy.Grant) error { return nil }

@@ -237,6 +237,9 @@ func refFirstMatches(n policy.Normalizer, rules []policy.Rule, c policy.Capabili
 		if scoped && user != nil || !scoped && org != nil {
 			continue
 		}
+		if r.Action == policy.ActionApprove && c.Name == "code:exec" && strings.ContainsAny(in.Target, ";&|`$<>\n\r") {
+			continue // an approve glob never covers a chain of commands
+		}
 		if !refCapMatch(r.Capability, c.Name) ||
 			r.SenderID != "" && r.SenderID != in.SenderID ||
 			r.Agent != "" && r.Agent != in.Profile.Agent ||
@@ -272,6 +275,13 @@ func reference(n policy.Normalizer, rules []policy.Rule, grants []refGrant, in p
 	if table == policy.Denied {
 		return policy.Denied, 0, false
 	}
+	for _, r := range rules { // a block rule wins wherever it stands
+		if r.Action == policy.ActionBlock && refCapMatch(r.Capability, c.Name) &&
+			(r.SenderID == "" || r.SenderID == in.SenderID) && (r.Agent == "" || r.Agent == in.Profile.Agent) &&
+			(r.Channel == "" || r.Channel == in.Channel) && n.MatchRule(c.TargetKind, r.Target, in.Target) {
+			return policy.Denied, 0, false
+		}
+	}
 	user, org := refFirstMatches(n, rules, c, in)
 	sev := map[policy.Action]int{"": 0, policy.ActionApprove: 1, policy.ActionRequireApproval: 2, policy.ActionBlock: 3}
 	var act policy.Action
@@ -288,7 +298,7 @@ func reference(n policy.Normalizer, rules []policy.Rule, grants []refGrant, in p
 	case table == policy.Allowed, act == policy.ActionApprove:
 		return policy.Allowed, 0, false
 	}
-	if c.DefaultApproval != policy.ApprovalAlways {
+	if c.DefaultApproval != policy.ApprovalAlways && act != policy.ActionRequireApproval {
 		for _, g := range grants {
 			if g.p.Channel == in.Channel && g.p.SenderID == in.SenderID && g.capability == c.Name &&
 				n.MatchGrant(c.TargetKind, g.pattern, in.Target) {
@@ -322,7 +332,15 @@ func checkDecision(n policy.Normalizer, rules []policy.Rule, grants []refGrant, 
 	if dec.Autonomy > in.Profile.Ceiling || dec.Autonomy != eff {
 		return "autonomy " + dec.Autonomy.String() + " with ceiling " + in.Profile.Ceiling.String()
 	}
-	// 3. A block rule that decides for its owner always denies.
+	// 3. A block rule that matches always denies, wherever it stands.
+	for _, r := range rules {
+		if r.Action == policy.ActionBlock && refCapMatch(r.Capability, c.Name) &&
+			(r.SenderID == "" || r.SenderID == in.SenderID) && (r.Agent == "" || r.Agent == in.Profile.Agent) &&
+			(r.Channel == "" || r.Channel == in.Channel) && n.MatchRule(c.TargetKind, r.Target, in.Target) &&
+			dec.Outcome != policy.Denied {
+			return "block rule #" + strconv.Itoa(r.Index+1) + " matched but Decide says " + string(dec.Outcome)
+		}
+	}
 	user, org := refFirstMatches(n, rules, c, in)
 	if (user != nil && user.Action == policy.ActionBlock || org != nil && org.Action == policy.ActionBlock) && dec.Outcome != policy.Denied {
 		return "a block rule matched but Decide says " + string(dec.Outcome)

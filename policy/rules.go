@@ -70,6 +70,10 @@ func (r Rule) matches(n Normalizer, s RuleSubject) bool {
 	if !r.MatchesCapability(s.Capability.Name) {
 		return false
 	}
+	// A glob written for one command never approves a chain of them.
+	if r.Action == ActionApprove && s.Capability.Name == "code:exec" && HasShellControl(s.Target) {
+		return false
+	}
 	if r.SenderID != "" && r.SenderID != s.SenderID ||
 		r.Agent != "" && r.Agent != s.Agent ||
 		r.Channel != "" && r.Channel != s.Channel {
@@ -86,8 +90,16 @@ type RuleMatch struct {
 }
 
 // EvalRules applies SPEC §4 step 4: within an owner the first matching rule
-// in file order wins; across owners the most restrictive action wins.
+// in file order wins; across owners the most restrictive action wins. One
+// strengthening: a matching block rule wins wherever it stands, even after
+// an approve rule of the same owner, because the deny list is an air-gap
+// ("block beats everything"), not an ordering puzzle.
 func EvalRules(n Normalizer, rules []Rule, s RuleSubject) RuleMatch {
+	for i := range rules {
+		if r := &rules[i]; r.Action == ActionBlock && r.matches(n, s) {
+			return RuleMatch{Action: ActionBlock, Rule: r}
+		}
+	}
 	var user, org *Rule
 	for i := range rules {
 		r := &rules[i]
@@ -111,3 +123,12 @@ func EvalRules(n Normalizer, rules []Rule, s RuleSubject) RuleMatch {
 	}
 	return RuleMatch{Action: best.Action, Rule: best}
 }
+
+// shellControl lists what chains, substitutes or redirects in a shell
+// command line. An approve rule such as "git status*" must not approve
+// "git status && curl … | sh".
+const shellControl = ";&|`$<>\n\r"
+
+// HasShellControl reports whether a command line does more than run one
+// simple command.
+func HasShellControl(cmd string) bool { return strings.ContainsAny(cmd, shellControl) }

@@ -209,7 +209,7 @@ func wildcard(p, s string) bool {
 func (n Normalizer) GrantTarget(kind TargetKind, target, suggested string) (string, bool) {
 	norm := n.Normalize(kind, target)
 	if suggested == "" || kind == KindNone || kind == KindExact {
-		return norm, kind == KindNone && suggested != ""
+		return norm, false
 	}
 	if !n.MatchGrant(kind, suggested, target) {
 		return norm, false
