@@ -48,6 +48,7 @@ type App struct {
 	Server     *Server
 	Messengers []Messenger
 	log        *slog.Logger
+	version    *storage.GrantsVersion
 }
 
 // NewApp opens the database and wires everything; nothing runs yet.
@@ -71,9 +72,12 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 	}
 	vg := vaglio.New(vaglio.Options{Threshold: cfg.Vaglio.JudgeThreshold, LogDir: cfg.Vaglio.LogDir,
 		Home: o.Home, Now: o.Now, Logger: o.Logger})
-	decider := &policy.Decider{Rules: rules, Grants: grants, Vaglio: vg, Norm: norm}
+	// Decisions read grants through a cache that asks SQLite, per decision,
+	// whether any process changed them (see policy.GrantCache).
+	version := storage.NewGrantsVersion(db)
+	decider := &policy.Decider{Rules: rules, Grants: policy.NewGrantCache(grants, version), Vaglio: vg, Norm: norm}
 	metrics := NewMetrics()
-	a := &App{Config: cfg, DB: db, Grants: grants, log: o.Logger}
+	a := &App{Config: cfg, DB: db, Grants: grants, log: o.Logger, version: version}
 	var srv *Server
 	a.Service = approvals.New(db, grants, decider, approvals.Options{
 		GrantTTL: cfg.Policy.GrantTTL, DefaultTimeout: cfg.Approvals.Timeout, StaleAfter: cfg.Policy.StaleAfter,
@@ -165,4 +169,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // Close releases the database.
-func (a *App) Close() error { return a.DB.Close() }
+func (a *App) Close() error {
+	a.version.Close()
+	return a.DB.Close()
+}

@@ -216,7 +216,7 @@ func benchCacheValid(path string, n int) bool {
 }
 
 // benchDecider opens the database at path and returns a decider over it.
-func benchDecider(b *testing.B, path string, withVaglio bool) (*policy.Decider, *policy.GrantStore) {
+func benchDecider(b *testing.B, path string, withVaglio, cached bool) (*policy.Decider, *policy.GrantStore) {
 	b.Helper()
 	db, err := storage.Open(context.Background(), path)
 	if err != nil {
@@ -232,15 +232,19 @@ func benchDecider(b *testing.B, path string, withVaglio bool) (*policy.Decider, 
 	if withVaglio {
 		d.Vaglio = vaglio.New(vaglio.Options{Home: "/home/r", Threshold: vaglio.DefaultThreshold})
 	}
+	if cached {
+		d.Grants = policy.NewGrantCache(s, storage.NewGrantsVersion(db))
+	}
 	return d, s
 }
 
 func benchDecide(b *testing.B, n int) {
 	path := benchDB(b, n)
 	inputs := benchInputs()
-	for _, withVaglio := range []bool{false, true} {
-		b.Run(fmt.Sprintf("vaglio=%v", withVaglio), func(b *testing.B) {
-			d, _ := benchDecider(b, path, withVaglio)
+	for _, mode := range []struct{ vaglio, cached bool }{{false, false}, {false, true}, {true, false}, {true, true}} {
+		withVaglio := mode.vaglio
+		b.Run(fmt.Sprintf("cache=%v/vaglio=%v", mode.cached, withVaglio), func(b *testing.B) {
+			d, _ := benchDecider(b, path, withVaglio, mode.cached)
 			ctx := context.Background()
 			// Warm up: the first decision per grant writes last_used_at.
 			for _, in := range inputs {
@@ -297,7 +301,7 @@ func BenchmarkDecide_Concurrent16Readers4Writers(b *testing.B) {
 	src := benchDB(b, 100_000)
 	dst := filepath.Join(b.TempDir(), "gateway.db")
 	copyFile(b, src, dst)
-	d, s := benchDecider(b, dst, false)
+	d, s := benchDecider(b, dst, false, true)
 	inputs := benchInputs()
 	ctx := context.Background()
 

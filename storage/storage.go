@@ -1,6 +1,13 @@
 // Package storage opens the gateway's database and runs its migrations. It
 // owns the schema and the audit trail; the stores that use the tables
 // (policy's grants, approvals' requests) own their own SQL.
+//
+// Two engines: SQLite, the embedded default (one process), and PostgreSQL
+// for several replicas of the gateway on one database. The SQL is shared
+// ($N placeholders, times as fixed-width UTC text); the few statements the
+// engines disagree on are chosen by DB.Dialect. On PostgreSQL the package
+// also carries what replicas need from each other: change notices
+// (Notify, Listen) and the leader lock (Lead).
 package storage
 
 import (
@@ -23,8 +30,17 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" driver: pure Go, no cgo
 )
 
-//go:embed migrations/sqlite/*.sql
-var sqliteMigrations embed.FS
+//go:embed migrations/sqlite/*.sql migrations/postgres/*.sql
+var migrationFiles embed.FS
+
+// Dialect names the SQL engine of a DB.
+type Dialect string
+
+// The engines.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
 
 // TimeFormat is how every time is stored: UTC ISO 8601 with a fixed width,
 // so that comparing the strings compares the times.
@@ -53,14 +69,19 @@ type Querier interface {
 // of the cost of a decision.
 type DB struct {
 	*sql.DB
+	// Path is the SQLite file; empty on PostgreSQL (see Name).
 	Path string
+	// Dialect is the engine: SQLite or Postgres.
+	Dialect Dialect
 
 	// writeLock admits one write transaction of this process at a time.
 	// SQLite admits one writer anyway; a writer that finds the database
 	// locked sleeps in the busy handler (1, 2, 5, 10 … ms), so queueing in
 	// Go instead keeps the latency of concurrent writes to the time the
-	// writes take.
+	// writes take. Nil on PostgreSQL, which has row locks and many writers.
 	writeLock chan struct{}
+
+	pg *pgState // PostgreSQL only
 
 	stmtMu sync.RWMutex
 	stmts  map[string]*sql.Stmt
@@ -111,12 +132,40 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	n := maxConns()
 	sqldb.SetMaxOpenConns(n)
 	sqldb.SetMaxIdleConns(n)
-	db := &DB{DB: sqldb, Path: path, writeLock: make(chan struct{}, 1), stmts: map[string]*sql.Stmt{}}
+	db := &DB{DB: sqldb, Path: path, Dialect: SQLite, writeLock: make(chan struct{}, 1), stmts: map[string]*sql.Stmt{}}
 	if err := db.migrate(ctx); err != nil {
 		sqldb.Close()
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
 	}
 	return db, nil
+}
+
+// Config says which database to open: the [storage] table of the config.
+type Config struct {
+	Driver string // "sqlite" (the default) or "postgres"
+	Path   string // the SQLite file
+	DSN    string // the PostgreSQL URL or keyword/value string
+}
+
+// OpenConfig opens the database c names: Open for SQLite, OpenPostgres for
+// PostgreSQL.
+func OpenConfig(ctx context.Context, c Config) (*DB, error) {
+	switch Dialect(c.Driver) {
+	case SQLite, "":
+		return Open(ctx, c.Path)
+	case Postgres:
+		return OpenPostgres(ctx, c.DSN)
+	}
+	return nil, fmt.Errorf("storage: unknown driver %q (sqlite or postgres)", c.Driver)
+}
+
+// Name says which database this is, for messages: the SQLite file, or the
+// PostgreSQL server and database (never the password).
+func (db *DB) Name() string {
+	if db.pg != nil {
+		return db.pg.name
+	}
+	return db.Path
 }
 
 type migration struct {
@@ -125,8 +174,12 @@ type migration struct {
 	sql     string
 }
 
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(sqliteMigrations, "migrations/sqlite")
+// migrations returns the numbered migrations of one engine, oldest first.
+// Each engine has its own directory with the same numbers: the schemas
+// mirror each other, in each engine's own DDL.
+func migrations(d Dialect) ([]migration, error) {
+	dir := "migrations/" + string(d)
+	entries, err := fs.ReadDir(migrationFiles, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +190,7 @@ func migrations() ([]migration, error) {
 		if !ok || err != nil {
 			return nil, fmt.Errorf("migration file %s: name must start with a number and _", e.Name())
 		}
-		b, err := sqliteMigrations.ReadFile("migrations/sqlite/" + e.Name())
+		b, err := migrationFiles.ReadFile(dir + "/" + e.Name())
 		if err != nil {
 			return nil, err
 		}
@@ -149,24 +202,57 @@ func migrations() ([]migration, error) {
 
 // SchemaVersion is the newest migration this binary knows.
 func SchemaVersion() int {
-	ms, _ := migrations()
+	ms, _ := migrations(SQLite)
 	if len(ms) == 0 {
 		return 0
 	}
 	return ms[len(ms)-1].version
 }
 
-func (db *DB) migrate(ctx context.Context) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
-		return err
+// Version returns the schema version the database is at.
+func (db *DB) Version(ctx context.Context) (int, error) {
+	var current int
+	err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&current)
+	return current, err
+}
+
+// migrationLock serializes migrations: on SQLite the immediate transaction
+// is the lock already; on PostgreSQL several replicas may start at once,
+// so each migration transaction first takes a transaction-level advisory
+// lock (released at commit).
+func (db *DB) migrationLock(ctx context.Context, tx *sql.Tx) error {
+	if db.pg == nil {
+		return nil
 	}
-	ms, err := migrations()
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, db.pg.migrateKey)
+	return err
+}
+
+func (db *DB) migrate(ctx context.Context) error {
+	err := func() error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if err := db.migrationLock(ctx, tx); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}()
 	if err != nil {
 		return err
 	}
-	var current int
-	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&current); err != nil {
+	ms, err := migrations(db.Dialect)
+	if err != nil {
+		return err
+	}
+	current, err := db.Version(ctx)
+	if err != nil {
 		return err
 	}
 	if len(ms) > 0 && current > ms[len(ms)-1].version {
@@ -190,6 +276,9 @@ func (db *DB) apply(ctx context.Context, m migration) error {
 		return err
 	}
 	defer tx.Rollback()
+	if err := db.migrationLock(ctx, tx); err != nil {
+		return err
+	}
 	// A concurrent opener may have applied it while we waited for the lock.
 	var done int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_version WHERE version = $1`, m.version).Scan(&done); err != nil {
@@ -214,16 +303,21 @@ func (db *DB) Ping(ctx context.Context) error {
 	return db.QueryRowContext(ctx, `SELECT 1`).Scan(&one)
 }
 
-// InTx runs fn inside one immediate transaction, committing when fn returns
-// nil. Write transactions of this process run one at a time (see
-// DB.writeLock); fn must not call InTx itself.
+// InTx runs fn inside one transaction, committing when fn returns nil. On
+// SQLite it is an immediate transaction and those of this process run one
+// at a time (see DB.writeLock); fn must not call InTx itself. On
+// PostgreSQL it is READ COMMITTED: state changes stay correct because they
+// are conditional updates (UPDATE … WHERE status = 'pending'), which wait
+// for a concurrent writer of the same row and then see its commit.
 func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	select {
-	case db.writeLock <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if db.writeLock != nil {
+		select {
+		case db.writeLock <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		defer func() { <-db.writeLock }()
 	}
-	defer func() { <-db.writeLock }()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -239,6 +333,9 @@ func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // first use; nil when it cannot be cached (then the caller runs it
 // unprepared).
 func (db *DB) stmt(ctx context.Context, query string) *sql.Stmt {
+	if db.pg != nil {
+		return nil // pgx keeps its own cache of prepared statements per connection
+	}
 	db.stmtMu.RLock()
 	st := db.stmts[query]
 	db.stmtMu.RUnlock()

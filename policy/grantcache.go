@@ -1,0 +1,143 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/metnos/gateway/storage"
+)
+
+// maxCacheKeys bounds the cache; past it the cache starts over.
+const maxCacheKeys = 50_000
+
+// VersionSource says whether grants changed since it last answered (see
+// storage.GrantsVersion). Any error makes the cache step aside.
+type VersionSource interface {
+	Current(ctx context.Context) (int64, error)
+}
+
+// GrantCache is a read-through cache of active grants in front of a
+// GrantStore, keyed by (principal, capability) and indexed by anchor like
+// the table. Before every lookup it asks the version source whether any
+// process changed grants; if so it starts over, so a revoke from the CLI
+// or another replica still takes effect on the very next decision. A
+// decision then costs a version check and a few map probes instead of an
+// SQLite query. Expiry is checked at lookup time.
+type GrantCache struct {
+	store   *GrantStore
+	version VersionSource
+
+	mu      sync.Mutex
+	ver     int64
+	entries map[cacheKey]*cacheEntry
+}
+
+type cacheKey struct{ channel, sender, capability string }
+
+type cacheEntry struct {
+	byAnchor map[string][]*Grant // in id order
+	byID     map[int64]*Grant
+}
+
+// NewGrantCache wraps store.
+func NewGrantCache(store *GrantStore, version VersionSource) *GrantCache {
+	return &GrantCache{store: store, version: version, entries: map[cacheKey]*cacheEntry{}}
+}
+
+const listActiveFor = `SELECT ` + grantColumns + ` FROM grants
+WHERE channel = $1 AND sender_id = $2 AND capability = $3 AND revoked_at IS NULL
+AND (expires_at IS NULL OR expires_at > $4) ORDER BY id`
+
+// activeFor loads every active grant of p for one capability, oldest first.
+func (s *GrantStore) activeFor(ctx context.Context, p Principal, capability string) ([]Grant, error) {
+	now := s.now()
+	rows, err := s.db.QueryContext(ctx, listActiveFor, p.Channel, p.SenderID, capability, storage.FormatTime(now))
+	if err != nil {
+		return nil, fmt.Errorf("load grants: %w", err)
+	}
+	defer rows.Close()
+	var out []Grant
+	for rows.Next() {
+		g, err := scanGrant(rows, now)
+		if err != nil {
+			return nil, fmt.Errorf("load grants: %w", err)
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// FindMatching is GrantStore.FindMatching through the cache.
+func (c *GrantCache) FindMatching(ctx context.Context, p Principal, capability, target string) (*Grant, error) {
+	cp, err := Lookup(capability)
+	if err != nil {
+		return nil, err
+	}
+	ver, err := c.version.Current(ctx)
+	if err != nil {
+		return c.store.FindMatching(ctx, p, capability, target)
+	}
+	key := cacheKey{p.Channel, p.SenderID, capability}
+	c.mu.Lock()
+	if ver != c.ver || len(c.entries) > maxCacheKeys {
+		clear(c.entries)
+		c.ver = ver
+	}
+	e := c.entries[key]
+	c.mu.Unlock()
+	if e == nil {
+		list, err := c.store.activeFor(ctx, p, capability)
+		if err != nil {
+			return nil, err
+		}
+		e = &cacheEntry{byAnchor: map[string][]*Grant{}, byID: make(map[int64]*Grant, len(list))}
+		for i := range list {
+			g := &list[i]
+			a := c.store.norm.Anchor(cp.TargetKind, g.Target)
+			e.byAnchor[a] = append(e.byAnchor[a], g)
+			e.byID[g.ID] = g
+		}
+		c.mu.Lock()
+		if c.ver == ver {
+			c.entries[key] = e
+		}
+		c.mu.Unlock()
+	}
+	now := c.store.now()
+	var best *Grant
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, a := range c.store.norm.grantAnchors(cp.TargetKind, target) {
+		for _, g := range e.byAnchor[a] {
+			if best != nil && g.ID >= best.ID {
+				break
+			}
+			if (g.ExpiresAt == nil || g.ExpiresAt.After(now)) && c.store.norm.MatchGrant(cp.TargetKind, g.Target, target) {
+				best = g
+				break
+			}
+		}
+	}
+	if best == nil {
+		return nil, nil
+	}
+	out := *best
+	return &out, nil
+}
+
+// Touch records the use in the store and in the cached copy, so the next
+// decision within touchEvery does not write again.
+func (c *GrantCache) Touch(ctx context.Context, g *Grant) error {
+	if err := c.store.Touch(ctx, g); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.entries[cacheKey{g.Channel, g.SenderID, g.Capability}]; e != nil {
+		if cached := e.byID[g.ID]; cached != nil {
+			cached.LastUsedAt = g.LastUsedAt
+		}
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package policy_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/storage"
+)
+
+// TestGrantCache_SeesOtherProcessRevoke: a revoke through a second
+// database handle (as `gateway policy revoke` does from another process)
+// takes effect on the very next lookup through the cache.
+func TestGrantCache_SeesOtherProcessRevoke(t *testing.T) {
+	ctx := context.Background()
+	store, db := newStore(t, time.Now)
+	cache := policy.NewGrantCache(store, storage.NewGrantsVersion(db))
+	p := policy.Principal{Channel: "web", SenderID: "owner"}
+	g, err := store.Record(ctx, policy.NewGrant{Principal: p, Capability: "fs:write", Target: "/a/inv/*", GrantedBy: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := cache.FindMatching(ctx, p, "fs:write", "/a/inv/04.pdf"); got == nil || got.ID != g.ID {
+		t.Fatalf("before revoke: %+v, want grant %d", got, g.ID)
+	}
+	other, err := storage.Open(ctx, db.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if ok, err := policy.NewGrantStore(other, testNorm, time.Now).Revoke(ctx, g.ID, "revoked", "cli"); !ok || err != nil {
+		t.Fatalf("revoke: %v %v", ok, err)
+	}
+	if got, _ := cache.FindMatching(ctx, p, "fs:write", "/a/inv/04.pdf"); got != nil {
+		t.Fatalf("after revoke in another handle: grant %d still matches", got.ID)
+	}
+	// A new grant from elsewhere is seen at once too.
+	g2, err := policy.NewGrantStore(other, testNorm, time.Now).Record(ctx, policy.NewGrant{Principal: p,
+		Capability: "fs:write", Target: "/a/inv/04.pdf", GrantedBy: "cli"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := cache.FindMatching(ctx, p, "fs:write", "/a/inv/04.pdf"); got == nil || got.ID != g2.ID {
+		t.Fatalf("new grant from another handle: %+v, want %d", got, g2.ID)
+	}
+}
+
+// TestGrantCache_AgreesWithStore: for random grants and targets, the cache
+// answers exactly what the store answers, also after expiry and revokes.
+func TestGrantCache_AgreesWithStore(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	store, db := newStore(t, clock)
+	cache := policy.NewGrantCache(store, storage.NewGrantsVersion(db))
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	dirs := []string{"/a", "/a/inv", "/a/inv/sub", "/b", "~/docs"}
+	names := []string{"x.pdf", "04.pdf", "notes.txt", "*", "*.pdf", "**"}
+	hosts := []string{"example.com", "*.example.com", "api.example.com", "a.b.example.com"}
+	var ids []int64
+	for i := 0; i < 200; i++ {
+		p := policy.Principal{Channel: "web", SenderID: fmt.Sprint("u", rng.IntN(3))}
+		ng := policy.NewGrant{Principal: p, GrantedBy: "t", TTL: time.Duration(rng.IntN(3)) * time.Hour}
+		if rng.IntN(2) == 0 {
+			ng.Capability, ng.Target = "fs:read", dirs[rng.IntN(len(dirs))]+"/"+names[rng.IntN(len(names))]
+		} else {
+			ng.Capability, ng.Target = "network:http", hosts[rng.IntN(len(hosts))]
+		}
+		g, err := store.Record(ctx, ng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, g.ID)
+	}
+	check := func(stage string) {
+		for i := 0; i < 500; i++ {
+			p := policy.Principal{Channel: "web", SenderID: fmt.Sprint("u", rng.IntN(3))}
+			capName, target := "fs:read", dirs[rng.IntN(len(dirs))]+"/"+[]string{"x.pdf", "04.pdf", "notes.txt", "q/r.pdf"}[rng.IntN(4)]
+			if rng.IntN(2) == 0 {
+				capName, target = "network:http", []string{"example.com", "api.example.com", "x.a.b.example.com", "other.org"}[rng.IntN(4)]
+			}
+			want, err1 := store.FindMatching(ctx, p, capName, target)
+			got, err2 := cache.FindMatching(ctx, p, capName, target)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			if (want == nil) != (got == nil) || want != nil && want.ID != got.ID {
+				t.Fatalf("%s: %v %s %s: store %+v, cache %+v", stage, p, capName, target, want, got)
+			}
+		}
+	}
+	check("fresh")
+	now = now.Add(90 * time.Minute) // the 1h grants expire
+	check("after expiry")
+	for _, id := range ids[:50] {
+		if _, err := store.Revoke(ctx, id, "revoked", "t"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("after revokes")
+}

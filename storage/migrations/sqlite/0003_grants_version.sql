@@ -1,0 +1,16 @@
+-- A counter bumped by every change that can alter which grant matches a
+-- request, so a cache of grants (policy.GrantCache) can tell, with one read,
+-- whether any process changed grants since it filled. last_used_at is not
+-- among the columns: touching a grant changes nothing a lookup sees.
+CREATE TABLE grants_version (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    n  INTEGER NOT NULL
+);
+INSERT INTO grants_version (id, n) VALUES (1, 0);
+CREATE TRIGGER grants_version_insert AFTER INSERT ON grants
+BEGIN UPDATE grants_version SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER grants_version_delete AFTER DELETE ON grants
+BEGIN UPDATE grants_version SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER grants_version_update
+AFTER UPDATE OF channel, sender_id, capability, target, anchor, expires_at, revoked_at ON grants
+BEGIN UPDATE grants_version SET n = n + 1 WHERE id = 1; END;
