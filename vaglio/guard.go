@@ -206,12 +206,15 @@ func (c component) match(in string) bool {
 	return ok
 }
 
+// unquote drops shell quoting characters (a Replacer is safe for concurrent use).
+var unquote = strings.NewReplacer(`"`, "", `'`, "", `\`, "")
+
 // shellNormalize undoes what a shell would undo before a command sees its
 // arguments, so /etc/pa"ss"wd and /etc/pass\wd read as /etc/passwd, and
 // expands $HOME and ${HOME}. Without a home they become "~", which the
 // rules still treat as the home directory.
 func shellNormalize(s, home string) string {
-	s = strings.NewReplacer(`"`, "", `'`, "", `\`, "").Replace(s)
+	s = unquote.Replace(s)
 	h := home
 	if h == "" {
 		h = "~"

@@ -94,7 +94,10 @@ type Vaglio struct {
 	now       func() time.Time
 	logger    *slog.Logger
 
-	mu sync.Mutex // serialises appends to the log file
+	mu      sync.Mutex // serialises appends to the log file
+	logFile *os.File   // the month's log, kept open between lines
+	logName string
+	logInfo os.FileInfo // of logFile, to notice a deleted or rotated file
 }
 
 // New builds a Vaglio from o, filling in the defaults documented on Options.
@@ -228,24 +231,41 @@ func (v *Vaglio) log(r Request, verdict Verdict) {
 
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if err := appendFile(v.logDir, name, line); err != nil {
+	if err := v.appendLine(name, line); err != nil {
 		v.logger.Warn("vaglio: write decision log", "error", err, "agent", r.Agent, "capability", r.Capability)
 	}
 }
 
-// appendFile writes line with a single write in append mode, so a line is
-// never split even if another process appends to the same file.
-func appendFile(dir, name string, line []byte) error {
-	if err := os.MkdirAll(dir, logDirMode); err != nil {
+// appendLine writes line with a single write in append mode, so a line is
+// never split even if another process appends to the same file. The month's
+// file stays open between lines; it is reopened when the month changes or a
+// write fails (a rotated or deleted file is recreated). v.mu must be held.
+func (v *Vaglio) appendLine(name string, line []byte) error {
+	if v.logFile != nil {
+		if st, err := os.Stat(name); v.logName != name || err != nil || !os.SameFile(st, v.logInfo) {
+			v.logFile.Close()
+			v.logFile = nil
+		}
+	}
+	if v.logFile == nil {
+		if err := os.MkdirAll(v.logDir, logDirMode); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, logFileMode)
+		if err != nil {
+			return err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return err
+		}
+		v.logFile, v.logName, v.logInfo = f, name, st
+	}
+	if _, err := v.logFile.Write(line); err != nil {
+		v.logFile.Close()
+		v.logFile = nil
 		return err
 	}
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, logFileMode)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(line); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return nil
 }
