@@ -164,6 +164,25 @@ type Agent struct {
 	// use; DenyCapabilities are never allowed. Exact registry names only.
 	AllowCapabilities []string
 	DenyCapabilities  []string
+	// Principals lists, as "channel:sender_id", the people besides its
+	// default principal that a non-admin agent may act for (and so use the
+	// grants of). Admin agents may name any principal.
+	Principals []string
+}
+
+// MayActFor reports whether the agent may make requests on behalf of the
+// principal (channel, sender): its default one, one listed in principals,
+// or any for an admin agent.
+func (a Agent) MayActFor(channel, sender string) bool {
+	if a.Admin || channel == a.Channel && sender == a.SenderID {
+		return true
+	}
+	for _, p := range a.Principals {
+		if p == channel+":"+sender {
+			return true
+		}
+	}
+	return false
 }
 
 // NewAgent returns an agent with the documented defaults: Supervised,

@@ -177,6 +177,7 @@ type (
 		Admin             bool      `toml:"admin"`
 		AllowCapabilities []string  `toml:"allow_capabilities"`
 		DenyCapabilities  []string  `toml:"deny_capabilities"`
+		Principals        []string  `toml:"principals"`
 	}
 	fileWeb struct {
 		AdminTokenEnv *string `toml:"admin_token_env"`
@@ -271,6 +272,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 		a.Admin = fa.Admin
 		a.AllowCapabilities = fa.AllowCapabilities
 		a.DenyCapabilities = fa.DenyCapabilities
+		a.Principals = fa.Principals
 		cfg.Agents = append(cfg.Agents, a)
 	}
 	if s := f.Web; s != nil {

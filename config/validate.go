@@ -278,6 +278,11 @@ func (c *Config) validateAgents(p *problems) {
 		}
 		capList(p, key+".allow_capabilities", a.AllowCapabilities)
 		capList(p, key+".deny_capabilities", a.DenyCapabilities)
+		for j, pr := range a.Principals {
+			if ch, snd, ok := strings.Cut(pr, ":"); !ok || ch == "" || snd == "" {
+				p.add(fmt.Sprintf("%s.principals[%d]", key, j), "%q is not \"channel:sender_id\"", pr)
+			}
+		}
 	}
 }
 

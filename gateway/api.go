@@ -14,6 +14,10 @@ import (
 	"github.com/metnos/gateway/storage"
 )
 
+// errForeignPrincipal: a non-admin agent named a principal it may not act
+// for, which would let it use that person's grants.
+var errForeignPrincipal = errors.New("forbidden principal")
+
 // requestBody is the JSON an agent posts to /v1/requests and /v1/check.
 type requestBody struct {
 	CallID      string         `json:"call_id"`
@@ -50,6 +54,10 @@ func (s *Server) submission(a *Agent, b requestBody) (approvals.Submission, erro
 	}
 	if sub.Channel == "" || sub.SenderID == "" {
 		return sub, &policy.FieldError{Field: "sender_id", Err: errors.New("channel and sender_id go together; give both or neither")}
+	}
+	if !a.MayActFor(sub.Channel, sub.SenderID) {
+		return sub, fmt.Errorf("%w: agent %s may not act for %s:%s (its principal is %s:%s; list others in principals)",
+			errForeignPrincipal, a.ID, sub.Channel, sub.SenderID, a.Channel, a.SenderID)
 	}
 	if b.TimeoutS < 0 {
 		return sub, &policy.FieldError{Field: "timeout_s", Err: errors.New("negative timeout")}

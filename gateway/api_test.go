@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -79,6 +80,12 @@ func e2eAgent(id, tok string, admin bool, rate string) config.Agent {
 	return a
 }
 
+// withPrincipals lets a test agent act for more principals.
+func withPrincipals(a config.Agent, p ...string) config.Agent {
+	a.Principals = p
+	return a
+}
+
 // e2eConfig is the config of every e2e gateway: an admin agent, two
 // ordinary ones, one limited to 2 requests a minute per capability, and a
 // bench agent with a rate no benchmark reaches.
@@ -89,7 +96,8 @@ func e2eConfig(tb testing.TB, dir, path string) config.Config {
 	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
 	cfg.Agents = []config.Agent{
 		e2eAgent("admin", tokAdmin, true, "1000000/s"),
-		e2eAgent("a1", tokA1, false, "1000000/s"),
+		withPrincipals(e2eAgent("a1", tokA1, false, "1000000/s"),
+			"web:gt-/srv/data/reports/*", "web:gt-/srv/**", "web:gt-/etc/*"),
 		e2eAgent("a2", tokA2, false, "1000000/s"),
 		e2eAgent("lim", tokLimited, false, "2/m"),
 		e2eAgent("bench", tokBench, false, "1000000/s"),
@@ -1019,9 +1027,9 @@ func TestAPI_Expiry_RealClock(t *testing.T) {
 	body := pendingBody("real-1", "real.txt")
 	body["timeout_s"] = 10
 	start := time.Now()
-	r := g.want(t, http.StatusOK, "POST", "/v1/requests?wait=30s", tokA1, body).request(t)
+	r := g.want(t, http.StatusOK, "POST", "/v1/requests?wait=60s", tokA1, body).request(t)
 	took := time.Since(start)
-	if r.Status != approvals.StatusExpired || took < 9*time.Second || took > 15*time.Second {
+	if r.Status != approvals.StatusExpired || took < 9*time.Second || took > 30*time.Second {
 		t.Errorf("status %s after %s, want expired after about 10s", r.Status, took)
 	}
 }
@@ -1273,5 +1281,44 @@ func TestAPI_HealthAndMetrics(t *testing.T) {
 	decodeInto(t, string(g.want(t, http.StatusOK, "GET", "/v1/policy/registry", "", nil).Body), &reg)
 	if len(reg) != 13 {
 		t.Errorf("registry has %d capabilities, want 13", len(reg))
+	}
+}
+
+// TestAPI_ForeignPrincipalRefused: a non-admin agent cannot act for (and so
+// use the grants of) a principal other than its own or those listed.
+func TestAPI_ForeignPrincipalRefused(t *testing.T) {
+	cfg := config.Default()
+	dir := t.TempDir()
+	cfg.Storage.Path, cfg.Vaglio.LogDir = filepath.Join(dir, "g.db"), filepath.Join(dir, "vaglio")
+	a := config.NewAgent("a1")
+	a.Token, a.Principals = "tok-a1", []string{"telegram:anna"}
+	cfg.Agents = []config.Agent{a}
+	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	srv := httptest.NewServer(app.Server.Handler())
+	defer srv.Close()
+	post := func(body string) int {
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/requests", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer tok-a1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for body, want := range map[string]int{
+		`{"capability":"llm:local"}`:                                         200,
+		`{"capability":"llm:local","channel":"web","sender_id":"owner"}`:     200,
+		`{"capability":"llm:local","channel":"telegram","sender_id":"anna"}`: 200,
+		`{"capability":"llm:local","channel":"telegram","sender_id":"bob"}`:  403,
+		`{"capability":"llm:local","channel":"web","sender_id":"root"}`:      403,
+	} {
+		if got := post(body); got != want {
+			t.Errorf("%s: status %d, want %d", body, got, want)
+		}
 	}
 }

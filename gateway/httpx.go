@@ -51,6 +51,8 @@ func (s *Server) errorResponse(w http.ResponseWriter, r *http.Request, err error
 		req := already.Request
 		e.Request = &req
 		writeJSON(w, http.StatusConflict, e)
+	case errors.Is(err, errForeignPrincipal):
+		writeError(w, http.StatusForbidden, "forbidden_principal", err.Error())
 	case errors.Is(err, approvals.ErrNotFound), errors.Is(err, policy.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", "not found")
 	case errors.Is(err, approvals.ErrAllowAlwaysRefused), errors.Is(err, policy.ErrGrantNotAllowed):
