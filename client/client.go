@@ -208,6 +208,7 @@ type APIError struct {
 	Request *Request
 }
 
+// Error reads "gateway: <message> (<status> <code>)"; it never holds the token.
 func (e *APIError) Error() string {
 	msg := e.Message
 	if msg == "" {

@@ -144,7 +144,7 @@ func TestClient_APIErrors(t *testing.T) {
 		{"unknown capability", func() error {
 			_, err := client.New(g.URL, agentToken).Request(ctx, client.Req{Capability: "fs:nope", Target: "x"}, 0)
 			return err
-		}, 400, "invalid_request"},
+		}, 400, "invalid_capability"},
 		{"bad token", func() error {
 			_, err := client.New(g.URL, "wrong").Check(ctx, client.Req{Capability: "llm:local"})
 			return err

@@ -59,8 +59,10 @@ type Event struct {
 // Events returns, so a bad token or an unreachable gateway is an error
 // here. After that the stream reconnects by itself, with backoff, whenever
 // it is cut (a restart, a proxy, a dead connection noticed by the missing
-// heartbeat) and says so with an EventReconnected event. The channel is
-// closed when ctx ends.
+// heartbeat) and says so with an EventReconnected event. It keeps trying,
+// at most every 10 s, whatever the failure (the gateway down, or an error
+// answer such as 401 after a token change). The channel is closed when
+// ctx ends.
 func (c *Client) Events(ctx context.Context) (<-chan Event, error) {
 	resp, err := c.openStream(ctx)
 	if err != nil {

@@ -81,6 +81,7 @@ var ErrBadEvent = errors.New("bad PreToolUse event")
 // in [hooks.claude_code.tools].
 type UnknownToolError struct{ Tool string }
 
+// Error names the tool and where to map it.
 func (e *UnknownToolError) Error() string {
 	return fmt.Sprintf("tool %s has no capability mapping; add it to [hooks.claude_code.tools]", e.Tool)
 }

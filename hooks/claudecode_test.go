@@ -214,7 +214,7 @@ func TestDecide(t *testing.T) {
 			hooks.Allow, []string{"allowed by policy (approved by rule #1)"}},
 		{"denied by person with note", hooks.Result{ID: "r1", Status: "denied", Decision: "deny", DecidedBy: "web:owner", Note: "use pnpm"},
 			hooks.Deny, []string{"denied by web:owner", "Note from the owner: use pnpm", "Do not retry"}},
-		{"denied by guard", hooks.Result{ID: "r1", Status: "denied", BlockedBy: "guard", Reason: "guard: forbidden path .ssh in target"},
+		{"denied by guard", hooks.Result{ID: "r1", Status: "denied", BlockedBy: "guard", Reason: "vaglio guard: guard: forbidden path .ssh in target"},
 			hooks.Deny, []string{"denied by the guard: forbidden path .ssh in target"}},
 		{"denied by policy", hooks.Result{ID: "r1", Status: "denied", BlockedBy: "policy", Reason: "fs:write is denied at autonomy ReadOnly"},
 			hooks.Deny, []string{"fs:write is denied at autonomy ReadOnly"}},

@@ -80,9 +80,19 @@ func deniedBy(r Result) string {
 	case r.Decision == "deny" && r.DecidedBy != "":
 		return "denied by " + r.DecidedBy
 	case r.BlockedBy != "":
-		return "denied by the " + r.BlockedBy + ": " + strings.TrimPrefix(r.Reason, r.BlockedBy+": ")
+		return "denied by the " + r.BlockedBy + ": " + TrimLayer(r.Reason, r.BlockedBy)
 	}
 	return "denied: " + r.Reason
+}
+
+// TrimLayer drops the layer names policy puts before a blocking reason
+// ("vaglio guard: guard: forbidden path …" → "forbidden path …") so the
+// reason reads once after "denied by the guard:".
+func TrimLayer(reason, layer string) string {
+	for _, p := range []string{"vaglio " + layer + ": ", layer + ": "} {
+		reason = strings.TrimPrefix(reason, p)
+	}
+	return reason
 }
 
 func notePart(r Result) string {

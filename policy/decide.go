@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/metnos/gateway/vaglio"
 )
@@ -218,7 +219,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 			}
 			trace("vaglio", Denied, "%s: %s", by, v.Reason)
 			dec.GrantID = 0
-			return deny(by, "vaglio "+by+": "+v.Reason), nil
+			return deny(by, "vaglio "+by+": "+strings.TrimPrefix(v.Reason, by+": ")), nil
 		}
 		trace("vaglio", "", "score %.2f: %s", v.Score, v.Reason)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/storage/storagetest"
 )
 
 // TestGrantCache_SeesOtherProcessRevoke: a revoke through a second
@@ -26,11 +27,7 @@ func TestGrantCache_SeesOtherProcessRevoke(t *testing.T) {
 	if got, _ := cache.FindMatching(ctx, p, "fs:write", "/a/inv/04.pdf"); got == nil || got.ID != g.ID {
 		t.Fatalf("before revoke: %+v, want grant %d", got, g.ID)
 	}
-	other, err := storage.Open(ctx, db.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := storagetest.Reopen(t, db) // as another process, or another replica
 	if ok, err := policy.NewGrantStore(other, testNorm, time.Now).Revoke(ctx, g.ID, "revoked", "cli"); !ok || err != nil {
 		t.Fatalf("revoke: %v %v", ok, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -169,6 +170,13 @@ WHERE channel = $1 AND sender_id = $2 AND capability = $3 AND revoked_at IS NULL
 AND (expires_at IS NULL OR expires_at > $4) AND anchor IN (SELECT value FROM json_each($5))
 ORDER BY id`
 
+// findCandidatesPG is findCandidates on PostgreSQL: the anchors are a text
+// array, and the planner picks grants_lookup by itself (it has statistics).
+const findCandidatesPG = `SELECT ` + grantColumns + ` FROM grants
+WHERE channel = $1 AND sender_id = $2 AND capability = $3 AND revoked_at IS NULL
+AND (expires_at IS NULL OR expires_at > $4) AND anchor = ANY($5)
+ORDER BY id`
+
 const touchGrant = `UPDATE grants SET last_used_at = $1 WHERE id = $2 AND revoked_at IS NULL`
 
 // FindMatching returns the active grant of p that covers target for the
@@ -179,17 +187,21 @@ func (s *GrantStore) FindMatching(ctx context.Context, p Principal, capability, 
 		return nil, err
 	}
 	anchors := s.norm.grantAnchors(c.TargetKind, target)
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, a := range anchors {
-		if i > 0 {
-			b.WriteByte(',')
+	query, list := findCandidatesPG, any(anchors)
+	if s.db.Dialect == storage.SQLite {
+		var b strings.Builder
+		b.WriteByte('[')
+		for i, a := range anchors {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(jsonString(a))
 		}
-		b.WriteString(jsonString(a))
+		b.WriteByte(']')
+		query, list = findCandidates, b.String()
 	}
-	b.WriteByte(']')
 	now := s.now()
-	rows, err := s.db.QueryContext(ctx, findCandidates, p.Channel, p.SenderID, c.Name, storage.FormatTime(now), b.String())
+	rows, err := s.db.QueryContext(ctx, query, p.Channel, p.SenderID, c.Name, storage.FormatTime(now), list)
 	if err != nil {
 		return nil, fmt.Errorf("find grant: %w", err)
 	}
@@ -261,9 +273,9 @@ ORDER BY id DESC LIMIT $5`
 
 // List returns grants newest first.
 func (s *GrantStore) List(ctx context.Context, f GrantFilter) ([]Grant, error) {
-	limit := f.Limit
+	limit := int64(f.Limit)
 	if limit <= 0 {
-		limit = -1
+		limit = math.MaxInt64 // no limit, in words both engines accept (SQLite's -1 is an error in PostgreSQL)
 	}
 	now := s.now()
 	rows, err := s.db.QueryContext(ctx, listGrants, f.Channel, f.SenderID, f.All, storage.FormatTime(now), limit)

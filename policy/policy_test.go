@@ -3,7 +3,6 @@ package policy_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/storage/storagetest"
 	"github.com/metnos/gateway/vaglio"
 )
 
@@ -40,14 +40,12 @@ func (c *clock) Advance(d time.Duration) {
 
 var testNorm = policy.Normalizer{Home: "/home/r"}
 
-// newStore opens a real SQLite file in t.TempDir() and a grants store on it.
+// newStore opens a fresh database (a real SQLite file in t.TempDir(), or
+// a schema of its own on PostgreSQL in the PostgreSQL run, see
+// TestPostgres) and a grants store on it.
 func newStore(t testing.TB, now func() time.Time) (*policy.GrantStore, *storage.DB) {
 	t.Helper()
-	db, err := storage.Open(context.Background(), filepath.Join(t.TempDir(), "state", "gateway.db"))
-	if err != nil {
-		t.Fatalf("storage.Open: %v", err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := storagetest.Open(t)
 	return policy.NewGrantStore(db, testNorm, now), db
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/client"
+	"github.com/metnos/gateway/hooks"
 )
 
 // withdrawTimeout bounds the DELETE that withdraws a request nobody
@@ -187,7 +188,7 @@ func verdict(r client.Request) string {
 		case r.Decision != "":
 			s = "denied by " + r.DecidedBy
 		case r.BlockedBy != "" && r.BlockedBy != "policy":
-			s = "denied by the " + r.BlockedBy + ": " + strings.TrimPrefix(r.Reason, r.BlockedBy+": ")
+			s = "denied by the " + r.BlockedBy + ": " + hooks.TrimLayer(r.Reason, r.BlockedBy)
 		default:
 			s = "denied: " + r.Reason
 		}

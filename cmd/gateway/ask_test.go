@@ -57,7 +57,7 @@ func TestAsk_Denied(t *testing.T) {
 	t.Run("by the guard", func(t *testing.T) {
 		g := startLive(t, nil)
 		r := runCLI(context.Background(), agentEnv(t, g.URL), "", "ask", "--capability", "fs:read", "--target", "~/.ssh/id_rsa")
-		if r.code != exitFail || !strings.Contains(r.stderr, "denied by the guard") || !strings.Contains(r.stderr, ".ssh") {
+		if r.code != exitFail || !strings.Contains(r.stderr, "denied by the guard: forbidden path .ssh in target (request ") {
 			t.Fatalf("exit %d stderr %q", r.code, r.stderr)
 		}
 	})

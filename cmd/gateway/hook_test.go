@@ -104,7 +104,7 @@ func TestHook_GuardDeniesSSHKey(t *testing.T) {
 			t.Fatalf("exit %d", r.code)
 		}
 		out := hookOutput(t, r.stdout)
-		if out.Decision() != hooks.Deny || !strings.Contains(out.Reason(), "guard") || !strings.Contains(out.Reason(), ".ssh") {
+		if out.Decision() != hooks.Deny || !strings.Contains(out.Reason(), "denied by the guard: forbidden path .ssh in target") {
 			t.Fatalf("%s: %s", p, r.stdout)
 		}
 	}

@@ -37,7 +37,7 @@ func normalizer(e *env) policy.Normalizer { return policy.Normalizer{Home: e.get
 
 // openGrants opens the database and its grants store.
 func openGrants(e *env, cfg config.Config) (*storage.DB, *policy.GrantStore, error) {
-	db, err := storage.Open(e.ctx, cfg.Storage.Path)
+	db, err := storage.OpenConfig(e.ctx, storageConfig(cfg))
 	if err != nil {
 		return nil, nil, err
 	}

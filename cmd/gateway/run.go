@@ -71,6 +71,7 @@ func commands() map[string]command {
 		"policy":  cmdPolicy,
 		"serve":   cmdServe,
 		"prune":   cmdPrune,
+		"migrate": cmdMigrate,
 		"config":  cmdConfig,
 		"ask":     cmdAsk,
 		"hook":    cmdHook,

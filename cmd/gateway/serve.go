@@ -137,7 +137,7 @@ func cmdServe(e *env, args []string) error {
 		return exitError{exitFail, fmt.Sprintf("listen on %s: %v", cfg.Server.Listen, err)}
 	}
 	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(e.stdout, "gateway %s listening on %s (database %s)\n", buildVersion(), url, cfg.Storage.Path)
+	fmt.Fprintf(e.stdout, "gateway %s listening on %s (database %s)\n", buildVersion(), url, app.DB.Name())
 	switch {
 	case created:
 		tok := cfg.Agents[0].Token

@@ -35,7 +35,7 @@ var (
 )
 
 // gatewayBinary builds cmd/gateway once per test run.
-func gatewayBinary(t *testing.T) string {
+func gatewayBinary(t testing.TB) string {
 	t.Helper()
 	childBinOnce.Do(func() {
 		goBin, err := exec.LookPath("go")

@@ -119,7 +119,11 @@ func ask(ctx context.Context, c *client.Client, step client.Req, wait time.Durat
 		}
 		return errors.New(msg)
 	}
-	log.Printf("  allowed (%s)", r.Reason)
+	if r.Decision != "" {
+		log.Printf("  allowed: %s by %s", r.Decision, r.DecidedBy)
+	} else {
+		log.Printf("  allowed: %s", r.Reason)
+	}
 	if step.Capability == "code:exec" {
 		out, err := exec.CommandContext(ctx, "sh", "-c", step.Target).CombinedOutput()
 		log.Printf("  ran %q: %s", step.Target, out)
