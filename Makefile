@@ -26,6 +26,31 @@ test: ## vet, gofmt check, and every test with the race detector
 bench: ## the benchmarks (figures quoted in the README)
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 -timeout=60m $(PKGS)
 
+soak: ## load, kill -9 and outage suite on loopback (~13 min); prints the figures (SOAK_REPORT=file keeps them)
+	GO=$(GO) $(GO) test -tags soak -run . -count=1 -timeout 30m -v ./soak/
+
+# Every fuzz target, as package:Name. `go test -fuzz` takes one at a time.
+FUZZ_TARGETS := \
+	./gateway:FuzzRequestBody \
+	./gateway/slack:FuzzSlackPayload \
+	./gateway/telegram:FuzzTelegramUpdate \
+	./cards:FuzzCallbackData \
+	./cards:FuzzSlack \
+	./config:FuzzLoad \
+	./policy:FuzzMatchGrant \
+	./policy:FuzzMatchRule \
+	./policy:FuzzWildcard \
+	./vaglio:FuzzGuard \
+	./hooks:FuzzMap
+FUZZTIME  ?= 30s
+FUZZFLAGS ?= -parallel=1
+
+fuzz: ## run every fuzz target for FUZZTIME (default 30s); see docs/fuzzing.md
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; echo "== $$name ($$pkg)"; \
+	  $(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $(FUZZFLAGS) $$pkg; \
+	done
+
 lint: ## vet, gofmt check, staticcheck
 	$(GO) vet $(PKGS)
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)

@@ -57,7 +57,9 @@ type callbacker struct {
 
 func newCallbacker(key func(string) []byte, log *slog.Logger) *callbacker {
 	ctx, stop := context.WithCancel(context.Background())
-	return &callbacker{key: key, log: log, client: &http.Client{Timeout: 10 * time.Second}, ctx: ctx, stop: stop}
+	return &callbacker{key: key, log: log, client: &http.Client{Timeout: 10 * time.Second,
+		// A redirect would turn the POST into a GET elsewhere: count it as a failure.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, ctx: ctx, stop: stop}
 }
 
 // send delivers r's resolution in the background, retrying with backoff:

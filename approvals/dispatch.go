@@ -36,28 +36,39 @@ WHERE c.channel = $1 AND c.next_at <= $2 ORDER BY c.next_at LIMIT 50`
 // cards table, so nothing is lost across restarts.
 func (s *Service) dispatch(ctx context.Context, n Notifier, wake <-chan struct{}) {
 	for ctx.Err() == nil {
-		pause := s.dispatchOnce(ctx, n)
+		pause, hold := s.dispatchOnce(ctx, n)
 		if pause <= 0 {
 			pause = idleRecheck
 		}
 		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-		case <-wake:
-		case <-t.C:
+		if hold {
+			// The messenger asked for a pause (429 retry-after): a new card
+			// must not wake us early, or every request in a storm would
+			// be one more call into the rate limit. Its wake stays queued.
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+		} else {
+			select {
+			case <-ctx.Done():
+			case <-wake:
+			case <-t.C:
+			}
 		}
 		t.Stop()
 	}
 }
 
 // dispatchOnce handles the due cards and says how long to wait before
-// the next round (0: the default idle recheck).
-func (s *Service) dispatchOnce(ctx context.Context, n Notifier) time.Duration {
+// the next round (0: the default idle recheck), and whether that wait is
+// the messenger's retry-after, which new cards must not cut short.
+func (s *Service) dispatchOnce(ctx context.Context, n Notifier) (time.Duration, bool) {
 	for ctx.Err() == nil {
 		rows, err := s.db.QueryContext(ctx, selectDueCards, n.Name(), storage.FormatTime(s.now()))
 		if err != nil {
 			s.log.Error("cards: query", "channel", n.Name(), "err", err)
-			return 0
+			return 0, false
 		}
 		var due []dueCard
 		for rows.Next() {
@@ -68,16 +79,16 @@ func (s *Service) dispatchOnce(ctx context.Context, n Notifier) time.Duration {
 		}
 		rows.Close()
 		if len(due) == 0 {
-			return s.nextDue(ctx, n.Name())
+			return s.nextDue(ctx, n.Name()), false
 		}
 		for _, c := range due {
 			if wait, failed := s.sendCard(ctx, n, c); failed && wait > 0 {
 				// The messenger asked everyone to slow down: pause the channel.
-				return wait
+				return wait, true
 			}
 		}
 	}
-	return 0
+	return 0, false
 }
 
 func (s *Service) nextDue(ctx context.Context, channel string) time.Duration {

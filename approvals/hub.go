@@ -12,7 +12,7 @@ const subscriberBuffer = 256
 // hub wakes long-polls and feeds SSE streams the moment a change commits.
 type hub struct {
 	mu      sync.Mutex
-	waiters map[string]map[chan struct{}]struct{}
+	waiters map[string]map[chan Request]struct{}
 	subs    map[*subscriber]struct{}
 }
 
@@ -23,15 +23,16 @@ type subscriber struct {
 }
 
 func newHub() *hub {
-	return &hub{waiters: map[string]map[chan struct{}]struct{}{}, subs: map[*subscriber]struct{}{}}
+	return &hub{waiters: map[string]map[chan Request]struct{}{}, subs: map[*subscriber]struct{}{}}
 }
 
-// wait returns a channel closed when request id changes, and a cancel func.
-func (h *hub) wait(id string) (<-chan struct{}, func()) {
-	ch := make(chan struct{})
+// wait returns a channel that receives request id once it is finished
+// (so the waiter need not read it again), and a cancel func.
+func (h *hub) wait(id string) (<-chan Request, func()) {
+	ch := make(chan Request, 1)
 	h.mu.Lock()
 	if h.waiters[id] == nil {
-		h.waiters[id] = map[chan struct{}]struct{}{}
+		h.waiters[id] = map[chan Request]struct{}{}
 	}
 	h.waiters[id][ch] = struct{}{}
 	h.mu.Unlock()
@@ -72,12 +73,31 @@ func (h *hub) drop(s *subscriber) {
 	}
 }
 
+// waiting lists the requests someone waits for.
+func (h *hub) waiting() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]string, 0, len(h.waiters))
+	for id := range h.waiters {
+		out = append(out, id)
+	}
+	return out
+}
+
+// interested reports whether an event of request id would reach anyone:
+// a waiter on it, or any SSE stream.
+func (h *hub) interested(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.waiters[id]) > 0 || len(h.subs) > 0
+}
+
 func (h *hub) publish(e Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if e.Request.Status.Finished() {
 		for ch := range h.waiters[e.Request.ID] {
-			close(ch)
+			ch <- e.Request // buffered, and each waiter is sent one event: never blocks
 		}
 		delete(h.waiters, e.Request.ID)
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/metnos/gateway/policy"
@@ -61,6 +62,10 @@ type Service struct {
 	wake      map[string]chan struct{}
 	callbacks *callbacker
 	wg        sync.WaitGroup
+	// dispatching counts running RunDispatch calls: a replica that runs no
+	// dispatcher need not load a request another replica changed unless
+	// someone here waits for it.
+	dispatching atomic.Int32
 }
 
 // New returns a Service. Notifiers are added with AddNotifier before Run.
@@ -223,6 +228,13 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 				return fmt.Errorf("insert card: %w", err)
 			}
 		}
+		if r.Status == StatusPending {
+			// Other replicas' SSE streams and the leader's dispatchers
+			// hear of it at commit (a decided-now request has no watchers).
+			if err := s.db.Notify(ctx, tx, noticeRequest+r.ID); err != nil {
+				return err
+			}
+		}
 		return storage.AppendAudit(ctx, tx, storage.AuditEvent{
 			At: now, Actor: "agent:" + agent, Event: storage.AuditOutcome, RequestID: r.ID,
 			Detail: map[string]any{"capability": r.Capability, "outcome": string(r.Outcome), "status": string(r.Status),
@@ -281,7 +293,8 @@ func (s *Service) Wait(ctx context.Context, id string, d time.Duration) (Request
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-ch:
+	case done := <-ch:
+		return done, nil // as committed: no need to read it again
 	case <-t.C:
 	case <-ctx.Done():
 		return r, ctx.Err()
@@ -421,6 +434,10 @@ func (s *Service) finishTx(ctx context.Context, tx storage.Querier, r *Request, 
 		Detail: detail}); err != nil {
 		return err
 	}
+	// Replicas on the same database wake their waiters when this commits.
+	if err := s.db.Notify(ctx, tx, noticeRequest+r.ID); err != nil {
+		return err
+	}
 	r.Status, r.Decision, r.DecidedBy, r.DecidedAt = st, d, by, &now
 	return nil
 }
@@ -447,7 +464,12 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 			return err
 		}
 		for _, r := range due {
-			if err := s.finishTx(ctx, tx, &r, StatusExpired, nil, "timeout", now, storage.AuditExpired, nil); err != nil {
+			err := s.finishTx(ctx, tx, &r, StatusExpired, nil, "timeout", now, storage.AuditExpired, nil)
+			var already *AlreadyDecidedError
+			if errors.As(err, &already) {
+				continue // another replica's sweep, or a decision, finished it first
+			}
+			if err != nil {
 				return err
 			}
 			done = append(done, r)
@@ -509,26 +531,37 @@ func (s *Service) ListRecent(ctx context.Context, limit int) ([]Request, error) 
 		ORDER BY decided_at DESC LIMIT $1`, limit)
 }
 
-// Run starts the background work: one card dispatcher per messenger and
-// the expiry sweep. It expires overdue requests first and returns when ctx
-// ends, after in-flight sends and callbacks finish.
+// Run starts the background work of a gateway running alone: one card
+// dispatcher per messenger (RunDispatch) and the expiry sweep (RunSweep).
+// It expires overdue requests first and returns when ctx ends, after
+// in-flight sends and callbacks finish.
 func (s *Service) Run(ctx context.Context) error {
 	if _, err := s.ExpireDue(ctx); err != nil {
 		return err
 	}
-	for name, n := range s.notifiers {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.dispatch(ctx, n, s.wake[name])
-		}()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.RunDispatch(ctx)
+	}()
+	err := s.RunSweep(ctx)
+	<-done
+	return err
+}
+
+// RunSweep expires overdue requests now and every second after, until ctx
+// ends; then it waits for the callbacks in flight. Every replica runs it:
+// two sweeps finishing the same request are harmless (the first commit
+// wins, the other skips it), and expiry does not wait for a leader.
+func (s *Service) RunSweep(ctx context.Context) error {
+	if _, err := s.ExpireDue(ctx); err != nil {
+		return err
 	}
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			s.wg.Wait()
 			s.callbacks.wait()
 			return nil
 		case <-t.C:
@@ -536,6 +569,66 @@ func (s *Service) Run(ctx context.Context) error {
 				s.log.Error("expiry sweep failed", "err", err)
 			}
 		}
+	}
+}
+
+// RunDispatch runs one card dispatcher per messenger until ctx ends and
+// their sends in flight finish. With several replicas only the leader runs
+// it (see storage.DB.Lead), so a card is posted once; it may run again
+// after it returned (a replica that leads again).
+func (s *Service) RunDispatch(ctx context.Context) {
+	s.dispatching.Add(1)
+	defer s.dispatching.Add(-1)
+	for name, n := range s.notifiers {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.dispatch(ctx, n, s.wake[name])
+		}()
+	}
+	<-ctx.Done()
+	s.wg.Wait()
+}
+
+// Notices between replicas on one database, sent with storage.DB.Notify
+// in the transaction of the change and handled by Notice.
+const (
+	noticeRequest = "req "   // + request id: created pending, or finished
+	noticeCards   = "cards " // + messenger: cards reset for a fresh post
+)
+
+// Notice handles a change notice from another replica on the same database
+// (see storage.DB.Listen): it wakes this replica's long-polls, SSE streams
+// and card dispatchers as if the change had been made here. The replica
+// that made the change alone counts it in metrics and sends its callback.
+// An empty notice says notices may have been missed (the listening
+// session was reconnected): every waiter re-reads its request.
+func (s *Service) Notice(ctx context.Context, msg string) {
+	switch {
+	case msg == "":
+		for _, id := range s.hub.waiting() {
+			if r, err := s.Get(ctx, id); err == nil && r.Status.Finished() {
+				s.hub.publish(Event{Kind: EventResolved, Request: r})
+			}
+		}
+		s.wakeAll(s.Notifiers())
+	case strings.HasPrefix(msg, noticeRequest):
+		id := strings.TrimPrefix(msg, noticeRequest)
+		if s.dispatching.Load() == 0 && !s.hub.interested(id) {
+			return
+		}
+		r, err := s.Get(ctx, id)
+		if err != nil {
+			return // deleted since (prune)
+		}
+		kind := EventRequired
+		if r.Status.Finished() {
+			kind = EventResolved
+		}
+		s.hub.publish(Event{Kind: kind, Request: r})
+		s.wakeAll(r.Notify)
+	case strings.HasPrefix(msg, noticeCards):
+		s.wakeAll([]string{strings.TrimPrefix(msg, noticeCards)})
 	}
 }
 
@@ -567,6 +660,10 @@ func (s *Service) Resend(ctx context.Context, channel string) (int, error) {
 	}
 	n, _ := res.RowsAffected()
 	s.wakeAll([]string{channel})
+	if err := s.db.Notify(ctx, s.db, noticeCards+channel); err != nil {
+		s.log.Warn("resend: the other replicas were not told; the leader's dispatcher finds the cards within seconds",
+			"channel", channel, "err", err)
+	}
 	return int(n), nil
 }
 

@@ -49,7 +49,7 @@ func Decode(data string) (Callback, error) {
 	verb, arg := parts[1], parts[2]
 	if verb == "r" {
 		id, err := strconv.ParseInt(arg, 10, 64)
-		if err != nil || id <= 0 {
+		if err != nil || id <= 0 || strconv.FormatInt(id, 10) != arg { // one spelling: not "07" or "+7"
 			return Callback{}, fmt.Errorf("%w: bad grant id", ErrBadCallback)
 		}
 		return Callback{GrantID: id}, nil

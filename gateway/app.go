@@ -37,6 +37,9 @@ type AppOptions struct {
 	Now        func() time.Time
 	Home       string             // what "~" means in targets
 	Messengers []MessengerFactory // Telegram, Slack; built in cmd/gateway from the config
+	// LeaderRetry is how often a replica on PostgreSQL that does not lead
+	// tries to take over (default 2 s): a dead leader is replaced within it.
+	LeaderRetry time.Duration
 }
 
 // App is a whole gateway: database, policy, approvals, server, messengers.
@@ -49,6 +52,9 @@ type App struct {
 	Messengers []Messenger
 	log        *slog.Logger
 	version    *storage.GrantsVersion
+	// leaderRetry is how often a replica that does not lead tries to (and
+	// the leader checks its lock); 0 means storage's default of 2 s.
+	leaderRetry time.Duration
 }
 
 // NewApp opens the database and wires everything; nothing runs yet.
@@ -59,7 +65,8 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	db, err := storage.Open(ctx, cfg.Storage.Path)
+	db, err := storage.OpenConfig(ctx, storage.Config{Driver: cfg.Storage.Driver, Path: cfg.Storage.Path,
+		DSN: cfg.Storage.DSN})
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +84,7 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 	version := storage.NewGrantsVersion(db)
 	decider := &policy.Decider{Rules: rules, Grants: policy.NewGrantCache(grants, version), Vaglio: vg, Norm: norm}
 	metrics := NewMetrics()
-	a := &App{Config: cfg, DB: db, Grants: grants, log: o.Logger, version: version}
+	a := &App{Config: cfg, DB: db, Grants: grants, log: o.Logger, version: version, leaderRetry: o.LeaderRetry}
 	var srv *Server
 	a.Service = approvals.New(db, grants, decider, approvals.Options{
 		GrantTTL: cfg.Policy.GrantTTL, DefaultTimeout: cfg.Approvals.Timeout, StaleAfter: cfg.Policy.StaleAfter,
@@ -116,28 +123,31 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
-	stopPrune, err := a.Service.StartPruner(bg, a.Config.Approvals.PruneSchedule)
-	if err != nil {
-		return err
-	}
+	// Every replica: the expiry sweep, and on PostgreSQL the notices of
+	// the other replicas' changes (they wake this replica's waiters).
 	var wg sync.WaitGroup
-	errs := make(chan error, 1+len(a.Messengers))
+	errs := make(chan error, 2)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := a.Service.Run(bg); err != nil {
+		if err := a.Service.RunSweep(bg); err != nil {
 			errs <- fmt.Errorf("approvals: %w", err)
 		}
 	}()
-	for _, m := range a.Messengers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := m.Run(bg); err != nil && bg.Err() == nil {
-				errs <- fmt.Errorf("%s: %w", m.Name(), err)
-			}
-		}()
-	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = a.DB.Listen(bg, a.log, func(msg string) { a.Service.Notice(bg, msg) })
+	}()
+	// The leader only (on SQLite, this process from the start): see lead.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		err := a.DB.Lead(bg, storage.LeaderOptions{Retry: a.leaderRetry, Logger: a.log, OnChange: a.Server.SetLeader}, a.lead)
+		if err != nil && bg.Err() == nil {
+			errs <- err
+		}
+	}()
 	hs := &http.Server{
 		Handler:           a.Server.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -160,12 +170,51 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		a.log.Warn("http shutdown", "err", err)
 	}
 	stopBG()
-	stopPrune()
 	wg.Wait()
 	if errors.Is(runErr, http.ErrServerClosed) {
 		runErr = nil
 	}
 	return runErr
+}
+
+// lead runs the work that must not run on two replicas at once: the card
+// dispatchers (a card is posted once), the prune job, and each messenger's
+// background work (Telegram long polling: two pollers would steal each
+// other's updates; Slack Socket Mode: Slack would deliver each event to
+// one connection at random). HTTP (webhooks, Slack interactivity, the API
+// and the web page) works on every replica. It returns when ctx ends, or
+// with the first error of that work, once all of it has stopped.
+func (a *App) lead(ctx context.Context) error {
+	stopPrune, err := a.Service.StartPruner(ctx, a.Config.Approvals.PruneSchedule)
+	if err != nil {
+		return err
+	}
+	defer stopPrune()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(a.Messengers))
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.Service.RunDispatch(ctx)
+	}()
+	for _, m := range a.Messengers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.Run(ctx); err != nil && ctx.Err() == nil {
+				errs <- fmt.Errorf("%s: %w", m.Name(), err)
+			}
+		}()
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-errs:
+	}
+	cancel()
+	wg.Wait()
+	return err
 }
 
 // Close releases the database.

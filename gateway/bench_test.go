@@ -73,17 +73,23 @@ func benchClient() *http.Client {
 // keep-alive connection, and times every one. mk builds request i.
 func runLoad(tb testing.TB, client *http.Client, n int, wantStatus int, mk func(i int) *http.Request) loadResult {
 	tb.Helper()
+	return runLoadN(tb, client, benchClients, n, wantStatus, mk)
+}
+
+// runLoadN is runLoad with clients concurrent clients.
+func runLoadN(tb testing.TB, client *http.Client, clients, n int, wantStatus int, mk func(i int) *http.Request) loadResult {
+	tb.Helper()
 	var next, errs atomic.Int64
-	lats := make([][]time.Duration, benchClients)
+	lats := make([][]time.Duration, clients)
 	var wg sync.WaitGroup
 	var firstErr atomic.Value
 	cpu0 := cpuTime()
 	start := time.Now()
-	for c := range benchClients {
+	for c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			own := make([]time.Duration, 0, n/benchClients+1)
+			own := make([]time.Duration, 0, n/clients+1)
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= n {
@@ -220,10 +226,16 @@ func BenchmarkRequestsDecidedNow64(b *testing.B) {
 	reportLoad(b, "requests", r)
 }
 
+// throughputRounds interleaves the three loads, so a change of load on a
+// shared machine hits all three alike; ratios are the median of the rounds.
+const throughputRounds = 5
+
 // BenchmarkThroughputVsBaseline runs the trivial handler, /v1/check and
-// decided-now /v1/requests one after the other in the same process, b.N
-// requests each, and reports each one's rate, its p99 and the ratios to
-// the baseline (issue 3: check ≥ 0.5, requests ≥ 0.3, p99 ≤ 5 ms).
+// decided-now /v1/requests in the same process, interleaved in rounds of
+// b.N/5 requests each, and reports each one's rate and p99 and the median
+// ratios to the baseline (issue 3: check ≥ 0.5, requests ≥ 0.3, p99 ≤ 5 ms).
+// The _by_cpu ratios compare CPU time per request (client and server, in
+// this process), which other load on the machine does not change.
 func BenchmarkThroughputVsBaseline(b *testing.B) {
 	trivialURL := trivialServer(b)
 	g := startE2E(b, e2eOptions{})
@@ -232,24 +244,64 @@ func BenchmarkThroughputVsBaseline(b *testing.B) {
 	run := int(benchRun.Add(1))
 	trivial := func(int) *http.Request { return benchPost(trivialURL+"/v1/check", tokBench, trivialBody) }
 	check := func(int) *http.Request { return benchPost(g.URL+"/v1/check", tokBench, checkBody) }
-	requests := func(i int) *http.Request { return decidedNowReq(g.URL, run, i) }
 	warm(b, client, http.StatusOK, trivial)
 	warm(b, client, http.StatusOK, check)
 	warm(b, client, http.StatusOK, func(i int) *http.Request { return decidedNowReq(g.URL, -run, i) })
+	n := max(b.N/throughputRounds, benchClients)
+	var all [3]loadResult
+	var ratioC, ratioR, cpuC, cpuR []float64
 	b.ResetTimer()
-	rt := runLoad(b, client, b.N, http.StatusOK, trivial)
-	rc := runLoad(b, client, b.N, http.StatusOK, check)
-	rr := runLoad(b, client, b.N, http.StatusOK, requests)
+	for round := range throughputRounds {
+		rt := runLoad(b, client, n, http.StatusOK, trivial)
+		rc := runLoad(b, client, n, http.StatusOK, check)
+		rr := runLoad(b, client, n, http.StatusOK, func(i int) *http.Request { return decidedNowReq(g.URL, run, round*n+i) })
+		for i, r := range []loadResult{rt, rc, rr} {
+			all[i].n += r.n
+			all[i].elapsed += r.elapsed
+			all[i].cpu += r.cpu
+			all[i].lat = append(all[i].lat, r.lat...)
+		}
+		ratioC, ratioR = append(ratioC, rc.rps()/rt.rps()), append(ratioR, rr.rps()/rt.rps())
+		cpuC = append(cpuC, float64(rt.cpuPerReq())/float64(rc.cpuPerReq()))
+		cpuR = append(cpuR, float64(rt.cpuPerReq())/float64(rr.cpuPerReq()))
+	}
 	b.StopTimer()
-	reportLoad(b, "trivial", rt)
-	reportLoad(b, "check", rc)
-	reportLoad(b, "requests", rr)
-	b.ReportMetric(rc.rps()/rt.rps(), "check/trivial")
-	b.ReportMetric(rr.rps()/rt.rps(), "requests/trivial")
-	// The same ratios from CPU cost: what they would be on an idle machine
-	// where the load is CPU-bound.
-	b.ReportMetric(float64(rt.cpuPerReq())/float64(rc.cpuPerReq()), "check/trivial_by_cpu")
-	b.ReportMetric(float64(rt.cpuPerReq())/float64(rr.cpuPerReq()), "requests/trivial_by_cpu")
+	for i, name := range []string{"trivial", "check", "requests"} {
+		slices.Sort(all[i].lat)
+		reportLoad(b, name, all[i])
+	}
+	median := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+	b.ReportMetric(median(ratioC), "check/trivial")
+	b.ReportMetric(median(ratioR), "requests/trivial")
+	b.ReportMetric(median(cpuC), "check/trivial_by_cpu")
+	b.ReportMetric(median(cpuR), "requests/trivial_by_cpu")
+}
+
+// BenchmarkServiceTime_OneClient is the same three calls from a single
+// client: the latency of one request with no queue in front of it, which
+// the 64-client p99 adds its queueing to.
+func BenchmarkServiceTime_OneClient(b *testing.B) {
+	trivialURL := trivialServer(b)
+	g := startE2E(b, e2eOptions{})
+	client := benchClient()
+	defer client.CloseIdleConnections()
+	run := int(benchRun.Add(1))
+	loads := []struct {
+		name string
+		mk   func(i int) *http.Request
+	}{
+		{"trivial", func(int) *http.Request { return benchPost(trivialURL+"/v1/check", tokBench, trivialBody) }},
+		{"check", func(int) *http.Request { return benchPost(g.URL+"/v1/check", tokBench, checkBody) }},
+		{"requests", func(i int) *http.Request { return decidedNowReq(g.URL, run, i) }},
+	}
+	b.ResetTimer()
+	for _, l := range loads {
+		runLoadN(b, client, 1, 100, http.StatusOK, func(i int) *http.Request { return l.mk(-1 - i) })
+		r := runLoadN(b, client, 1, b.N, http.StatusOK, l.mk)
+		b.ReportMetric(msOf(r.pct(0.50)), l.name+"_p50_ms")
+		b.ReportMetric(msOf(r.pct(0.99)), l.name+"_p99_ms")
+	}
+	b.ReportMetric(0, "ns/op")
 }
 
 // benchPending submits n pending requests for agent bench straight through
@@ -434,7 +486,6 @@ func TestRSSChild(t *testing.T) {
 		t.Skip("run by BenchmarkRSS only")
 	}
 	g := startE2E(t, e2eOptions{})
-	client := benchClient()
 	// Idle: started, served a few calls, then left alone for a moment.
 	for i := range 10 {
 		g.want(t, http.StatusOK, "POST", "/v1/requests", tokBench, jsonBody{"call_id": fmt.Sprint("warm-", i),
@@ -459,14 +510,13 @@ func TestRSSChild(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The pending requests are served: list them and long-poll a few.
+	// The pending requests are read back: counted and listed, as the web page and metrics do.
 	if c, err := g.App.Service.CountPending(context.Background()); err != nil || c != n {
 		t.Fatalf("CountPending = %d, %v", c, err)
 	}
 	if _, err := g.App.Service.ListPending(context.Background(), n); err != nil {
 		t.Fatal(err)
 	}
-	_ = client
 	time.Sleep(2 * time.Second)
 	if f.PendingMB, err = vmRSS(); err != nil {
 		t.Fatal(err)
@@ -478,10 +528,11 @@ func TestRSSChild(t *testing.T) {
 
 // BenchmarkRSS reports the resident memory of a gateway idle and with
 // 10,000 pending requests (issue 3: ≤ 40 MB and ≤ 200 MB), measured in a
-// child process of this test binary. It is a figure, not a timing.
+// child process of this test binary. It is a figure, not a timing: one
+// child whatever b.N.
 func BenchmarkRSS(b *testing.B) {
 	var f rssFigures
-	for range b.N {
+	{
 		cmd := exec.Command(os.Args[0], "-test.run=^TestRSSChild$", "-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(), rssEnv+"=1")
 		out, err := cmd.CombinedOutput()

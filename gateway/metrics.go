@@ -20,6 +20,7 @@ type Metrics struct {
 	latency     *prometheus.HistogramVec
 	sendFails   *prometheus.CounterVec
 	rateLimited *prometheus.CounterVec
+	leader      prometheus.Gauge
 }
 
 // NewMetrics creates the series.
@@ -39,8 +40,11 @@ func NewMetrics() *Metrics {
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_rate_limited_total", Help: "Requests refused by the per-agent rate limit.",
 		}, []string{"agent", "capability"}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gateway_leader", Help: "1 while this replica leads (polls Telegram, runs Socket Mode, posts cards, prunes).",
+		}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.sendFails, m.rateLimited,
+	m.reg.MustRegister(m.requests, m.latency, m.sendFails, m.rateLimited, m.leader,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -79,6 +83,14 @@ func (m *Metrics) Outcome(capability string, o policy.Outcome, _ approvals.Statu
 // Decided records how long a request took to finish.
 func (m *Metrics) Decided(st approvals.Status, d time.Duration) {
 	m.latency.WithLabelValues(string(st)).Observe(d.Seconds())
+}
+
+func (m *Metrics) setLeader(leader bool) {
+	if leader {
+		m.leader.Set(1)
+	} else {
+		m.leader.Set(0)
+	}
 }
 
 // SendFailed counts a failed card post or edit.

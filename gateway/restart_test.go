@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/storage"
 )
@@ -58,13 +60,12 @@ func TestRestart_Clean(t *testing.T) {
 	g1.want(t, http.StatusOK, "POST", "/v1/requests/"+always.ID+"/decision", tokAdmin, jsonBody{"decision": "allow_always"})
 
 	events := g1.openEvents(t, tokA1)
-	poll := make(chan apiResult, 1)
-	go func() { poll <- g1.do(t, "GET", "/v1/requests/"+pending[0].ID+"?wait=60s", tokA1, nil) }()
+	poll := g1.async(t, "GET", "/v1/requests/"+pending[0].ID+"?wait=60s", tokA1, nil)
 	time.Sleep(100 * time.Millisecond)
 
 	start := time.Now()
 	g1.Stop()
-	if took := time.Since(start); took > 5*time.Second {
+	if took := time.Since(start); took > 8*time.Second { // a stuck long-poll holds it 15s
 		t.Errorf("a clean stop took %s with a long-poll and an SSE stream open", took)
 	}
 	select {
@@ -106,8 +107,7 @@ func TestRestart_Clean(t *testing.T) {
 	if r := g2.want(t, http.StatusAccepted, "POST", "/v1/requests", tokA1, pendingBody("keep-a.txt", "a.txt")).request(t); r.ID != pending[0].ID {
 		t.Errorf("call_id after restart gave %s, want %s", r.ID, pending[0].ID)
 	}
-	poll2 := make(chan apiResult, 1)
-	go func() { poll2 <- g2.do(t, "GET", "/v1/requests/"+pending[0].ID+"?wait=30s", tokA1, nil) }()
+	poll2 := g2.async(t, "GET", "/v1/requests/"+pending[0].ID+"?wait=30s", tokA1, nil)
 	time.Sleep(50 * time.Millisecond)
 	g2.want(t, http.StatusOK, "POST", "/v1/requests/"+pending[0].ID+"/decision", tokAdmin, jsonBody{"decision": "allow_once"})
 	if _, err := g2.App.Service.Decide(context.Background(), pending[1].ID, approvals.Deny, approvals.Actor{Channel: "web", ID: "owner"}); err != nil {
@@ -159,4 +159,31 @@ func TestRestart_Clean(t *testing.T) {
 	if ev := audit[pending[3].ID]; len(ev) != 1 {
 		t.Errorf("the request still pending has audit rows %v, want its outcome only", ev)
 	}
+}
+
+// TestStop_NoGoroutineLeft: a gateway that served long-polls, an SSE
+// stream and a callback leaves no goroutine behind once stopped. Not
+// parallel, so no other test's goroutines come and go meanwhile.
+func TestStop_NoGoroutineLeft(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // the last cleanup: after the servers close
+	g := startE2E(t, e2eOptions{clock: newTestClock()})
+	events := g.openEvents(t, tokA1)
+	cs := newCallbackServer(t, 0)
+	body := pendingBody("leak-1", "leak.txt")
+	body["callback_url"] = cs.URL
+	p := g.want(t, http.StatusAccepted, "POST", "/v1/requests", tokA1, body).request(t)
+	events.nextNamed(t, approvals.EventRequired)
+	g.want(t, http.StatusOK, "POST", "/v1/requests", tokA1, decidedNowBody("leak-2"))
+	poll := g.async(t, "GET", "/v1/requests/"+p.ID+"?wait=60s", tokA1, nil)
+	g.want(t, http.StatusOK, "POST", "/v1/requests/"+p.ID+"/decision", tokAdmin, jsonBody{"decision": "allow_once"})
+	<-poll
+	cs.next(t, 5*time.Second)
+	left := g.want(t, http.StatusAccepted, "POST", "/v1/requests", tokA1, pendingBody("leak-3", "leak3.txt")).request(t)
+	poll = g.async(t, "GET", "/v1/requests/"+left.ID+"?wait=60s", tokA1, nil)
+	time.Sleep(50 * time.Millisecond)
+	g.Stop()
+	<-poll
+	events.Close()
+	http.DefaultClient.CloseIdleConnections()
 }

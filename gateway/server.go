@@ -10,6 +10,7 @@ import (
 	"crypto/subtle"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/metnos/gateway/approvals"
@@ -48,6 +49,7 @@ type Server struct {
 	web      *web
 	extra    []route
 	shutdown chan struct{} // closed when the server begins shutting down (ends SSE streams)
+	leader   atomic.Bool   // this replica runs the leader's work (see App.lead)
 }
 
 type route struct {
@@ -183,7 +185,14 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "database unreachable")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "leader": s.leader.Load()})
+}
+
+// SetLeader records whether this replica leads (see App.lead): in
+// /readyz, and as the gauge gateway_leader.
+func (s *Server) SetLeader(leader bool) {
+	s.leader.Store(leader)
+	s.metrics.setLeader(leader)
 }
 
 func (s *Server) registry(w http.ResponseWriter, r *http.Request) {

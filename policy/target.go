@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -111,8 +112,7 @@ func (n Normalizer) MatchGrant(kind TargetKind, pattern, target string) bool {
 		if !hasMeta(p) {
 			return p == t
 		}
-		ok, err := doublestar.Match(p, t)
-		return err == nil && ok
+		return globMatch(p, t)
 	case KindHost:
 		return matchHost(strings.ToLower(pattern), hostOf(target))
 	}
@@ -146,8 +146,7 @@ func (n Normalizer) MatchRule(kind TargetKind, pattern, target string) bool {
 			if !hasMeta(p) {
 				return p == t
 			}
-			ok, err := doublestar.Match(p, t)
-			return err == nil && ok
+			return globMatch(p, t)
 		}
 		return wildcard(pattern, t)
 	case KindHost:
@@ -158,6 +157,39 @@ func (n Normalizer) MatchRule(kind TargetKind, pattern, target string) bool {
 		return wildcard(p, h)
 	}
 	return wildcard(pattern, target)
+}
+
+// globMatch is doublestar.Match made byte-exact. doublestar compares runes,
+// and every invalid UTF-8 byte decodes to the same utf8.RuneError, so alone
+// it lets "/a/in\x95/*" cover "/a/in\x84/x", another directory. When either
+// side holds an invalid byte (or a literal U+FFFD), the pattern must match
+// again with each non-ASCII byte spelled as a rune of its own: the answer
+// can only get narrower.
+func globMatch(p, t string) bool {
+	ok, err := doublestar.Match(p, t)
+	if err != nil || !ok {
+		return false
+	}
+	if !strings.ContainsRune(p, utf8.RuneError) && !strings.ContainsRune(t, utf8.RuneError) {
+		return true
+	}
+	ok, err = doublestar.Match(byteRunes(p), byteRunes(t))
+	return err == nil && ok
+}
+
+// byteRunes spells each non-ASCII byte of s as the rune U+0100+byte: one
+// rune per byte, distinct for distinct bytes, glob syntax (ASCII) kept.
+func byteRunes(s string) string {
+	var b strings.Builder
+	b.Grow(2 * len(s))
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < utf8.RuneSelf {
+			b.WriteByte(c)
+		} else {
+			b.WriteRune(0x100 + rune(c))
+		}
+	}
+	return b.String()
 }
 
 // wildcard is a glob where '*' matches any run of bytes (including '/') and

@@ -186,7 +186,7 @@ func (db *DB) listenOnce(ctx context.Context, fn func(string)) (listened bool, e
 	if err != nil {
 		return false, err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer closeSession(conn)
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{db.pg.channel}.Sanitize()); err != nil {
 		return false, err
 	}
@@ -252,7 +252,7 @@ func (db *DB) Lead(ctx context.Context, o LeaderOptions, lead func(ctx context.C
 	var conn *pgx.Conn
 	closeConn := func() {
 		if conn != nil {
-			conn.Close(context.WithoutCancel(ctx)) // ends the session: the lock is free
+			closeSession(conn) // ends the session: the lock is free
 			conn = nil
 		}
 	}
@@ -275,7 +275,8 @@ func (db *DB) Lead(ctx context.Context, o LeaderOptions, lead func(ctx context.C
 			conn = c
 			// PostgreSQL 14+; older servers refuse the setting, and then
 			// only the TCP keepalives catch a leader that hangs.
-			_, _ = conn.Exec(ctx, fmt.Sprintf("SET idle_session_timeout = %d", pgIdleSessionTimeout.Milliseconds()))
+			idle := max(pgIdleSessionTimeout, 3*o.Retry+pgPingTimeout)
+			_, _ = conn.Exec(ctx, fmt.Sprintf("SET idle_session_timeout = %d", idle.Milliseconds()))
 		}
 		var got bool
 		qctx, cancel := context.WithTimeout(ctx, pgPingTimeout)
@@ -341,6 +342,14 @@ func (db *DB) holdLead(ctx context.Context, conn *pgx.Conn, o LeaderOptions, lea
 			}
 		}
 	}
+}
+
+// closeSession ends a dedicated session, waiting a little at most for a
+// server that no longer answers.
+func closeSession(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = conn.Close(ctx)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

@@ -87,6 +87,13 @@ type DB struct {
 	stmts  map[string]*sql.Stmt
 }
 
+// writeWait is how long a write transaction waits for the one before it,
+// like busy_timeout for another process's.
+const writeWait = 10 * time.Second
+
+// ErrBusy is returned by InTx after waiting writeWait for another write.
+var ErrBusy = errors.New("storage: database busy: another write held it for too long")
+
 // maxStmts bounds the statement cache; a query past it runs unprepared.
 // The gateway's SQL is a few dozen constants.
 const maxStmts = 256
@@ -311,10 +318,15 @@ func (db *DB) Ping(ctx context.Context) error {
 // for a concurrent writer of the same row and then see its commit.
 func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if db.writeLock != nil {
+		wait := time.NewTimer(writeWait)
 		select {
 		case db.writeLock <- struct{}{}:
+			wait.Stop()
 		case <-ctx.Done():
+			wait.Stop()
 			return ctx.Err()
+		case <-wait.C: // as busy_timeout: fail, never hang (a nested InTx would)
+			return ErrBusy
 		}
 		defer func() { <-db.writeLock }()
 	}

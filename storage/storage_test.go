@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/storage/storagetest"
 )
 
 func openT(t *testing.T, path string) *storage.DB {
@@ -180,7 +181,7 @@ func TestOpen_TooNewRefused(t *testing.T) {
 
 func TestInTx_RollsBackOnError(t *testing.T) {
 	ctx := context.Background()
-	db := openT(t, filepath.Join(t.TempDir(), "g.db"))
+	db := storagetest.Open(t)
 	boom := errors.New("boom")
 	cases := []struct {
 		name     string
@@ -217,7 +218,7 @@ func TestInTx_RollsBackOnError(t *testing.T) {
 
 func TestAudit_AppendList(t *testing.T) {
 	ctx := context.Background()
-	db := openT(t, filepath.Join(t.TempDir(), "g.db"))
+	db := storagetest.Open(t)
 	at := time.Date(2026, 3, 4, 5, 6, 7, 891011000, time.FixedZone("CET", 3600))
 	events := []storage.AuditEvent{
 		{At: at, Actor: "roberto", Event: storage.AuditDecision, RequestID: "r1", Detail: map[string]any{"decision": "allow_once"}},

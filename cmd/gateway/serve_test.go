@@ -28,36 +28,19 @@ const (
 	childAdminToken = "tok-child-admin-9f8e7d6c5b"
 )
 
-var (
-	childBinOnce sync.Once
-	childBin     string
-	childBinErr  error
-)
-
-// gatewayBinary builds cmd/gateway once per test run.
+// gatewayBinary builds cmd/gateway into the test's temporary directory
+// (the go command caches the compile; only the link is redone).
 func gatewayBinary(t testing.TB) string {
 	t.Helper()
-	childBinOnce.Do(func() {
-		goBin, err := exec.LookPath("go")
-		if err != nil {
-			childBinErr = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "gateway-bin-")
-		if err != nil {
-			childBinErr = err
-			return
-		}
-		childBin = filepath.Join(dir, "gateway")
-		out, err := exec.Command(goBin, "build", "-o", childBin, ".").CombinedOutput()
-		if err != nil {
-			childBinErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if childBinErr != nil {
-		t.Skipf("cannot build the gateway binary: %v", childBinErr)
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command to build the gateway binary: %v", err)
 	}
-	return childBin
+	bin := filepath.Join(t.TempDir(), "gateway")
+	if out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // childConfig writes the TOML config of a child gateway in dir.

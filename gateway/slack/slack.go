@@ -295,16 +295,20 @@ func (m *Messenger) goJob(work func(ctx context.Context)) {
 		return
 	}
 	m.jobs.Add(1)
+	jobCtx := m.jobCtx // shutdown replaces it
 	go func() {
 		defer m.jobs.Done()
-		ctx, cancel := context.WithTimeout(m.jobCtx, jobTimeout)
+		ctx, cancel := context.WithTimeout(jobCtx, jobTimeout)
 		defer cancel()
 		work(ctx)
 	}()
 }
 
 // shutdown lets acknowledged work finish for a few seconds, then cancels
-// what is left, and drops idle connections.
+// what is left, and drops idle connections. Then it takes work again: with
+// several replicas Run runs only while this replica leads (see
+// gateway.App), and a replica that stops leading still serves Slack's
+// HTTP interactivity, and may lead again.
 func (m *Messenger) shutdown() {
 	m.jobsMu.Lock()
 	m.closed = true
@@ -319,4 +323,8 @@ func (m *Messenger) shutdown() {
 	}
 	m.stopJobs()
 	m.http.CloseIdleConnections()
+	m.jobsMu.Lock()
+	m.jobCtx, m.stopJobs = context.WithCancel(context.Background())
+	m.closed = false
+	m.jobsMu.Unlock()
 }

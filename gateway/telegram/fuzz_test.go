@@ -1,0 +1,248 @@
+package telegram_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/telegram"
+	"github.com/metnos/gateway/gateway/telegram/telegramtest"
+	"github.com/metnos/gateway/policy"
+)
+
+const (
+	fzSecret   = "fuzz-webhook-secret"
+	fzChat     = int64(-100777)
+	fzApprover = int64(4242)
+	fzStranger = int64(6666)
+	fzRotate   = 2000 // updates per database and fake, so a long run stays fast
+	fzRidMark  = "{rid}"
+	fzGidMark  = "{gid}"
+)
+
+// fzTB lets the fake be made inside the fuzz function, where F's methods
+// may not be called: its cleanups run when the gateway is rotated.
+type fzTB struct {
+	testing.TB
+	cleanups []func()
+}
+
+func (t *fzTB) Helper()          {}
+func (t *fzTB) Cleanup(f func()) { t.cleanups = append(t.cleanups, f) }
+
+// fzGateway is a gateway with the Telegram adapter in webhook mode (which
+// handles an update before answering it) on a temp SQLite file, in front
+// of a fake Bot API, with one pending request and one active grant.
+type fzGateway struct {
+	tb      testing.TB
+	dir     string
+	ftb     *fzTB
+	app     *gateway.App
+	handler http.Handler
+	runs    int
+	gen     int
+	seq     int
+	update  int
+	rid     string
+	gid     int64
+}
+
+func (g *fzGateway) open() {
+	g.gen++
+	g.ftb = &fzTB{TB: g.tb}
+	fake := telegramtest.New(g.ftb, telegramtest.Options{})
+	cfg := config.Default()
+	cfg.Storage.Path = filepath.Join(g.dir, "gateway-"+strconv.Itoa(g.gen)+".db")
+	cfg.Vaglio.LogDir = ""
+	a := config.NewAgent("a1")
+	a.Token = "tok-fuzz-telegram-a1"
+	cfg.Agents = []config.Agent{a}
+	cfg.Telegram = config.Telegram{Token: telegramtest.DefaultToken, ChatID: fzChat, Approvers: []int64{fzApprover},
+		APIEndpoint: fake.Endpoint(), WebhookURL: "https://gateway.example/telegram/webhook", WebhookSecret: fzSecret}
+	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: g.dir,
+		Messengers: []gateway.MessengerFactory{telegram.Factory(telegram.Options{Config: cfg.Telegram,
+			Location: time.UTC, CallTimeout: 5 * time.Second})}})
+	if err != nil {
+		g.tb.Fatalf("NewApp: %v", err)
+	}
+	g.app, g.handler, g.runs, g.rid, g.gid = app, app.Server.Handler(), 0, "", 0
+}
+
+func (g *fzGateway) close() {
+	if g.app == nil {
+		return
+	}
+	path := g.app.Config.Storage.Path
+	if err := g.app.Close(); err != nil {
+		g.tb.Errorf("Close: %v", err)
+	}
+	g.app = nil
+	for i := len(g.ftb.cleanups) - 1; i >= 0; i-- {
+		g.ftb.cleanups[i]()
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		_ = os.Remove(path + suffix)
+	}
+}
+
+// prepare readies one input: a fresh gateway now and then, a pending
+// request and an active grant.
+func (g *fzGateway) prepare(t *testing.T) {
+	if g.runs++; g.runs > fzRotate {
+		g.close()
+		g.open()
+		g.runs = 1
+	}
+	ctx := context.Background()
+	if r, err := g.app.Service.Get(ctx, g.rid); err != nil || r.Status != approvals.StatusPending {
+		g.seq++ // a new target each time: an Allow always grant covers the old one
+		r, _, err := g.app.Service.Submit(ctx, approvals.Submission{
+			Profile: policy.Profile{Agent: "a1", Ceiling: policy.Supervised}, Capability: "fs:write",
+			Target: fmt.Sprintf("/srv/fuzz/%d/report.pdf", g.seq), Channel: "web", SenderID: "owner",
+			Intent: "write the report", Executor: "report_writer",
+		})
+		if err != nil || r.Status != approvals.StatusPending {
+			t.Fatalf("setup: submit: %v, status %q", err, r.Status)
+		}
+		g.rid = r.ID
+	}
+	if gr, err := g.app.Grants.Get(ctx, g.gid); err != nil || !gr.Active {
+		gr, err := g.app.Grants.Record(ctx, policy.NewGrant{Principal: policy.Principal{Channel: "web", SenderID: "owner"},
+			Capability: "fs:read", Target: "/srv/notes/*", GrantedBy: "fuzz", TTL: time.Hour})
+		if err != nil {
+			t.Fatalf("setup: grant: %v", err)
+		}
+		g.gid = gr.ID
+	}
+}
+
+// deliver posts one update to the webhook, as Telegram does; the update
+// is handled before the answer.
+func (g *fzGateway) deliver(t *testing.T, u tgbotapi.Update) {
+	g.update++
+	u.UpdateID = g.update
+	body, err := json.Marshal(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/telegram/webhook", bytes.NewReader(body))
+	req.Header.Set(telegram.SecretHeader, fzSecret)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	g.handler.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("webhook answered %d: %s", rec.Code, rec.Body)
+	}
+}
+
+// check compares the request and the grant with what the update may do
+// (and, when live, must do).
+func (g *fzGateway) check(t *testing.T, what string, d approvals.Decision, revoke, live bool) {
+	ctx := context.Background()
+	r, err := g.app.Service.Get(ctx, g.rid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case r.Status == approvals.StatusPending && d != "" && live:
+		t.Fatalf("%s: a well-formed %s from an approver decided nothing", what, d)
+	case r.Status != approvals.StatusPending && d == "":
+		t.Fatalf("%s decided %s (%s by %s) but is not a well-formed tap from an approver", what, r.ID, r.Status, r.DecidedBy)
+	case r.Status != approvals.StatusPending && (r.Decision == nil || *r.Decision != d || !strings.HasPrefix(r.DecidedBy, "telegram:")):
+		t.Fatalf("%s: want %s by telegram, got %s %v by %s", what, d, r.Status, r.Decision, r.DecidedBy)
+	}
+	gr, err := g.app.Grants.Get(ctx, g.gid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case gr.Active && revoke && live:
+		t.Fatalf("%s: a well-formed revoke from an approver left grant #%d active", what, gr.ID)
+	case !gr.Active && !revoke:
+		t.Fatalf("%s revoked grant #%d but is not a well-formed revoke from an approver", what, gr.ID)
+	}
+}
+
+// FuzzTelegramUpdate delivers a tap with arbitrary callback_data and a
+// message with arbitrary text, from an approver, a stranger or nobody, to
+// the webhook: no panic, and nothing is decided or revoked unless the
+// update is well-formed and from an approver.
+func FuzzTelegramUpdate(f *testing.F) {
+	g := &fzGateway{tb: f, dir: f.TempDir()}
+	f.Cleanup(g.close)
+	g.open()
+	for _, s := range []struct {
+		data, text string
+		who        uint8
+	}{
+		{cards.EncodeDecision(fzRidMark, approvals.AllowOnce), "/pending", 0},
+		{cards.EncodeDecision(fzRidMark, approvals.AllowAlways), "/revoke " + fzGidMark, 0},
+		{cards.EncodeDecision(fzRidMark, approvals.Deny), "/revoke@gateway_test_bot #" + fzGidMark, 0},
+		{cards.EncodeDecision(fzRidMark, approvals.AllowOnce), "/revoke " + fzGidMark, 1},
+		{cards.EncodeRevoke(1), "/grants", 0},
+		{"v1:r:" + fzGidMark, "/start", 0},
+		{"v1:r:" + fzGidMark, "/revoke@other_bot " + fzGidMark, 1},
+		{"v1:r:" + fzGidMark, "/REVOKE " + fzGidMark, 2},
+		{"v1:o:" + fzRidMark + "x", "/revoke 0", 0},
+		{"v1:x:" + fzRidMark, "/revoke -" + fzGidMark, 0},
+		{"v2:o:" + fzRidMark, "/nope", 0},
+		{"", "", 0}, {"v1:o:r", "hello", 0}, {":::", "/", 0},
+	} {
+		f.Add(s.data, s.text, s.who)
+	}
+	f.Fuzz(func(t *testing.T, data, text string, who uint8) {
+		g.prepare(t)
+		var from *tgbotapi.User
+		switch who % 3 {
+		case 0:
+			from = &tgbotapi.User{ID: fzApprover, FirstName: "Ada"}
+		case 1:
+			from = &tgbotapi.User{ID: fzStranger, FirstName: "Eve"}
+		}
+		approver := from != nil && from.ID == fzApprover
+		fill := func(s string) string {
+			return strings.NewReplacer(fzRidMark, g.rid, fzGidMark, strconv.FormatInt(g.gid, 10)).Replace(s)
+		}
+
+		data = fill(data)
+		var d approvals.Decision
+		for _, dec := range []approvals.Decision{approvals.AllowOnce, approvals.AllowAlways, approvals.Deny} {
+			if approver && data == cards.EncodeDecision(g.rid, dec) {
+				d = dec
+			}
+		}
+		g.deliver(t, tgbotapi.Update{CallbackQuery: &tgbotapi.CallbackQuery{ID: "q" + strconv.Itoa(g.update),
+			From: from, Data: data, ChatInstance: "1",
+			Message: &tgbotapi.Message{MessageID: 7, Chat: &tgbotapi.Chat{ID: fzChat, Type: "supergroup"}}}})
+		g.check(t, "the tap", d, approver && data == cards.EncodeRevoke(g.gid), true)
+		if d != "" || (approver && data == cards.EncodeRevoke(g.gid)) {
+			g.prepare(t)
+			g.runs--
+		}
+
+		// A typed command is read leniently ("/revoke #07" is grant 7), so
+		// only the safety half is checked: no revoke without an approver
+		// asking for one.
+		text = fill(text)
+		revoke := approver && strings.Contains(strings.ToLower(text), "/revoke") &&
+			strings.Contains(text, strconv.FormatInt(g.gid, 10))
+		g.deliver(t, tgbotapi.Update{Message: &tgbotapi.Message{MessageID: 8, From: from, Text: text,
+			Chat: &tgbotapi.Chat{ID: fzChat, Type: "supergroup"}, Date: int(time.Now().Unix())}})
+		g.check(t, "the message", "", revoke, false)
+	})
+}
