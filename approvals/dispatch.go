@@ -30,21 +30,40 @@ type dueCard struct {
 const selectDueCards = `SELECT c.request_id, c.ref, c.attempts, c.gen FROM cards c
 WHERE c.channel = $1 AND c.next_at <= $2 ORDER BY c.next_at LIMIT 50`
 
+// channelPauseMax bounds the channel-wide pause after failures, so a
+// messenger that comes back is noticed within it.
+const channelPauseMax = 15 * time.Second
+
 // dispatch drives every card of one messenger to show its request's status:
 // post the pending ones, edit the finished ones, retry failures with
 // backoff (honouring the messenger's retry-after). The state lives in the
 // cards table, so nothing is lost across restarts.
+//
+// A failure pauses the whole channel, not just the card: while a messenger
+// is down one probe goes out per pause (1 s doubling to channelPauseMax)
+// instead of one call per pending card. The first success after failures
+// makes every waiting card due at once, so the backlog drains right away.
 func (s *Service) dispatch(ctx context.Context, n Notifier, wake <-chan struct{}) {
+	failures := 0
 	for ctx.Err() == nil {
-		pause, hold := s.dispatchOnce(ctx, n)
+		r := s.dispatchOnce(ctx, n, failures > 0)
+		pause, hold := r.pause, r.hinted
+		switch {
+		case r.failed:
+			failures++
+			pause, hold = max(pause, min(backoff(failures-1), channelPauseMax)), true
+		case r.sent && failures > 0:
+			failures = 0
+			continue // recovered: the backlog was made due; go on at once
+		}
 		if pause <= 0 {
 			pause = idleRecheck
 		}
 		t := time.NewTimer(pause)
 		if hold {
-			// The messenger asked for a pause (429 retry-after): a new card
-			// must not wake us early, or every request in a storm would
-			// be one more call into the rate limit. Its wake stays queued.
+			// The messenger asked for a pause (429 retry-after) or is failing:
+			// a new card must not wake us early, or every request in a storm
+			// would be one more call into it. Its wake stays queued.
 			select {
 			case <-ctx.Done():
 			case <-t.C:
@@ -60,15 +79,24 @@ func (s *Service) dispatch(ctx context.Context, n Notifier, wake <-chan struct{}
 	}
 }
 
-// dispatchOnce handles the due cards and says how long to wait before
-// the next round (0: the default idle recheck), and whether that wait is
-// the messenger's retry-after, which new cards must not cut short.
-func (s *Service) dispatchOnce(ctx context.Context, n Notifier) (time.Duration, bool) {
+// round is what one dispatch round did.
+type round struct {
+	pause  time.Duration // how long to wait (0: the default idle recheck)
+	hinted bool          // pause is the messenger's retry-after
+	failed bool          // a send failed: the channel pauses
+	sent   bool          // at least one send succeeded
+}
+
+// dispatchOnce handles the due cards until none is due or a send fails.
+// After failures (recovering), the first success makes every card of the
+// channel that waits for a retry due now.
+func (s *Service) dispatchOnce(ctx context.Context, n Notifier, recovering bool) round {
+	var out round
 	for ctx.Err() == nil {
 		rows, err := s.db.QueryContext(ctx, selectDueCards, n.Name(), storage.FormatTime(s.now()))
 		if err != nil {
 			s.log.Error("cards: query", "channel", n.Name(), "err", err)
-			return 0, false
+			return out
 		}
 		var due []dueCard
 		for rows.Next() {
@@ -79,16 +107,29 @@ func (s *Service) dispatchOnce(ctx context.Context, n Notifier) (time.Duration, 
 		}
 		rows.Close()
 		if len(due) == 0 {
-			return s.nextDue(ctx, n.Name()), false
+			out.pause = s.nextDue(ctx, n.Name())
+			return out
 		}
 		for _, c := range due {
-			if wait, failed := s.sendCard(ctx, n, c); failed && wait > 0 {
-				// The messenger asked everyone to slow down: pause the channel.
-				return wait, true
+			wait, failed := s.sendCard(ctx, n, c)
+			if failed {
+				out.failed, out.pause, out.hinted = true, wait, wait > 0
+				return out
+			}
+			if ctx.Err() != nil {
+				return out
+			}
+			out.sent = true
+			if recovering {
+				recovering = false
+				now := storage.FormatTime(s.now())
+				_, _ = s.db.ExecContext(ctx, `UPDATE cards SET next_at = $1
+					WHERE channel = $2 AND attempts > 0 AND next_at > $1 AND next_at != $3`, now, n.Name(), farFuture)
+				return out
 			}
 		}
 	}
-	return 0, false
+	return out
 }
 
 func (s *Service) nextDue(ctx context.Context, channel string) time.Duration {

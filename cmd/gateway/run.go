@@ -58,6 +58,7 @@ Usage:
   gateway ask --capability CAP --target T [--intent …] [--executor …] [--wait 10m]
   gateway hook claude-code
   gateway config check|example
+  gateway migrate
   gateway version
 
 Every command takes --config FILE (env GATEWAY_CONFIG).
