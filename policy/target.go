@@ -164,8 +164,12 @@ func (n Normalizer) MatchRule(kind TargetKind, pattern, target string) bool {
 // it lets "/a/in\x95/*" cover "/a/in\x84/x", another directory. When either
 // side holds an invalid byte (or a literal U+FFFD), the pattern must match
 // again with each non-ASCII byte spelled as a rune of its own: the answer
-// can only get narrower.
+// can only get narrower. An absolute pattern never covers a target that is
+// not absolute: doublestar lets "/**" match "", which is no path under "/".
 func globMatch(p, t string) bool {
+	if strings.HasPrefix(p, "/") && !strings.HasPrefix(t, "/") {
+		return false
+	}
 	ok, err := doublestar.Match(p, t)
 	if err != nil || !ok {
 		return false
