@@ -93,6 +93,7 @@ type Bot struct {
 	redactor    *strings.Replacer
 	seen        *dedupe
 	sem         chan struct{}
+	lanes       lanes // orders taps on the same card
 	wg          sync.WaitGroup
 
 	mu       sync.Mutex

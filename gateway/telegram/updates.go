@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/metnos/gateway/cards"
 )
 
 // SecretHeader is the header in which Telegram echoes setWebhook's
@@ -152,9 +155,16 @@ func (b *Bot) poll(ctx context.Context) {
 			case <-ctx.Done():
 				return // not yet confirmed: Telegram delivers it again after a restart
 			}
+			// Taps on the same card are handled in update order (the first
+			// tap wins, as the person saw it); everything else concurrently.
+			prev, done := b.lanes.enter(laneKey(u))
 			b.wg.Add(1)
 			go func() {
 				defer func() { <-b.sem; b.wg.Done() }()
+				defer done()
+				if prev != nil {
+					<-prev
+				}
 				b.handle(ctx, u)
 			}()
 		}
@@ -209,6 +219,54 @@ func (b *Bot) handle(ctx context.Context, u tgbotapi.Update) {
 		b.onCallback(ctx, u.CallbackQuery)
 	case u.Message != nil:
 		b.onMessage(ctx, u.Message)
+	}
+}
+
+// laneKey is what orders an update: the request or grant a tap is about
+// ("" for anything else, which needs no order).
+func laneKey(u tgbotapi.Update) string {
+	if u.CallbackQuery == nil {
+		return ""
+	}
+	if cb, err := cards.Decode(u.CallbackQuery.Data); err == nil {
+		if cb.Revoke() {
+			return fmt.Sprintf("grant:%d", cb.GrantID)
+		}
+		return cb.RequestID
+	}
+	return ""
+}
+
+// lanes chains the handlers of updates with the same key, in the order
+// they entered, while updates with other keys run side by side.
+type lanes struct {
+	mu   sync.Mutex
+	tail map[string]chan struct{}
+}
+
+// enter returns what to wait for before handling (nil: nothing) and the
+// func to call when done. Call it in update order.
+func (l *lanes) enter(key string) (prev <-chan struct{}, done func()) {
+	if key == "" {
+		return nil, func() {}
+	}
+	mine := make(chan struct{})
+	l.mu.Lock()
+	if l.tail == nil {
+		l.tail = map[string]chan struct{}{}
+	}
+	if p, ok := l.tail[key]; ok {
+		prev = p
+	}
+	l.tail[key] = mine
+	l.mu.Unlock()
+	return prev, func() {
+		close(mine)
+		l.mu.Lock()
+		if l.tail[key] == mine {
+			delete(l.tail, key)
+		}
+		l.mu.Unlock()
 	}
 }
 
