@@ -111,7 +111,7 @@ func Validate(in Input) (Capability, error) {
 	if in.Requested != 0 && (in.Requested < ReadOnly || in.Requested > Full) {
 		return Capability{}, invalid("autonomy", fmt.Errorf("%w %d", ErrUnknownLevel, int(in.Requested)))
 	}
-	if err := ValidateTarget(c, in.Target); err != nil {
+	if err := ValidateRequestTarget(c, in.Target); err != nil {
 		return Capability{}, invalid("target", err)
 	}
 	if in.Profile.Ceiling < ReadOnly || in.Profile.Ceiling > Full {

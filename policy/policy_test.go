@@ -432,7 +432,11 @@ func TestDecide_ProfileCeiling(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := input(tc.ceiling, tc.cap, "/home/r/x")
+			target := "/home/r/x"
+			if tc.cap == "network:http" {
+				target = "api.example.com"
+			}
+			in := input(tc.ceiling, tc.cap, target)
 			in.Requested = tc.requested
 			dec := decide(t, d, in)
 			if dec.Autonomy != tc.wantLevel || dec.Outcome != tc.want {
@@ -1262,3 +1266,82 @@ func (f fakeGrants) FindMatching(context.Context, policy.Principal, string, stri
 	return f.g, nil
 }
 func (f fakeGrants) Touch(context.Context, *policy.Grant) error { return nil }
+
+// TestReview_HostOfUnparsableURL: a URL that net/url refuses (a bad escape
+// or port) must still reduce to its host, or a block rule on that host is
+// skipped and the request allowed (the host came out as the scheme).
+func TestReview_HostOfUnparsableURL(t *testing.T) {
+	for _, target := range []string{
+		"https://evil.com/%zz", "https://EVIL.com:x/", "http://evil.com/a%", "http://good.com\\@evil.com",
+		"http://[::1]:8080/", "[::1]:8080",
+	} {
+		want := "evil.com"
+		if strings.Contains(target, "::1") {
+			want = "[::1]"
+		}
+		if got := testNorm.Normalize(policy.KindHost, target); got != want {
+			t.Errorf("Normalize(host, %q) = %q, want %q", target, got, want)
+		}
+		d := &policy.Decider{Rules: indexed(rule("network:http", want, policy.ActionBlock)), Norm: testNorm}
+		if strings.Contains(target, `\`) { // refused outright: parsers disagree on it
+			if _, err := d.Decide(context.Background(), input(policy.Full, "network:http", target)); !errors.Is(err, policy.ErrInvalid) {
+				t.Errorf("%q: err %v, want a validation error", target, err)
+			}
+			continue
+		}
+		if dec := decide(t, d, input(policy.Full, "network:http", target)); dec.Outcome != D {
+			t.Errorf("block rule %q on %q: got %q, want denied", want, target, dec.Outcome)
+		}
+	}
+}
+
+// TestReview_RuleTildeWithoutHome: with no home configured, "~" is matched
+// as written; a block rule on "~/.ssh/**" must still catch "~/.ssh/id_rsa"
+// (a grant on the same pattern already does).
+func TestReview_RuleTildeWithoutHome(t *testing.T) {
+	n := policy.Normalizer{}
+	for _, target := range []string{"~/.ssh/id_rsa", "~/x/../.ssh/id_rsa"} {
+		if !n.MatchRule(policy.KindPathGlob, "~/.ssh/**", target) {
+			t.Errorf("MatchRule(~/.ssh/**, %q) = false without a home", target)
+		}
+		d := &policy.Decider{Rules: indexed(rule("fs:read", "~/.ssh/**", policy.ActionBlock)), Norm: n}
+		if dec := decide(t, d, input(policy.Full, "fs:read", target)); dec.Outcome != D {
+			t.Errorf("block rule ~/.ssh/** on %q: got %q, want denied", target, dec.Outcome)
+		}
+	}
+}
+
+// TestReview_GrantTargetClassCrossesSlash: a negated or range character
+// class matches "/" in doublestar, so a suggested "/a/inv/*[^a]*" would
+// cover /a/inv/sub/x: more than one directory's entries.
+func TestReview_GrantTargetClassCrossesSlash(t *testing.T) {
+	for _, s := range []string{"/a/inv/*[^a]*", "/a/inv/*[!a]*", "/a/inv/*[.-0]*", "/a/inv/*[]-0]*"} {
+		got, taken := testNorm.GrantTarget(policy.KindPathGlob, "/a/inv/04.pdf", s)
+		if taken || testNorm.MatchGrant(policy.KindPathGlob, got, "/a/inv/sub/x") {
+			t.Errorf("GrantTarget(%q) = %q, %v: covers /a/inv/sub/x", s, got, taken)
+		}
+	}
+	if got, taken := testNorm.GrantTarget(policy.KindPathGlob, "/a/inv/x.pdf", "/a/inv/[xy].pdf"); !taken || got != "/a/inv/[xy].pdf" {
+		t.Errorf("a plain class is still taken: got %q, %v", got, taken)
+	}
+}
+
+// TestValidateTarget_HostsExecutorsCannotReadDifferently: host targets
+// that parsers could read two ways are refused, not guessed.
+func TestValidateTarget_HostsExecutorsCannotReadDifferently(t *testing.T) {
+	c, _ := policy.Lookup("network:http")
+	for target, ok := range map[string]bool{
+		"example.com":                    true,
+		"https://API.example.com:8443/x": true,
+		"http://[::1]:8080/":             true,
+		"xn--bcher-kva.example":          true,
+		`http://good.com\@evil.com`:      false,
+		"http://%65vil.com/":             false,
+		"evil .com":                      false,
+		"https://":                       false,
+	} {
+		if err := policy.ValidateRequestTarget(c, target); (err == nil) != ok {
+			t.Errorf("%q: err %v, want ok=%v", target, err, ok)
+		}
+	}
+}

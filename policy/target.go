@@ -32,6 +32,39 @@ func ValidateTarget(c Capability, target string) error {
 	return nil
 }
 
+// ValidateRequestTarget is ValidateTarget for what an agent asks to act
+// on (not a grant or rule pattern): a host target must also reduce to a
+// well-formed host name, so no executor can read it differently.
+func ValidateRequestTarget(c Capability, target string) error {
+	if err := ValidateTarget(c, target); err != nil {
+		return err
+	}
+	if c.TargetKind == KindHost {
+		if strings.ContainsRune(target, '\\') {
+			// Parsers disagree on "http://good.com\\@evil.com": refuse, don't guess.
+			return fmt.Errorf("%w: a backslash in a host target", ErrBadTarget)
+		}
+		if h := hostOf(target); !validHost(h) {
+			return fmt.Errorf("%w: %q is not a host name", ErrBadTarget, h)
+		}
+	}
+	return nil
+}
+
+// validHost accepts what a rule or a grant can meaningfully name: letters,
+// digits, '-' and '.' (IDNs in their xn-- form), or a bracketed IPv6
+// address. Anything else (percent escapes, spaces, "@") is refused, so no
+// executor can read a host differently from the gateway.
+func validHost(h string) bool {
+	if h == "" {
+		return false
+	}
+	if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+		return strings.Trim(h[1:len(h)-1], "0123456789abcdef:.") == ""
+	}
+	return strings.Trim(h, "abcdefghijklmnopqrstuvwxyz0123456789-.") == ""
+}
+
 // Normalizer turns raw targets into the form grants and rules are matched
 // against. Home is the directory "~" stands for.
 type Normalizer struct {
@@ -82,6 +115,10 @@ func hostOf(t string) string {
 	if strings.Contains(t, "://") {
 		if u, err := url.Parse(t); err == nil && u.Host != "" {
 			t = u.Host
+		} else {
+			// A URL net/url refuses (a bad escape or port) still names
+			// its host after the scheme, not the scheme itself.
+			_, t, _ = strings.Cut(t, "://")
 		}
 	}
 	if i := strings.IndexAny(t, "/?#"); i >= 0 {
@@ -90,7 +127,11 @@ func hostOf(t string) string {
 	if i := strings.LastIndex(t, "@"); i >= 0 { // user:pass@host
 		t = t[i+1:]
 	}
-	if h, _, ok := strings.Cut(t, ":"); ok && !strings.HasPrefix(t, "[") {
+	if strings.HasPrefix(t, "[") { // [v6]:port
+		if i := strings.IndexByte(t, ']'); i >= 0 {
+			t = t[:i+1]
+		}
+	} else if h, _, ok := strings.Cut(t, ":"); ok {
 		t = h
 	}
 	return strings.TrimSuffix(strings.ToLower(t), ".")
@@ -142,7 +183,7 @@ func (n Normalizer) MatchRule(kind TargetKind, pattern, target string) bool {
 	case KindPathGlob:
 		t := n.cleanPath(target)
 		if p := n.expand(pattern); strings.Contains(p, "/") {
-			p = path.Clean(p)
+			p = n.cleanPath(pattern) // as the target: a leading "~" left unexpanded stays "./~"
 			if !hasMeta(p) {
 				return p == t
 			}
@@ -254,7 +295,8 @@ func (n Normalizer) GrantTarget(kind TargetKind, target, suggested string) (stri
 	case KindPathGlob:
 		p := n.cleanPath(suggested)
 		dir, last := path.Split(p)
-		if !strings.HasPrefix(p, "/") || hasMeta(dir) || strings.Contains(last, "**") || dir == "/" && hasMeta(last) {
+		if !strings.HasPrefix(p, "/") || hasMeta(dir) || strings.Contains(last, "**") || dir == "/" && hasMeta(last) ||
+			classMayMatchSlash(last) {
 			return norm, false
 		}
 		return p, true
@@ -270,6 +312,29 @@ func (n Normalizer) GrantTarget(kind TargetKind, target, suggested string) (stri
 		return p, true
 	}
 	return norm, false
+}
+
+// classMayMatchSlash reports whether a pattern segment has a character
+// class that could match "/" (doublestar lets "[^a]" and "[.-0]" do so,
+// which would carry a one-directory grant into sub-directories): a negated
+// class or a range. A class that merely lists characters is fine.
+func classMayMatchSlash(seg string) bool {
+	for i := strings.IndexByte(seg, '['); i >= 0 && i+2 <= len(seg); {
+		body := seg[i+1:]
+		j := strings.IndexByte(body[1:], ']') + 1 // a "]" right after "[" is a member
+		if j == 0 {
+			j = len(body)
+		}
+		if strings.ContainsAny(body[:j], "^!-\\") {
+			return true
+		}
+		k := strings.IndexByte(body[j:], '[')
+		if k < 0 {
+			break
+		}
+		i += 1 + j + k
+	}
+	return false
 }
 
 // grantAnchors lists the index keys under which a grant covering target
