@@ -129,6 +129,10 @@ type Submission struct {
 	Timeout     time.Duration // 0 = the default
 	CallbackURL string
 	Notify      []string
+	// Admit, when set, is asked once the submission is known to create a
+	// request (not for a repeated call_id, which returns the existing one):
+	// the rate limit lives here. Its error refuses the submission as is.
+	Admit func() error
 }
 
 func newID() string {
@@ -163,6 +167,11 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		if r, err := getByCallID(ctx, s.db, agent, sub.CallID); err == nil {
 			return r, false, nil
 		} else if !errors.Is(err, ErrNotFound) {
+			return Request{}, false, err
+		}
+	}
+	if sub.Admit != nil {
+		if err := sub.Admit(); err != nil {
 			return Request{}, false, err
 		}
 	}
@@ -268,12 +277,6 @@ func argKeys(args map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// ByCallID returns the request an agent submitted under callID, or an
-// error wrapping ErrNotFound.
-func (s *Service) ByCallID(ctx context.Context, agent, callID string) (Request, error) {
-	return getByCallID(ctx, s.db, agent, callID)
 }
 
 // Get returns a request.

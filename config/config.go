@@ -170,6 +170,21 @@ type Agent struct {
 	Principals []string
 }
 
+// Profile is the agent's restrictive profile for policy decisions.
+func (a Agent) Profile() policy.Profile {
+	return policy.Profile{Agent: a.ID, Ceiling: a.Autonomy, Allow: a.AllowCapabilities, Deny: a.DenyCapabilities}
+}
+
+// PolicyRules returns the [[policy.rules]] as policy rules, in file order.
+func (c Config) PolicyRules() []policy.Rule {
+	out := make([]policy.Rule, len(c.Policy.Rules))
+	for i, r := range c.Policy.Rules {
+		out[i] = policy.Rule{Index: i, Capability: r.Capability, Target: r.Target, Action: policy.Action(r.Action),
+			SenderID: r.SenderID, Agent: r.Agent, Channel: r.Channel}
+	}
+	return out
+}
+
 // MayActFor reports whether the agent may make requests on behalf of the
 // principal (channel, sender): its default one, one listed in principals,
 // or any for an admin agent.

@@ -75,18 +75,28 @@ func (s *Server) submission(a *Agent, b requestBody) (approvals.Submission, erro
 	return sub, nil
 }
 
-// rateLimited applies the agent's per-capability token bucket; on refusal
-// it answers 429 with Retry-After and writes an audit row.
-func (s *Server) rateLimited(w http.ResponseWriter, r *http.Request, a *Agent, capability string) bool {
-	wait, over := s.overRate(r.Context(), a, capability)
-	if !over {
-		return false
+// rateLimitError refuses a submission over the agent's rate: 429 with
+// Retry-After for the API, "ask" with the reason for the hook.
+type rateLimitError struct {
+	agent, rate, capability string
+	wait                    time.Duration
+}
+
+func (e *rateLimitError) Error() string {
+	return fmt.Sprintf("agent %s is over its rate %s for %s; retry in %ds", e.agent, e.rate, e.capability, e.retrySeconds())
+}
+
+func (e *rateLimitError) retrySeconds() int { return max(int(e.wait.Seconds()+0.999), 1) }
+
+// admit returns the Submission.Admit of agent a: a token from its bucket
+// for the capability, taken only when a request is really created.
+func (s *Server) admit(ctx context.Context, a *Agent, capability string) func() error {
+	return func() error {
+		if wait, over := s.overRate(ctx, a, capability); over {
+			return &rateLimitError{agent: a.ID, rate: a.Rate, capability: capability, wait: wait}
+		}
+		return nil
 	}
-	secs := int(wait.Seconds() + 0.999)
-	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-	writeError(w, http.StatusTooManyRequests, "rate_limited",
-		fmt.Sprintf("agent %s is over its rate %s for %s; retry in %ds", a.ID, a.Rate, capability, max(secs, 1)))
-	return true
 }
 
 // overRate takes a token from the agent's bucket for capability; when
@@ -123,22 +133,8 @@ func (s *Server) createRequest(w http.ResponseWriter, r *http.Request) {
 		s.errorResponse(w, r, err)
 		return
 	}
-	// A repeat of a call_id asks for a request that exists: it creates
-	// nothing, so it takes no token of the rate limit (SPEC §5, idempotent).
-	if b.CallID != "" {
-		req, err := s.svc.ByCallID(r.Context(), a.ID, b.CallID)
-		if err == nil {
-			s.answerRequest(w, r, req, wait)
-			return
-		}
-		if !errors.Is(err, approvals.ErrNotFound) {
-			s.errorResponse(w, r, err)
-			return
-		}
-	}
-	if s.rateLimited(w, r, a, b.Capability) {
-		return
-	}
+	// A repeated call_id returns the existing request and takes no token.
+	sub.Admit = s.admit(r.Context(), a, b.Capability)
 	req, _, err := s.svc.Submit(r.Context(), sub)
 	if err != nil {
 		s.errorResponse(w, r, err)

@@ -72,17 +72,12 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 	}
 	norm := policy.Normalizer{Home: o.Home}
 	grants := policy.NewGrantStore(db, norm, o.Now)
-	rules := make([]policy.Rule, len(cfg.Policy.Rules))
-	for i, r := range cfg.Policy.Rules {
-		rules[i] = policy.Rule{Index: i, Capability: r.Capability, Target: r.Target, Action: policy.Action(r.Action),
-			SenderID: r.SenderID, Agent: r.Agent, Channel: r.Channel}
-	}
 	vg := vaglio.New(vaglio.Options{Threshold: cfg.Vaglio.JudgeThreshold, LogDir: cfg.Vaglio.LogDir,
 		Home: o.Home, Now: o.Now, Logger: o.Logger})
 	// Decisions read grants through a cache that asks SQLite, per decision,
 	// whether any process changed them (see policy.GrantCache).
 	version := storage.NewGrantsVersion(db)
-	decider := &policy.Decider{Rules: rules, Grants: policy.NewGrantCache(grants, version), Vaglio: vg, Norm: norm}
+	decider := &policy.Decider{Rules: cfg.PolicyRules(), Grants: policy.NewGrantCache(grants, version), Vaglio: vg, Norm: norm}
 	metrics := NewMetrics()
 	a := &App{Config: cfg, DB: db, Grants: grants, log: o.Logger, version: version, leaderRetry: o.LeaderRetry}
 	var srv *Server

@@ -61,14 +61,8 @@ func (s *Server) hookAnswer(w http.ResponseWriter, r *http.Request) hooks.Output
 	if err != nil {
 		return hooks.Failed(err)
 	}
-	// A repeat of a tool_use_id asks for a request that exists: it takes
-	// no token of the rate limit (as in createRequest).
-	if _, err := s.svc.ByCallID(r.Context(), a.ID, call.CallID); err != nil {
-		if d, over := s.overRate(r.Context(), a, call.Capability); over {
-			return hooks.Failed(fmt.Errorf("agent %s is over its rate %s for %s (retry in %s)",
-				a.ID, a.Rate, call.Capability, d.Round(time.Second)))
-		}
-	}
+	// A repeated tool_use_id returns the existing request and takes no token.
+	sub.Admit = s.admit(r.Context(), a, call.Capability)
 	req, _, err := s.svc.Submit(r.Context(), sub)
 	if err != nil {
 		return hooks.Failed(errors.New(cleanMsg(err)))

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,7 +45,11 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 func (s *Server) errorResponse(w http.ResponseWriter, r *http.Request, err error) {
 	var already *approvals.AlreadyDecidedError
 	var fe *policy.FieldError
+	var limited *rateLimitError
 	switch {
+	case errors.As(err, &limited):
+		w.Header().Set("Retry-After", strconv.Itoa(limited.retrySeconds()))
+		writeError(w, http.StatusTooManyRequests, "rate_limited", limited.Error())
 	case errors.As(err, &already):
 		var e apiError
 		e.Error.Code, e.Error.Message = "already_decided", already.Error()

@@ -30,11 +30,6 @@ type Agent struct {
 	tokenHash [32]byte
 }
 
-// Profile is the agent's restrictive profile for policy.
-func (a *Agent) Profile() policy.Profile {
-	return policy.Profile{Agent: a.ID, Ceiling: a.Autonomy, Allow: a.AllowCapabilities, Deny: a.DenyCapabilities}
-}
-
 // Server serves the HTTP API and the web page.
 type Server struct {
 	cfg      config.Config

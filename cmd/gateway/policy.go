@@ -44,16 +44,6 @@ func openGrants(e *env, cfg config.Config) (*storage.DB, *policy.GrantStore, err
 	return db, policy.NewGrantStore(db, normalizer(e), time.Now), nil
 }
 
-// rulesOf converts the config rules to policy rules, keeping file order.
-func rulesOf(cfg config.Config) []policy.Rule {
-	out := make([]policy.Rule, len(cfg.Policy.Rules))
-	for i, r := range cfg.Policy.Rules {
-		out[i] = policy.Rule{Index: i, Capability: r.Capability, Target: r.Target, Action: policy.Action(r.Action),
-			SenderID: r.SenderID, Agent: r.Agent, Channel: r.Channel}
-	}
-	return out
-}
-
 func cmdPolicy(e *env, args []string) error {
 	if len(args) == 0 {
 		return usagef("policy: missing subcommand (registry, table, check, grants, grant, revoke)")
@@ -162,7 +152,7 @@ func policyCheck(e *env, args []string) error {
 		if a.ID == "" {
 			return usagef("check: --agent: no agent %q in the config", *agent)
 		}
-		profile = policy.Profile{Agent: a.ID, Ceiling: a.Autonomy, Allow: a.AllowCapabilities, Deny: a.DenyCapabilities}
+		profile = a.Profile()
 		if *channel == "" && *sender == "" {
 			*channel, *sender = a.Channel, a.SenderID
 		}
@@ -172,7 +162,7 @@ func policyCheck(e *env, args []string) error {
 		return err
 	}
 	defer db.Close()
-	d := policy.Decider{Rules: rulesOf(cfg), Grants: grants, Norm: normalizer(e),
+	d := policy.Decider{Rules: cfg.PolicyRules(), Grants: grants, Norm: normalizer(e),
 		Vaglio: vaglio.New(vaglio.Options{Threshold: cfg.Vaglio.JudgeThreshold, LogDir: cfg.Vaglio.LogDir, Home: e.getenv("HOME")})}
 	dec, err := d.Decide(e.ctx, policy.Input{
 		Profile: profile, Capability: c.Name, Target: *target, Requested: level,
