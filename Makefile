@@ -6,7 +6,7 @@ LDFLAGS  := -s -w -X main.version=$(VERSION)
 PKGS     := ./...
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test bench lint fmt clean soak fuzz
+.PHONY: help build run test bench lint fmt clean soak fuzz agents
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -17,7 +17,10 @@ build: ## build bin/gateway
 run: build ## run the gateway on the embedded default (SQLite, web page on 127.0.0.1:8080)
 	./$(BIN) serve $(ARGS)
 
-test: ## vet, gofmt check, and every test with the race detector
+agents: ## install the pinned agent CLIs the end-to-end tests drive (npm; GATEWAY_SKIP_AGENT_CLIS=1 skips)
+	@.ci/agents/install
+
+test: agents ## vet, gofmt check, and every test with the race detector
 	$(GO) vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
