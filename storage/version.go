@@ -5,20 +5,37 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // GrantsVersion tells whether the grants table changed, in any process,
-// cheaply enough to ask before every decision. SQLite's data_version moves
-// when any other connection commits anything; only then is the grants
-// counter (kept by triggers, see migration 0003) read again.
+// cheaply enough to ask before every decision.
+//
+// On SQLite the fast path reads the WAL-index header from a shared mapping
+// of the -shm file (see walIndex): every commit by any process changes it
+// before the commit returns, so an unchanged header proves that the
+// counter read last time (kept by triggers, migration 0003) is still
+// current, without a query or a lock. Only after a commit (by anyone, to
+// any table) is the counter read again. Without the mapping it falls back
+// to PRAGMA data_version on a dedicated connection.
 type GrantsVersion struct {
 	db *DB
 
+	snap atomic.Pointer[versionSnap] // fast path: the header that proved grants
+	wal  atomic.Pointer[walIndex]    // the -shm mapping; nil: not mapped (yet, or not possible)
+
 	mu      sync.Mutex
 	conn    *sql.Conn // data_version is per connection: always ask the same one
+	mapTry  bool      // the mapping was tried with conn open
 	dataVer int64
 	grants  int64
 	known   bool
+}
+
+// versionSnap pairs a WAL-index header with the grants counter read after it.
+type versionSnap struct {
+	hdr    walHeader
+	grants int64
 }
 
 // NewGrantsVersion returns a version source over db.
@@ -36,6 +53,27 @@ func (v *GrantsVersion) Current(ctx context.Context) (int64, error) {
 		}
 		return n, nil
 	}
+	if s := v.snap.Load(); s != nil {
+		if h, ok := v.walHeader(); ok && h == s.hdr {
+			return s.grants, nil
+		}
+	}
+	return v.slow(ctx)
+}
+
+// walHeader reads the mapped header, if any, without a lock: a mapping is
+// unmapped only by Close, after which Current is not called.
+func (v *GrantsVersion) walHeader() (walHeader, bool) {
+	w := v.wal.Load()
+	if w == nil {
+		return walHeader{}, false
+	}
+	return w.header()
+}
+
+// slow asks SQLite, and records the header seen before the question so the
+// next calls can skip it while nothing commits.
+func (v *GrantsVersion) slow(ctx context.Context) (int64, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.conn == nil {
@@ -45,25 +83,43 @@ func (v *GrantsVersion) Current(ctx context.Context) (int64, error) {
 		}
 		v.conn = c
 	}
+	if !v.mapTry && v.db.Path != "" {
+		// Map only while conn is open: it keeps the -shm file in place.
+		v.mapTry = true
+		if w := openWALIndex(v.db.Path); w != nil {
+			v.wal.Store(w)
+		}
+	}
+	hdr, hdrOK := v.walHeader() // read before the counter: a commit in between makes it stale, never wrong
 	var dv int64
 	if err := v.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv); err != nil {
 		v.reset()
 		return 0, fmt.Errorf("grants version: %w", err)
 	}
-	if v.known && dv == v.dataVer {
-		return v.grants, nil
+	if !(v.known && dv == v.dataVer) {
+		var n int64
+		if err := v.conn.QueryRowContext(ctx, `SELECT n FROM grants_version WHERE id = 1`).Scan(&n); err != nil {
+			v.reset()
+			return 0, fmt.Errorf("grants version: %w", err)
+		}
+		v.dataVer, v.grants, v.known = dv, n, true
 	}
-	var n int64
-	if err := v.conn.QueryRowContext(ctx, `SELECT n FROM grants_version WHERE id = 1`).Scan(&n); err != nil {
-		v.reset()
-		return 0, fmt.Errorf("grants version: %w", err)
+	if hdrOK {
+		v.snap.Store(&versionSnap{hdr: hdr, grants: v.grants})
+	} else {
+		v.snap.Store(nil)
 	}
-	v.dataVer, v.grants, v.known = dv, n, true
-	return n, nil
+	return v.grants, nil
 }
 
 // reset drops the connection after an error; the next call opens another.
+// The mapping is trusted only while that connection is open, so it is
+// dropped too and made again with the next connection. It is not unmapped:
+// a concurrent Current may still be reading it (4 KiB, after an error).
 func (v *GrantsVersion) reset() {
+	v.snap.Store(nil)
+	v.wal.Store(nil)
+	v.mapTry = false
 	if v.conn != nil {
 		v.conn.Close()
 		v.conn = nil
@@ -71,10 +127,12 @@ func (v *GrantsVersion) reset() {
 	v.known = false
 }
 
-// Close releases the dedicated connection.
+// Close releases the dedicated connection and the mapping.
 func (v *GrantsVersion) Close() error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	w := v.wal.Load()
 	v.reset()
+	w.close()
 	return nil
 }
