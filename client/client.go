@@ -301,6 +301,27 @@ func retryable(err error) bool {
 	return errors.Is(err, ErrUnreachable)
 }
 
+// Hook hands one hook event of a coding agent, exactly as the agent
+// wrote it, to the gateway's POST /v1/hooks/{agent} (agent "claude-code"),
+// and returns the answer the agent should read, as the gateway wrote it.
+// The gateway maps the event with its own [hooks] settings (tools map,
+// unknown_tool, wait), asks, and holds the answer while a person decides:
+// up to its configured wait, or up to wait when that is shorter (0 means
+// the gateway's). The call is one request held open: cancelling ctx (or
+// the connection dropping) makes the gateway withdraw the request.
+//
+// Errors are *APIError (bad token) or wrap ErrUnreachable; the answer
+// itself is never an error, whatever it decides.
+func (c *Client) Hook(ctx context.Context, agent string, event []byte, wait time.Duration) ([]byte, error) {
+	q := ""
+	if wait > 0 {
+		q = "?wait=" + url.QueryEscape(wait.String())
+	}
+	var out json.RawMessage
+	_, err := c.do(ctx, http.MethodPost, "/v1/hooks/"+url.PathEscape(agent)+q, json.RawMessage(event), &out)
+	return out, err
+}
+
 // Cancel withdraws a pending request: it becomes cancelled and its cards
 // say so. A request that is already finished gives an *APIError with
 // StatusCode 409 whose Request says how it ended.

@@ -423,3 +423,26 @@ func TestReq_MarshalJSON(t *testing.T) {
 		t.Fatalf("got %s", b)
 	}
 }
+
+// TestClient_Hook: the event goes to the gateway as written and its
+// answer comes back as written.
+func TestClient_Hook(t *testing.T) {
+	g := live(t)
+	c := client.New(g.URL, agentToken)
+	ev := `{"hook_event_name":"PreToolUse","cwd":"/home/test/p","tool_name":"Read","tool_input":{"file_path":"~/.ssh/id_rsa"},"tool_use_id":"toolu_1"}`
+	b, err := c.Hook(ctxT(t, 10*time.Second), "claude-code", []byte(ev), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		HookSpecificOutput struct{ PermissionDecision, PermissionDecisionReason string }
+	}
+	if err := json.Unmarshal(b, &out); err != nil || out.HookSpecificOutput.PermissionDecision != "deny" ||
+		!strings.Contains(out.HookSpecificOutput.PermissionDecisionReason, "forbidden path .ssh") {
+		t.Fatalf("%s: %v", b, err)
+	}
+	var ae *client.APIError
+	if _, err := client.New(g.URL, "nope").Hook(ctxT(t, 5*time.Second), "claude-code", []byte(ev), 0); !errors.As(err, &ae) || ae.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("bad token: %v", err)
+	}
+}

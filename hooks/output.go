@@ -115,7 +115,15 @@ func NoAnswer(id string, wait time.Duration, withdrawn bool) Output {
 // Failed is the answer when the gateway could not be asked (unreachable,
 // bad token, a bad event, a bad config): ask, never allow.
 func Failed(err error) Output {
-	return Answer(Ask, "approval gateway not consulted: "+oneLine(err.Error())+"; asking here instead")
+	return Answer(Ask, notConsulted+oneLine(err.Error())+"; asking here instead")
+}
+
+const notConsulted = "approval gateway not consulted: "
+
+// NotConsulted reports whether o is a Failed answer: the gateway could
+// not ask anyone (as opposed to asking and getting no answer).
+func (o Output) NotConsulted() bool {
+	return o.Decision() == Ask && strings.HasPrefix(o.Reason(), notConsulted)
 }
 
 // Unmapped is the answer for an event Map refused: unknownTool ("ask" or

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/metnos/gateway/client"
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/hooks"
 )
 
@@ -22,7 +27,7 @@ import (
 func cmdHook(e *env, args []string) error {
 	fs := flag.NewFlagSet("hook", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
-	wait := fs.Duration("wait", 0, "how long to wait for a person before answering ask (default hooks.claude_code.wait, 9m)")
+	wait := fs.Duration("wait", 0, "wait at most this long for a person before answering ask (default: the gateway's hooks.claude_code.wait)")
 	urlFlag := fs.String("url", "", "gateway URL (default $GATEWAY_URL, else http:// + server.listen)")
 	tokenFlag := fs.String("token", "", "agent token (default $GATEWAY_TOKEN)")
 	pos, err := parseFlags(fs, args)
@@ -44,59 +49,75 @@ func cmdHook(e *env, args []string) error {
 	return printJSONLine(e.stdout, out)
 }
 
-// claudeCode decides one PreToolUse event. problem is set when the
-// gateway was not consulted or failed, for stderr.
+// claudeCode decides one PreToolUse event by handing it, as Claude Code
+// wrote it, to the gateway's POST /v1/hooks/claude-code: the server maps
+// it with its own [hooks.claude_code] tools and unknown_tool and waits by
+// its own wait, so an agent's machine needs only GATEWAY_URL and
+// GATEWAY_TOKEN. A local config file's wait (when set) and --wait may only
+// shorten that wait. problem is set when the gateway was not consulted or
+// failed, for stderr.
 func claudeCode(e *env, cfgPath, urlFlag, tokenFlag string, wait time.Duration) (out hooks.Output, problem error) {
-	ev, err := hooks.Decode(e.stdin)
+	raw, err := io.ReadAll(io.LimitReader(e.stdin, hooks.MaxEventBytes+1))
+	if err != nil {
+		err = fmt.Errorf("%w: read: %v", hooks.ErrBadEvent, err)
+		return hooks.Failed(err), err
+	}
+	if _, err := hooks.Decode(bytes.NewReader(raw)); err != nil {
+		return hooks.Failed(err), err
+	}
+	// An agent's machine usually has no config file: then none is read
+	// (not even for defaults, which need a HOME for their paths).
+	listen := config.Default().Server.Listen
+	if path, explicit := config.Locate(cfgPath, e.getenv); explicit || fileExists(path) {
+		cfg, err := loadConfig(e, cfgPath)
+		if err != nil {
+			return hooks.Failed(err), err
+		}
+		if local := cfg.Hooks.ClaudeCode.Wait; wait == 0 && local != config.Default().Hooks.ClaudeCode.Wait {
+			wait = local // a wait the local file sets
+		}
+		listen = cfg.Server.Listen
+	}
+	c, err := agentClient(e, urlFlag, tokenFlag, "http://"+listen)
 	if err != nil {
 		return hooks.Failed(err), err
 	}
-	cfg, err := loadConfig(e, cfgPath)
-	if err != nil {
-		return hooks.Failed(err), err
+	// The server answers by its wait (at most gateway.HookMaxWait); the
+	// margin covers the network. Past it the hook answers ask itself, so
+	// Claude Code's 600 s hook timeout never turns a hung connection into
+	// its non-blocking error (which goes on without asking).
+	limit := gateway.HookMaxWait
+	if wait > 0 {
+		limit = min(wait, limit)
 	}
-	cc := cfg.Hooks.ClaudeCode
-	if wait == 0 {
-		wait = cc.Wait
-	}
-	call, err := hooks.Map(ev, cc.Tools)
-	if err != nil {
-		return hooks.Unmapped(err, cc.UnknownTool), nil
-	}
-	c, err := agentClient(e, urlFlag, tokenFlag, "http://"+cfg.Server.Listen)
-	if err != nil {
-		return hooks.Failed(err), err
-	}
-	r, err := c.Request(e.ctx, client.Req{
-		CallID: call.CallID, Capability: call.Capability, Target: call.Target, Intent: call.Intent,
-		Executor: call.Executor, Summary: call.Summary, Args: call.Args, Timeout: wait,
-	}, wait)
-	if err != nil && r.ID == "" {
-		return hooks.Failed(err), err
-	}
-	if err == nil && r.Finished() {
-		return hooks.Decide(hookResult(r)), nil
-	}
-	// No answer in time, the gateway lost mid-wait, or we were stopped:
-	// withdraw the request so the phone stops asking; the prompt decides.
-	ctx, cancel := context.WithTimeout(context.Background(), withdrawTimeout)
+	ctx, cancel := context.WithTimeout(e.ctx, limit+hookMargin)
 	defer cancel()
-	got, cerr := c.Cancel(ctx, r.ID)
-	var ae *client.APIError
-	if errors.As(cerr, &ae) && ae.Request != nil {
-		return hooks.Decide(hookResult(*ae.Request)), nil // decided in the last instant
-	}
+	body, err := c.Hook(ctx, "claude-code", raw, wait)
 	if err != nil {
-		return hooks.Failed(fmt.Errorf("waiting for request %s: %w", r.ID, err)), err
+		if errors.Is(err, context.DeadlineExceeded) && e.ctx.Err() == nil {
+			err = fmt.Errorf("%w: no answer within %s", client.ErrUnreachable, limit+hookMargin)
+		}
+		return hooks.Failed(err), err
 	}
-	if cerr == nil {
-		r = got
+	if err := json.Unmarshal(body, &out); err != nil || !validAnswer(out) {
+		err = fmt.Errorf("the gateway answered something that is not a PreToolUse decision: %.200q", body)
+		return hooks.Failed(err), err
 	}
-	return hooks.NoAnswer(r.ID, wait, cerr == nil), nil
+	if out.NotConsulted() {
+		problem = errors.New(out.Reason()) // the server could not ask either: say so on stderr
+	}
+	return out, problem
 }
 
-// hookResult is what hooks.Decide needs of a request.
-func hookResult(r client.Request) hooks.Result {
-	return hooks.Result{ID: r.ID, Status: string(r.Status), Decision: r.Decision, DecidedBy: r.DecidedBy,
-		Reason: r.Reason, BlockedBy: r.BlockedBy, Note: r.Note}
+// hookMargin is how much longer than the wait the hook gives the gateway
+// to answer.
+const hookMargin = 10 * time.Second
+
+// validAnswer: only the three decisions Claude Code knows are relayed.
+func validAnswer(o hooks.Output) bool {
+	switch o.Decision() {
+	case hooks.Allow, hooks.Deny, hooks.Ask:
+		return o.HookSpecificOutput.HookEventName == hooks.EventName
+	}
+	return false
 }

@@ -41,10 +41,15 @@ func hookOutput(t *testing.T, stdout string) hooks.Output {
 	return out
 }
 
-// hookConfig is a config file mapping one MCP tool.
-func hookConfig(t *testing.T, extra string) string {
+// serverTools sets the gateway's [hooks.claude_code.tools].
+func serverTools(tools map[string]string) func(*config.Config) {
+	return func(c *config.Config) { c.Hooks.ClaudeCode.Tools = tools }
+}
+
+// hookConfig is a local config file for the hook with a [hooks.claude_code] table.
+func hookConfig(t *testing.T, table string) string {
 	file := filepath.Join(t.TempDir(), "gateway.toml")
-	writeFile(t, file, "[hooks.claude_code]\nwait = \"9m\"\n"+extra+"[hooks.claude_code.tools]\n\"mcp__gmail__send\" = \"mail:send\"\n")
+	writeFile(t, file, "[hooks.claude_code]\n"+table)
 	return file
 }
 
@@ -66,13 +71,12 @@ func TestHook_Mapping(t *testing.T) {
 		{"WebFetch", map[string]any{"url": "https://pkg.go.dev/net/http?tab=doc", "prompt": "summarize"}, "network:http", "pkg.go.dev", client.AllowOnce, hooks.Allow},
 		{"mcp__gmail__send", map[string]any{"to": "ann@example.com", "subject": "hi", "body": "hello"}, "mail:send", "ann@example.com", client.Deny, hooks.Deny},
 	}
-	g := startLive(t, nil)
+	g := startLive(t, serverTools(map[string]string{"mcp__gmail__send": "mail:send"}))
 	events := g.adminEvents(t)
-	cfg := hookConfig(t, "")
 	for i, tc := range cases {
 		t.Run(tc.tool, func(t *testing.T) {
 			id := "toolu_" + tc.tool
-			done := runAsync(agentEnv(t, g.URL), preToolUse(t, tc.tool, id, tc.input), "hook", "claude-code", "--config", cfg)
+			done := runAsync(agentEnv(t, g.URL), preToolUse(t, tc.tool, id, tc.input), "hook", "claude-code")
 			e := nextRequired(t, events)
 			if e.Capability != tc.capability || e.Target != tc.target || e.CallID != id {
 				t.Fatalf("asked %s %q (call %s), want %s %q (%d)", e.Capability, e.Target, e.CallID, tc.capability, tc.target, i)
@@ -159,8 +163,8 @@ func TestHook_AlwaysExitsZero(t *testing.T) {
 		{"bad token", agentEnv(t, g.URL, "GATEWAY_TOKEN", "nope"), preToolUse(t, "Bash", "t2", map[string]any{"command": "ls"}), nil, hooks.Ask, "unauthorized"},
 		{"missing config", agentEnv(t, g.URL), preToolUse(t, "Bash", "t3", map[string]any{"command": "ls"}), []string{"--config", "/nonexistent/gateway.toml"}, hooks.Ask, "config"},
 		{"unknown tool", agentEnv(t, g.URL), preToolUse(t, "mcp__github__create_issue", "t4", map[string]any{"title": "x"}), nil, hooks.Ask, "no capability mapping"},
-		{"unknown tool denied", agentEnv(t, g.URL), preToolUse(t, "mcp__github__create_issue", "t5", map[string]any{"title": "x"}),
-			[]string{"--config", hookConfig(t, "unknown_tool = \"deny\"\n")}, hooks.Deny, "no capability mapping"},
+		{"local unknown_tool is not the server's", agentEnv(t, g.URL), preToolUse(t, "mcp__github__create_issue", "t5", map[string]any{"title": "x"}),
+			[]string{"--config", hookConfig(t, "unknown_tool = \"deny\"\n")}, hooks.Ask, "no capability mapping"},
 		{"bad input", agentEnv(t, g.URL), preToolUse(t, "Bash", "t6", map[string]any{}), nil, hooks.Ask, "tool_input.command"},
 	}
 	for _, tc := range cases {
