@@ -52,6 +52,7 @@ type App struct {
 	Messengers []Messenger
 	log        *slog.Logger
 	version    *storage.GrantsVersion
+	vaglio     *vaglio.Vaglio
 	// leaderRetry is how often a replica that does not lead tries to (and
 	// the leader checks its lock); 0 means storage's default of 2 s.
 	leaderRetry time.Duration
@@ -79,7 +80,7 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 	version := storage.NewGrantsVersion(db)
 	decider := &policy.Decider{Rules: cfg.PolicyRules(), Grants: policy.NewGrantCache(grants, version), Vaglio: vg, Norm: norm}
 	metrics := NewMetrics()
-	a := &App{Config: cfg, DB: db, Grants: grants, log: o.Logger, version: version, leaderRetry: o.LeaderRetry}
+	a := &App{Config: cfg, DB: db, Grants: grants, log: o.Logger, version: version, vaglio: vg, leaderRetry: o.LeaderRetry}
 	var srv *Server
 	a.Service = approvals.New(db, grants, decider, approvals.Options{
 		GrantTTL: cfg.Policy.GrantTTL, DefaultTimeout: cfg.Approvals.Timeout, StaleAfter: cfg.Policy.StaleAfter,
@@ -212,8 +213,10 @@ func (a *App) lead(ctx context.Context) error {
 	return err
 }
 
-// Close releases the database.
+// Close writes the decision log lines still buffered and releases the
+// database.
 func (a *App) Close() error {
+	a.vaglio.Close()
 	a.version.Close()
 	return a.DB.Close()
 }

@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -94,10 +93,7 @@ type Vaglio struct {
 	now       func() time.Time
 	logger    *slog.Logger
 
-	mu      sync.Mutex // serialises appends to the log file
-	logFile *os.File   // the month's log, kept open between lines
-	logName string
-	logInfo os.FileInfo // of logFile, to notice a deleted or rotated file
+	logs *logWriter // the decision log, buffered (see logwriter.go)
 }
 
 // New builds a Vaglio from o, filling in the defaults documented on Options.
@@ -134,8 +130,21 @@ func New(o Options) *Vaglio {
 	if v.home != "" && (v.logDir == "~" || strings.HasPrefix(v.logDir, "~/")) {
 		v.logDir = filepath.Join(v.home, v.logDir[1:])
 	}
+	v.logs = &logWriter{dir: v.logDir, onErr: func(err error) {
+		v.logger.Warn("vaglio: write decision log", "error", err)
+	}}
 	return v
 }
+
+// Close writes the decision log lines still buffered and closes the log
+// file. Checks after Close still log, each line written at once.
+func (v *Vaglio) Close() error {
+	v.logs.close()
+	return nil
+}
+
+// Flush writes the decision log lines still buffered.
+func (v *Vaglio) Flush() { v.logs.flush() }
 
 // Check runs the guard, then (if the guard let the request through) the
 // judge, and appends one line to the decision log. It always returns a
@@ -227,45 +236,5 @@ func (v *Vaglio) log(r Request, verdict Verdict) {
 		return
 	}
 	line = append(line, '\n')
-	name := filepath.Join(v.logDir, verdict.TS.UTC().Format("2006-01")+".jsonl")
-
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if err := v.appendLine(name, line); err != nil {
-		v.logger.Warn("vaglio: write decision log", "error", err, "agent", r.Agent, "capability", r.Capability)
-	}
-}
-
-// appendLine writes line with a single write in append mode, so a line is
-// never split even if another process appends to the same file. The month's
-// file stays open between lines; it is reopened when the month changes or a
-// write fails (a rotated or deleted file is recreated). v.mu must be held.
-func (v *Vaglio) appendLine(name string, line []byte) error {
-	if v.logFile != nil {
-		if st, err := os.Stat(name); v.logName != name || err != nil || !os.SameFile(st, v.logInfo) {
-			v.logFile.Close()
-			v.logFile = nil
-		}
-	}
-	if v.logFile == nil {
-		if err := os.MkdirAll(v.logDir, logDirMode); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, logFileMode)
-		if err != nil {
-			return err
-		}
-		st, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return err
-		}
-		v.logFile, v.logName, v.logInfo = f, name, st
-	}
-	if _, err := v.logFile.Write(line); err != nil {
-		v.logFile.Close()
-		v.logFile = nil
-		return err
-	}
-	return nil
+	v.logs.add(logName(v.logDir, verdict.TS), line)
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"os"
@@ -159,6 +160,7 @@ func TestCheck_Log(t *testing.T) {
 	for _, r := range reqs {
 		v.Check(context.Background(), r)
 	}
+	v.Flush()
 
 	name := filepath.Join(dir, "2026-04.jsonl")
 	data, err := os.ReadFile(name)
@@ -225,6 +227,7 @@ func TestCheck_LogConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	v.Flush()
 	data, err := os.ReadFile(filepath.Join(dir, "2026-01.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -263,6 +266,7 @@ func TestCheck_LogDirUnwritable(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Check blocked on an unwritable log")
 	}
+	v.Flush()
 	if !strings.Contains(logs.String(), "write decision log") {
 		t.Errorf("the failure was not logged: %q", logs.String())
 	}
@@ -276,7 +280,46 @@ func TestNew_LogDirTilde(t *testing.T) {
 	v := New(Options{Threshold: DefaultThreshold, LogDir: "~/.local/share/metnos/vaglio", Home: home,
 		Now: func() time.Time { return time.Date(2026, 12, 31, 23, 59, 0, 0, time.UTC) }})
 	v.Check(context.Background(), Request{Capability: "fs:read", Target: "/tmp/x"})
+	v.Close()
 	if _, err := os.Stat(filepath.Join(home, ".local/share/metnos/vaglio/2026-12.jsonl")); err != nil {
 		t.Errorf("log not under the expanded home: %v", err)
+	}
+}
+
+// TestCheck_LogBuffered: lines are written without an explicit flush soon
+// after the check (logFlushEvery), all of them and in order, and Close
+// writes what is still waiting.
+func TestCheck_LogBuffered(t *testing.T) {
+	dir := t.TempDir()
+	v := New(Options{Threshold: DefaultThreshold, LogDir: dir, Home: testHome,
+		Now: func() time.Time { return time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC) }})
+	name := filepath.Join(dir, "2026-01.jsonl")
+	count := func() int {
+		data, _ := os.ReadFile(name)
+		return bytes.Count(data, []byte("\n"))
+	}
+	for i := range 3 {
+		v.Check(context.Background(), Request{Capability: "fs:read", Target: "/tmp/x", Intent: fmt.Sprint("line ", i)})
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for count() < 3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := count(); got != 3 {
+		t.Fatalf("%d lines written without a flush, want 3", got)
+	}
+	v.Check(context.Background(), Request{Capability: "fs:read", Target: "/tmp/x", Intent: "last"})
+	v.Close()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[0], "line 0") || !strings.Contains(lines[3], `"last"`) {
+		t.Fatalf("after Close: %d lines, want 4 in order:\n%s", len(lines), data)
+	}
+	v.Check(context.Background(), Request{Capability: "fs:read", Target: "/tmp/x", Intent: "after close"})
+	if data, _ := os.ReadFile(name); !bytes.Contains(data, []byte("after close")) {
+		t.Fatal("a check after Close was not written at once")
 	}
 }

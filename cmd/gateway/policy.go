@@ -162,8 +162,9 @@ func policyCheck(e *env, args []string) error {
 		return err
 	}
 	defer db.Close()
-	d := policy.Decider{Rules: cfg.PolicyRules(), Grants: grants, Norm: normalizer(e),
-		Vaglio: vaglio.New(vaglio.Options{Threshold: cfg.Vaglio.JudgeThreshold, LogDir: cfg.Vaglio.LogDir, Home: e.getenv("HOME")})}
+	vg := vaglio.New(vaglio.Options{Threshold: cfg.Vaglio.JudgeThreshold, LogDir: cfg.Vaglio.LogDir, Home: e.getenv("HOME")})
+	defer vg.Close() // the decision log is buffered
+	d := policy.Decider{Rules: cfg.PolicyRules(), Grants: grants, Norm: normalizer(e), Vaglio: vg}
 	dec, err := d.Decide(e.ctx, policy.Input{
 		Profile: profile, Capability: c.Name, Target: *target, Requested: level,
 		Channel: *channel, SenderID: *sender, Intent: *intent, Executor: *executor, DryRun: true,
