@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/metnos/gateway/policy"
@@ -60,6 +61,29 @@ var (
 	// person every time (code:exec, mail:send).
 	ErrAllowAlwaysRefused = errors.New("allow always is not offered for this capability")
 )
+
+// ErrCallIDConflict: the agent used a call_id it had used before for a
+// different call; errors.As a *CallIDConflictError for the earlier request.
+var ErrCallIDConflict = errors.New("call_id conflict")
+
+// CallIDConflictError refuses a submission whose call_id names an earlier
+// request of the same agent that differs in what it asks (capability,
+// target, grant_target, autonomy, channel, sender_id or the set of arg
+// keys). An idempotency key must never hand one call's answer to another.
+type CallIDConflictError struct {
+	CallID  string
+	Earlier Request
+	// Fields lists the fields that differ, by their API names.
+	Fields []string
+}
+
+func (e *CallIDConflictError) Error() string {
+	return fmt.Sprintf("call_id %q was already used for request %s, which differs in %s; use a new call_id for a new call",
+		e.CallID, e.Earlier.ID, strings.Join(e.Fields, ", "))
+}
+
+// Is makes errors.Is(err, ErrCallIDConflict) true.
+func (e *CallIDConflictError) Is(target error) bool { return target == ErrCallIDConflict }
 
 // AlreadyDecidedError carries the finished request to whoever came second.
 type AlreadyDecidedError struct{ Request Request }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -165,7 +166,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	agent := sub.Profile.Agent
 	if sub.CallID != "" {
 		if r, err := getByCallID(ctx, s.db, agent, sub.CallID); err == nil {
-			return r, false, nil
+			return s.repeated(sub, r)
 		} else if !errors.Is(err, ErrNotFound) {
 			return Request{}, false, err
 		}
@@ -255,7 +256,10 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	}
 	if !inserted { // a concurrent submit with the same call_id won
 		existing, err := getByCallID(ctx, s.db, agent, sub.CallID)
-		return existing, false, err
+		if err != nil {
+			return Request{}, false, err
+		}
+		return s.repeated(sub, existing)
 	}
 	s.opts.Observer.Outcome(r.Capability, r.Outcome, r.Status)
 	s.log.Info("request", "request_id", r.ID, "agent", agent, "capability", r.Capability,
@@ -268,6 +272,47 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		s.callbacks.send(r)
 	}
 	return r, true, nil
+}
+
+// repeated answers a submission whose call_id names the existing request
+// r: r itself when the submission asks for the same thing, else a
+// *CallIDConflictError (nothing stored, no card). Intent, executor,
+// summary, timeout and callback may differ on a retry (an agent may
+// reword them); what is asked for and on whose behalf may not.
+func (s *Service) repeated(sub Submission, r Request) (Request, bool, error) {
+	if diff := s.callDiff(sub, r); len(diff) > 0 {
+		s.log.Warn("call_id conflict", "agent", r.Agent, "request_id", r.ID, "fields", strings.Join(diff, ","))
+		return Request{}, false, &CallIDConflictError{CallID: sub.CallID, Earlier: r, Fields: diff}
+	}
+	return r, false, nil
+}
+
+// callDiff lists the fields in which sub asks for something else than r
+// did: capability, target, grant_target (what Allow always would grant),
+// autonomy (effective), channel, sender_id and the set of arg keys.
+func (s *Service) callDiff(sub Submission, r Request) []string {
+	var diff []string
+	add := func(differs bool, field string) {
+		if differs {
+			diff = append(diff, field)
+		}
+	}
+	c, err := policy.Lookup(sub.Capability)
+	add(err != nil || c.Name != r.Capability, "capability")
+	add(sub.Target != r.Target, "target")
+	if err == nil {
+		gt, _ := s.grants.Normalizer().GrantTarget(c.TargetKind, sub.Target, sub.GrantTarget)
+		add(gt != r.GrantTarget, "grant_target")
+	}
+	level := sub.Profile.Ceiling
+	if sub.Autonomy != 0 {
+		level = policy.MinLevel(sub.Autonomy, sub.Profile.Ceiling)
+	}
+	add(level != r.Autonomy, "autonomy")
+	add(sub.Channel != r.Channel, "channel")
+	add(sub.SenderID != r.SenderID, "sender_id")
+	add(!slices.Equal(argKeys(sub.Args), r.ArgKeys), "arg_keys")
+	return diff
 }
 
 func argKeys(args map[string]any) []string {

@@ -203,9 +203,12 @@ type APIError struct {
 	Message    string // for people; names the field at fault
 	// RetryAfter is the server's Retry-After on a 429, else 0.
 	RetryAfter time.Duration
-	// Request is the finished request on a 409 already_decided: who
-	// decided first, and how.
+	// Request is the finished request on a 409 already_decided (who
+	// decided first, and how), or the earlier request on a 409
+	// call_id_conflict.
 	Request *Request
+	// CallID is the reused call_id of a 409 call_id_conflict.
+	CallID string
 }
 
 // Error reads "gateway: <message> (<status> <code>)"; it never holds the token.
@@ -215,6 +218,41 @@ func (e *APIError) Error() string {
 		msg = http.StatusText(e.StatusCode)
 	}
 	return fmt.Sprintf("gateway: %s (%d %s)", msg, e.StatusCode, e.Code)
+}
+
+// ErrCallIDConflict is matched (errors.Is) by a *CallIDConflictError.
+var ErrCallIDConflict = errors.New("call_id conflict")
+
+// CallIDConflictError is the gateway's 409 call_id_conflict: the CallID
+// was used before by this agent for a different call (another capability,
+// target, grant_target, autonomy, principal or set of arg keys). Nothing
+// was stored. Earlier is that call's request; a new call needs a new
+// call_id. errors.As also finds the underlying *APIError.
+type CallIDConflictError struct {
+	CallID  string
+	Earlier Request
+	API     *APIError
+}
+
+func (e *CallIDConflictError) Error() string { return e.API.Error() }
+
+// Unwrap returns the *APIError.
+func (e *CallIDConflictError) Unwrap() error { return e.API }
+
+// Is makes errors.Is(err, ErrCallIDConflict) true.
+func (e *CallIDConflictError) Is(target error) bool { return target == ErrCallIDConflict }
+
+// typedError returns the typed form of an answered error where there is
+// one (a *CallIDConflictError), else e itself.
+func typedError(e *APIError) error {
+	if e.StatusCode == http.StatusConflict && e.Code == "call_id_conflict" {
+		c := &CallIDConflictError{CallID: e.CallID, API: e}
+		if e.Request != nil {
+			c.Earlier = *e.Request
+		}
+		return c
+	}
+	return e
 }
 
 // Check asks what policy would say about r, storing nothing.
@@ -400,7 +438,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (in
 		return resp.StatusCode, fmt.Errorf("%w: reading the answer: %w", ErrUnreachable, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return resp.StatusCode, apiError(resp, b)
+		return resp.StatusCode, typedError(apiError(resp, b))
 	}
 	if err := decode(b, out); err != nil {
 		return resp.StatusCode, fmt.Errorf("gateway answered %s with unreadable JSON: %w", resp.Status, err)
@@ -426,9 +464,10 @@ func apiError(resp *http.Response, b []byte) *APIError {
 			Message string `json:"message"`
 		} `json:"error"`
 		Request json.RawMessage `json:"request"`
+		CallID  string          `json:"call_id"`
 	}
 	if json.Unmarshal(b, &body) == nil {
-		e.Code, e.Message = body.Error.Code, body.Error.Message
+		e.Code, e.Message, e.CallID = body.Error.Code, body.Error.Message, body.CallID
 		if len(body.Request) > 0 && string(body.Request) != "null" {
 			var r Request
 			if decode(body.Request, &r) == nil {

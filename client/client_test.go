@@ -115,6 +115,29 @@ func TestClient_IdempotentCallID(t *testing.T) {
 	}
 }
 
+func TestClient_CallIDConflict(t *testing.T) {
+	g := live(t)
+	c := client.New(g.URL, agentToken)
+	ctx := ctxT(t, 5*time.Second)
+	first, err := c.Request(ctx, client.Req{CallID: "x", Capability: "llm:local"}, 0)
+	if err != nil || !first.Allowed() {
+		t.Fatalf("llm:local: %v %s", err, first.Status)
+	}
+	r, err := c.Request(ctx, client.Req{CallID: "x", Capability: "fs:write", Target: "/srv/x"}, time.Second)
+	var conflict *client.CallIDConflictError
+	if !errors.As(err, &conflict) || !errors.Is(err, client.ErrCallIDConflict) {
+		t.Fatalf("reused call_id: %v (%T), request %+v", err, err, r)
+	}
+	if conflict.CallID != "x" || conflict.Earlier.ID != first.ID || !conflict.Earlier.Allowed() || r.Allowed() {
+		t.Errorf("conflict %+v; returned %+v", conflict, r)
+	}
+	var ae *client.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusConflict || ae.Code != "call_id_conflict" ||
+		!strings.Contains(err.Error(), `call_id "x"`) {
+		t.Errorf("as *APIError: %+v; message %q", ae, err)
+	}
+}
+
 func TestClient_Check(t *testing.T) {
 	g := live(t)
 	c := client.New(g.URL, agentToken)

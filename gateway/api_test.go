@@ -851,9 +851,11 @@ func TestAPI_IdempotentCallID(t *testing.T) {
 	g := startE2E(t, e2eOptions{clock: newTestClock()})
 	admin := g.openEvents(t, tokAdmin)
 	first := g.want(t, http.StatusAccepted, "POST", "/v1/requests", tokA1, pendingBody("idem-1", "one.txt")).request(t)
-	// The same call_id with another body: the same request, unchanged.
-	second := g.want(t, http.StatusAccepted, "POST", "/v1/requests", tokA1, pendingBody("idem-1", "two.txt")).request(t)
-	if second.ID != first.ID || second.Target != "/srv/data/one.txt" {
+	// The same call_id with the same call, reworded: the same request, unchanged.
+	reworded := pendingBody("idem-1", "one.txt")
+	reworded["intent"], reworded["args"] = "read it again", map[string]any{"path": "other"}
+	second := g.want(t, http.StatusAccepted, "POST", "/v1/requests", tokA1, reworded).request(t)
+	if second.ID != first.ID || second.Target != "/srv/data/one.txt" || second.Intent != first.Intent {
 		t.Errorf("repeat call_id gave %s (%s), want %s (%s)", second.ID, second.Target, first.ID, first.Target)
 	}
 	// Another agent's same call_id is its own request.
@@ -1350,4 +1352,74 @@ func TestAPI_ForeignPrincipalRefused(t *testing.T) {
 			t.Errorf("%s: status %d, want %d", body, got, want)
 		}
 	}
+}
+
+// TestAPI_CallIDConflict: a call_id reused for another call is a 409
+// call_id_conflict naming the call_id, with the earlier request in the
+// body; nothing is stored, no card is posted, no event is sent.
+func TestAPI_CallIDConflict(t *testing.T) {
+	t.Parallel()
+	g := startE2E(t, e2eOptions{clock: newTestClock()})
+	admin := g.openEvents(t, tokAdmin)
+	// llm:local is allowed at once under "x"...
+	first := g.want(t, http.StatusOK, "POST", "/v1/requests", tokA1, decidedNowBody("x")).request(t)
+	if first.Status != approvals.StatusAllowed {
+		t.Fatalf("llm:local: %s", first.Status)
+	}
+	rows := g.countRows(t, `SELECT COUNT(*) FROM requests`)
+	audit := g.countRows(t, `SELECT COUNT(*) FROM audit`)
+	// ... and "x" again for a write is refused, not answered "allowed".
+	write := jsonBody{"call_id": "x", "capability": "fs:write", "target": "/srv/data/w.txt", "intent": "write"}
+	r := g.want(t, http.StatusConflict, "POST", "/v1/requests?wait=1s", tokA1, write)
+	var body struct {
+		Error   struct{ Code, Message string } `json:"error"`
+		CallID  string                         `json:"call_id"`
+		Request approvals.Request              `json:"request"`
+	}
+	decodeInto(t, string(r.Body), &body)
+	if body.Error.Code != "call_id_conflict" || !strings.Contains(body.Error.Message, `call_id "x"`) ||
+		!strings.Contains(body.Error.Message, "capability") || body.CallID != "x" {
+		t.Errorf("409 body %s", r.Body)
+	}
+	if body.Request.ID != first.ID || body.Request.Status != approvals.StatusAllowed || body.Request.Capability != "llm:local" {
+		t.Errorf("409 carries request %s %s %s, want the earlier %s", body.Request.ID, body.Request.Capability, body.Request.Status, first.ID)
+	}
+	// A pending request's call_id reused with another principal or target.
+	p := g.want(t, http.StatusAccepted, "POST", "/v1/requests", tokA1, pendingBody("y", "y.txt")).request(t)
+	var ev gateway.RequiredEvent
+	decodeInto(t, admin.nextNamed(t, approvals.EventRequired), &ev)
+	rows, audit = rows+1, audit+1
+	for name, b := range map[string]jsonBody{
+		"target": pendingBody("y", "z.txt"),
+		"arg keys": func() jsonBody {
+			b := pendingBody("y", "y.txt")
+			b["args"] = map[string]any{"path": "y", "x": 1}
+			return b
+		}(),
+		"autonomy": func() jsonBody { b := pendingBody("y", "y.txt"); b["autonomy"] = "ReadOnly"; return b }(),
+		"principal": func() jsonBody {
+			b := pendingBody("y", "y.txt")
+			b["channel"], b["sender_id"] = "web", "gt-/srv/**"
+			return b
+		}(),
+	} {
+		r := g.want(t, http.StatusConflict, "POST", "/v1/requests", tokA1, b)
+		decodeInto(t, string(r.Body), &body)
+		if body.Error.Code != "call_id_conflict" || body.Request.ID != p.ID {
+			t.Errorf("%s: %s", name, r.Body)
+		}
+	}
+	if n := g.countRows(t, `SELECT COUNT(*) FROM requests`); n != rows {
+		t.Errorf("%d requests after the conflicts, want %d", n, rows)
+	}
+	if n := g.countRows(t, `SELECT COUNT(*) FROM audit`); n != audit {
+		t.Errorf("%d audit rows after the conflicts, want %d", n, audit)
+	}
+	select {
+	case ev := <-admin.events:
+		t.Errorf("an event after the conflicts: %s %s", ev.Name, ev.Data)
+	case <-time.After(200 * time.Millisecond):
+	}
+	// /v1/check stores nothing and knows no call_ids: not a conflict.
+	g.want(t, http.StatusOK, "POST", "/v1/check", tokA1, write)
 }

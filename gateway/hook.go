@@ -27,15 +27,29 @@ const HookMaxWait = 9*time.Minute + 30*time.Second
 // hook finds the same request; it waits up to [hooks.claude_code] wait,
 // lowered by ?wait= (for an http hook whose timeout is shorter) and capped
 // at HookMaxWait; no answer by then withdraws the request and answers ask.
+//
+// A tool_use_id that names an earlier, different call is refused like a
+// reused call_id on /v1/requests: 409 call_id_conflict with the earlier
+// request, and a deny in hookSpecificOutput for a caller that reads the
+// body whatever the status (Claude Code itself takes a non-2xx as a
+// non-blocking error and falls back to its own permission rules).
 func (s *Server) claudeCodeHook(w http.ResponseWriter, r *http.Request) {
-	out := s.hookAnswer(w, r)
+	var conflict *approvals.CallIDConflictError
+	out := s.hookAnswer(w, r, &conflict)
 	if r.Context().Err() != nil {
 		return // Claude Code gave up; nobody reads the answer
+	}
+	if conflict != nil {
+		writeJSON(w, http.StatusConflict, struct {
+			apiError
+			hooks.Output
+		}{callIDConflictBody(conflict), out})
+		return
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) hookAnswer(w http.ResponseWriter, r *http.Request) hooks.Output {
+func (s *Server) hookAnswer(w http.ResponseWriter, r *http.Request, conflict **approvals.CallIDConflictError) hooks.Output {
 	a := agentFrom(r)
 	cc := s.cfg.Hooks.ClaudeCode
 	wait := min(cc.Wait, HookMaxWait)
@@ -64,6 +78,9 @@ func (s *Server) hookAnswer(w http.ResponseWriter, r *http.Request) hooks.Output
 	// A repeated tool_use_id returns the existing request and takes no token.
 	sub.Admit = s.admit(r.Context(), a, call.Capability)
 	req, _, err := s.svc.Submit(r.Context(), sub)
+	if errors.As(err, conflict) {
+		return hooks.Answer(hooks.Deny, "approval gateway: "+err.Error())
+	}
 	if err != nil {
 		return hooks.Failed(errors.New(cleanMsg(err)))
 	}

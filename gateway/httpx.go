@@ -23,7 +23,9 @@ type apiError struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
-	Request *approvals.Request `json:"request,omitempty"` // on 409: the finished request
+	Request *approvals.Request `json:"request,omitempty"` // on 409: the finished, or the earlier, request
+	// CallID names the call_id of a 409 call_id_conflict.
+	CallID string `json:"call_id,omitempty"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -46,10 +48,13 @@ func (s *Server) errorResponse(w http.ResponseWriter, r *http.Request, err error
 	var already *approvals.AlreadyDecidedError
 	var fe *policy.FieldError
 	var limited *rateLimitError
+	var conflict *approvals.CallIDConflictError
 	switch {
 	case errors.As(err, &limited):
 		w.Header().Set("Retry-After", strconv.Itoa(limited.retrySeconds()))
 		writeError(w, http.StatusTooManyRequests, "rate_limited", limited.Error())
+	case errors.As(err, &conflict):
+		writeJSON(w, http.StatusConflict, callIDConflictBody(conflict))
 	case errors.As(err, &already):
 		var e apiError
 		e.Error.Code, e.Error.Message = "already_decided", already.Error()
@@ -73,6 +78,16 @@ func (s *Server) errorResponse(w http.ResponseWriter, r *http.Request, err error
 		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeError(w, http.StatusInternalServerError, "internal", "internal error; see the gateway log")
 	}
+}
+
+// callIDConflictBody is the 409 of a reused call_id: the code, a message
+// naming call_id and the fields that differ, and the earlier request.
+func callIDConflictBody(c *approvals.CallIDConflictError) apiError {
+	var e apiError
+	e.Error.Code, e.Error.Message = "call_id_conflict", c.Error()
+	req := c.Earlier
+	e.Request, e.CallID = &req, c.CallID
+	return e
 }
 
 // cleanMsg drops the "decide request …:" wrapping so a client reads the cause.
