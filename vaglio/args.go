@@ -16,10 +16,11 @@ const maxArgDepth = 64
 // argEvent is one string found while walking args: either a map key or a
 // string value.
 type argEvent struct {
-	loc   string // where it is, for reasons: args.a.b[2]
-	keyAt string // the dotted key path, for the log: a.b, items[].name
-	s     string // the key or the value
-	isKey bool
+	loc    string // where it is, for reasons: args.a.b[2]
+	keyAt  string // the dotted key path, for the log: a.b, items[].name
+	s      string // the key or the value (for a list, its items joined)
+	isKey  bool
+	isList bool // s is a list's scalar items joined with spaces
 }
 
 // walkArgs calls fn for every key and every string value in args, depth
@@ -32,14 +33,22 @@ type argEvent struct {
 // any map, slice, array, pointer or struct is walked through reflection.
 func walkArgs(args map[string]any, fn func(argEvent) bool) (tooDeep bool) {
 	w := argWalker{fn: fn}
-	w.walk(reflect.ValueOf(args), "args", "", 0)
+	w.run(args)
 	return w.tooDeep
 }
 
 type argWalker struct {
-	fn      func(argEvent) bool
-	stopped bool
-	tooDeep bool
+	fn func(argEvent) bool
+	// joinLists also emits, for every list, its scalar items joined with
+	// spaces (nested lists flattened), before the items themselves: the
+	// seed reads a "command" list as one command line.
+	joinLists bool
+	stopped   bool
+	tooDeep   bool
+}
+
+func (w *argWalker) run(args map[string]any) {
+	w.walk(reflect.ValueOf(args), "args", "", 0)
 }
 
 func (w *argWalker) emit(e argEvent) {
@@ -93,6 +102,12 @@ func (w *argWalker) walk(v reflect.Value, loc, keyAt string, depth int) {
 			w.emit(argEvent{loc: loc, keyAt: keyAt, s: string(b)})
 			return
 		}
+		if w.joinLists {
+			var b strings.Builder
+			if joinScalars(&b, v, depth) {
+				w.emit(argEvent{loc: loc, keyAt: keyAt, s: b.String(), isList: true})
+			}
+		}
 		for i := range v.Len() {
 			w.walk(v.Index(i), loc+"["+strconv.Itoa(i)+"]", keyAt+"[]", depth+1)
 		}
@@ -105,6 +120,51 @@ func (w *argWalker) walk(v reflect.Value, loc, keyAt string, depth int) {
 			}
 		}
 	}
+}
+
+// joinScalars writes the scalar items of the list v to b, separated by
+// spaces, flattening nested lists (the seed joins a command list with " ").
+// Strings go as they are, numbers in their shortest form (777, not 777.0),
+// booleans as true/false; maps and nils are left out (their strings are
+// checked one by one anyway). It reports whether anything was written.
+func joinScalars(b *strings.Builder, v reflect.Value, depth int) bool {
+	wrote := false
+	for i := range v.Len() {
+		e := v.Index(i)
+		for (e.Kind() == reflect.Interface || e.Kind() == reflect.Pointer) && !e.IsNil() && depth < maxArgDepth {
+			e, depth = e.Elem(), depth+1
+		}
+		var s string
+		switch e.Kind() {
+		case reflect.String:
+			s = e.String()
+		case reflect.Float32, reflect.Float64:
+			s = strconv.FormatFloat(e.Float(), 'f', -1, 64)
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			s = strconv.FormatInt(e.Int(), 10)
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+			s = strconv.FormatUint(e.Uint(), 10)
+		case reflect.Bool:
+			s = strconv.FormatBool(e.Bool())
+		case reflect.Slice, reflect.Array:
+			if depth >= maxArgDepth || e.Type().Elem().Kind() == reflect.Uint8 {
+				continue
+			}
+			var inner strings.Builder
+			if !joinScalars(&inner, e, depth+1) {
+				continue
+			}
+			s = inner.String()
+		default:
+			continue
+		}
+		if wrote {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s)
+		wrote = true
+	}
+	return wrote
 }
 
 // keyName names a map key and says whether it is a string (and so is looked

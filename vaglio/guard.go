@@ -14,7 +14,6 @@ const CapabilityCodeExec = "code:exec"
 // component is one path element of a forbidden path.
 type component struct {
 	pat     string // path.Match pattern against a lower-case element
-	digits  bool   // a non-empty run of digits: a pid under /proc
 	example string // a name pat matches, to test a glob in the input against
 }
 
@@ -23,28 +22,30 @@ type component struct {
 type pathRule struct {
 	name     string // shown in reasons; names the rule, never the input
 	anchored bool
+	whole    bool // the path must end after comps (/proc itself)
 	comps    []component
 }
 
 func lit(s string) component             { return component{pat: s, example: s} }
 func glob(pat, example string) component { return component{pat: pat, example: example} }
 
-// forbiddenPaths is the closed list of SPEC §4 step 6. It is not
-// configurable on purpose: the guard is the layer no rule or grant can
-// loosen. /etc/passwd- and /etc/shadow- are the backups passwd(1) keeps,
-// with the same contents.
+// forbiddenPaths is the closed list of SPEC §4 step 6, read as the seed's
+// regexes read it (vaglio v1.1 §3): /etc/passwd, /etc/shadow, /etc/sudoers
+// and the /dev disks are prefixes (/etc/shadow.old, /etc/sudoers.d,
+// /dev/sda1), .aws/credentials, .config/*/credentials.env and .gnupg may
+// end a longer name (x.aws/credentials.bak), /proc is refused itself and
+// with any entry starting with a digit. It is not configurable on purpose:
+// the guard is the layer no rule or grant can loosen.
 var forbiddenPaths = []pathRule{
-	{name: "/etc/passwd", anchored: true, comps: []component{lit("etc"), lit("passwd")}},
-	{name: "/etc/passwd", anchored: true, comps: []component{lit("etc"), lit("passwd-")}},
-	{name: "/etc/shadow", anchored: true, comps: []component{lit("etc"), lit("shadow")}},
-	{name: "/etc/shadow", anchored: true, comps: []component{lit("etc"), lit("shadow-")}},
-	{name: "/etc/sudoers", anchored: true, comps: []component{lit("etc"), lit("sudoers")}},
-	{name: "/etc/sudoers.d", anchored: true, comps: []component{lit("etc"), lit("sudoers.d")}},
+	{name: "/etc/passwd*", anchored: true, comps: []component{lit("etc"), glob("passwd*", "passwd")}},
+	{name: "/etc/shadow*", anchored: true, comps: []component{lit("etc"), glob("shadow*", "shadow")}},
+	{name: "/etc/sudoers*", anchored: true, comps: []component{lit("etc"), glob("sudoers*", "sudoers")}},
 	{name: "/etc/ssh", anchored: true, comps: []component{lit("etc"), lit("ssh")}},
 	{name: "/root", anchored: true, comps: []component{lit("root")}},
 	{name: "/boot", anchored: true, comps: []component{lit("boot")}},
 	{name: "/sys", anchored: true, comps: []component{lit("sys")}},
-	{name: "/proc/<n>", anchored: true, comps: []component{lit("proc"), {digits: true, example: "1"}}},
+	{name: "/proc", anchored: true, whole: true, comps: []component{lit("proc")}},
+	{name: "/proc/<n>", anchored: true, comps: []component{lit("proc"), glob("[0-9]*", "1")}},
 	{name: "/proc/self", anchored: true, comps: []component{lit("proc"), lit("self")}},
 	{name: "/proc/self", anchored: true, comps: []component{lit("proc"), lit("thread-self")}},
 	{name: "/dev/sd*", anchored: true, comps: []component{lit("dev"), glob("sd*", "sda")}},
@@ -52,23 +53,38 @@ var forbiddenPaths = []pathRule{
 	{name: "/dev/mmcblk*", anchored: true, comps: []component{lit("dev"), glob("mmcblk*", "mmcblk0")}},
 	{name: "/dev/loop*", anchored: true, comps: []component{lit("dev"), glob("loop*", "loop0")}},
 	{name: ".ssh", comps: []component{lit(".ssh")}},
-	{name: ".aws/credentials", comps: []component{lit(".aws"), lit("credentials")}},
-	{name: ".config/*/credentials.env", comps: []component{lit(".config"), glob("*", "metnos"), lit("credentials.env")}},
-	{name: ".gnupg", comps: []component{lit(".gnupg")}},
+	{name: ".aws/credentials", comps: []component{glob("*.aws", ".aws"), glob("credentials*", "credentials")}},
+	{name: ".config/*/credentials.env", comps: []component{glob("*.config", ".config"), glob("*", "metnos"), glob("credentials.env*", "credentials.env")}},
+	{name: ".gnupg", comps: []component{glob("*.gnupg", ".gnupg")}},
+}
+
+// ExecutorShellExec is the executor whose args are shell commands whatever
+// the capability (the seed runs its shell check for executor shell_exec or
+// capability code:exec).
+const ExecutorShellExec = "shell_exec"
+
+// isShellRequest reports whether the shell rules of the guard apply to r.
+func isShellRequest(r Request) bool {
+	return r.Capability == CapabilityCodeExec || strings.EqualFold(strings.TrimSpace(r.Executor), ExecutorShellExec)
 }
 
 // Guard is the binary half of vaglio: it refuses a request that names a
 // forbidden path in its target or in any string of its args (keys too,
-// however deeply nested), or, for code:exec, a destructive shell command.
-// home is what "~" and $HOME stand for ("" leaves them as they are; the
-// path rules still catch ~/.ssh through the .ssh component).
+// however deeply nested), or, for code:exec or the shell_exec executor, a
+// destructive shell command in any of them; a list in args (such as
+// "command": ["rm", "-rf", "/"]) is also read as one command, its items
+// joined with spaces. home is what "~" and $HOME stand for ("" leaves them
+// as they are; the path rules still catch ~/.ssh through the .ssh
+// component).
 //
 // The check is lexical, on purpose: it runs before anything touches the
 // disk, so it cleans paths (.., //, ~, $HOME, shell quotes, {a,b} braces,
 // globs such as /etc/pass*) but cannot see symlinks. Matching is
 // case-insensitive because macOS file systems are. A relative path that
 // climbs with leading ".." is checked as if it reached the root, since the
-// working directory is unknown.
+// working directory is unknown. Behind these structured rules the seed's
+// own regexes run on every raw string (seedrules.go), so nothing the seed
+// blocks passes here; the one exception is dd of=/dev/null.
 //
 // reason names the rule that matched and where (target, args.a.b[2]),
 // never the matched string, so it is safe to log and to show on a card.
@@ -76,7 +92,7 @@ func Guard(r Request, home string) (blocked bool, reason string) {
 	if home != "" {
 		home = path.Clean(home)
 	}
-	shell := r.Capability == CapabilityCodeExec
+	shell := isShellRequest(r)
 	check := func(s, where string) (string, bool) {
 		// Shell rules first: for rm -rf /* they name the command, which
 		// says more than the path rule /root that the glob also matches.
@@ -84,8 +100,14 @@ func Guard(r Request, home string) (blocked bool, reason string) {
 			if rule, hit := dangerousCommandIn(s, home); hit {
 				return fmt.Sprintf("guard: dangerous shell command %q in %s", rule, where), true
 			}
+			if rule, hit := seedShellIn(s); hit {
+				return fmt.Sprintf("guard: dangerous shell command %q in %s", rule, where), true
+			}
 		}
 		if rule, hit := forbiddenPathIn(s, home); hit {
+			return fmt.Sprintf("guard: forbidden path %s in %s", rule, where), true
+		}
+		if rule, hit := seedPathIn(s, home); hit {
 			return fmt.Sprintf("guard: forbidden path %s in %s", rule, where), true
 		}
 		return "", false
@@ -93,18 +115,22 @@ func Guard(r Request, home string) (blocked bool, reason string) {
 	if reason, hit := check(r.Target, "target"); hit {
 		return true, reason
 	}
-	tooDeep := walkArgs(r.Args, func(e argEvent) bool {
+	w := argWalker{joinLists: shell}
+	w.fn = func(e argEvent) bool {
 		where := e.loc
-		if e.isKey {
+		switch {
+		case e.isKey:
 			where = "a key of " + strings.TrimSuffix(e.loc, "."+e.s)
+		case e.isList:
+			where = e.loc + " (items joined)"
 		}
 		reason, blocked = check(e.s, where)
 		return !blocked
-	})
-	if blocked {
+	}
+	if w.run(r.Args); blocked {
 		return true, reason
 	}
-	if tooDeep {
+	if w.tooDeep {
 		return true, fmt.Sprintf("guard: args nested deeper than %d levels, not all inspected", maxArgDepth)
 	}
 	return false, ""
@@ -157,9 +183,9 @@ func forbiddenPath(p string) (rule string, hit bool) {
 	}
 	for _, r := range forbiddenPaths {
 		if r.anchored {
-			if rooted && (hasPrefix(comps, r.comps) ||
+			if rooted && (r.matchAt(comps) ||
 				// macOS: /etc is a symlink to /private/etc.
-				(len(comps) > 1 && comps[0] == "private" && comps[1] == "etc" && hasPrefix(comps[1:], r.comps))) {
+				(len(comps) > 1 && comps[0] == "private" && comps[1] == "etc" && r.matchAt(comps[1:]))) {
 				return r.name, true
 			}
 			continue
@@ -171,6 +197,15 @@ func forbiddenPath(p string) (rule string, hit bool) {
 		}
 	}
 	return "", false
+}
+
+// matchAt reports whether comps starts with the rule's components (and, for
+// a whole rule, ends there).
+func (r pathRule) matchAt(comps []string) bool {
+	if r.whole && len(comps) != len(r.comps) {
+		return false
+	}
+	return hasPrefix(comps, r.comps)
 }
 
 func hasPrefix(comps []string, rule []component) bool {
@@ -198,9 +233,6 @@ func (c component) match(in string) bool {
 			return ok
 		}
 		// A malformed pattern is taken literally by the shell: fall through.
-	}
-	if c.digits {
-		return in != "" && strings.Trim(in, "0123456789") == ""
 	}
 	ok, _ := path.Match(c.pat, in)
 	return ok
@@ -299,9 +331,10 @@ func expandBraces(word string) []string {
 
 // dangerousCommandIn looks for the shell commands of SPEC §4 step 6 in s,
 // anywhere in it (after sudo, inside sh -c "…", after a pipe to xargs), and
-// returns the rule's name.
+// returns the rule's name. $HOME is read as ~ here, so that rm -rf $HOME/x
+// is the seed's rm -rf ~/x.
 func dangerousCommandIn(s, home string) (rule string, hit bool) {
-	s = shellNormalize(s, home)
+	s = shellNormalize(s, "")
 	if isForkBomb(s) {
 		return ":(){ :|:& };:", true
 	}
@@ -320,8 +353,8 @@ func dangerousCommandIn(s, home string) (rule string, hit bool) {
 			case cmd == "mkfs" || strings.HasPrefix(cmd, "mkfs."):
 				return "mkfs", true
 			case cmd == "chmod":
-				if chmodRecursiveOnRoot(words[i+1:], home) {
-					return "chmod -R 777 /", true
+				if rule, hit := chmodRule(words[i+1:], home); hit {
+					return rule, true
 				}
 			}
 			if strings.HasPrefix(lw, "of=") && isBlockDevice(expandTilde(w[3:], home)) {
@@ -371,19 +404,24 @@ func rmRule(args []string, home string) (rule string, hit bool) {
 		if isRootOrAll(op, home) {
 			return "rm -rf /", true
 		}
-		if isHomeOrAll(op, home) {
+		if isInHome(op, home) {
 			return "rm -rf ~", true
 		}
 	}
 	return "", false
 }
 
-// chmodRecursiveOnRoot reports chmod -R on / (any mode: 000 breaks the
-// system as surely as 777 opens it).
-func chmodRecursiveOnRoot(args []string, home string) bool {
-	recursive := false
+// chmodRule checks the arguments of one chmod: -R on / with any mode (000
+// breaks the system as surely as 777 opens it), and, as the seed's
+// chmod -?R? 0?77x /… does, a world-writable 77x mode on any absolute path.
+func chmodRule(args []string, home string) (rule string, hit bool) {
+	recursive, wide := false, false
 	for _, a := range args {
 		if a == "--" {
+			continue
+		}
+		if isWideMode(a) {
+			wide = true
 			continue
 		}
 		if strings.HasPrefix(a, "--") {
@@ -396,15 +434,23 @@ func chmodRecursiveOnRoot(args []string, home string) bool {
 			recursive = true
 		}
 	}
-	if !recursive {
-		return false
-	}
 	for _, a := range args {
-		if isRootOrAll(a, home) {
-			return true
+		if recursive && isRootOrAll(a, home) {
+			return "chmod -R 777 /", true
+		}
+		if wide && !isWideMode(a) && strings.HasPrefix(expandTilde(a, home), "/") {
+			return "chmod 777 /…", true
 		}
 	}
-	return false
+	return "", false
+}
+
+// isWideMode reports a mode word the seed's -?R?\s*0?77[0-9] matches:
+// 770 to 779 with an optional leading 0, also glued to -R (-R0777).
+func isWideMode(a string) bool {
+	m := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "R")
+	m = strings.TrimPrefix(m, "0")
+	return len(m) == 3 && m[0] == '7' && m[1] == '7' && '0' <= m[2] && m[2] <= '9'
 }
 
 // isRootOrAll reports "/" or a glob of everything under it (/*, /?*).
@@ -416,13 +462,17 @@ func isRootOrAll(op, home string) bool {
 	return coversDir(path.Clean(p), "/", "usr")
 }
 
-// isHomeOrAll reports the home directory or a glob of everything in it.
-func isHomeOrAll(op, home string) bool {
-	h := home
-	if h == "" {
-		h = "~"
+// isInHome reports the home directory, anything under it written with ~
+// (the seed's rm -rf ~/…), or a glob of everything in the home directory
+// written out in full.
+func isInHome(op, home string) bool {
+	if op == "~" || strings.HasPrefix(op, "~/") {
+		return true
 	}
-	return coversDir(path.Clean(expandTilde(op, home)), h, "documents")
+	if home == "" {
+		return false
+	}
+	return coversDir(path.Clean(op), home, "documents")
 }
 
 // coversDir reports whether p is dir itself, or dir/<glob> where the glob
@@ -439,18 +489,15 @@ func coversDir(p, dir, sample string) bool {
 	return err == nil && ok
 }
 
-// isBlockDevice reports a dd output under /dev other than the harmless
-// sinks (dd of=/dev/null is a common way to time a read).
+// isBlockDevice reports a dd output under /dev other than /dev/null, the
+// guard's one exception to the seed (dd of=/dev/null only reads, and is a
+// common way to time a read).
 func isBlockDevice(p string) bool {
 	if !strings.HasPrefix(p, "/") {
 		return false
 	}
 	p = path.Clean(p)
-	switch p {
-	case "/dev/null", "/dev/zero", "/dev/full", "/dev/stdout", "/dev/stderr":
-		return false
-	}
-	return strings.HasPrefix(p, "/dev/") && !strings.HasPrefix(p, "/dev/fd/")
+	return strings.HasPrefix(p, "/dev/") && p != "/dev/null"
 }
 
 // isForkBomb finds f(){ f|f& };f with any function name and any spacing:

@@ -25,7 +25,7 @@ func TestGuard(t *testing.T) {
 		{name: "relative traversal", req: Request{Capability: "fs:read", Target: "../../../../etc/shadow"}, blocked: true, wantRule: "/etc/shadow"},
 		{name: "upper case on macOS", req: Request{Capability: "fs:read", Target: "/ETC/Passwd"}, blocked: true, wantRule: "/etc/passwd"},
 		{name: "macOS private etc", req: Request{Capability: "fs:read", Target: "/private/etc/sudoers"}, blocked: true, wantRule: "/etc/sudoers"},
-		{name: "sudoers.d", req: Request{Capability: "fs:write", Target: "/etc/sudoers.d/agent"}, blocked: true, wantRule: "/etc/sudoers.d"},
+		{name: "sudoers.d", req: Request{Capability: "fs:write", Target: "/etc/sudoers.d/agent"}, blocked: true, wantRule: "/etc/sudoers"},
 		{name: "etc ssh", req: Request{Capability: "fs:read", Target: "/etc/ssh/sshd_config"}, blocked: true, wantRule: "/etc/ssh"},
 		{name: "root home", req: Request{Capability: "fs:read", Target: "/root/.bashrc"}, blocked: true, wantRule: "/root"},
 		{name: "boot", req: Request{Capability: "fs:write", Target: "/boot/grub/grub.cfg"}, blocked: true, wantRule: "/boot"},
@@ -66,6 +66,7 @@ func TestGuard(t *testing.T) {
 		{name: "no preserve root", req: Request{Capability: "code:exec", Target: "rm -rf --no-preserve-root /"}, blocked: true, wantRule: "rm --no-preserve-root"},
 		{name: "rm -rf ~", req: Request{Capability: "code:exec", Target: "rm -rf ~"}, blocked: true, wantRule: "rm -rf ~"},
 		{name: "rm -rf $HOME", req: Request{Capability: "code:exec", Target: "rm -rf $HOME"}, blocked: true, wantRule: "rm -rf ~"},
+		{name: "rm -rf ~/src (the seed's rm -rf ~/…)", req: Request{Capability: "code:exec", Target: "rm -rf ~/src/app/build"}, blocked: true, wantRule: "rm -rf ~"},
 		{name: "rm -rf ~/*", req: Request{Capability: "code:exec", Target: "rm -rf ~/*"}, blocked: true, wantRule: "rm -rf ~"},
 		{name: "rm in sh -c", req: Request{Capability: "code:exec", Target: `sh -c "rm -rf /"`}, blocked: true, wantRule: "rm -rf /"},
 		{name: "rm after a separator", req: Request{Capability: "code:exec", Target: "cd /tmp && rm -rf / ; echo done"}, blocked: true, wantRule: "rm -rf /"},
@@ -124,7 +125,6 @@ func TestGuard_NoFalsePositives(t *testing.T) {
 		{name: "credentials.env elsewhere", req: Request{Capability: "fs:read", Target: "/srv/app/credentials.env"}},
 		{name: "home glob skips dot files", req: Request{Capability: "code:exec", Target: "ls ~/*"}},
 		{name: "rm -rf /tmp/build", req: Request{Capability: "code:exec", Target: "rm -rf /tmp/build"}},
-		{name: "rm -rf build dir in home", req: Request{Capability: "code:exec", Target: "rm -rf ~/src/app/build"}},
 		{name: "ls -la /tmp", req: Request{Capability: "code:exec", Target: "ls -la /tmp"}},
 		{name: "mkfs as a word", req: Request{Capability: "code:exec", Target: "grep mkfsfoo notes.txt"}},
 		{name: "git commit", req: Request{Capability: "code:exec", Target: `git commit -m "fix: drop /tmp cache"`}},
@@ -191,12 +191,15 @@ func FuzzGuard(f *testing.F) {
 		for _, capability := range []string{"fs:read", CapabilityCodeExec} {
 			Guard(Request{Capability: capability, Target: s, Args: map[string]any{s: []any{s, map[string]any{"k": s}}}}, testHome)
 		}
-		blocked, reason := Guard(Request{Capability: "fs:read", Target: s}, testHome)
-		if !blocked {
+		// The structured rules clean paths (the seed's raw regexes, which
+		// also run, do not: /root/../tmp is blocked raw, /tmp/../root/../tmp
+		// is not).
+		rule, hit := forbiddenPathIn(s, testHome)
+		if !hit {
 			return
 		}
-		if b, _ := Guard(Request{Capability: "fs:read", Target: "/tmp/../" + s}, testHome); !b {
-			t.Errorf("Guard(%q) blocked (%s) but Guard(%q) did not", s, reason, "/tmp/../"+s)
+		if _, b := forbiddenPathIn("/tmp/../"+s, testHome); !b {
+			t.Errorf("forbiddenPathIn(%q) hit %s but not with /tmp/../ before it", s, rule)
 		}
 	})
 }
