@@ -226,7 +226,10 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		r.Status, r.DecidedBy, r.DecidedAt, r.ExpiresAt = StatusDenied, "policy", &now, now
 	}
 	var inserted bool
-	err = s.db.InTx(ctx, func(sqltx *sql.Tx) error {
+	// Group commit: the submissions arriving while the previous commit runs
+	// share one transaction (each in its own savepoint), and each is
+	// answered only after the commit that holds its row and audit row.
+	err = s.db.GroupTx(ctx, func(sqltx *sql.Tx) error {
 		tx := s.db.Tx(sqltx)
 		var err error
 		if inserted, err = insertRequestTx(ctx, tx, r); err != nil || !inserted {

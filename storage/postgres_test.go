@@ -21,7 +21,7 @@ import (
 // TestPostgres runs this package's engine-neutral store tests again on
 // PostgreSQL.
 func TestPostgres(t *testing.T) {
-	storagetest.RunOnPostgres(t, "^(TestInTx_|TestAudit_|TestDialect_)")
+	storagetest.RunOnPostgres(t, "^(TestInTx_|TestAudit_|TestDialect_|TestGroupTx_)")
 }
 
 // TestMigrations_SameOnBothEngines: every migration exists for both

@@ -83,6 +83,8 @@ type DB struct {
 
 	pg *pgState // PostgreSQL only
 
+	group groupCommit // see GroupTx
+
 	stmtMu sync.RWMutex
 	stmts  map[string]*sql.Stmt
 }
