@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/locale"
 )
 
 // Card is the platform-neutral content of one request's card.
@@ -34,8 +35,10 @@ type Card struct {
 	ExpiresAt    time.Time
 	Pending      bool
 	Status       approvals.Status
-	StatusLine   string // the outcome, for finished cards: "✅ Allowed once by Roberto · 14:03"
+	StatusLine   string // the outcome, for finished cards: "✅ Allowed once by Roberto · 14:03 CET"
 	Note         string
+	// Locale is the language, time zone and clock the card is shown with.
+	Locale locale.Locale
 }
 
 // Button is one of the three decisions, in display order.
@@ -64,15 +67,12 @@ func (c Card) Buttons() []Button {
 	return append(b, Button{approvals.Deny, LabelDeny})
 }
 
-// New builds the neutral card of r; times are shown in loc.
-func New(r approvals.Request, loc *time.Location) Card {
-	if loc == nil {
-		loc = time.UTC
-	}
-	c := Card{
+// New builds the neutral card of r, to be shown with l.
+func New(r approvals.Request, l locale.Locale) Card {
+	c := Card{Locale: l,
 		RequestID: r.ID, Title: fmt.Sprintf("%s wants %s", r.Agent, r.Capability), Agent: r.Agent,
 		Level: r.Autonomy.String(), Capability: r.Capability, Critical: r.Critical, Target: r.Target,
-		Intent: r.Intent, Executor: r.Executor, Summary: r.Summary, ExpiresAt: r.ExpiresAt.In(loc),
+		Intent: r.Intent, Executor: r.Executor, Summary: r.Summary, ExpiresAt: r.ExpiresAt.In(l.Zone()),
 		Pending: r.Status == approvals.StatusPending, Status: r.Status, Note: r.Note,
 		AllowAlways: r.AllowAlwaysOffered(),
 	}
@@ -86,23 +86,20 @@ func New(r approvals.Request, loc *time.Location) Card {
 		}
 		c.GrantPreview = fmt.Sprintf("Allow always grants %s on %s to %s/%s", r.Capability, target, r.Channel, r.SenderID)
 		if r.GrantExpiresAt != nil {
-			c.GrantPreview += " until " + r.GrantExpiresAt.In(loc).Format("2006-01-02")
+			c.GrantPreview += " until " + l.Date(*r.GrantExpiresAt)
 		} else {
 			c.GrantPreview += " with no expiry"
 		}
 	}
-	c.StatusLine = StatusLine(r, loc)
+	c.StatusLine = StatusLine(r, l)
 	return c
 }
 
 // StatusLine is the outcome line of a finished request ("" while pending).
-func StatusLine(r approvals.Request, loc *time.Location) string {
-	if loc == nil {
-		loc = time.UTC
-	}
+func StatusLine(r approvals.Request, l locale.Locale) string {
 	at := ""
 	if r.DecidedAt != nil {
-		at = " · " + r.DecidedAt.In(loc).Format("15:04")
+		at = " · " + l.Clock(*r.DecidedAt)
 	}
 	who := DisplayName(r.DecidedBy)
 	switch r.Status {
@@ -121,7 +118,7 @@ func StatusLine(r approvals.Request, loc *time.Location) string {
 			if r.GrantID != nil {
 				s += fmt.Sprintf(" (grant #%d", *r.GrantID)
 				if r.GrantExpiresAt != nil {
-					s += " until " + r.GrantExpiresAt.In(loc).Format("2006-01-02")
+					s += " until " + l.Date(*r.GrantExpiresAt)
 				}
 				s += ")"
 			}

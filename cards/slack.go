@@ -10,6 +10,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -176,9 +177,23 @@ type SlackMessage struct {
 }
 
 // slackDate renders t as a Slack date token, which every reader sees in
-// their own time zone; fallback is what clients that cannot render it show.
-func slackDate(t time.Time) string {
-	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", t.Unix(), t.Format("2006-01-02 15:04 MST"))
+// their own time zone (https://docs.slack.dev/messaging/formatting-message-text#date-formatting);
+// the fallback, for clients that cannot render it, is the time in the
+// gateway's zone with its abbreviation.
+func slackDate(t time.Time, l locale.Locale) string {
+	format := "{time}"
+	if now := l.Now(); t.In(l.Zone()).YearDay() != now.YearDay() || t.In(l.Zone()).Year() != now.Year() {
+		format = "{date_short_pretty} {time}"
+	}
+	return fmt.Sprintf("<!date^%d^%s|%s>", t.Unix(), format, l.Clock(t))
+}
+
+// slackExpires is an expiry for Slack: "expires in 9 min, <!date…|20:00 CET>".
+func slackExpires(t time.Time, l locale.Locale) string {
+	if d := t.Sub(l.Now()); d > 0 {
+		return l.T("time.expires_in", l.In(d), slackDate(t, l))
+	}
+	return l.T("time.expired_at", slackDate(t, l))
 }
 
 // Slack renders the Block Kit card of c: header, the facts as fields, a
@@ -222,7 +237,7 @@ func Slack(c Card) SlackMessage {
 	}
 	fallback := fmt.Sprintf("%s on %s", c.Title, c.Target)
 	if c.Pending {
-		ctx := "⏳ Expires " + slackDate(c.ExpiresAt) + " · "
+		ctx := "⏳ " + slackExpires(c.ExpiresAt, c.Locale) + " · "
 		if c.AllowAlways {
 			ctx += EscapeMrkdwn(c.GrantPreview)
 		} else {
@@ -280,16 +295,13 @@ type SlackHome struct {
 	MorePending     bool // more requests are pending than shown
 	Grants          []policy.Grant
 	MoreGrants      bool
-	Location        *time.Location
+	Locale          locale.Locale
 }
 
 // SlackHomeView renders the Home tab (views.publish): the pending requests
 // with their buttons, then the active grants, with Revoke for admins.
 func SlackHomeView(h SlackHome) slack.HomeTabViewRequest {
-	loc := h.Location
-	if loc == nil {
-		loc = time.UTC
-	}
+	l := h.Locale
 	var blocks []slack.Block
 	add := func(b ...slack.Block) { blocks = append(blocks, b...) }
 	add(slack.NewHeaderBlock(plain("Approvals")))
@@ -304,7 +316,7 @@ func SlackHomeView(h SlackHome) slack.HomeTabViewRequest {
 		add(slack.NewSectionBlock(mrkdwn("Nothing is waiting for you."), nil, nil))
 	}
 	for _, c := range h.Pending {
-		text := fmt.Sprintf("*%s*\n%s · expires %s", EscapeMrkdwn(c.Title), codeSpan(c.Target, 1500), slackDate(c.ExpiresAt))
+		text := fmt.Sprintf("*%s*\n%s · %s", EscapeMrkdwn(c.Title), codeSpan(c.Target, 1500), slackExpires(c.ExpiresAt, l))
 		if c.Intent != "" {
 			text += "\n" + fitEscaped(EscapeMrkdwn(c.Intent), 1000)
 		}
@@ -329,7 +341,7 @@ func SlackHomeView(h SlackHome) slack.HomeTabViewRequest {
 					plain("Revoke"), plain("Cancel")))
 			acc = slack.NewAccessory(btn)
 		}
-		add(slack.NewSectionBlock(mrkdwn(SlackGrantLine(g, loc)), nil, acc,
+		add(slack.NewSectionBlock(mrkdwn(SlackGrantLine(g, l)), nil, acc,
 			slack.SectionBlockOptionBlockID(SlackRevokeBlockID(g.ID))))
 	}
 	if len(blocks) > SlackMaxViewBlocks {
@@ -347,17 +359,14 @@ func more(b bool) string {
 }
 
 // SlackGrantLine is one grant as the Home tab and /approvals grants list it.
-func SlackGrantLine(g policy.Grant, loc *time.Location) string {
-	if loc == nil {
-		loc = time.UTC
-	}
+func SlackGrantLine(g policy.Grant, l locale.Locale) string {
 	s := fmt.Sprintf("*#%d* %s on %s for %s · by %s", g.ID, EscapeMrkdwn(g.Capability), codeSpan(g.Target, 1000),
 		EscapeMrkdwn(g.Channel+"/"+g.SenderID), EscapeMrkdwn(DisplayName(g.GrantedBy)))
 	if g.ExpiresAt != nil {
-		s += " · until " + g.ExpiresAt.In(loc).Format("2006-01-02")
+		s += " · until " + l.Date(*g.ExpiresAt)
 	}
 	if g.LastUsedAt != nil {
-		s += " · last used " + g.LastUsedAt.In(loc).Format("2006-01-02")
+		s += " · last used " + l.Date(*g.LastUsedAt)
 	} else {
 		s += " · never used"
 	}
@@ -365,28 +374,28 @@ func SlackGrantLine(g policy.Grant, loc *time.Location) string {
 }
 
 // SlackPendingText is the answer to /approvals pending (mrkdwn).
-func SlackPendingText(pending []Card, morePending bool) string {
+func SlackPendingText(pending []Card, morePending bool, l locale.Locale) string {
 	if len(pending) == 0 {
 		return "No requests are pending."
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "*Pending requests (%d%s)*", len(pending), more(morePending))
 	for _, c := range pending {
-		fmt.Fprintf(&b, "\n• `%s` %s %s · expires %s", c.RequestID, EscapeMrkdwn(c.Title), codeSpan(c.Target, 300),
-			slackDate(c.ExpiresAt))
+		fmt.Fprintf(&b, "\n• `%s` %s %s · %s", c.RequestID, EscapeMrkdwn(c.Title), codeSpan(c.Target, 300),
+			slackExpires(c.ExpiresAt, l))
 	}
 	return fitEscaped(b.String(), SlackMaxSectionText)
 }
 
 // SlackGrantsText is the answer to /approvals grants (mrkdwn).
-func SlackGrantsText(grants []policy.Grant, moreGrants bool, loc *time.Location) string {
+func SlackGrantsText(grants []policy.Grant, moreGrants bool, l locale.Locale) string {
 	if len(grants) == 0 {
 		return "No active grants."
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "*Active grants (%d%s)*", len(grants), more(moreGrants))
 	for _, g := range grants {
-		b.WriteString("\n• " + SlackGrantLine(g, loc))
+		b.WriteString("\n• " + SlackGrantLine(g, l))
 	}
 	return fitEscaped(b.String(), SlackMaxSectionText)
 }

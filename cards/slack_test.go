@@ -16,6 +16,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	. "github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/vaglio"
 )
@@ -34,6 +35,17 @@ func slackUpdating() bool {
 }
 
 var slackT0 = time.Date(2026, 3, 14, 14, 3, 0, 0, time.UTC)
+
+// slackLocale shows Slack cards in New York, a minute after slackT0.
+var slackLocale = locale.New(locale.English, mustLoad("America/New_York"), func() time.Time { return slackT0.Add(time.Minute) })
+
+func mustLoad(name string) *time.Location {
+	z, err := time.LoadLocation(name)
+	if err != nil {
+		panic(err)
+	}
+	return z
+}
 
 func slackRequest(mut func(*approvals.Request)) approvals.Request {
 	grantExp := slackT0.Add(90 * 24 * time.Hour)
@@ -125,7 +137,7 @@ func TestSlack_Golden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			msg := Slack(New(tt.req, time.UTC))
+			msg := Slack(New(tt.req, slackLocale))
 			slackCheckLimits(t, msg.Blocks)
 			slackGolden(t, tt.name, map[string]any{"text": msg.Text, "blocks": msg.Blocks})
 		})
@@ -144,17 +156,17 @@ func slackGrants() []policy.Grant {
 }
 
 func TestSlackHomeView_Golden(t *testing.T) {
-	pending := []Card{New(slackRequest(nil), time.UTC), New(slackRequest(func(r *approvals.Request) {
+	pending := []Card{New(slackRequest(nil), slackLocale), New(slackRequest(func(r *approvals.Request) {
 		r.ID, r.Capability, r.Target, r.GrantTarget = "rzzzzzzzz234567", "code:exec", "make deploy", ""
-	}), time.UTC)}
+	}), slackLocale)}
 	tests := []struct {
 		name string
 		home SlackHome
 	}{
-		{"home_admin", SlackHome{Approver: true, Admin: true, UserID: "U0ROBERTO", Pending: pending, Grants: slackGrants()}},
-		{"home_approver", SlackHome{Approver: true, UserID: "U0ANNA", Pending: pending, Grants: slackGrants(), MoreGrants: true}},
-		{"home_empty", SlackHome{Approver: true, UserID: "U0ANNA"}},
-		{"home_stranger", SlackHome{UserID: "U0<EVE>"}},
+		{"home_admin", SlackHome{Approver: true, Admin: true, UserID: "U0ROBERTO", Pending: pending, Grants: slackGrants(), Locale: slackLocale}},
+		{"home_approver", SlackHome{Approver: true, UserID: "U0ANNA", Pending: pending, Grants: slackGrants(), MoreGrants: true, Locale: slackLocale}},
+		{"home_empty", SlackHome{Approver: true, UserID: "U0ANNA", Locale: slackLocale}},
+		{"home_stranger", SlackHome{UserID: "U0<EVE>", Locale: slackLocale}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,18 +178,18 @@ func TestSlackHomeView_Golden(t *testing.T) {
 }
 
 func TestSlackLists_Golden(t *testing.T) {
-	pending := []Card{New(slackRequest(nil), time.UTC)}
+	pending := []Card{New(slackRequest(nil), slackLocale)}
 	slackGolden(t, "list_pending", map[string]string{
-		"pending":      SlackPendingText(pending, true),
-		"none_pending": SlackPendingText(nil, false),
-		"grants":       SlackGrantsText(slackGrants(), false, time.UTC),
-		"no_grants":    SlackGrantsText(nil, false, time.UTC),
+		"pending":      SlackPendingText(pending, true, slackLocale),
+		"none_pending": SlackPendingText(nil, false, slackLocale),
+		"grants":       SlackGrantsText(slackGrants(), false, slackLocale),
+		"no_grants":    SlackGrantsText(nil, false, slackLocale),
 	})
 }
 
 func TestSlack_Buttons(t *testing.T) {
 	t.Run("three buttons, value is the request id", func(t *testing.T) {
-		msg := Slack(New(slackRequest(nil), time.UTC))
+		msg := Slack(New(slackRequest(nil), slackLocale))
 		acts := slackActionBlocks(msg.Blocks)
 		if len(acts) != 1 {
 			t.Fatalf("want one actions block, got %d", len(acts))
@@ -213,7 +225,7 @@ func TestSlack_Buttons(t *testing.T) {
 		}
 	})
 	t.Run("no allow always for always capabilities", func(t *testing.T) {
-		msg := Slack(New(slackRequest(func(r *approvals.Request) { r.Capability = "mail:send" }), time.UTC))
+		msg := Slack(New(slackRequest(func(r *approvals.Request) { r.Capability = "mail:send" }), slackLocale))
 		for _, e := range slackActionBlocks(msg.Blocks)[0].Elements.ElementSet {
 			if e.(*slack.ButtonBlockElement).ActionID == SlackActionAllowAlways {
 				t.Error("mail:send card offers Allow always")
@@ -222,7 +234,7 @@ func TestSlack_Buttons(t *testing.T) {
 	})
 	t.Run("finished cards have no buttons", func(t *testing.T) {
 		for _, st := range []approvals.Status{approvals.StatusAllowed, approvals.StatusDenied, approvals.StatusExpired, approvals.StatusCancelled} {
-			msg := Slack(New(slackRequest(slackDecided(st, "", "web:owner")), time.UTC))
+			msg := Slack(New(slackRequest(slackDecided(st, "", "web:owner")), slackLocale))
 			if n := len(slackActionBlocks(msg.Blocks)); n != 0 {
 				t.Errorf("%s: %d actions blocks", st, n)
 			}
@@ -299,7 +311,7 @@ func TestSlack_TruncationNeverSplitsAnEntity(t *testing.T) {
 	for n := 1000; n < 1012; n++ {
 		r := slackRequest(func(r *approvals.Request) { r.Summary = strings.Repeat("x", n) + strings.Repeat("<é&", 1000) })
 		var text string
-		for _, b := range Slack(New(r, time.UTC)).Blocks {
+		for _, b := range Slack(New(r, slackLocale)).Blocks {
 			if s, ok := b.(*slack.SectionBlock); ok && s.BlockID == "approval_summary" {
 				text = s.Text.Text
 			}
@@ -372,7 +384,7 @@ func FuzzSlack(f *testing.F) {
 		r := slackRequest(func(r *approvals.Request) {
 			r.Target, r.GrantTarget, r.Intent, r.Executor, r.Summary = target, target, intent, executor, summary
 		})
-		msg := Slack(New(r, time.UTC))
+		msg := Slack(New(r, slackLocale))
 		slackCheckLimits(t, msg.Blocks)
 		raw, _ := json.Marshal(msg.Blocks)
 		var walk func(v any)

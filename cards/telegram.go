@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"html"
 	"strings"
-	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
+	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -154,7 +154,7 @@ func renderTelegram(c Card, limit int) TelegramMessage {
 			t.text("♾ No Allow always: " + c.Capability + " needs a person every time.")
 		}
 		t.nl()
-		t.text("⏳ Expires " + c.ExpiresAt.Format("2006-01-02 15:04 MST"))
+		t.text("⏳ " + c.Locale.Expires(c.ExpiresAt))
 		t.nl()
 	} else {
 		t.tag("b", cut(c.StatusLine))
@@ -201,16 +201,13 @@ const TelegramMaxGrants = 20
 // first, each with a Revoke button whose callback data names the grant.
 // more says there are grants beyond those given. Dynamic strings are
 // escaped and cut like a card's.
-func TelegramGrants(grants []policy.Grant, more bool, loc *time.Location) TelegramMessage {
-	if loc == nil {
-		loc = time.UTC
-	}
+func TelegramGrants(grants []policy.Grant, more bool, l locale.Locale) TelegramMessage {
 	if len(grants) > TelegramMaxGrants {
 		grants, more = grants[:TelegramMaxGrants], true
 	}
 	var m TelegramMessage
 	for limit := 512; ; limit /= 2 {
-		m = renderTelegramGrants(grants, more, loc, max(limit, telegramFieldFloor/2))
+		m = renderTelegramGrants(grants, more, l, max(limit, telegramFieldFloor/2))
 		if UTF16Len(m.Plain) <= TelegramMaxText || limit <= telegramFieldFloor/2 {
 			break
 		}
@@ -227,7 +224,7 @@ func TelegramGrants(grants []policy.Grant, more bool, loc *time.Location) Telegr
 	return m
 }
 
-func renderTelegramGrants(grants []policy.Grant, more bool, loc *time.Location, limit int) TelegramMessage {
+func renderTelegramGrants(grants []policy.Grant, more bool, l locale.Locale, limit int) TelegramMessage {
 	cut := func(s string) string { return Truncate(oneLine(s), limit) }
 	var t tgText
 	if len(grants) == 0 {
@@ -244,10 +241,10 @@ func renderTelegramGrants(grants []policy.Grant, more bool, loc *time.Location, 
 		t.nl()
 		t.text("for " + cut(g.Channel+"/"+g.SenderID) + " · by " + cut(DisplayName(g.GrantedBy)))
 		if g.ExpiresAt != nil {
-			t.text(" · until " + g.ExpiresAt.In(loc).Format("2006-01-02"))
+			t.text(" · until " + l.Date(*g.ExpiresAt))
 		}
 		if g.LastUsedAt != nil {
-			t.text(" · last used " + g.LastUsedAt.In(loc).Format("2006-01-02"))
+			t.text(" · last used " + l.Date(*g.LastUsedAt))
 		} else {
 			t.text(" · never used")
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/vaglio"
 )
@@ -37,6 +38,17 @@ var (
 	decided   = time.Date(2026, 11, 20, 14, 3, 0, 0, time.UTC)
 	grantEnds = time.Date(2027, 2, 18, 14, 3, 0, 0, time.UTC)
 )
+
+// tgLocale shows cards in Rome, half a minute after the requests were made.
+var tgLocale = locale.New(locale.English, mustZone("Europe/Rome"), func() time.Time { return created.Add(30 * time.Second) })
+
+func mustZone(name string) *time.Location {
+	z, err := time.LoadLocation(name)
+	if err != nil {
+		panic(err)
+	}
+	return z
+}
 
 func ptr[T any](v T) *T { return &v }
 
@@ -99,7 +111,7 @@ func TestTelegram_Golden(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := cards.Telegram(cards.New(tc.r, time.UTC))
+			m := cards.Telegram(cards.New(tc.r, tgLocale))
 			checkTelegram(t, m)
 			kb, _ := json.MarshalIndent(m.Keyboard, "", "  ")
 			golden(t, filepath.Join("testdata", "telegram", tc.name+".golden"),
@@ -207,7 +219,7 @@ func TestTelegramGrants_Golden(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := cards.TelegramGrants(tc.grants, tc.more, time.UTC)
+			m := cards.TelegramGrants(tc.grants, tc.more, tgLocale)
 			checkTelegram(t, m)
 			kb, _ := json.MarshalIndent(m.Keyboard, "", "  ")
 			golden(t, filepath.Join("testdata", "telegram", tc.name+".golden"),
@@ -222,7 +234,7 @@ func TestTelegramGrants_Bounded(t *testing.T) {
 		grants = append(grants, policy.Grant{ID: int64(1000 + i), Channel: "telegram", SenderID: "roberto",
 			Capability: "fs:read", Target: strings.Repeat("/long&<path>", 400), GrantedBy: "cli", Active: true})
 	}
-	m := cards.TelegramGrants(grants, false, time.UTC)
+	m := cards.TelegramGrants(grants, false, tgLocale)
 	checkTelegram(t, m)
 	if n := len(m.Keyboard.InlineKeyboard); n != cards.TelegramMaxGrants {
 		t.Errorf("%d Revoke buttons, want %d", n, cards.TelegramMaxGrants)
@@ -249,7 +261,7 @@ func TestTelegram_Buttons(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.capability, func(t *testing.T) {
 			r := pending(tc.capability, "x")
-			m := cards.Telegram(cards.New(r, time.UTC))
+			m := cards.Telegram(cards.New(r, tgLocale))
 			var got []string
 			for _, row := range m.Keyboard.InlineKeyboard {
 				for _, b := range row {
@@ -274,7 +286,7 @@ func TestTelegram_FinishedHasNoKeyboard(t *testing.T) {
 	for _, st := range []approvals.Status{approvals.StatusAllowed, approvals.StatusDenied,
 		approvals.StatusExpired, approvals.StatusCancelled} {
 		r := decidedAs(pending("fs:write", "/tmp/x"), st, nil, "timeout")
-		m := cards.Telegram(cards.New(r, time.UTC))
+		m := cards.Telegram(cards.New(r, tgLocale))
 		if m.Keyboard != nil {
 			t.Errorf("%s: keyboard %v, want none", st, m.Keyboard)
 		}
@@ -288,7 +300,7 @@ func TestTelegram_EscapesEveryDynamicString(t *testing.T) {
 	r.Vaglio.Reason = evil
 	r.Note = evil
 	r.GrantTarget = evil
-	m := cards.Telegram(cards.New(r, time.UTC))
+	m := cards.Telegram(cards.New(r, tgLocale))
 	checkTelegram(t, m)
 	if strings.Contains(m.HTML, evil) {
 		t.Errorf("raw markup reached the HTML:\n%s", m.HTML)
@@ -306,22 +318,22 @@ func TestTelegram_FitsTheLimit(t *testing.T) {
 	r := pending("fs:write", huge)
 	r.Intent, r.Executor, r.Summary, r.Note, r.GrantTarget = huge, huge, huge, huge, huge
 	r.Vaglio.Reason = huge
-	m := cards.Telegram(cards.New(r, time.UTC))
+	m := cards.Telegram(cards.New(r, tgLocale))
 	checkTelegram(t, m)
 	if !strings.Contains(m.Plain, "… [truncated]") {
 		t.Errorf("no visible truncation marker:\n%s", m.Plain)
 	}
-	if !strings.Contains(m.Plain, "Expires ") || !strings.Contains(m.Plain, r.ID) {
+	if !strings.Contains(m.Plain, "⏳ expires in 9 min, 15:12 CET") || !strings.Contains(m.Plain, r.ID) {
 		t.Errorf("truncation lost the fixed lines:\n%s", m.Plain)
 	}
-	small := cards.Telegram(cards.New(pending("fs:write", "/tmp/x"), time.UTC))
+	small := cards.Telegram(cards.New(pending("fs:write", "/tmp/x"), tgLocale))
 	if strings.Contains(small.Plain, "[truncated]") {
 		t.Errorf("a short card was truncated:\n%s", small.Plain)
 	}
 }
 
 func TestTelegram_InvalidUTF8(t *testing.T) {
-	m := cards.Telegram(cards.New(pending("fs:write", "/tmp/\xff\xfe"), time.UTC))
+	m := cards.Telegram(cards.New(pending("fs:write", "/tmp/\xff\xfe"), tgLocale))
 	checkTelegram(t, m)
 	if !strings.Contains(m.HTML, "/tmp/\uFFFD<") {
 		t.Errorf("invalid bytes not replaced:\n%s", m.HTML)

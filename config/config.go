@@ -42,6 +42,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -65,6 +66,26 @@ type Config struct {
 type Server struct {
 	// Listen is the HTTP address (host:port). --listen and GATEWAY_LISTEN override it.
 	Listen string
+	// Timezone is the IANA zone every time a person reads is shown in
+	// ("Europe/Rome"); "" means the machine's local zone. Machine-readable
+	// times stay UTC whatever it says.
+	Timezone string
+	// Location is Timezone loaded, set by Validate.
+	Location *time.Location
+}
+
+// Zone is the time zone people read times in: server.timezone, or the
+// machine's local zone when it is empty (or was never validated).
+func (s Server) Zone() *time.Location {
+	if s.Location != nil {
+		return s.Location
+	}
+	if s.Timezone != "" {
+		if loc, err := time.LoadLocation(s.Timezone); err == nil {
+			return loc
+		}
+	}
+	return time.Local
 }
 
 // Storage is the [storage] table.
@@ -262,6 +283,8 @@ type Web struct {
 	AdminTokenEnv string
 	// AdminToken is the resolved login token (secret).
 	AdminToken string
+	// Language of the web page: "en" (the default) or "it".
+	Language string
 }
 
 // Telegram is the [telegram] table. It is enabled by setting token_env.
@@ -284,6 +307,9 @@ type Telegram struct {
 	WebhookSecretEnv string
 	// WebhookSecret is the resolved webhook secret (secret).
 	WebhookSecret string
+	// Language of cards, buttons, alerts and command answers: "en" (the
+	// default) or "it".
+	Language string
 }
 
 // Enabled reports whether a bot token is configured.
@@ -314,6 +340,9 @@ type Slack struct {
 	Admins []string
 	// APIURL is the Web API base, "https://slack.com/api/" by default; it ends in "/".
 	APIURL string
+	// Language of cards, buttons, the Home tab and command answers: "en"
+	// (the default) or "it".
+	Language string
 }
 
 // Enabled reports whether a bot token is configured.
@@ -361,8 +390,9 @@ func defaults(getenv func(string) string) Config {
 			LogDir:         filepath.Join(xdgDir(getenv, "XDG_DATA_HOME", ".local/share"), "metnos", "vaglio"),
 		},
 		Approvals: Approvals{Timeout: 10 * time.Minute, PruneSchedule: "@hourly", Retention: 8760 * time.Hour},
-		Telegram:  Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s"},
-		Slack:     Slack{APIURL: "https://slack.com/api/"},
+		Web:       Web{Language: string(locale.DefaultLang)},
+		Telegram:  Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s", Language: string(locale.DefaultLang)},
+		Slack:     Slack{APIURL: "https://slack.com/api/", Language: string(locale.DefaultLang)},
 		Hooks:     Hooks{ClaudeCode: ClaudeCode{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}}},
 		Log:       Log{Level: "info"},
 	}

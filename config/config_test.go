@@ -74,8 +74,9 @@ func TestLoad_DefaultsWithoutFile(t *testing.T) {
 				Policy:    Policy{GrantTTL: 2160 * time.Hour, StaleAfter: 2160 * time.Hour},
 				Vaglio:    Vaglio{JudgeThreshold: 0.30, LogDir: filepath.Join(home, ".local/share/metnos/vaglio")},
 				Approvals: Approvals{Timeout: 10 * time.Minute, PruneSchedule: "@hourly", Retention: 8760 * time.Hour},
-				Telegram:  Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s"},
-				Slack:     Slack{APIURL: "https://slack.com/api/"},
+				Web:       Web{Language: "en"},
+				Telegram:  Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s", Language: "en"},
+				Slack:     Slack{APIURL: "https://slack.com/api/", Language: "en"},
 				Hooks:     Hooks{ClaudeCode: ClaudeCode{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}}},
 				Log:       Log{Level: "info"},
 			}
@@ -240,6 +241,13 @@ func TestLoad_Refused(t *testing.T) {
 			[]string{`approvals.prune_schedule: bad cron spec "every hour"`}},
 		{"bad listen", "[server]\nlisten = \"localhost\"\n", nil,
 			[]string{"server.listen:"}},
+		{"unknown time zone", "[server]\ntimezone = \"Europe/Atlantis\"\n", nil,
+			[]string{"server.timezone: unknown time zone \"Europe/Atlantis\""}},
+		{"time zone as a path", "[server]\ntimezone = \"/etc/localtime\"\n", nil,
+			[]string{"server.timezone: unknown time zone"}},
+		{"unknown languages", "[web]\nlanguage = \"fr\"\n[telegram]\nlanguage = \"EN\"\n[slack]\nlanguage = \"de\"\n", nil,
+			[]string{"web.language: unknown language \"fr\" (want en or it)", "telegram.language: unknown language \"EN\"",
+				"slack.language: unknown language \"de\""}},
 		{"bad driver", "[storage]\ndriver = \"mysql\"\n", nil,
 			[]string{`storage.driver: unknown driver "mysql"`}},
 		{"postgres without dsn", "[storage]\ndriver = \"postgres\"\n", []string{"GATEWAY_DATABASE_URL"},
@@ -727,5 +735,26 @@ func TestValidate_FillsRate(t *testing.T) {
 	}
 	if cfg.Agents[0].RateCount != 5 || cfg.Agents[0].RatePer != time.Second {
 		t.Errorf("rate %d/%v", cfg.Agents[0].RateCount, cfg.Agents[0].RatePer)
+	}
+}
+
+func TestLoad_Timezone(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.toml")
+	if err := os.WriteFile(path, []byte("[server]\ntimezone = \"Europe/Rome\"\n[telegram]\nlanguage = \"it\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(path, true, env(map[string]string{"HOME": dir}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z := cfg.Server.Zone(); z.String() != "Europe/Rome" {
+		t.Errorf("zone %v", z)
+	}
+	if cfg.Telegram.Language != "it" || cfg.Slack.Language != "en" || cfg.Web.Language != "en" {
+		t.Errorf("languages %q %q %q", cfg.Telegram.Language, cfg.Slack.Language, cfg.Web.Language)
+	}
+	if z := (Server{}).Zone(); z != time.Local {
+		t.Errorf("default zone %v, want the machine's", z)
 	}
 }

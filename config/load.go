@@ -145,7 +145,8 @@ type (
 		Log       *fileLog       `toml:"log"`
 	}
 	fileServer struct {
-		Listen *string `toml:"listen"`
+		Listen   *string `toml:"listen"`
+		Timezone *string `toml:"timezone"`
 	}
 	fileStorage struct {
 		Path   *string `toml:"path"`
@@ -181,6 +182,7 @@ type (
 	}
 	fileWeb struct {
 		AdminTokenEnv *string `toml:"admin_token_env"`
+		Language      *string `toml:"language"`
 	}
 	fileTelegram struct {
 		TokenEnv         *string  `toml:"token_env"`
@@ -189,6 +191,7 @@ type (
 		APIEndpoint      *string  `toml:"api_endpoint"`
 		WebhookURL       *string  `toml:"webhook_url"`
 		WebhookSecretEnv *string  `toml:"webhook_secret_env"`
+		Language         *string  `toml:"language"`
 	}
 	fileSlack struct {
 		BotTokenEnv      *string   `toml:"bot_token_env"`
@@ -198,6 +201,7 @@ type (
 		Approvers        *[]string `toml:"approvers"`
 		Admins           *[]string `toml:"admins"`
 		APIURL           *string   `toml:"api_url"`
+		Language         *string   `toml:"language"`
 	}
 	fileHooks struct {
 		ClaudeCode *fileClaudeCode `toml:"claude_code"`
@@ -225,6 +229,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 
 	if s := f.Server; s != nil {
 		set(&cfg.Server.Listen, s.Listen)
+		set(&cfg.Server.Timezone, s.Timezone)
 	}
 	if s := f.Storage; s != nil {
 		if s.Path != nil {
@@ -277,6 +282,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 	}
 	if s := f.Web; s != nil {
 		set(&cfg.Web.AdminTokenEnv, s.AdminTokenEnv)
+		set(&cfg.Web.Language, s.Language)
 	}
 	if s := f.Telegram; s != nil {
 		set(&cfg.Telegram.TokenEnv, s.TokenEnv)
@@ -291,6 +297,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 		}
 		set(&cfg.Telegram.WebhookURL, s.WebhookURL)
 		set(&cfg.Telegram.WebhookSecretEnv, s.WebhookSecretEnv)
+		set(&cfg.Telegram.Language, s.Language)
 	}
 	if s := f.Slack; s != nil {
 		set(&cfg.Slack.BotTokenEnv, s.BotTokenEnv)
@@ -306,6 +313,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 		if s.APIURL != nil && *s.APIURL != "" { // "" = the default, as SPEC §10 shows
 			cfg.Slack.APIURL = *s.APIURL
 		}
+		set(&cfg.Slack.Language, s.Language)
 	}
 	if s := f.Hooks; s != nil && s.ClaudeCode != nil {
 		cc := s.ClaudeCode

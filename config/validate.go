@@ -13,6 +13,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -54,6 +55,9 @@ func (c *Config) validate(p *problems) {
 	c.validateApprovals(p)
 	c.validateAgents(p)
 	secret(p, "web.admin_token_env", c.Web.AdminTokenEnv, c.Web.AdminToken, false)
+	language(p, "web.language", c.Web.Language)
+	language(p, "telegram.language", c.Telegram.Language)
+	language(p, "slack.language", c.Slack.Language)
 	c.validateTelegram(p)
 	c.validateSlack(p)
 	c.validateHooks(p)
@@ -71,6 +75,27 @@ func (c *Config) validateServer(p *problems) {
 	}
 	if strings.ContainsAny(host, " \t/") {
 		p.add("server.listen", "bad host %q in %q", host, c.Server.Listen)
+	}
+	c.Server.Location = nil
+	if tz := c.Server.Timezone; tz != "" {
+		// LoadLocation also takes "Local" and "UTC"; a file path would let
+		// it read any file, so names are checked first.
+		if loc, err := time.LoadLocation(tz); err != nil || !tzNameRE.MatchString(tz) {
+			p.add("server.timezone", "unknown time zone %q (want an IANA name such as \"Europe/Rome\", or \"\" for the machine's zone)", tz)
+		} else {
+			c.Server.Location = loc
+		}
+	}
+}
+
+// tzNameRE is the shape of an IANA zone name ("Europe/Rome", "UTC",
+// "America/Argentina/Buenos_Aires", "Etc/GMT+1").
+var tzNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$`)
+
+// language checks a surface's language key against the catalogs.
+func language(p *problems, key, v string) {
+	if _, err := locale.ParseLang(v); err != nil {
+		p.wrap(key, err)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -40,7 +41,7 @@ var webTemplates embed.FS
 type web struct {
 	s    *Server
 	tmpl *template.Template
-	loc  *time.Location
+	loc  locale.Locale // the page's language, zone (server.timezone) and clock
 	// key signs session and flash cookies. It is random per process: a
 	// restart logs everyone out, and nothing secret is ever stored.
 	key []byte
@@ -55,21 +56,16 @@ func newWeb(s *Server) *web {
 	if _, err := rand.Read(key); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
+	l := locale.New(locale.English, s.cfg.Server.Zone(), s.now)
 	funcs := template.FuncMap{
-		"when": func(t time.Time) string { // the time, and the day when it is not today
-			if y, m, d := s.now().In(t.Location()).Date(); t.Year() == y && t.Month() == m && t.Day() == d {
-				return t.Format("15:04")
-			}
-			return t.Format("Mon 2 Jan 15:04")
-		},
-		"datetime":  func(t time.Time) string { return t.Format("2006-01-02 15:04") },
+		"when":      l.Clock, // the time with its zone, and the day when it is not today
 		"unixms":    func(t time.Time) int64 { return t.UnixMilli() },
 		"score":     func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
-		"until":     func(t time.Time) string { return humanDuration(t.Sub(s.now())) },
+		"until":     func(t time.Time) string { return l.In(t.Sub(s.now())) },
 		"buttonCSS": buttonClass,
 	}
 	tmpl := template.Must(template.New("web").Funcs(funcs).ParseFS(webTemplates, "templates/*.html"))
-	return &web{s: s, tmpl: tmpl, loc: time.Local, key: key, loggedOut: map[string]time.Time{}}
+	return &web{s: s, tmpl: tmpl, loc: l, key: key, loggedOut: map[string]time.Time{}}
 }
 
 // webRoutes mounts the web page. Every route goes through access (loopback
@@ -157,15 +153,6 @@ func (w *web) load(ctx context.Context) (pageData, error) {
 		fmt.Fprintf(h, "p%s;", r.ID)
 	}
 	for _, g := range grants {
-		g.GrantedAt = g.GrantedAt.In(w.loc)
-		if g.ExpiresAt != nil {
-			t := g.ExpiresAt.In(w.loc)
-			g.ExpiresAt = &t
-		}
-		if g.LastUsedAt != nil {
-			t := g.LastUsedAt.In(w.loc)
-			g.LastUsedAt = &t
-		}
 		d.Grants = append(d.Grants, grantRow{Grant: g, Principal: g.Channel + "/" + g.SenderID})
 		fmt.Fprintf(h, "g%d;", g.ID)
 	}
@@ -255,10 +242,10 @@ func (w *web) decideFailure(err error) flash {
 
 // alreadyDecided says who came first: "Already decided: allowed by
 // telegram:Roberto at 14:03".
-func alreadyDecided(r approvals.Request, loc *time.Location) string {
+func alreadyDecided(r approvals.Request, l locale.Locale) string {
 	at := ""
 	if r.DecidedAt != nil {
-		at = " at " + r.DecidedAt.In(loc).Format("15:04")
+		at = " at " + l.Clock(*r.DecidedAt)
 	}
 	switch r.Status {
 	case approvals.StatusExpired:
@@ -377,19 +364,4 @@ func buttonClass(d approvals.Decision) string {
 		return "always"
 	}
 	return "deny"
-}
-
-// humanDuration is "in 9 min" style text for an expiry.
-func humanDuration(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "now"
-	case d < time.Minute:
-		return fmt.Sprintf("in %d s", int(d/time.Second))
-	case d < time.Hour:
-		return fmt.Sprintf("in %d min", int(d/time.Minute))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("in %d h %d min", int(d/time.Hour), int(d%time.Hour/time.Minute))
-	}
-	return fmt.Sprintf("in %d days", int(d/(24*time.Hour)))
 }

@@ -29,6 +29,7 @@ func newWebApp(t *testing.T, mutate func(*config.Config)) *gateway.App {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := config.Default()
+	cfg.Server.Timezone = "Asia/Tokyo" // not the machine's zone, and no summer time: times must say JST
 	cfg.Storage.Path = filepath.Join(dir, "state", "gateway.db")
 	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
 	a := config.NewAgent("a1")
@@ -199,7 +200,8 @@ func TestWeb_PendingCards(t *testing.T) {
 		}
 		for _, want := range []string{`value="allow_once"`, `value="allow_always"`, `value="deny"`,
 			"/home/u/invoices/04.pdf", "save the invoice", "invoice_saver", "Supervised", "critical",
-			"Allow always grants fs:write on /home/u/invoices/04.pdf to web/owner until ", "Vaglio", "Expires"} {
+			"Allow always grants fs:write on /home/u/invoices/04.pdf to web/owner until ", "Vaglio", "Expires",
+			">in 9 min</span>, ", " JST</dd>"} {
 			if !strings.Contains(card, want) {
 				t.Errorf("card lacks %q:\n%s", want, card)
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/metnos/gateway/client"
 	"github.com/metnos/gateway/hooks"
+	"github.com/metnos/gateway/locale"
 )
 
 // withdrawTimeout bounds the DELETE that withdraws a request nobody
@@ -57,13 +58,16 @@ func cmdAsk(e *env, args []string) error {
 		return usagef("--timeout: negative duration %s", req.Timeout)
 	}
 	fallback := ""
+	zone := time.Local // people read times in server.timezone, or this machine's zone
 	if *cfgPath != "" || e.getenv("GATEWAY_CONFIG") != "" {
 		cfg, err := loadConfig(e, *cfgPath)
 		if err != nil {
 			return err
 		}
 		fallback = "http://" + cfg.Server.Listen
+		zone = cfg.Server.Zone()
 	}
+	l := locale.New(locale.English, zone, time.Now)
 	c, err := agentClient(e, *urlFlag, *tokenFlag, fallback)
 	if err != nil {
 		return err
@@ -75,7 +79,7 @@ func cmdAsk(e *env, args []string) error {
 		return askFailed(err)
 	}
 	if !r.Finished() && *wait > 0 {
-		stop := startStatus(e.stderr, r, start)
+		stop := startStatus(e.stderr, r, start, l)
 		r, err = c.Get(e.ctx, r.ID, *wait-time.Since(start))
 		stop()
 	}
@@ -96,7 +100,7 @@ func cmdAsk(e *env, args []string) error {
 			return err
 		}
 	}
-	msg := verdict(r)
+	msg := verdict(r, l)
 	switch {
 	case note != "" && r.Status == client.StatusCancelled:
 		msg = note + " (request " + r.ID + ")"
@@ -168,7 +172,7 @@ func withdraw(c *client.Client, r client.Request, why string) (client.Request, s
 }
 
 // verdict says in one line how a finished request ended.
-func verdict(r client.Request) string {
+func verdict(r client.Request, l locale.Locale) string {
 	var s string
 	switch r.Status {
 	case client.StatusAllowed:
@@ -193,7 +197,7 @@ func verdict(r client.Request) string {
 			s = "denied: " + r.Reason
 		}
 	case client.StatusExpired:
-		s = "expired: nobody answered by " + r.ExpiresAt.Local().Format("15:04:05")
+		s = "expired: nobody answered by " + l.Clock(r.ExpiresAt)
 	case client.StatusCancelled:
 		s = "cancelled"
 	default:
@@ -218,7 +222,7 @@ func isTerminal(w io.Writer) bool {
 
 // startStatus keeps a one-line status on w while a person decides, when w
 // is a terminal. The returned func clears it.
-func startStatus(w io.Writer, r client.Request, start time.Time) (stop func()) {
+func startStatus(w io.Writer, r client.Request, start time.Time, l locale.Locale) (stop func()) {
 	if !isTerminal(w) {
 		return func() {}
 	}
@@ -230,7 +234,7 @@ func startStatus(w io.Writer, r client.Request, start time.Time) (stop func()) {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		for {
-			fmt.Fprintf(w, "\r\033[K%s", statusLine(r, time.Since(start)))
+			fmt.Fprintf(w, "\r\033[K%s", statusLine(r, time.Since(start), l))
 			select {
 			case <-done:
 				fmt.Fprint(w, "\r\033[K")
@@ -242,8 +246,8 @@ func startStatus(w io.Writer, r client.Request, start time.Time) (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
-// statusLine: "waiting for approval of fs:write /x (expires 14:12)… 1m20s".
-func statusLine(r client.Request, elapsed time.Duration) string {
+// statusLine: "waiting for approval of fs:write /x (expires in 9 min, 14:12 CET)… 1m20s".
+func statusLine(r client.Request, elapsed time.Duration, l locale.Locale) string {
 	target := r.Target
 	if n := []rune(target); len(n) > 60 {
 		target = string(n[:59]) + "…"
@@ -251,7 +255,7 @@ func statusLine(r client.Request, elapsed time.Duration) string {
 	target = strings.Join(strings.Fields(target), " ")
 	exp := ""
 	if !r.ExpiresAt.IsZero() {
-		exp = " (expires " + r.ExpiresAt.Local().Format("15:04") + ")"
+		exp = " (" + l.Expires(r.ExpiresAt) + ")"
 	}
 	return fmt.Sprintf("waiting for approval of %s %s%s… %s", r.Capability, target, exp, elapsed.Truncate(time.Second))
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/client"
+	"github.com/metnos/gateway/locale"
 )
 
 func TestAsk_AllowedByPolicy(t *testing.T) {
@@ -164,12 +165,17 @@ func TestAsk_URLFromConfig(t *testing.T) {
 }
 
 func TestStatusLine(t *testing.T) {
-	exp := time.Date(2026, 3, 1, 14, 12, 0, 0, time.Local)
-	got := statusLine(client.Request{Capability: "fs:write", Target: "/x", ExpiresAt: exp}, 80*time.Second+300*time.Millisecond)
-	if got != "waiting for approval of fs:write /x (expires 14:12)… 1m20s" {
+	exp := time.Date(2026, 3, 1, 13, 12, 0, 0, time.UTC)
+	rome, err := time.LoadLocation("Europe/Rome")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := locale.New(locale.English, rome, func() time.Time { return exp.Add(-9*time.Minute - 20*time.Second) })
+	got := statusLine(client.Request{Capability: "fs:write", Target: "/x", ExpiresAt: exp}, 80*time.Second+300*time.Millisecond, l)
+	if got != "waiting for approval of fs:write /x (expires in 9 min, 14:12 CET)… 1m20s" {
 		t.Fatalf("got %q", got)
 	}
-	long := statusLine(client.Request{Capability: "code:exec", Target: strings.Repeat("a", 100) + "\nb"}, 0)
+	long := statusLine(client.Request{Capability: "code:exec", Target: strings.Repeat("a", 100) + "\nb"}, 0, l)
 	if len([]rune(long)) > 110 || strings.Contains(long, "\n") {
 		t.Fatalf("long target not shortened: %q", long)
 	}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/metnos/gateway/config"
 )
@@ -36,9 +37,13 @@ func cmdConfig(e *env, args []string) error {
 		if explicit || fileExists(path) {
 			src = path
 		}
-		fmt.Fprintf(e.stdout, "ok: %s: %d agent(s), %d rule(s), telegram %s, slack %s, database %s\n", src,
+		zone := cfg.Server.Timezone
+		if zone == "" {
+			zone = "this machine's (" + time.Now().Format("MST") + ")"
+		}
+		fmt.Fprintf(e.stdout, "ok: %s: %d agent(s), %d rule(s), telegram %s, slack %s, database %s, time zone %s\n", src,
 			len(cfg.Agents), len(cfg.Policy.Rules), onOff(cfg.Telegram.Enabled()), onOff(cfg.Slack.Enabled()),
-			cfg.Storage.Driver)
+			cfg.Storage.Driver, zone)
 		return nil
 	}
 	return usagef("config: unknown subcommand %q (check, example)", sub)

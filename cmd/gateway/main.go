@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	_ "time/tzdata" // server.timezone works on machines without a zone database (the distroless image)
 )
 
 func main() {

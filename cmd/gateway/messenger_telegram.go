@@ -14,5 +14,6 @@ func telegramMessenger(cfg config.Config, log *slog.Logger) gateway.MessengerFac
 	if !cfg.Telegram.Enabled() {
 		return nil
 	}
-	return telegram.Factory(telegram.Options{Config: cfg.Telegram, Logger: log, GrantTTL: cfg.Policy.GrantTTL})
+	return telegram.Factory(telegram.Options{Config: cfg.Telegram, Logger: log, GrantTTL: cfg.Policy.GrantTTL,
+		Location: cfg.Server.Zone()})
 }

@@ -44,7 +44,7 @@ func (m *Messenger) handleCommand(ctx context.Context, c slackapi.SlashCommand) 
 			m.reply(ctx, to, msgInternal)
 			return
 		}
-		m.reply(ctx, to, cards.SlackPendingText(pending, more))
+		m.reply(ctx, to, cards.SlackPendingText(pending, more, m.loc))
 	case "grants":
 		if !canList {
 			m.reply(ctx, to, msgNotApprover)

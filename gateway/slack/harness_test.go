@@ -82,6 +82,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		client: &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}}
 	fo := slacktest.Options{BotToken: botToken, AppToken: appToken, PingInterval: 200 * time.Millisecond}
 	cfg := config.Default()
+	cfg.Server.Timezone = "Asia/Tokyo" // not the machine's zone, and no summer time: times must say JST
 	dir := t.TempDir()
 	cfg.Storage.Path = filepath.Join(dir, "gateway.db")
 	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
@@ -118,7 +119,7 @@ func (h *harness) start() {
 	app, err := gateway.NewApp(context.Background(), h.cfg, gateway.AppOptions{
 		Logger: logger, Now: h.now,
 		Messengers: []gateway.MessengerFactory{slack.Factory(h.cfg.Slack,
-			slack.Options{Logger: logger, Location: time.UTC, Backoff: 50 * time.Millisecond})},
+			slack.Options{Logger: logger, Location: h.cfg.Server.Zone(), Now: h.now, Backoff: 50 * time.Millisecond})},
 	})
 	if err != nil {
 		t.Fatal(err)

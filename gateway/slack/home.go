@@ -41,7 +41,7 @@ func (m *Messenger) homesChanged() {
 // the pending requests with buttons; admins also get Revoke on grants;
 // anyone else learns how to become an approver.
 func (m *Messenger) publishHome(ctx context.Context, user string) {
-	h := cards.SlackHome{UserID: user, Approver: m.approver[user], Admin: m.admin[user], Location: m.loc}
+	h := cards.SlackHome{UserID: user, Approver: m.approver[user], Admin: m.admin[user], Locale: m.loc}
 	if h.Approver || h.Admin {
 		var err error
 		if h.Pending, h.MorePending, err = m.pendingCards(ctx, maxListed); err == nil {

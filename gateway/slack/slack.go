@@ -29,6 +29,7 @@ import (
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/locale"
 )
 
 // Name is the messenger's name in agents[].notify and on cards.
@@ -52,8 +53,11 @@ type Options struct {
 	// are closed when Run returns. Default: a client with a 30 s timeout.
 	HTTPClient *http.Client
 	// Location is the time zone of the times written into card text (the
-	// expiry is a Slack date token, which each reader sees in their own zone).
+	// expiry is a Slack date token, which each reader sees in their own
+	// zone; its fallback text is in this one). Nil means time.Local.
 	Location *time.Location
+	// Now is the clock (the "in 9 min" of an expiry); nil means time.Now.
+	Now func() time.Time
 	// Dialer opens the Socket Mode WebSocket (default: slack-go's).
 	Dialer *websocket.Dialer
 	// Backoff is the first pause before a Socket Mode restart after a
@@ -68,7 +72,7 @@ type Messenger struct {
 	api      *slackapi.Client
 	http     *http.Client
 	log      *slog.Logger
-	loc      *time.Location
+	loc      locale.Locale // language, zone and clock of everything people read
 	opts     Options
 	apiHost  *url.URL
 	replays  *replayCache
@@ -131,7 +135,8 @@ func New(svc *approvals.Service, cfg config.Slack, o Options) (*Messenger, error
 		o.Backoff = time.Second
 	}
 	m := &Messenger{
-		cfg: cfg, svc: svc, http: o.HTTPClient, log: o.Logger.With("channel", Name), loc: o.Location, opts: o,
+		cfg: cfg, svc: svc, http: o.HTTPClient, log: o.Logger.With("channel", Name), opts: o,
+		loc:     locale.New(locale.English, o.Location, o.Now),
 		apiHost: apiHost, replays: newReplayCache(replayTTL, replayMax, time.Now),
 		approver: set(cfg.Approvers), admin: set(cfg.Admins),
 	}

@@ -35,6 +35,9 @@ func TestEndToEnd_AllowOnce(t *testing.T) {
 		}
 	}
 	wantContains(t, "fallback text", post.Text(), "a1 wants fs:write on /srv/reports/q1.txt")
+	// The expiry is relative and, for clients without date tokens, in server.timezone.
+	wantContains(t, "card", post.Form.Get("blocks"), "⏳ expires in 9 min, ")
+	wantContains(t, "card", post.Form.Get("blocks"), " JST")
 
 	// A non-approver's click is refused privately and changes nothing.
 	if st, _ := h.signedPost("/slack/interactions", h.click(strangerID, "eve", id, ts, cards.SlackActionAllowOnce),
@@ -371,7 +374,8 @@ func TestCommands(t *testing.T) {
 	}{
 		{"help for anyone", strangerID, "help", []string{"/approvals pending", "/approvals revoke ID"}},
 		{"empty is help", strangerID, "", []string{"/approvals grants [sender]"}},
-		{"pending", approverID, "pending", []string{"Pending requests (1)", id, "/srv/reports/cmd.txt"}},
+		{"pending", approverID, "pending", []string{"Pending requests (1)", id, "/srv/reports/cmd.txt",
+			"expires in 9 min, <!date^", " JST>"}},
 		{"pending refused to strangers", strangerID, "pending", []string{"You are not an approver"}},
 		{"grants", approverID, "grants", []string{"Active grants (1)", "#" + gid, "fs:read", "`/srv/reports/*`", "web/owner"}},
 		{"grants of a sender", adminID, "grants owner", []string{"#" + gid}},

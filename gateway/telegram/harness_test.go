@@ -24,6 +24,7 @@ import (
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/telegram"
 	"github.com/metnos/gateway/gateway/telegram/telegramtest"
+	"github.com/metnos/gateway/locale"
 )
 
 var long = flag.Bool("telegram.long", false, "run the long outage tests (a 60 s Bot API outage)")
@@ -105,6 +106,11 @@ type harness struct {
 
 type option func(*harness)
 
+// locale is how the gateway under test speaks: its zone, its clock.
+func (h *harness) locale() locale.Locale {
+	return locale.New(locale.English, h.cfg.Server.Zone(), h.clock.Now)
+}
+
 // webhookMode makes the gateway register a webhook on its own listener.
 func webhookMode(secret string) option {
 	return func(h *harness) {
@@ -123,6 +129,7 @@ func newHarness(t testing.TB, opts ...option) *harness {
 		callTimeout: 2 * time.Second, pollTimeout: 30 * time.Second,
 	}
 	cfg := config.Default()
+	cfg.Server.Timezone = "Asia/Tokyo" // not the machine's zone, and no summer time: cards must say JST
 	cfg.Storage.Path = filepath.Join(dir, "gateway.db")
 	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
 	a1 := config.NewAgent("a1")
@@ -173,7 +180,7 @@ func (h *harness) start() {
 	app, err := gateway.NewApp(context.Background(), h.cfg, gateway.AppOptions{
 		Logger: log, Now: h.clock.Now,
 		Messengers: []gateway.MessengerFactory{telegram.Factory(telegram.Options{
-			Config: h.cfg.Telegram, Logger: log, Location: time.UTC, Now: h.clock.Now,
+			Config: h.cfg.Telegram, Logger: log, Location: h.cfg.Server.Zone(), Now: h.clock.Now,
 			GrantTTL: h.cfg.Policy.GrantTTL, PollTimeout: h.pollTimeout, CallTimeout: h.callTimeout,
 		})},
 	})

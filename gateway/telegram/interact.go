@@ -7,12 +7,12 @@ import (
 	"html"
 	"strconv"
 	"strings"
-	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -93,10 +93,10 @@ func decidedText(r approvals.Request) string {
 
 // alreadyText tells the one who came second what happened first:
 // "Already decided: allowed once by Roberto at 14:03".
-func alreadyText(r approvals.Request, loc *time.Location) string {
+func alreadyText(r approvals.Request, l locale.Locale) string {
 	at := ""
 	if r.DecidedAt != nil {
-		at = " at " + r.DecidedAt.In(loc).Format("15:04")
+		at = " at " + l.Clock(*r.DecidedAt)
 	}
 	who := cards.DisplayName(r.DecidedBy)
 	switch r.Status {

@@ -13,6 +13,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/locale"
 )
 
 func TestDedupe_ForgetsOldest(t *testing.T) {
@@ -114,18 +115,18 @@ func TestAlreadyText(t *testing.T) {
 		want string
 	}{
 		{approvals.Request{Status: approvals.StatusAllowed, Decision: d(approvals.AllowOnce), DecidedBy: "telegram:Roberto (42)", DecidedAt: &at},
-			"Already decided: allowed once by Roberto at 14:03"},
+			"Already decided: allowed once by Roberto at 14:03 UTC"},
 		{approvals.Request{Status: approvals.StatusAllowed, Decision: d(approvals.AllowAlways), DecidedBy: "web:owner", DecidedAt: &at},
-			"Already decided: allowed always by owner at 14:03"},
+			"Already decided: allowed always by owner at 14:03 UTC"},
 		{approvals.Request{Status: approvals.StatusDenied, Decision: d(approvals.Deny), DecidedBy: "api:boss", DecidedAt: &at},
-			"Already decided: denied by boss at 14:03"},
+			"Already decided: denied by boss at 14:03 UTC"},
 		{approvals.Request{Status: approvals.StatusExpired, DecidedBy: "timeout", DecidedAt: &at},
-			"Already decided: expired (nobody answered in time) at 14:03"},
+			"Already decided: expired (nobody answered in time) at 14:03 UTC"},
 		{approvals.Request{Status: approvals.StatusCancelled, DecidedBy: "agent:a1", DecidedAt: &at},
-			"Already decided: withdrawn by the agent at 14:03"},
+			"Already decided: withdrawn by the agent at 14:03 UTC"},
 	}
 	for _, tc := range cases {
-		if got := alreadyText(tc.r, time.UTC); got != tc.want {
+		if got := alreadyText(tc.r, locale.New(locale.English, time.UTC, func() time.Time { return at })); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
 		}
 	}

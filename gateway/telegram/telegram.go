@@ -28,6 +28,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/locale"
 )
 
 // Name is the messenger's name in agents' notify lists, in the cards table
@@ -64,7 +65,8 @@ type Options struct {
 	HTTPClient *http.Client
 	// Location is the time zone of times on cards; nil means time.Local.
 	Location *time.Location
-	// Now is the clock (the "until" of an Allow always preview).
+	// Now is the clock (the "until" of an Allow always preview, the "in 9
+	// min" of an expiry).
 	Now func() time.Time
 	// GrantTTL is policy.grant_ttl, to show on a pending card until when
 	// Allow always would grant.
@@ -84,7 +86,7 @@ type Bot struct {
 	client      *http.Client
 	ownsClient  bool
 	approvers   map[int64]bool
-	loc         *time.Location
+	loc         locale.Locale // language, zone and clock of everything people read
 	now         func() time.Time
 	grantTTL    time.Duration
 	pollTimeout time.Duration
@@ -128,7 +130,7 @@ func New(o Options) (*Bot, error) {
 		return nil, errors.New("telegram.approvers: required (the user ids allowed to decide)")
 	}
 	b := &Bot{
-		cfg: c, svc: o.Service, log: o.Logger, client: o.HTTPClient, loc: o.Location, now: o.Now,
+		cfg: c, svc: o.Service, log: o.Logger, client: o.HTTPClient, now: o.Now,
 		grantTTL: o.GrantTTL, pollTimeout: o.PollTimeout, callTimeout: o.CallTimeout,
 		approvers: map[int64]bool{}, seen: newDedupe(dedupeSize), sem: make(chan struct{}, maxConcurrentUpdates),
 		redactor: strings.NewReplacer(c.Token, redactedToken, url.PathEscape(c.Token), redactedToken,
@@ -142,12 +144,14 @@ func New(o Options) (*Bot, error) {
 		b.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 		b.ownsClient = true
 	}
-	if b.loc == nil {
-		b.loc = time.Local
-	}
 	if b.now == nil {
 		b.now = time.Now
 	}
+	zone := o.Location
+	if zone == nil {
+		zone = time.Local
+	}
+	b.loc = locale.New(locale.English, zone, b.now)
 	if b.pollTimeout <= 0 {
 		b.pollTimeout = DefaultPollTimeout
 	}

@@ -33,7 +33,8 @@ func TestTelegram_EndToEnd_AllowAlways(t *testing.T) {
 	}
 	for _, want := range []string{"a1 wants fs:write", "Supervised", "critical", "/home/roberto/notes/todo.md",
 		"tidy the notes", "notes_tidy", "Vaglio: score", "Allow always grants fs:write on /home/roberto/notes/todo.md",
-		"until " + h.clock.Now().Add(h.cfg.Policy.GrantTTL).UTC().Format("2006-01-02"), "Expires "} {
+		"until " + h.locale().Date(h.clock.Now().Add(h.cfg.Policy.GrantTTL)),
+		"⏳ expires in 9 min, " + h.locale().Clock(r.ExpiresAt), " JST\n"} {
 		if !strings.Contains(card.Text, want) {
 			t.Errorf("card lacks %q:\n%s", want, card.Text)
 		}
@@ -69,7 +70,7 @@ func TestTelegram_EndToEnd_AllowAlways(t *testing.T) {
 	if len(done.Buttons()) != 0 {
 		t.Errorf("finished card still has buttons %q", buttonLabels(done))
 	}
-	if !strings.Contains(done.Text, "until "+g.ExpiresAt.UTC().Format("2006-01-02")) {
+	if !strings.Contains(done.Text, "until "+h.locale().Date(*g.ExpiresAt)) {
 		t.Errorf("finished card does not say until when the grant lasts:\n%s", done.Text)
 	}
 
