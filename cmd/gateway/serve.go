@@ -28,6 +28,13 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 		}
 	}
 	opts := &slog.HandlerOptions{Level: lv}
+	out, sink := bufferLog(w)
+	wrap := func(h slog.Handler) *slog.Logger {
+		if sink == nil {
+			return slog.New(h)
+		}
+		return slog.New(flushingHandler{h, sink})
+	}
 	if format == "" {
 		format = "json"
 		if f, ok := w.(*os.File); ok {
@@ -38,9 +45,9 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	}
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return wrap(slog.NewTextHandler(out, opts)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return wrap(slog.NewJSONHandler(out, opts)), nil
 	}
 	return nil, usagef("--log-format: %q is neither text nor json", format)
 }
@@ -121,6 +128,7 @@ func cmdServe(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer flushLog(log)
 	tokenPath, created, err := ensureLocalAgent(&cfg)
 	if err != nil {
 		return err
@@ -151,7 +159,15 @@ func cmdServe(e *env, args []string) error {
 		return err
 	}
 	log.Info("stopped")
+	flushLog(log)
 	return nil
+}
+
+// flushLog writes out what a logger from newLogger still buffers.
+func flushLog(log *slog.Logger) {
+	if h, ok := log.Handler().(flushingHandler); ok {
+		h.sink.Flush()
+	}
 }
 
 // messengers returns the factories of the messengers the config enables.
