@@ -206,6 +206,17 @@ func (c Config) PolicyRules() []policy.Rule {
 	return out
 }
 
+// HasAgent reports whether an [[agents]] entry has the id (a rule's agent
+// scope must name one).
+func (c Config) HasAgent(id string) bool {
+	for _, a := range c.Agents {
+		if a.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 // MayActFor reports whether the agent may make requests on behalf of the
 // principal (channel, sender): its default one, one listed in principals,
 // or any for an admin agent.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -34,8 +33,6 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Limits that keep a target pattern sane; requests are held to the same (SPEC §4 step 1).
-const maxTargetLen = 4 << 10
 
 var (
 	agentIDRE = regexp.MustCompile(`^[a-z0-9_.-]{1,64}$`)
@@ -134,85 +131,12 @@ func (c *Config) validatePolicy(p *problems) {
 	}
 	for i, r := range c.Policy.Rules {
 		key := fmt.Sprintf("policy.rules[%d]", i)
-		caps, err := capabilityPattern(r.Capability)
-		if err != nil {
-			p.wrap(key+".capability", err)
-		}
-		switch {
-		case r.Target == "":
-			p.add(key+".target", "required (use \"*\" for any target)")
-		case len(r.Target) > maxTargetLen:
-			p.add(key+".target", "longer than %d bytes", maxTargetLen)
-		case strings.ContainsRune(r.Target, 0):
-			p.add(key+".target", "contains a NUL byte")
-		default:
-			if _, err := path.Match(r.Target, ""); err != nil {
-				p.add(key+".target", "bad glob %q: %v", r.Target, err)
-			}
-		}
-		switch r.Action {
-		case ActionApprove, ActionRequireApproval, ActionBlock:
-		case "":
-			p.add(key+".action", "required (want approve, require_approval or block)")
-		default:
-			p.add(key+".action", "unknown action %q (want approve, require_approval or block)", r.Action)
-		}
-		if r.Action == ActionApprove && r.Target != "" && strings.Trim(strings.TrimSpace(r.Target), "*") == "" {
-			for _, cp := range caps {
-				if cp.DefaultApproval == policy.ApprovalAlways {
-					p.add(key+".target", "an approve rule on %s (capability %q) must name a narrower target than %q: %s always needs a person unless the target is spelled out (e.g. target = \"git status*\")",
-						cp.Name, r.Capability, r.Target, cp.Name)
-					break
-				}
-			}
-		}
-		if r.Agent != "" && !agents[r.Agent] {
-			p.add(key+".agent", "no agent %q in [[agents]]", r.Agent)
+		pr := policy.Rule{Capability: r.Capability, Target: r.Target, Action: policy.Action(r.Action),
+			SenderID: r.SenderID, Agent: r.Agent, Channel: r.Channel}
+		for _, fe := range policy.CheckRule(pr, func(id string) bool { return agents[id] }) {
+			p.wrap(key+"."+fe.Field, fe.Err)
 		}
 	}
-}
-
-// capabilityPattern checks a rule's capability ("fs:read", "*", "fs:*") and
-// returns the registry entries it matches.
-func capabilityPattern(s string) ([]policy.Capability, error) {
-	if s == "" {
-		return nil, fmt.Errorf("required (a capability name, \"*\" or a prefix such as \"fs:*\")")
-	}
-	if s == "*" {
-		return policy.Registry(), nil
-	}
-	if prefix, ok := strings.CutSuffix(s, ":*"); ok {
-		var out []policy.Capability
-		for _, c := range policy.Registry() {
-			if strings.HasPrefix(c.Name, prefix+":") {
-				out = append(out, c)
-			}
-		}
-		if len(out) == 0 {
-			return nil, fmt.Errorf("%w %q (no capability has the prefix %q; want one of %s)",
-				policy.ErrUnknownCapability, s, prefix, strings.Join(prefixes(), ", "))
-		}
-		return out, nil
-	}
-	c, err := policy.Lookup(s)
-	if err != nil {
-		return nil, err
-	}
-	return []policy.Capability{c}, nil
-}
-
-// prefixes lists the registry's prefixes, in registry order.
-func prefixes() []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, c := range policy.Registry() {
-		pre, _, _ := strings.Cut(c.Name, ":")
-		if !seen[pre] {
-			seen[pre] = true
-			out = append(out, pre)
-		}
-	}
-	return out
 }
 
 func (c *Config) validateVaglio(p *problems) {

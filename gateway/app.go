@@ -47,6 +47,7 @@ type App struct {
 	Config     config.Config
 	DB         *storage.DB
 	Grants     *policy.GrantStore
+	Rules      *policy.RuleStore
 	Service    *approvals.Service
 	Server     *Server
 	Messengers []Messenger
@@ -78,16 +79,19 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 	// Decisions read grants through a cache that asks SQLite, per decision,
 	// whether any process changed them (see policy.GrantCache).
 	version := storage.NewGrantsVersion(db)
-	decider := &policy.Decider{Rules: cfg.PolicyRules(), Grants: policy.NewGrantCache(grants, version), Vaglio: vg, Norm: norm}
+	// Rules: the file's plus those added at run time, read again whenever
+	// any process changed them (see policy.RuleStore).
+	rules := policy.NewRuleStore(db, cfg.PolicyRules(), cfg.HasAgent, o.Now)
+	decider := &policy.Decider{Source: rules, Grants: policy.NewGrantCache(grants, version), Vaglio: vg, Norm: norm}
 	metrics := NewMetrics()
-	a := &App{Config: cfg, DB: db, Grants: grants, log: o.Logger, version: version, vaglio: vg, leaderRetry: o.LeaderRetry}
+	a := &App{Config: cfg, DB: db, Grants: grants, Rules: rules, log: o.Logger, version: version, vaglio: vg, leaderRetry: o.LeaderRetry}
 	var srv *Server
 	a.Service = approvals.New(db, grants, decider, approvals.Options{
 		GrantTTL: cfg.Policy.GrantTTL, DefaultTimeout: cfg.Approvals.Timeout, StaleAfter: cfg.Policy.StaleAfter,
 		Retention: cfg.Approvals.Retention, Now: o.Now, Logger: o.Logger, Observer: metrics,
 		CallbackKey: func(agent string) []byte { return srv.CallbackKey(agent) },
 	})
-	srv = NewServer(cfg, Options{Service: a.Service, Decider: decider, Metrics: metrics, Logger: o.Logger, Now: o.Now})
+	srv = NewServer(cfg, Options{Service: a.Service, Decider: decider, Rules: rules, Metrics: metrics, Logger: o.Logger, Now: o.Now})
 	a.Server = srv
 	for _, f := range o.Messengers {
 		m, err := f(a.Service, srv)
@@ -218,5 +222,6 @@ func (a *App) lead(ctx context.Context) error {
 func (a *App) Close() error {
 	a.vaglio.Close()
 	a.version.Close()
+	a.Rules.Close()
 	return a.DB.Close()
 }

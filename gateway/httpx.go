@@ -61,6 +61,8 @@ func (s *Server) errorResponse(w http.ResponseWriter, r *http.Request, err error
 		req := already.Request
 		e.Request = &req
 		writeJSON(w, http.StatusConflict, e)
+	case errors.Is(err, policy.ErrRuleFromConfig):
+		writeError(w, http.StatusConflict, "rule_from_config", cleanMsg(err))
 	case errors.Is(err, errForeignPrincipal):
 		writeError(w, http.StatusForbidden, "forbidden_principal", err.Error())
 	case errors.Is(err, approvals.ErrNotFound), errors.Is(err, policy.ErrNotFound):

@@ -36,6 +36,7 @@ type Server struct {
 	svc      *approvals.Service
 	grants   *policy.GrantStore
 	decider  *policy.Decider
+	rules    *policy.RuleStore
 	agents   []*Agent
 	limiter  *limiter
 	metrics  *Metrics
@@ -55,7 +56,8 @@ type route struct {
 // Options are the server's collaborators.
 type Options struct {
 	Service *approvals.Service
-	Decider *policy.Decider // for /v1/check (dry runs); the service has its own
+	Decider *policy.Decider   // for /v1/check (dry runs); the service has its own
+	Rules   *policy.RuleStore // the run-time rules; nil: only the config's, read-only
 	Metrics *Metrics
 	Logger  *slog.Logger
 	Now     func() time.Time
@@ -73,7 +75,7 @@ func NewServer(cfg config.Config, o Options) *Server {
 		o.Metrics = NewMetrics()
 	}
 	s := &Server{
-		cfg: cfg, svc: o.Service, grants: o.Service.Grants(), decider: o.Decider, metrics: o.Metrics,
+		cfg: cfg, svc: o.Service, grants: o.Service.Grants(), decider: o.Decider, rules: o.Rules, metrics: o.Metrics,
 		log: o.Logger, now: o.Now, limiter: newLimiter(o.Now), shutdown: make(chan struct{}),
 	}
 	for _, a := range cfg.Agents {
@@ -153,6 +155,10 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("GET /v1/grants", agent(s.listGrants))
 	mux.Handle("POST /v1/grants", admin(s.addGrant))
 	mux.Handle("DELETE /v1/grants/{id}", admin(s.revokeGrant))
+	mux.Handle("GET /v1/policy/rules", admin(s.listRules))
+	mux.Handle("POST /v1/policy/rules", admin(s.addRule))
+	mux.Handle("PATCH /v1/policy/rules/{id}", admin(s.updateRule))
+	mux.Handle("DELETE /v1/policy/rules/{id}", admin(s.removeRule))
 	mux.HandleFunc("GET /v1/policy/registry", s.registry)
 	mux.HandleFunc("GET /v1/policy/table", s.table)
 	mux.Handle("POST /v1/hooks/claude-code", agent(s.claudeCodeHook))

@@ -87,6 +87,12 @@ type GrantFinder interface {
 	Touch(ctx context.Context, g *Grant) error
 }
 
+// RuleSource gives the rules in force now, in evaluation order within each
+// owner. The slice is shared: callers must not change it.
+type RuleSource interface {
+	Rules(ctx context.Context) ([]Rule, error)
+}
+
 // Vetter is the vaglio step: the guard and the judge.
 type Vetter interface {
 	Check(ctx context.Context, r vaglio.Request) vaglio.Verdict
@@ -95,7 +101,11 @@ type Vetter interface {
 // Decider computes effective outcomes (SPEC §4). All fields are read-only
 // after construction, so one Decider serves concurrent requests.
 type Decider struct {
-	Rules  []Rule
+	Rules []Rule
+	// Source, when set, gives the rules of each decision instead of Rules:
+	// the config file's and those added at run time (see RuleStore), read
+	// fresh so a change takes effect on the very next decision.
+	Source RuleSource
 	Grants GrantFinder // nil: no grants
 	Vaglio Vetter      // nil: no vaglio step
 	Norm   Normalizer
@@ -162,12 +172,18 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	}
 
 	// Step 4: the rules.
-	m := EvalRules(d.Norm, d.Rules, RuleSubject{
+	rules := d.Rules
+	if d.Source != nil {
+		if rules, err = d.Source.Rules(ctx); err != nil {
+			return Decision{}, fmt.Errorf("decide: %w", err)
+		}
+	}
+	m := EvalRules(d.Norm, rules, RuleSubject{
 		Capability: c, Target: in.Target, Agent: in.Profile.Agent, Channel: in.Channel, SenderID: in.SenderID,
 	})
 	if m.Rule != nil {
-		trace("rules", "", "rule #%d (%s, capability %q, target %q) says %s",
-			m.Rule.Index+1, m.Rule.Owner(), m.Rule.Capability, m.Rule.Target, m.Action)
+		trace("rules", "", "rule %s (%s, capability %q, target %q) says %s",
+			m.Rule.Label(), m.Rule.Owner(), m.Rule.Capability, m.Rule.Target, m.Action)
 	} else {
 		trace("rules", "", "no rule matched")
 	}
@@ -176,18 +192,18 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	var grant *Grant
 	switch {
 	case m.Action == ActionBlock:
-		return deny(BlockedByPolicy, fmt.Sprintf("blocked by rule #%d", m.Rule.Index+1)), nil
+		return deny(BlockedByPolicy, "blocked by rule "+m.Rule.Label()), nil
 	case dec.Table == Allowed && m.Action == ActionRequireApproval:
-		dec.Outcome, dec.Reason = ApprovalRequired, fmt.Sprintf("rule #%d requires approval", m.Rule.Index+1)
+		dec.Outcome, dec.Reason = ApprovalRequired, "rule "+m.Rule.Label()+" requires approval"
 	case dec.Table == Allowed:
 		dec.Outcome, dec.Reason = Allowed, fmt.Sprintf("%s is allowed at autonomy %s", c.Name, level)
 	case m.Action == ActionApprove:
-		dec.Outcome, dec.Reason = Allowed, fmt.Sprintf("approved by rule #%d", m.Rule.Index+1)
+		dec.Outcome, dec.Reason = Allowed, "approved by rule "+m.Rule.Label()
 	default:
 		dec.Outcome, dec.Reason = ApprovalRequired, fmt.Sprintf("%s needs approval at autonomy %s", c.Name, level)
 		if m.Action == ActionRequireApproval {
 			// A require_approval rule means "ask every time": grants do not lift it.
-			trace("grants", "", "not consulted: rule #%d requires approval", m.Rule.Index+1)
+			trace("grants", "", "not consulted: rule %s requires approval", m.Rule.Label())
 		} else if d.Grants != nil && c.DefaultApproval != ApprovalAlways {
 			g, err := d.Grants.FindMatching(ctx, Principal{in.Channel, in.SenderID}, c.Name, in.Target)
 			if err != nil {

@@ -1,6 +1,9 @@
 package policy
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Action is what a config rule does when it matches.
 type Action string
@@ -28,13 +31,23 @@ func (a Action) severity() int {
 // Rule is one [[policy.rules]] entry. A rule with any scope field set
 // belongs to the owner "user", one without to the owner "org".
 type Rule struct {
-	Index      int    `json:"index"` // position in the file, for traces
+	Index      int    `json:"index"`        // position in the file, for traces
+	ID         string `json:"id,omitempty"` // "api:12" for a rule added at run time; "" for the file's
 	Capability string `json:"capability"`
 	Target     string `json:"target"`
 	Action     Action `json:"action"`
 	SenderID   string `json:"sender_id,omitempty"`
 	Agent      string `json:"agent,omitempty"`
 	Channel    string `json:"channel,omitempty"`
+}
+
+// Label names the rule in reasons and traces: "#3" for the file's third
+// rule, "api:12" for a rule added at run time.
+func (r Rule) Label() string {
+	if r.ID != "" {
+		return r.ID
+	}
+	return "#" + strconv.Itoa(r.Index+1)
 }
 
 // Owner is "user" for a scoped rule and "org" for an unscoped one.

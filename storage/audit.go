@@ -33,6 +33,15 @@ const (
 	AuditNote         = "note"          // the owner attached a note to a request
 )
 
+// The audit event names of run-time policy (rules and child tokens).
+const (
+	AuditRuleAdded    = "rule_added"    // a rule was added at run time
+	AuditRuleChanged  = "rule_changed"  // a run-time rule was changed or moved
+	AuditRuleRemoved  = "rule_removed"  // a run-time rule was removed
+	AuditTokenCreated = "token_created" // an agent made a child token
+	AuditTokenRevoked = "token_revoked" // a child token was revoked, with its descendants
+)
+
 const insertAudit = `INSERT INTO audit (at, actor, event, request_id, grant_id, detail)
 VALUES ($1, $2, $3, $4, $5, $6)`
 

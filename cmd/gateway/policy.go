@@ -46,7 +46,7 @@ func openGrants(e *env, cfg config.Config) (*storage.DB, *policy.GrantStore, err
 
 func cmdPolicy(e *env, args []string) error {
 	if len(args) == 0 {
-		return usagef("policy: missing subcommand (registry, table, check, grants, grant, revoke)")
+		return usagef("policy: missing subcommand (registry, table, check, grants, grant, revoke, rules)")
 	}
 	sub, rest := args[0], args[1:]
 	switch sub {
@@ -62,8 +62,10 @@ func cmdPolicy(e *env, args []string) error {
 		return policyGrant(e, rest)
 	case "revoke":
 		return policyRevoke(e, rest)
+	case "rules":
+		return policyRules(e, rest)
 	}
-	return usagef("policy: unknown subcommand %q (registry, table, check, grants, grant, revoke)", sub)
+	return usagef("policy: unknown subcommand %q (registry, table, check, grants, grant, revoke, rules)", sub)
 }
 
 func noPositional(name string, pos []string) error {
@@ -164,7 +166,9 @@ func policyCheck(e *env, args []string) error {
 	defer db.Close()
 	vg := vaglio.New(vaglio.Options{Threshold: cfg.Vaglio.JudgeThreshold, LogDir: cfg.Vaglio.LogDir, Home: e.getenv("HOME")})
 	defer vg.Close() // the decision log is buffered
-	d := policy.Decider{Rules: cfg.PolicyRules(), Grants: grants, Norm: normalizer(e), Vaglio: vg}
+	rules := policy.NewRuleStore(db, cfg.PolicyRules(), cfg.HasAgent, nil)
+	defer rules.Close()
+	d := policy.Decider{Source: rules, Grants: grants, Norm: normalizer(e), Vaglio: vg}
 	dec, err := d.Decide(e.ctx, policy.Input{
 		Profile: profile, Capability: c.Name, Target: *target, Requested: level,
 		Channel: *channel, SenderID: *sender, Intent: *intent, Executor: *executor, DryRun: true,

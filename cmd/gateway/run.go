@@ -54,6 +54,8 @@ Usage:
   gateway policy grants [--channel C] [--sender S] [--all]
   gateway policy grant --channel C --sender S --capability CAP --target T [--ttl 720h]
   gateway policy revoke ID
+  gateway policy rules [add|update ID|rm ID] [--capability C --target T --action A
+                       --sender S --agent A --channel C --position top|bottom|N]
   gateway prune [--dry-run]
   gateway ask --capability CAP --target T [--intent …] [--executor …] [--wait 10m]
   gateway hook claude-code

@@ -1,0 +1,105 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// CheckRule validates one rule the same way wherever it comes from: a
+// [[policy.rules]] entry of the config file, or a rule added at run time
+// through the API, the CLI, the web page or Slack. Each problem names its
+// field (capability, target, action, agent). knownAgent, when not nil,
+// says whether an agent id exists; a scope naming an unknown agent is
+// refused. A nil result means the rule is valid.
+func CheckRule(r Rule, knownAgent func(string) bool) []*FieldError {
+	var out []*FieldError
+	add := func(field, format string, args ...any) {
+		out = append(out, &FieldError{Field: field, Err: fmt.Errorf(format, args...)})
+	}
+	caps, err := CapabilityPattern(r.Capability)
+	if err != nil {
+		out = append(out, &FieldError{Field: "capability", Err: err})
+	}
+	switch {
+	case r.Target == "":
+		add("target", "required (use \"*\" for any target)")
+	case len(r.Target) > MaxTargetBytes:
+		add("target", "longer than %d bytes", MaxTargetBytes)
+	case strings.ContainsRune(r.Target, 0):
+		add("target", "contains a NUL byte")
+	default:
+		if _, err := path.Match(r.Target, ""); err != nil {
+			add("target", "bad glob %q: %v", r.Target, err)
+		}
+	}
+	switch r.Action {
+	case ActionApprove, ActionRequireApproval, ActionBlock:
+	case "":
+		add("action", "required (want approve, require_approval or block)")
+	default:
+		add("action", "unknown action %q (want approve, require_approval or block)", r.Action)
+	}
+	if r.Action == ActionApprove && r.Target != "" && strings.Trim(strings.TrimSpace(r.Target), "*") == "" {
+		for _, cp := range caps {
+			if cp.DefaultApproval == ApprovalAlways {
+				add("target", "an approve rule on %s (capability %q) must name a narrower target than %q: %s always needs a person unless the target is spelled out (e.g. target = \"git status*\")",
+					cp.Name, r.Capability, r.Target, cp.Name)
+				break
+			}
+		}
+	}
+	if r.Agent != "" && knownAgent != nil && !knownAgent(r.Agent) {
+		add("agent", "no agent %q in [[agents]]", r.Agent)
+	}
+	for _, f := range []struct{ name, v string }{{"sender_id", r.SenderID}, {"agent", r.Agent}, {"channel", r.Channel}} {
+		if len(f.v) > 256 || strings.ContainsRune(f.v, 0) {
+			add(f.name, "must be at most 256 bytes with no NUL byte")
+		}
+	}
+	return out
+}
+
+// CapabilityPattern checks a rule's capability ("fs:read", "*", "fs:*")
+// and returns the registry entries it matches.
+func CapabilityPattern(s string) ([]Capability, error) {
+	if s == "" {
+		return nil, errors.New("required (a capability name, \"*\" or a prefix such as \"fs:*\")")
+	}
+	if s == "*" {
+		return Registry(), nil
+	}
+	if prefix, ok := strings.CutSuffix(s, ":*"); ok {
+		var out []Capability
+		for _, c := range Registry() {
+			if strings.HasPrefix(c.Name, prefix+":") {
+				out = append(out, c)
+			}
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("%w %q (no capability has the prefix %q; want one of %s)",
+				ErrUnknownCapability, s, prefix, strings.Join(prefixes(), ", "))
+		}
+		return out, nil
+	}
+	c, err := Lookup(s)
+	if err != nil {
+		return nil, err
+	}
+	return []Capability{c}, nil
+}
+
+// prefixes lists the registry's prefixes, in registry order.
+func prefixes() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range Registry() {
+		pre, _, _ := strings.Cut(c.Name, ":")
+		if !seen[pre] {
+			seen[pre] = true
+			out = append(out, pre)
+		}
+	}
+	return out
+}
