@@ -33,7 +33,6 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-
 var (
 	agentIDRE = regexp.MustCompile(`^[a-z0-9_.-]{1,64}$`)
 	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
