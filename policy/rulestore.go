@@ -131,7 +131,7 @@ type RuleStore struct {
 	config  []Rule
 	known   func(string) bool
 	now     func() time.Time
-	version *storage.ChangeVersion
+	version *storage.GrantsVersion
 
 	mu     sync.Mutex
 	ver    int64

@@ -19,7 +19,8 @@ import (
 // any table) is the counter read again. Without the mapping it falls back
 // to PRAGMA data_version on a dedicated connection.
 type GrantsVersion struct {
-	db *DB
+	db    *DB
+	query string // reads the counter: grants_version, or another (NewChangeVersion)
 
 	snap atomic.Pointer[versionSnap] // fast path: the header that proved grants
 	wal  atomic.Pointer[walIndex]    // the -shm mapping; nil: not mapped (yet, or not possible)
@@ -39,7 +40,9 @@ type versionSnap struct {
 }
 
 // NewGrantsVersion returns a version source over db.
-func NewGrantsVersion(db *DB) *GrantsVersion { return &GrantsVersion{db: db} }
+func NewGrantsVersion(db *DB) *GrantsVersion {
+	return &GrantsVersion{db: db, query: `SELECT n FROM grants_version WHERE id = 1`}
+}
 
 // Current returns a number that changes whenever grants change.
 func (v *GrantsVersion) Current(ctx context.Context) (int64, error) {
@@ -48,7 +51,7 @@ func (v *GrantsVersion) Current(ctx context.Context) (int64, error) {
 		// row, through the pool (no lock: sessions need no memory here).
 		// A grant changed by another replica is then seen at once too.
 		var n int64
-		if err := v.db.QueryRowContext(ctx, `SELECT n FROM grants_version WHERE id = 1`).Scan(&n); err != nil {
+		if err := v.db.QueryRowContext(ctx, v.query).Scan(&n); err != nil {
 			return 0, fmt.Errorf("grants version: %w", err)
 		}
 		return n, nil
@@ -98,7 +101,7 @@ func (v *GrantsVersion) slow(ctx context.Context) (int64, error) {
 	}
 	if !(v.known && dv == v.dataVer) {
 		var n int64
-		if err := v.conn.QueryRowContext(ctx, `SELECT n FROM grants_version WHERE id = 1`).Scan(&n); err != nil {
+		if err := v.conn.QueryRowContext(ctx, v.query).Scan(&n); err != nil {
 			v.reset()
 			return 0, fmt.Errorf("grants version: %w", err)
 		}
