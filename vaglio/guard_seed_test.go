@@ -336,3 +336,24 @@ func FuzzGuardSeed(f *testing.F) {
 		}
 	})
 }
+
+// TestSeedPathLiterals: the literal prefilter never hides a match of the
+// seed's path regexes (it only spares the search where none can match).
+func TestSeedPathLiterals(t *testing.T) {
+	check := func(s string) {
+		if seedPathAny.MatchString(s) && !mayMatchSeedPath(s) {
+			t.Errorf("%q matches a seed path regex but holds none of seedPathLiterals", s)
+		}
+	}
+	for _, l := range readSeedCorpus(t) {
+		check(l.S)
+	}
+	rng := rand.New(rand.NewPCG(16, 4))
+	for range 20000 {
+		var b strings.Builder
+		for range 1 + rng.IntN(10) {
+			b.WriteString(seedPieces[rng.IntN(len(seedPieces))])
+		}
+		check(b.String())
+	}
+}

@@ -116,8 +116,27 @@ func seedPathIn(s, home string) (rule string, hit bool) {
 	return seedPathMatch(strings.ReplaceAll(s, "~", home))
 }
 
+// seedPathLiterals holds, for each of the seed's path regexes, a literal
+// that every string it matches contains. A string holding none of them
+// cannot match any, which spares most strings the regex search (a decision
+// runs it on every string of the target and the args).
+var seedPathLiterals = []string{".ssh", "/etc/", "/root", "/boot", "/sys", "/proc", "/dev/", ".aws/credentials", ".config/", ".gnupg"}
+
+// mayMatchSeedPath reports whether s holds one of seedPathLiterals.
+func mayMatchSeedPath(s string) bool {
+	if !strings.ContainsAny(s, "./") {
+		return false
+	}
+	for _, lit := range seedPathLiterals {
+		if strings.Contains(s, lit) {
+			return true
+		}
+	}
+	return false
+}
+
 func seedPathMatch(s string) (string, bool) {
-	if !seedPathAny.MatchString(s) {
+	if !mayMatchSeedPath(s) || !seedPathAny.MatchString(s) {
 		return "", false
 	}
 	for _, r := range seedPathRules {
