@@ -23,9 +23,9 @@ import (
 	"github.com/metnos/gateway/gateway/telegram/telegramtest"
 )
 
-// requestIDPattern finds a request id in a card's text ("r" + 16
-// lower-case base32 characters, see approvals.newID).
-var requestIDPattern = regexp.MustCompile(`\br[a-z2-7]{16}\b`)
+// requestIDPattern finds a request id in a card's text ("r" + 26
+// lower-case base32 characters, see approvals.newIDAt).
+var requestIDPattern = regexp.MustCompile(`\br[a-z2-7]{26}\b`)
 
 // card is what the approver saw of one request's cards.
 type card struct {
