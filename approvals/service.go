@@ -126,6 +126,7 @@ type Submission struct {
 	Executor    string
 	Summary     string
 	Args        map[string]any
+	Context     map[string]any // for vaglio; not stored
 	GrantTarget string
 	Timeout     time.Duration // 0 = the default
 	CallbackURL string
@@ -206,6 +207,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	dec, err := s.decider.Decide(ctx, policy.Input{
 		Profile: sub.Profile, Capability: sub.Capability, Target: sub.Target, Requested: sub.Autonomy,
 		Channel: sub.Channel, SenderID: sub.SenderID, Intent: sub.Intent, Executor: sub.Executor, Args: sub.Args,
+		Context: sub.Context,
 	})
 	if err != nil {
 		var fe *policy.FieldError

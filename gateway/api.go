@@ -29,6 +29,7 @@ type requestBody struct {
 	Intent      string         `json:"intent"`
 	Executor    string         `json:"executor"`
 	Args        map[string]any `json:"args"`
+	Context     map[string]any `json:"context"` // the vaglio seed's context: mode, step, critical, …
 	Summary     string         `json:"summary"`
 	GrantTarget string         `json:"grant_target"`
 	TimeoutS    float64        `json:"timeout_s"`
@@ -40,7 +41,7 @@ func (s *Server) submission(a *Agent, b requestBody) (approvals.Submission, erro
 	sub := approvals.Submission{
 		Profile: a.Profile(), CallID: b.CallID, Capability: b.Capability, Target: b.Target,
 		Channel: b.Channel, SenderID: b.SenderID, Intent: b.Intent, Executor: b.Executor, Summary: b.Summary,
-		Args: b.Args, GrantTarget: b.GrantTarget, CallbackURL: b.CallbackURL, Notify: a.Notify,
+		Args: b.Args, Context: b.Context, GrantTarget: b.GrantTarget, CallbackURL: b.CallbackURL, Notify: a.Notify,
 	}
 	if b.Autonomy != "" {
 		l, err := policy.ParseLevel(b.Autonomy)
@@ -255,7 +256,7 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request) {
 	dec, err := s.decider.Decide(r.Context(), policy.Input{
 		Profile: sub.Profile, Capability: sub.Capability, Target: sub.Target, Requested: sub.Autonomy,
 		Channel: sub.Channel, SenderID: sub.SenderID, Intent: sub.Intent, Executor: sub.Executor,
-		Args: sub.Args, DryRun: true,
+		Args: sub.Args, Context: sub.Context, DryRun: true,
 	})
 	if err != nil {
 		s.errorResponse(w, r, err)

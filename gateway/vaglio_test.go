@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/metnos/gateway/config"
@@ -45,5 +46,85 @@ func TestAPI_Check_SeedGuard(t *testing.T) {
 				t.Errorf("check = %s, want denied by the guard at Full", r.Body)
 			}
 		})
+	}
+}
+
+type checkVaglio struct {
+	Outcome   string  `json:"outcome"`
+	BlockedBy *string `json:"blocked_by"`
+	Vaglio    struct {
+		Approved  bool    `json:"approved"`
+		Score     float64 `json:"score"`
+		Reason    string  `json:"reason"`
+		JudgeKind string  `json:"judge_kind"`
+	} `json:"vaglio"`
+	Trace []struct {
+		Layer  string `json:"layer"`
+		Detail string `json:"detail"`
+	} `json:"trace"`
+}
+
+// TestAPI_Check_SeedScores: the seed's §4 example scores 0.80 as the seed
+// says; the +0.05 comes only when the request's context declares
+// "critical": false.
+func TestAPI_Check_SeedScores(t *testing.T) {
+	t.Parallel()
+	g := startE2E(t, e2eOptions{clock: newTestClock(), mutate: func(cfg *config.Config) {
+		cfg.Agents[1].Autonomy = policy.Full
+	}})
+	body := func(ctx map[string]any) jsonBody {
+		b := jsonBody{"capability": "fs:read", "target": "/tmp/n.txt", "autonomy": "Full", "intent": "read my notes in /tmp/n.txt",
+			"executor": "fs_read", "args": map[string]any{"path": "/tmp/n.txt"}}
+		if ctx != nil {
+			b["context"] = ctx
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		ctx  map[string]any
+		want float64
+	}{
+		{"no context", nil, 0.80},
+		{"the seed's context", map[string]any{"mode": "multistep", "step": 1}, 0.80},
+		{"declared non-critical", map[string]any{"critical": false}, 0.85},
+	} {
+		var ans checkVaglio
+		decodeInto(t, string(g.want(t, http.StatusOK, "POST", "/v1/check", tokA1, body(tc.ctx)).Body), &ans)
+		if ans.Outcome != "allowed" || ans.Vaglio.Score != tc.want || !strings.HasPrefix(ans.Vaglio.Reason, "approved: score ") {
+			t.Errorf("%s: %+v, want allowed with score %.2f", tc.name, ans, tc.want)
+		}
+	}
+}
+
+// TestAPI_Check_HiddenCharacters: hidden characters in the target or the
+// intent lower the judge's score, named in its reason and the trace, so a
+// judge_threshold of 0.50 denies them (issue 11, "the judge notices").
+func TestAPI_Check_HiddenCharacters(t *testing.T) {
+	t.Parallel()
+	g := startE2E(t, e2eOptions{clock: newTestClock(), mutate: func(cfg *config.Config) {
+		cfg.Agents[1].Autonomy = policy.Full
+		cfg.Vaglio.JudgeThreshold = 0.50
+	}})
+	var ans checkVaglio
+	plain := jsonBody{"capability": "fs:read", "target": "/srv/notes/hs.txt", "autonomy": "Full", "intent": "read the notes"}
+	decodeInto(t, string(g.want(t, http.StatusOK, "POST", "/v1/check", tokA1, plain).Body), &ans)
+	if ans.Outcome != "allowed" {
+		t.Fatalf("plain request: %+v", ans)
+	}
+	for _, b := range []jsonBody{
+		{"capability": "fs:read", "target": "/srv/notes/cat notes\u202e\u2066hs.txt", "autonomy": "Full", "intent": "read the notes"},
+		{"capability": "fs:read", "target": "/srv/notes/hs.txt", "autonomy": "Full", "intent": "read the\u200b notes"},
+	} {
+		var ans checkVaglio
+		decodeInto(t, string(g.want(t, http.StatusOK, "POST", "/v1/check", tokA1, b).Body), &ans)
+		traced := false
+		for _, s := range ans.Trace {
+			traced = traced || (s.Layer == "vaglio" && strings.Contains(s.Detail, "hidden characters"))
+		}
+		if ans.Outcome != "denied" || ans.BlockedBy == nil || *ans.BlockedBy != "judge" ||
+			!strings.Contains(ans.Vaglio.Reason, "-0.40 hidden characters in the") || !traced {
+			t.Errorf("hidden characters: %+v, want denied by the judge, named in the reason and the trace", ans)
+		}
 	}
 }

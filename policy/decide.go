@@ -47,6 +47,9 @@ type Input struct {
 	Intent     string
 	Executor   string
 	Args       map[string]any
+	// Context is the request's declared context (the vaglio seed's:
+	// mode, step, critical, …), for vaglio only.
+	Context map[string]any
 	// DryRun decides without side effects on grants (no last_used_at):
 	// POST /v1/check and `gateway policy check`.
 	DryRun bool
@@ -225,7 +228,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	if d.Vaglio != nil {
 		v := d.Vaglio.Check(ctx, vaglio.Request{
 			Agent: in.Profile.Agent, Capability: c.Name, Critical: c.Critical, Target: in.Target,
-			Intent: in.Intent, Executor: in.Executor, Args: in.Args,
+			Intent: in.Intent, Executor: in.Executor, Args: in.Args, Context: in.Context,
 		})
 		dec.Vaglio = &v
 		if !v.Approved {
@@ -237,7 +240,11 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 			dec.GrantID = 0
 			return deny(by, "vaglio "+by+": "+strings.TrimPrefix(v.Reason, by+": ")), nil
 		}
-		trace("vaglio", "", "score %.2f: %s", v.Score, v.Reason)
+		if v.Reason != "" { // "approved: score 0.80 (…)", the score included
+			trace("vaglio", "", "%s", v.Reason)
+		} else {
+			trace("vaglio", "", "score %.2f", v.Score)
+		}
 	}
 	if grant != nil && !in.DryRun {
 		if err := d.Grants.Touch(ctx, grant); err != nil {

@@ -4,54 +4,85 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
 // Judge is the graded half of vaglio: it scores a request in [0,1], higher
-// meaning more plausible. It is an interface of two methods so that an LLM
-// judge can replace the rule-based one without touching Check. A Judge must
-// be safe for concurrent use, and its reason and errors must not quote
-// argument values: both end up in the decision log.
+// meaning more plausible. It is an interface of two methods so that the
+// LLM judge (vaglio/llmjudge) can replace the rule-based one without
+// touching Check. A Judge must be safe for concurrent use, and its reason
+// and errors must not quote argument values: both end up in the decision
+// log.
 type Judge interface {
-	// Kind names the judge in every verdict and log line (judge_kind), so a
-	// score can always be traced to the judge that gave it.
+	// Kind names the configured judge (judge_kind), so a log line always
+	// says which judge was in charge, even when the guard blocked first.
 	Kind() string
 	// Score rates r. An error denies the request (vaglio fails closed).
-	Score(ctx context.Context, r Request) (score float64, reason string, err error)
+	Score(ctx context.Context, r Request) (Judgement, error)
+}
+
+// Judgement is a Judge's answer.
+type Judgement struct {
+	Score  float64
+	Reason string
+	// Kind is the judge that gave the score, when it is not the
+	// configured one: the LLM judge answers with the rule-based judge's
+	// score, and says so here, when the model cannot answer. "" means
+	// Judge.Kind().
+	Kind string
 }
 
 // RuleJudgeKind is the judge_kind of RuleJudge. The version is part of the
 // name so that logged scores stay comparable when the rules change.
 const RuleJudgeKind = "rule-based-v1"
 
-// The weights of rule-based-v1, from SPEC §4 step 6.
+// The weights of rule-based-v1: the seed's (vaglio v1.1 §4, SPEC §4 step
+// 6), and the hidden-characters factor of issue 11.
 const (
 	ruleBase              = 0.70
 	ruleIntentNamesExec   = +0.10
 	ruleTraversalInArgs   = -0.20
 	ruleNonIdentifierKey  = -0.10
 	ruleNonCritical       = +0.05
+	ruleHiddenChars       = -0.40
 	minExecutorTokenRunes = 3
 )
+
+// ContextCritical is the key of Request.Context by which a request declares
+// itself non-critical ("critical": false), as the seed's context does.
+const ContextCritical = "critical"
 
 // RuleJudge is the built-in judge, rule-based-v1 (SPEC §4 step 6). It needs
 // no network and no model, so every deployment has a judge from day one; its
 // signals are deliberately cheap: does the intent agree with the executor,
-// do the args try to climb out of a directory, are the arg keys plain names.
+// do the args try to climb out of a directory, are the arg keys plain names,
+// do the target or the intent hide characters from the person reading them.
 //
-// With these weights its lowest possible score is 0.40 (a critical
-// capability, traversal and an odd key), above DefaultThreshold: on its own
-// it grades requests for the owner's card rather than refusing them; a
-// higher threshold or another Judge makes it refuse.
+// The +0.05 non-critical bonus applies, as in the seed, only when the
+// request's context declares "critical": false, and here only for a
+// capability the registry also calls non-critical (a declaration cannot
+// make code:exec look safer). So the seed's examples score as the seed
+// says: "read my notes in /tmp/n.txt" with fs_read is 0.80.
+//
+// Hidden characters (format characters such as the bidi controls and
+// zero-width characters, and control characters other than tab and
+// newline) in the target or the intent cost 0.40: a card cannot show what
+// they do, and a judge_threshold of 0.50 then denies every such request
+// while passing every request without them but the one with both a
+// traversal and an odd key (0.40). Without them the lowest score is 0.40,
+// above DefaultThreshold: on its own the judge grades requests for the
+// owner's card rather than refusing them.
 type RuleJudge struct{}
 
 // Kind returns RuleJudgeKind.
 func (RuleJudge) Kind() string { return RuleJudgeKind }
 
 // Score applies the rules and never fails. The reason lists every
-// adjustment that applied, and the resulting score.
-func (RuleJudge) Score(_ context.Context, r Request) (float64, string, error) {
+// adjustment that applied.
+func (RuleJudge) Score(_ context.Context, r Request) (Judgement, error) {
 	score := ruleBase
 	notes := []string{fmt.Sprintf("base %.2f", ruleBase)}
 
@@ -70,20 +101,72 @@ func (RuleJudge) Score(_ context.Context, r Request) (float64, string, error) {
 	})
 	if traversal {
 		score += ruleTraversalInArgs
-		notes = append(notes, fmt.Sprintf("%+.2f '..' with '/' in an arg", ruleTraversalInArgs))
+		notes = append(notes, fmt.Sprintf("%+.2f possible path traversal ('..' with '/' in an arg)", ruleTraversalInArgs))
 	}
 	if badKey {
 		score += ruleNonIdentifierKey
 		notes = append(notes, fmt.Sprintf("%+.2f arg key is not an identifier", ruleNonIdentifierKey))
 	}
-	if !r.Critical {
+	if declaresNonCritical(r) {
 		score += ruleNonCritical
-		notes = append(notes, fmt.Sprintf("%+.2f non-critical capability", ruleNonCritical))
+		notes = append(notes, fmt.Sprintf("%+.2f non-critical (declared by the context)", ruleNonCritical))
+	}
+	if where, runes := hiddenIn(r); where != "" {
+		score += ruleHiddenChars
+		notes = append(notes, fmt.Sprintf("%+.2f hidden characters in the %s (%s)", ruleHiddenChars, where, runes))
 	}
 	// Round away float noise (0.7+0.1+0.05 = 0.8500000000000001) so that a
 	// threshold of exactly 0.85 means what it says.
 	score = clampScore(math.Round(score*100) / 100)
-	return score, fmt.Sprintf("%s: %s = %.2f", RuleJudgeKind, strings.Join(notes, "; "), score), nil
+	return Judgement{Score: score, Reason: fmt.Sprintf("%s: %s", RuleJudgeKind, strings.Join(notes, "; "))}, nil
+}
+
+// declaresNonCritical reports a request whose context says "critical":
+// false for a capability that is not critical.
+func declaresNonCritical(r Request) bool {
+	c, ok := r.Context[ContextCritical].(bool)
+	return ok && !c && !r.Critical
+}
+
+// hiddenIn names where r's target and intent hide characters ("target",
+// "intent", "target and intent") and which ones, as U+XXXX, at most four.
+func hiddenIn(r Request) (where, runes string) {
+	var places []string
+	var seen []rune
+	for _, f := range []struct{ name, s string }{{"target", r.Target}, {"intent", r.Intent}} {
+		found := false
+		for i, c := range f.s {
+			if !IsHidden(c) || (c == '\r' && strings.HasPrefix(f.s[i+1:], "\n")) {
+				continue
+			}
+			found = true
+			if len(seen) < 4 && !slices.Contains(seen, c) {
+				seen = append(seen, c)
+			}
+		}
+		if found {
+			places = append(places, f.name)
+		}
+	}
+	if len(places) == 0 {
+		return "", ""
+	}
+	codes := make([]string, len(seen))
+	for i, c := range seen {
+		codes[i] = fmt.Sprintf("U+%04X", c)
+	}
+	return strings.Join(places, " and "), strings.Join(codes, ", ")
+}
+
+// IsHidden reports a character a person cannot see for what it is: a
+// format character (Unicode Cf: the bidi controls U+202A–U+202E and
+// U+2066–U+2069, the zero-width U+200B–U+200F, U+2060, U+FEFF, …) or a
+// control character other than tab and newline.
+func IsHidden(c rune) bool {
+	if c == '\t' || c == '\n' {
+		return false
+	}
+	return unicode.IsControl(c) || unicode.Is(unicode.Cf, c)
 }
 
 // intentNamesExecutor reports whether the intent mentions, case-insensitively,

@@ -18,7 +18,28 @@ func TestRuleJudge(t *testing.T) {
 	}{
 		{name: "base, critical", req: Request{Critical: true, Executor: "x"}, want: 0.70,
 			wantNotWhy: []string{"intent", "non-critical", "identifier", "'..'"}},
-		{name: "non-critical", req: Request{Executor: "x"}, want: 0.75, wantInWhy: []string{"+0.05 non-critical"}},
+		{name: "non-critical capability, nothing declared", req: Request{Executor: "x"}, want: 0.70, wantNotWhy: []string{"non-critical"}},
+		{name: "non-critical declared by the context", req: Request{Executor: "x", Context: map[string]any{"critical": false}},
+			want: 0.75, wantInWhy: []string{"+0.05 non-critical (declared by the context)"}},
+		{name: "critical capability declared non-critical", req: Request{Critical: true, Executor: "x", Context: map[string]any{"critical": false}},
+			want: 0.70, wantNotWhy: []string{"non-critical"}},
+		{name: "critical declared as a string", req: Request{Executor: "x", Context: map[string]any{"critical": "false"}}, want: 0.70},
+		// The seed's §4 examples.
+		{name: "seed: harmless path, generic intent", req: Request{Capability: "fs:read", Executor: "fs_read", Intent: "read my notes in /tmp/n.txt",
+			Target: "/tmp/n.txt", Args: map[string]any{"path": "/tmp/n.txt"}, Context: map[string]any{"mode": "multistep", "step": 1.0}},
+			want: 0.80, wantInWhy: []string{"+0.10 intent names the executor"}},
+		{name: "seed: suspicious path traversal", req: Request{Capability: "fs:read", Executor: "fs_read", Intent: "look at foo",
+			Args: map[string]any{"path": "/tmp/../etc/foo"}}, want: 0.50, wantInWhy: []string{"-0.20 possible path traversal"}},
+		// Issue 11: hidden characters.
+		{name: "bidi override in the target", req: Request{Critical: true, Target: "cat notes\u202E\u2066hs.txt"},
+			want: 0.30, wantInWhy: []string{"-0.40 hidden characters in the target (U+202E, U+2066)"}},
+		{name: "zero-width in the intent", req: Request{Critical: true, Intent: "read\u200b the file"},
+			want: 0.30, wantInWhy: []string{"-0.40 hidden characters in the intent (U+200B)"}},
+		{name: "both, counted once", req: Request{Critical: true, Target: "a\ufeff", Intent: "b\u2060\x1b"},
+			want: 0.30, wantInWhy: []string{"in the target and intent (U+FEFF, U+2060, U+001B)"}},
+		{name: "tab, newline and CRLF are not hidden", req: Request{Critical: true, Target: "a\tb\nc", Intent: "x\r\ny"}, want: 0.70,
+			wantNotWhy: []string{"hidden"}},
+		{name: "a lone CR is hidden", req: Request{Critical: true, Intent: "safe\rrm"}, want: 0.30, wantInWhy: []string{"U+000D"}},
 		{name: "intent names executor", req: Request{Critical: true, Executor: "fs_read_file", Intent: "Read the invoice FILE"},
 			want: 0.80, wantInWhy: []string{"+0.10 intent names the executor"}},
 		{name: "token split on colon and dot", req: Request{Critical: true, Executor: "mcp:gmail.send", Intent: "send the reply"},
@@ -32,12 +53,13 @@ func TestRuleJudge(t *testing.T) {
 		{name: "odd nested key", req: Request{Critical: true, Args: map[string]any{"ok": map[string]any{"1bad": "a"}}}, want: 0.60},
 		{name: "identifier keys", req: Request{Critical: true, Args: map[string]any{"_ok": map[string]any{"A9_b": "a"}}}, want: 0.70},
 		{name: "everything", req: Request{Executor: "shell_exec", Intent: "exec a build",
-			Args: map[string]any{"../p": "../../x"}}, want: 0.55},
+			Args: map[string]any{"../p": "../../x"}, Context: map[string]any{"critical": false}}, want: 0.55},
 		{name: "lowest possible", req: Request{Critical: true, Args: map[string]any{"a b": "../x"}}, want: 0.40},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			score, why, err := RuleJudge{}.Score(context.Background(), tt.req)
+			j, err := RuleJudge{}.Score(context.Background(), tt.req)
+			score, why := j.Score, j.Reason
 			if err != nil {
 				t.Fatalf("Score() error = %v", err)
 			}
@@ -73,7 +95,8 @@ func TestRuleJudge_ScoreInRange(t *testing.T) {
 			Executor:   randString(rng),
 			Args:       randArgs(rng, 3),
 		}
-		score, why, err := RuleJudge{}.Score(context.Background(), r)
+		j, err := RuleJudge{}.Score(context.Background(), r)
+		score, why := j.Score, j.Reason
 		if err != nil || score < 0 || score > 1 || math.IsNaN(score) || why == "" {
 			t.Fatalf("case %d: Score() = %v, %q, %v", i, score, why, err)
 		}
@@ -104,8 +127,8 @@ func TestCheck_ScoreInRange(t *testing.T) {
 type fixedJudge struct{ score float64 }
 
 func (fixedJudge) Kind() string { return "fixed" }
-func (j fixedJudge) Score(context.Context, Request) (float64, string, error) {
-	return j.score, "fixed", nil
+func (j fixedJudge) Score(context.Context, Request) (Judgement, error) {
+	return Judgement{Score: j.score, Reason: "fixed"}, nil
 }
 
 // randString draws from an alphabet that hits every rule: dots, slashes,

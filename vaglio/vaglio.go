@@ -8,6 +8,7 @@
 package vaglio
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -30,6 +33,10 @@ type Request struct {
 	Intent     string
 	Executor   string
 	Args       map[string]any
+	// Context is what the request declares about itself, the seed's
+	// context dictionary (mode, step, critical, …): the rule-based judge
+	// reads "critical", the log records the keys, never the values.
+	Context map[string]any
 }
 
 // Verdict is vaglio's answer. Its JSON names are part of the HTTP API
@@ -38,8 +45,10 @@ type Verdict struct {
 	Approved bool      `json:"approved"`
 	Reason   string    `json:"reason"`
 	TS       time.Time `json:"ts"`
-	// JudgeKind names the configured judge even when the guard blocked
-	// first, so a log line always says which judge was in charge.
+	// JudgeKind is the judge that gave the score: the configured one, or
+	// rule-based-v1 when the LLM judge could not answer. When the guard
+	// blocked first it names the configured judge, so a log line always
+	// says which judge was in charge.
 	JudgeKind string `json:"judge_kind"`
 	// Score is in [0,1]. It is 0 when the guard blocked (the judge is then
 	// not consulted: a guard hit is final, and a future LLM judge should
@@ -154,15 +163,20 @@ func (v *Vaglio) Check(ctx context.Context, r Request) Verdict {
 	verdict := Verdict{TS: v.now().UTC(), JudgeKind: v.judge.Kind()}
 	if blocked, reason := Guard(r, v.home); blocked {
 		verdict.Reason, verdict.BlockedBy = reason, BlockedByGuard
-	} else if score, reason, err := v.score(ctx, r); err != nil {
-		verdict.Reason, verdict.BlockedBy = fmt.Sprintf("judge %s failed, denied: %v", verdict.JudgeKind, err), BlockedByJudge
+	} else if j, err := v.score(ctx, r); err != nil {
+		verdict.Reason, verdict.BlockedBy = fmt.Sprintf("judge: %s failed, denied: %v", verdict.JudgeKind, err), BlockedByJudge
 	} else {
-		verdict.Score = score
-		if score < v.threshold {
-			verdict.Reason = fmt.Sprintf("judge: score %.2f below threshold %.2f (%s)", score, v.threshold, reason)
+		verdict.Score = j.Score
+		if j.Kind != "" {
+			verdict.JudgeKind = j.Kind
+		}
+		// The seed's wording: "judge: score 0.20 < threshold 0.30 (…)",
+		// "approved: score 0.80 (…)".
+		if j.Score < v.threshold {
+			verdict.Reason = fmt.Sprintf("judge: score %.2f < threshold %.2f (%s)", j.Score, v.threshold, j.Reason)
 			verdict.BlockedBy = BlockedByJudge
 		} else {
-			verdict.Approved, verdict.Reason = true, reason
+			verdict.Approved, verdict.Reason = true, fmt.Sprintf("approved: score %.2f (%s)", j.Score, j.Reason)
 		}
 	}
 	v.log(r, verdict)
@@ -171,37 +185,89 @@ func (v *Vaglio) Check(ctx context.Context, r Request) Verdict {
 
 // score calls the judge, turning a panic or a NaN into an error so that
 // Check fails closed, and clamping the score to [0,1].
-func (v *Vaglio) score(ctx context.Context, r Request) (score float64, reason string, err error) {
+func (v *Vaglio) score(ctx context.Context, r Request) (j Judgement, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			score, reason, err = 0, "", fmt.Errorf("judge panicked: %v", p)
+			j, err = Judgement{}, fmt.Errorf("judge panicked: %v", p)
 		}
 	}()
-	score, reason, err = v.judge.Score(ctx, r)
+	j, err = v.judge.Score(ctx, r)
 	if err != nil {
-		return 0, "", err
+		return Judgement{}, err
 	}
-	if math.IsNaN(score) {
-		return 0, "", fmt.Errorf("judge returned NaN")
+	if math.IsNaN(j.Score) {
+		return Judgement{}, fmt.Errorf("judge returned NaN")
 	}
-	return clampScore(score), reason, nil
+	j.Score = clampScore(j.Score)
+	return j, nil
 }
 
-// logLine is one line of the decision log. It deliberately has no target
-// and no arg values: a target can be a path or a command holding secrets,
-// and SPEC §4 step 6 allows only the keys of args.
+// logLine is one line of the decision log: the seed's record (vaglio v1.1
+// §6) with its names and types, so tools written for the seed's logs read
+// these, then extras. It deliberately has no target and no arg or context
+// values: a target can be a path or a command holding secrets, and SPEC §4
+// step 6 allows only the keys of args.
 type logLine struct {
-	TS         time.Time `json:"ts"`
-	Agent      string    `json:"agent"`
-	Capability string    `json:"capability"`
-	Executor   string    `json:"executor"`
-	Intent     string    `json:"intent"`
-	ArgKeys    []string  `json:"arg_keys"`
-	Approved   bool      `json:"approved"`
-	Score      float64   `json:"score"`
-	Reason     string    `json:"reason"`
-	BlockedBy  string    `json:"blocked_by,omitempty"`
-	JudgeKind  string    `json:"judge_kind"`
+	Approved    bool     `json:"approved"`
+	Reason      string   `json:"reason"`
+	TS          pyFloat  `json:"ts"` // Unix seconds
+	JudgeKind   string   `json:"judge_kind"`
+	Score       pyFloat  `json:"score"`
+	BlockedBy   *string  `json:"blocked_by"` // null when approved
+	Intent      string   `json:"intent"`
+	Executor    string   `json:"executor"`
+	ArgsKeys    []string `json:"args_keys"`    // top-level keys, sorted
+	ContextKeys []string `json:"context_keys"` // agent, capability and the request's context keys
+
+	// Extras, after the seed's fields.
+	Agent       string   `json:"agent"`
+	Capability  string   `json:"capability"`
+	ArgKeyPaths []string `json:"arg_key_paths"` // nested keys too: a.b, items[].name
+}
+
+// unixSeconds is t as the seed's ts: Unix seconds with the fraction, to the
+// microsecond.
+func unixSeconds(t time.Time) pyFloat {
+	return pyFloat(float64(t.UnixMicro()) / 1e6)
+}
+
+// pyFloat is a float64 that always reads back as a float in Python (0.0 and
+// 1714225863.0, never 0 or 1714225863), as the seed's ts and score do.
+type pyFloat float64
+
+// MarshalJSON writes the shortest decimal form, with ".0" when it has no
+// fraction. Scores and times are finite.
+func (f pyFloat) MarshalJSON() ([]byte, error) {
+	b := strconv.AppendFloat(nil, float64(f), 'f', -1, 64)
+	if !bytes.ContainsRune(b, '.') {
+		b = append(b, '.', '0')
+	}
+	return b, nil
+}
+
+// topKeys returns the sorted top-level keys of m, never nil.
+func topKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// contextKeys names what vaglio was told about the request besides its
+// intent, executor and args: agent and capability, and the keys the
+// request's own context declares.
+func contextKeys(r Request) []string {
+	keys := topKeys(r.Context)
+	if r.Agent != "" && !slices.Contains(keys, "agent") {
+		keys = append(keys, "agent")
+	}
+	if r.Capability != "" && !slices.Contains(keys, "capability") {
+		keys = append(keys, "capability")
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // logFileMode and logDirMode keep the decision log private to the gateway's
@@ -218,19 +284,24 @@ func (v *Vaglio) log(r Request, verdict Verdict) {
 	if v.logDir == "" {
 		return
 	}
-	line, err := json.Marshal(logLine{
-		TS:         verdict.TS,
-		Agent:      r.Agent,
-		Capability: r.Capability,
-		Executor:   r.Executor,
-		Intent:     r.Intent,
-		ArgKeys:    argKeys(r.Args),
-		Approved:   verdict.Approved,
-		Score:      verdict.Score,
-		Reason:     verdict.Reason,
-		BlockedBy:  verdict.BlockedBy,
-		JudgeKind:  verdict.JudgeKind,
-	})
+	rec := logLine{
+		Approved:    verdict.Approved,
+		Reason:      verdict.Reason,
+		TS:          unixSeconds(verdict.TS),
+		JudgeKind:   verdict.JudgeKind,
+		Score:       pyFloat(verdict.Score),
+		Intent:      r.Intent,
+		Executor:    r.Executor,
+		ArgsKeys:    topKeys(r.Args),
+		ContextKeys: contextKeys(r),
+		Agent:       r.Agent,
+		Capability:  r.Capability,
+		ArgKeyPaths: argKeys(r.Args),
+	}
+	if verdict.BlockedBy != "" {
+		rec.BlockedBy = &verdict.BlockedBy
+	}
+	line, err := json.Marshal(rec)
 	if err != nil {
 		v.logger.Warn("vaglio: encode decision log line", "error", err, "agent", r.Agent, "capability", r.Capability)
 		return

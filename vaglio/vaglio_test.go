@@ -11,6 +11,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -52,7 +54,7 @@ func TestCheck(t *testing.T) {
 			wantApproved: true},
 		{name: "threshold 0.99 blocks", threshold: 0.99,
 			req:           Request{Capability: "fs:read", Target: "/tmp/x"},
-			wantBlockedBy: BlockedByJudge, wantInReason: "below threshold 0.99"},
+			wantBlockedBy: BlockedByJudge, wantInReason: "judge: score 0.70 < threshold 0.99 (rule-based-v1"},
 		{name: "threshold 0 never blocks", threshold: 0,
 			req:          Request{Capability: "fs:read", Critical: true, Target: "/tmp/x", Args: map[string]any{"a-b": "../x"}},
 			wantApproved: true},
@@ -133,14 +135,14 @@ func TestCheck_JudgeFailureDenies(t *testing.T) {
 type failingJudge struct{}
 
 func (failingJudge) Kind() string { return "failing" }
-func (failingJudge) Score(context.Context, Request) (float64, string, error) {
-	return 0.9, "", errors.New("model unavailable")
+func (failingJudge) Score(context.Context, Request) (Judgement, error) {
+	return Judgement{Score: 0.9}, errors.New("model unavailable")
 }
 
 type panickingJudge struct{}
 
 func (panickingJudge) Kind() string { return "panicking" }
-func (panickingJudge) Score(context.Context, Request) (float64, string, error) {
+func (panickingJudge) Score(context.Context, Request) (Judgement, error) {
 	panic("boom")
 }
 
@@ -173,7 +175,7 @@ func TestCheck_Log(t *testing.T) {
 	if bytes.Contains(data, []byte("id_rsa")) || bytes.Contains(data, []byte("api.example")) {
 		t.Errorf("log holds a target:\n%s", data)
 	}
-	for _, want := range []string{`"api_token"`, `"body.amount"`, `"body.memo"`, `"intent":"charge the card"`, `"executor":"http_post"`} {
+	for _, want := range []string{`"args_keys":["api_token","body"]`, `"body.amount"`, `"body.memo"`, `"intent":"charge the card"`, `"executor":"http_post"`} {
 		if !bytes.Contains(data, []byte(want)) {
 			t.Errorf("log lacks %s:\n%s", want, data)
 		}
@@ -191,7 +193,7 @@ func TestCheck_Log(t *testing.T) {
 	if len(lines) != len(reqs) {
 		t.Fatalf("%d lines, want %d", len(lines), len(reqs))
 	}
-	for _, key := range []string{"ts", "agent", "capability", "executor", "intent", "arg_keys", "approved", "score", "reason", "judge_kind"} {
+	for _, key := range []string{"ts", "agent", "capability", "executor", "intent", "args_keys", "context_keys", "arg_key_paths", "approved", "score", "reason", "judge_kind", "blocked_by"} {
 		if _, ok := lines[0][key]; !ok {
 			t.Errorf("line lacks %q: %v", key, lines[0])
 		}
@@ -321,5 +323,84 @@ func TestCheck_LogBuffered(t *testing.T) {
 	v.Check(context.Background(), Request{Capability: "fs:read", Target: "/tmp/x", Intent: "after close"})
 	if data, _ := os.ReadFile(name); !bytes.Contains(data, []byte("after close")) {
 		t.Fatal("a check after Close was not written at once")
+	}
+}
+
+// TestCheck_LogSeedRecord: each line starts with the seed's ten fields
+// (vaglio v1.1 §6), in its order, with its types: ts and score floats,
+// blocked_by null when approved, args_keys and context_keys lists of
+// names. Extras follow.
+func TestCheck_LogSeedRecord(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 4, 27, 18, 31, 3, 214_000_000, time.UTC)
+	v := New(Options{Threshold: DefaultThreshold, LogDir: dir, Home: testHome, Now: func() time.Time { return now }})
+	v.Check(context.Background(), Request{Agent: "metnos", Capability: "fs:read", Executor: "fs_read", Intent: "read my notes in /tmp/n.txt",
+		Target: "/tmp/n.txt", Args: map[string]any{"path": "/tmp/n.txt"}, Context: map[string]any{"mode": "multistep", "step": 2.0}})
+	v.Check(context.Background(), Request{Agent: "metnos", Capability: "fs:read", Executor: "fs_read", Intent: "read the key",
+		Args: map[string]any{"path": "~/.ssh/id_rsa"}, Context: map[string]any{"mode": "multistep", "step": 3.0}})
+	v.Flush()
+	data, err := os.ReadFile(filepath.Join(dir, "2026-04.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines:\n%s", len(lines), data)
+	}
+	seed := []string{"approved", "reason", "ts", "judge_kind", "score", "blocked_by", "intent", "executor", "args_keys", "context_keys"}
+	for i, line := range lines {
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.UseNumber()
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			t.Fatalf("line %d: %v %v", i, tok, err)
+		}
+		var keys []string
+		vals := map[string]any{}
+		for dec.More() {
+			k, _ := dec.Token()
+			var val any
+			if err := dec.Decode(&val); err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, k.(string))
+			vals[k.(string)] = val
+		}
+		if len(keys) < len(seed) || !slices.Equal(keys[:len(seed)], seed) {
+			t.Errorf("line %d keys %v, want the seed's %v first", i, keys, seed)
+		}
+		for _, k := range []string{"ts", "score"} {
+			n, ok := vals[k].(json.Number)
+			if !ok || !strings.Contains(n.String(), ".") {
+				t.Errorf("line %d %s = %#v, want a float", i, k, vals[k])
+			}
+		}
+		if ts, _ := vals["ts"].(json.Number).Float64(); ts != 1777314663.214 {
+			t.Errorf("ts = %v, want 1777314663.214", vals["ts"])
+		}
+		for _, k := range []string{"reason", "judge_kind", "intent", "executor"} {
+			if _, ok := vals[k].(string); !ok {
+				t.Errorf("line %d %s = %#v, want a string", i, k, vals[k])
+			}
+		}
+		if !reflect.DeepEqual(vals["args_keys"], []any{"path"}) {
+			t.Errorf("args_keys = %#v", vals["args_keys"])
+		}
+		if !reflect.DeepEqual(vals["context_keys"], []any{"agent", "capability", "mode", "step"}) {
+			t.Errorf("context_keys = %#v", vals["context_keys"])
+		}
+	}
+	var first, second map[string]any
+	json.Unmarshal([]byte(lines[0]), &first)
+	json.Unmarshal([]byte(lines[1]), &second)
+	if first["approved"] != true || first["blocked_by"] != nil || first["score"] != 0.8 ||
+		first["reason"] != "approved: score 0.80 (rule-based-v1: base 0.70; +0.10 intent names the executor)" {
+		t.Errorf("first line %v", first)
+	}
+	if second["approved"] != false || second["blocked_by"] != "guard" || second["score"] != 0.0 ||
+		!strings.HasPrefix(second["reason"].(string), "guard: forbidden path .ssh in args.path") {
+		t.Errorf("second line %v", second)
+	}
+	if strings.Contains(string(data), "id_rsa") || strings.Contains(string(data), "multistep") {
+		t.Errorf("log holds a value:\n%s", data)
 	}
 }

@@ -136,6 +136,10 @@ func policyCheck(e *env, args []string) error {
 	if err != nil {
 		return usagef("check: CAPABILITY: %v", err)
 	}
+	if *target == "" && c.TargetKind != policy.KindNone {
+		// The seed's policy check: without a target, the table's word.
+		return printTableOnly(e, level, c, *explain)
+	}
 	if err := policy.ValidateTarget(c, *target); err != nil {
 		return usagef("check: --target: %v", err)
 	}
@@ -193,6 +197,21 @@ func policyCheck(e *env, args []string) error {
 		if dec.Vaglio != nil {
 			out["vaglio"] = dec.Vaglio
 		}
+	}
+	return printJSONLine(e.stdout, out)
+}
+
+// printTableOnly answers a target-less `policy check` with the autonomy
+// table's outcome (vaglio seed §7, policy seed §7): rules, grants and
+// vaglio all need a target, so they are not consulted, and the reason says
+// so.
+func printTableOnly(e *env, level policy.Level, c policy.Capability, explain bool) error {
+	outcome := policy.TableOutcome(level, c)
+	out := map[string]any{"outcome": outcome,
+		"reason": fmt.Sprintf("table: %s at %s is %s (no --target: rules, grants and vaglio not consulted)", c.Name, level, outcome)}
+	if explain {
+		out["autonomy"] = level
+		out["trace"] = []policy.Step{{Layer: "table", Outcome: outcome, Detail: fmt.Sprintf("%s at %s", c.Name, level)}}
 	}
 	return printJSONLine(e.stdout, out)
 }

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestPolicyCheck_NoTarget: without --target, `gateway policy check LEVEL
+// CAP` answers the table's outcome, as the seed's CLI does, instead of
+// refusing the question.
+func TestPolicyCheck_NoTarget(t *testing.T) {
+	home := t.TempDir()
+	getenv := func(k string) string { return map[string]string{"HOME": home, "XDG_STATE_HOME": home + "/state"}[k] }
+	tests := []struct {
+		level, capability, want string
+	}{
+		{"Full", "code:exec", "approval_required"},
+		{"Full", "fs:read", "allowed"},
+		{"Supervised", "fs:write", "approval_required"},
+		{"ReadOnly", "fs:write", "denied"},
+		{"ReadOnly", "mail:read", "approval_required"},
+		{"full", "mail:send", "approval_required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.level+" "+tt.capability, func(t *testing.T) {
+			r := runCLI(context.Background(), getenv, "", "policy", "check", tt.level, tt.capability, "--explain")
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			var out struct {
+				Outcome string `json:"outcome"`
+				Reason  string `json:"reason"`
+				Trace   []struct {
+					Layer string `json:"layer"`
+				} `json:"trace"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+				t.Fatalf("%q: %v", r.stdout, err)
+			}
+			if out.Outcome != tt.want || !strings.Contains(out.Reason, "no --target") || len(out.Trace) != 1 || out.Trace[0].Layer != "table" {
+				t.Errorf("check = %s, want %s from the table alone", r.stdout, tt.want)
+			}
+		})
+	}
+	// With a target the whole decision still runs, vaglio included.
+	r := runCLI(context.Background(), getenv, "", "policy", "check", "Full", "fs:read", "--target", "/etc/shadow.old")
+	if r.code != 0 || !strings.Contains(r.stdout, `"outcome":"denied"`) || !strings.Contains(r.stdout, "guard") {
+		t.Errorf("check with a target = %d %s %s", r.code, r.stdout, r.stderr)
+	}
+}
