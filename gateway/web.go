@@ -77,6 +77,8 @@ func (s *Server) webRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /web/state", w.access(hf(w.state)))
 	mux.Handle("POST /web/decide", w.access(w.csrf(hf(w.decide))))
 	mux.Handle("POST /web/revoke", w.access(w.csrf(hf(w.revoke))))
+	mux.Handle("POST /web/rules/add", w.access(w.csrf(hf(w.addRule))))
+	mux.Handle("POST /web/rules/remove", w.access(w.csrf(hf(w.removeRule))))
 	mux.HandleFunc("GET /login", w.loginPage)
 	mux.Handle("POST /login", w.csrf(hf(w.login)))
 	mux.Handle("POST /logout", w.csrf(hf(w.logout)))
@@ -115,6 +117,9 @@ type pageData struct {
 	MorePending int
 	Grants      []grantRow
 	Recent      []recentRow
+	// Rules are every rule with its source; run-time ones can be removed.
+	Rules            []ruleRow
+	RuleCapabilities []string // the add form's choices
 	State       string // fingerprint of the lists; the page reloads when it changes
 	Refresh     int    // seconds between checks
 }
@@ -165,6 +170,9 @@ func (w *web) load(ctx context.Context) (pageData, error) {
 		d.Recent = append(d.Recent, recentRow{Title: r.Agent + " wants " + r.Capability, Target: r.Target,
 			StatusLine: cards.StatusLine(r, w.loc), Note: r.Note, Status: r.Status})
 		fmt.Fprintf(h, "r%s%s;", r.ID, r.Status)
+	}
+	if err := w.loadRules(ctx, &d, h); err != nil {
+		return pageData{}, err
 	}
 	d.State = hex.EncodeToString(h.Sum(nil)[:12])
 	return d, nil

@@ -1,0 +1,116 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash"
+	"net/http"
+	"strings"
+
+	"github.com/metnos/gateway/policy"
+)
+
+// ruleRow is one rule as the web page lists it, with where it comes from.
+type ruleRow struct {
+	policy.RuleInfo
+	DOMID string // "rule-api-3": the id with characters HTML ids dislike replaced
+	Scope string // "agent metnos · sender roberto", empty for an org rule
+}
+
+// ruleCapabilities are the choices of the add form's capability: "*",
+// each prefix ("fs:*"), then each capability.
+func ruleCapabilities() []string {
+	out := []string{"*"}
+	seen := map[string]bool{}
+	for _, c := range policy.Registry() {
+		pre, _, _ := strings.Cut(c.Name, ":")
+		if !seen[pre] {
+			seen[pre] = true
+			out = append(out, pre+":*")
+		}
+	}
+	for _, c := range policy.Registry() {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// loadRules fills the page's rules and adds them to its fingerprint.
+func (w *web) loadRules(ctx context.Context, d *pageData, h hash.Hash) error {
+	d.RuleCapabilities = ruleCapabilities()
+	if w.s.rules == nil {
+		return nil
+	}
+	list, err := w.s.rules.List(ctx)
+	if err != nil {
+		return fmt.Errorf("web page: list rules: %w", err)
+	}
+	for _, ri := range list {
+		var scope []string
+		for _, kv := range [][2]string{{"agent", ri.Agent}, {"channel", ri.Channel}, {"sender", ri.SenderID}} {
+			if kv[1] != "" {
+				scope = append(scope, kv[0]+" "+kv[1])
+			}
+		}
+		d.Rules = append(d.Rules, ruleRow{RuleInfo: ri, DOMID: "rule-" + strings.ReplaceAll(ri.ID, ":", "-"),
+			Scope: strings.Join(scope, " · ")})
+		fmt.Fprintf(h, "u%s%d%s%s;", ri.ID, ri.Position, ri.Action, ri.Target)
+	}
+	return nil
+}
+
+// webActor names who changed a rule from the page, for created_by and audit.
+func (w *web) webActor(r *http.Request) string {
+	if w.isLocal(r) {
+		return "web:local"
+	}
+	return "web:owner"
+}
+
+// addRule is POST /web/rules/add: the page's add form (admins only: every
+// user of the page is one, on this machine or logged in with the admin token).
+func (w *web) addRule(rw http.ResponseWriter, r *http.Request) {
+	pos, err := policy.ParsePosition(r.PostFormValue("position"))
+	if err == nil {
+		var ri policy.RuleInfo
+		ri, err = w.s.rules.Add(r.Context(), policy.NewRule{
+			Capability: r.PostFormValue("capability"), Target: strings.TrimSpace(r.PostFormValue("target")),
+			Action: policy.Action(r.PostFormValue("action")), SenderID: strings.TrimSpace(r.PostFormValue("sender_id")),
+			Agent: strings.TrimSpace(r.PostFormValue("agent")), Channel: strings.TrimSpace(r.PostFormValue("channel")),
+			Position: pos,
+		}, w.webActor(r))
+		if err == nil {
+			w.s.log.Info("rule added", "rule_id", ri.ID, "by", w.webActor(r))
+			w.redirect(rw, r, flash{Text: fmt.Sprintf("Added rule %s: %s %s on %s (%s, position %d).",
+				ri.ID, ri.Action, ri.Capability, ri.Target, ri.Owner, ri.Position)})
+			return
+		}
+	}
+	var fe *policy.FieldError
+	if errors.As(err, &fe) {
+		w.redirect(rw, r, flash{Error: true, Text: "Rule not added: " + fe.Error()})
+		return
+	}
+	w.s.log.Error("web add rule failed", "err", err)
+	w.redirect(rw, r, flash{Error: true, Text: "The rule could not be added; see the gateway log."})
+}
+
+// removeRule is POST /web/rules/remove: the Remove button of a run-time rule.
+func (w *web) removeRule(rw http.ResponseWriter, r *http.Request) {
+	id := r.PostFormValue("id")
+	err := w.s.rules.Remove(r.Context(), id, w.webActor(r))
+	var fe *policy.FieldError
+	switch {
+	case err == nil:
+		w.s.log.Info("rule removed", "rule_id", id, "by", w.webActor(r))
+		w.redirect(rw, r, flash{Text: fmt.Sprintf("Removed rule %s.", id)})
+	case errors.Is(err, policy.ErrRuleFromConfig):
+		w.redirect(rw, r, flash{Error: true, Text: fmt.Sprintf("Rule %s comes from the config file: edit the file to change it.", id)})
+	case errors.Is(err, policy.ErrNotFound), errors.As(err, &fe):
+		w.redirect(rw, r, flash{Error: true, Text: fmt.Sprintf("There is no rule %s (already removed?).", id)})
+	default:
+		w.s.log.Error("web remove rule failed", "rule_id", id, "err", err)
+		w.redirect(rw, r, flash{Error: true, Text: "The rule could not be removed; see the gateway log."})
+	}
+}
