@@ -119,6 +119,10 @@ func (s *Server) AgentByID(id string) *Agent {
 	return nil
 }
 
+// Rules returns the rule store (the file's rules and those added at run
+// time), for the messengers' commands; nil when the server has none.
+func (s *Server) Rules() *policy.RuleStore { return s.rules }
+
 // CallbackKey is the HMAC key of an agent's callbacks: its token.
 func (s *Server) CallbackKey(agent string) []byte {
 	if a := s.AgentByID(agent); a != nil {

@@ -18,10 +18,11 @@ import (
 // What a refused click or command is told. Short: it shows as a grey
 // "Only visible to you" line under the card.
 const (
-	msgNotApprover = "You are not an approver: only the people listed in `slack.approvers` can decide. Nothing was changed."
-	msgNotAdmin    = "Only the people listed in `slack.admins` can revoke grants. Nothing was changed."
-	msgNotOurs     = "That is not a button the gateway knows. Nothing was changed."
-	msgInternal    = "Something went wrong on the gateway; nothing was changed. Its log has the details."
+	msgNotApprover   = "You are not an approver: only the people listed in `slack.approvers` can decide. Nothing was changed."
+	msgNotAdmin      = "Only the people listed in `slack.admins` can revoke grants. Nothing was changed."
+	msgNotAdminRules = "Only the people listed in `slack.admins` can see and change the rules. Nothing was changed."
+	msgNotOurs       = "That is not a button the gateway knows. Nothing was changed."
+	msgInternal      = "Something went wrong on the gateway; nothing was changed. Its log has the details."
 )
 
 // interactionKey identifies one click whatever carries it: Slack gives

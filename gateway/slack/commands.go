@@ -2,13 +2,16 @@ package slack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/policy"
 )
 
 // commandHelp is the answer to /approvals help (and to anything unknown).
@@ -16,6 +19,7 @@ const commandHelp = "*/approvals* — the approval gateway\n" +
 	"• `/approvals pending` — requests waiting for a decision\n" +
 	"• `/approvals grants [sender]` — active grants, optionally of one sender\n" +
 	"• `/approvals revoke ID` — revoke a grant (slack.admins only)\n" +
+	"• `/approvals rules` — the policy rules, run-time and the config file's; `/approvals rules rm ID` removes a run-time one (slack.admins only)\n" +
 	"• `/approvals help` — this text\n" +
 	"Cards with Allow once / Allow always / Deny arrive in the approvals channel; the Home tab lists both."
 
@@ -72,7 +76,51 @@ func (m *Messenger) handleCommand(ctx context.Context, c slackapi.SlashCommand) 
 			return
 		}
 		m.revoke(ctx, c.UserID, c.UserName, id, func(text string) { m.reply(ctx, to, text) })
+	case "rules":
+		m.rulesCommand(ctx, c, args, func(text string) { m.reply(ctx, to, text) })
 	default:
 		m.reply(ctx, to, fmt.Sprintf("Unknown subcommand `%s`.\n%s", cards.EscapeMrkdwn(sub), commandHelp))
+	}
+}
+
+// rulesCommand is /approvals rules [rm ID], for slack.admins: the rules in
+// evaluation order with their source, and removing a run-time one.
+func (m *Messenger) rulesCommand(ctx context.Context, c slackapi.SlashCommand, args []string, answer func(string)) {
+	if !m.admin[c.UserID] {
+		m.log.Warn("refused /approvals rules from a non-admin", "user_id", c.UserID)
+		answer(msgNotAdminRules)
+		return
+	}
+	if m.opts.Rules == nil {
+		answer("This gateway has no rule store; nothing to show.")
+		return
+	}
+	switch {
+	case len(args) == 0:
+		list, err := m.opts.Rules.List(ctx)
+		if err != nil {
+			m.log.Error("list rules for slack", "err", err)
+			answer(msgInternal)
+			return
+		}
+		answer(cards.SlackRulesText(list))
+	case len(args) == 2 && (args[0] == "rm" || args[0] == "remove"):
+		id := args[1]
+		by := approvals.Actor{Channel: Name, ID: c.UserID, Name: c.UserName}.String()
+		err := m.opts.Rules.Remove(ctx, id, by)
+		switch {
+		case err == nil:
+			m.log.Info("rule removed in slack", "rule_id", id, "user_id", c.UserID)
+			answer(fmt.Sprintf("Removed rule `%s`; the next decision goes without it.", cards.EscapeMrkdwn(id)))
+		case errors.Is(err, policy.ErrRuleFromConfig):
+			answer(fmt.Sprintf("Rule `%s` comes from the config file: edit the file to change it. Nothing was changed.", cards.EscapeMrkdwn(id)))
+		case errors.Is(err, policy.ErrNotFound), errors.Is(err, policy.ErrInvalid):
+			answer(fmt.Sprintf("There is no rule `%s` (see `/approvals rules`). Nothing was changed.", cards.EscapeMrkdwn(id)))
+		default:
+			m.log.Error("remove rule from slack failed", "rule_id", id, "err", err)
+			answer(msgInternal)
+		}
+	default:
+		answer("Usage: `/approvals rules` or `/approvals rules rm ID` (an `api:N` id, as `/approvals rules` lists it)")
 	}
 }

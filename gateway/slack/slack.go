@@ -30,6 +30,7 @@ import (
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/locale"
+	"github.com/metnos/gateway/policy"
 )
 
 // Name is the messenger's name in agents[].notify and on cards.
@@ -60,6 +61,9 @@ type Options struct {
 	Now func() time.Time
 	// Dialer opens the Socket Mode WebSocket (default: slack-go's).
 	Dialer *websocket.Dialer
+	// Rules is the rule store /approvals rules lists and changes (default:
+	// the server's, through Factory).
+	Rules *policy.RuleStore
 	// Backoff is the first pause before a Socket Mode restart after a
 	// failure; it doubles up to a minute. Default one second.
 	Backoff time.Duration
@@ -94,7 +98,10 @@ var _ gateway.Messenger = (*Messenger)(nil)
 // Factory returns the gateway.MessengerFactory that builds the adapter
 // once the approvals service exists.
 func Factory(cfg config.Slack, o Options) gateway.MessengerFactory {
-	return func(svc *approvals.Service, _ *gateway.Server) (gateway.Messenger, error) {
+	return func(svc *approvals.Service, srv *gateway.Server) (gateway.Messenger, error) {
+		if o.Rules == nil && srv != nil {
+			o.Rules = srv.Rules()
+		}
 		return New(svc, cfg, o)
 	}
 }
