@@ -120,8 +120,8 @@ type pageData struct {
 	// Rules are every rule with its source; run-time ones can be removed.
 	Rules            []ruleRow
 	RuleCapabilities []string // the add form's choices
-	State       string // fingerprint of the lists; the page reloads when it changes
-	Refresh     int    // seconds between checks
+	State            string   // fingerprint of the lists; the page reloads when it changes
+	Refresh          int      // seconds between checks
 }
 
 // load reads the three lists and their fingerprint.
