@@ -19,6 +19,9 @@ type PruneReport struct {
 	ExpiredMarked   []int64 `json:"expired_marked"`
 	RequestsDeleted int     `json:"requests_deleted"`
 	GrantsDeleted   int     `json:"grants_deleted"`
+	// AuditDeleted counts audit rows older than Retention removed; a
+	// checkpoint row keeps the chain verifiable (storage.PruneAudit).
+	AuditDeleted int `json:"audit_deleted"`
 }
 
 func ids(ctx context.Context, q storage.Querier, query string, args ...any) ([]int64, error) {
@@ -41,7 +44,8 @@ func ids(ctx context.Context, q storage.Querier, query string, args ...any) ([]i
 // Prune runs one pass of SPEC §5's prune job in one transaction: revokes
 // grants unused for StaleAfter (reason "stale"), marks expired grants
 // (reason "expired"), and deletes finished requests and revoked or expired
-// grants older than Retention. The audit trail is never deleted.
+// grants older than Retention. Audit rows older than Retention are removed
+// too, leaving a checkpoint that keeps the hash chain verifiable.
 func (s *Service) Prune(ctx context.Context, dryRun bool) (PruneReport, error) {
 	now := s.now().UTC()
 	rep := PruneReport{DryRun: dryRun}
@@ -71,6 +75,13 @@ func (s *Service) Prune(ctx context.Context, dryRun bool) (PruneReport, error) {
 				return err
 			}
 		}
+		var audit storage.AuditPruned
+		if s.opts.Retention > 0 {
+			if audit, err = storage.PruneAudit(ctx, tx, now.Add(-s.opts.Retention), dryRun); err != nil {
+				return err
+			}
+			rep.AuditDeleted = audit.Removed
+		}
 		if dryRun {
 			return nil
 		}
@@ -93,9 +104,13 @@ func (s *Service) Prune(ctx context.Context, dryRun bool) (PruneReport, error) {
 				return err
 			}
 		}
+		detail := audit.Detail()
+		for k, v := range map[string]any{"stale_revoked": len(rep.StaleRevoked), "expired_marked": len(rep.ExpiredMarked),
+			"requests_deleted": rep.RequestsDeleted, "grants_deleted": rep.GrantsDeleted} {
+			detail[k] = v
+		}
 		return storage.AppendAudit(ctx, tx, storage.AuditEvent{At: now, Actor: "prune", Event: storage.AuditPrune,
-			Detail: map[string]any{"stale_revoked": len(rep.StaleRevoked), "expired_marked": len(rep.ExpiredMarked),
-				"requests_deleted": rep.RequestsDeleted, "grants_deleted": rep.GrantsDeleted}})
+			Detail: detail})
 	})
 	if err != nil {
 		return PruneReport{}, fmt.Errorf("prune: %w", err)
@@ -118,7 +133,7 @@ func (s *Service) StartPruner(ctx context.Context, schedule string) (stop func()
 			return
 		}
 		s.log.Info("prune", "stale_revoked", len(rep.StaleRevoked), "expired_marked", len(rep.ExpiredMarked),
-			"requests_deleted", rep.RequestsDeleted, "grants_deleted", rep.GrantsDeleted)
+			"requests_deleted", rep.RequestsDeleted, "grants_deleted", rep.GrantsDeleted, "audit_deleted", rep.AuditDeleted)
 	}
 	if _, err := c.AddFunc(schedule, job); err != nil {
 		return nil, fmt.Errorf("prune schedule %q: %w", schedule, err)

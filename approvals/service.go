@@ -278,7 +278,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		}
 		return storage.AppendAudit(ctx, tx, storage.AuditEvent{
 			At: now, Actor: "agent:" + agent, Event: storage.AuditOutcome, RequestID: r.ID,
-			Detail: map[string]any{"capability": r.Capability, "outcome": string(r.Outcome), "status": string(r.Status),
+			Detail: map[string]any{"agent": agent, "capability": r.Capability, "outcome": string(r.Outcome), "status": string(r.Status),
 				"reason": r.Reason, "call_id": r.CallID},
 		})
 	})
@@ -499,7 +499,7 @@ func (s *Service) finishTx(ctx context.Context, tx storage.Querier, r *Request, 
 		storage.FormatTime(now), r.ID); err != nil {
 		return err
 	}
-	detail := map[string]any{"status": string(st), "capability": r.Capability}
+	detail := map[string]any{"status": string(st), "agent": r.Agent, "capability": r.Capability}
 	if d != nil {
 		detail["decision"] = string(*d)
 	}

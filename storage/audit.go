@@ -2,22 +2,62 @@ package storage
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"strconv"
+	"strings"
 	"time"
 )
+
+// The audit trail is a hash chain. Every row has a position, seq (1, 2, 3 …
+// with no gap), and
+//
+//	hash = hex(sha256(previous row's hash as 32 bytes ‖ canonical encoding of this row))
+//
+// where the canonical encoding is the netstrings ("<length>:<bytes>,") of
+// at, actor, event, request_id, grant_id (decimal, "" when none) and detail
+// (the stored JSON text, "" when none), as they are stored and as
+// `gateway audit --format jsonl` prints them, so anyone can recompute the
+// chain from an export. The first row of the chain is a genesis row
+// (previous hash: 32 zero bytes) or, once the prune job has removed older
+// rows, a checkpoint row that holds the hash of the last removed row.
+//
+// Appends from every transaction, process and replica join one chain: a
+// row is inserted without seq and hash, and the transaction seals its rows
+// just before it commits (DB.InTx): it locks the chain's head row
+// (audit_chain, FOR UPDATE on PostgreSQL; SQLite admits one writer
+// anyway), numbers and hashes its rows after the head and moves the head.
+// Taking the head last, after every other lock of the transaction, means
+// it cannot deadlock against a transaction that waits for a row this one
+// holds; holding it until commit means rows commit in seq order, so a
+// reader that polls seq > last never skips one.
 
 // AuditEvent is one append-only audit row. Detail holds names, ids and
 // outcomes only: never argument values or secrets.
 type AuditEvent struct {
-	ID        int64          `json:"id"`
+	ID        int64          `json:"-"`   // the row id (internal; seq is the position)
+	Seq       int64          `json:"seq"` // position in the chain; 0 until sealed
 	At        time.Time      `json:"at"`
 	Actor     string         `json:"actor"`
 	Event     string         `json:"event"`
 	RequestID string         `json:"request_id,omitempty"`
 	GrantID   int64          `json:"grant_id,omitempty"`
 	Detail    map[string]any `json:"detail,omitempty"`
+	Hash      string         `json:"hash,omitempty"`
+	// Agent and Capability are copies of Detail's "agent" and "capability",
+	// filled in by AppendAudit (from the request or grant the row names when
+	// the caller did not say) and kept in indexed columns for the filters.
+	Agent      string `json:"-"`
+	Capability string `json:"-"`
+
+	at     string // the stored text of At, Detail and GrantID: what the hash covers
+	detail string
+	grant  string
 }
 
 // The audit event names.
@@ -31,6 +71,11 @@ const (
 	AuditGrantRevoked = "grant_revoked" // a grant was revoked (by a person or as stale)
 	AuditPrune        = "prune"         // one pass of the prune job
 	AuditNote         = "note"          // the owner attached a note to a request
+	AuditGenesis      = "chain_genesis" // the first row of the hash chain
+	// AuditCheckpoint stands where the prune job removed the oldest rows:
+	// its hash is the hash of the last row removed, so the chain after it
+	// still verifies.
+	AuditCheckpoint = "chain_checkpoint"
 )
 
 // The audit event names of run-time policy (rules and child tokens).
@@ -42,15 +87,71 @@ const (
 	AuditTokenRevoked = "token_revoked" // a child token was revoked, with its descendants
 )
 
-const insertAudit = `INSERT INTO audit (at, actor, event, request_id, grant_id, detail)
-VALUES ($1, $2, $3, $4, $5, $6)`
+// The detail keys of a prune row that confirm the checkpoint it left.
+const (
+	auditCheckpointSeq  = "audit_checkpoint_seq"
+	auditCheckpointHash = "audit_checkpoint_hash"
+)
+
+// ErrAuditNeedsTx is returned by AppendAudit given a plain *sql.DB: the row
+// must be sealed into the chain by the transaction that commits it.
+var ErrAuditNeedsTx = errors.New("audit: append inside a transaction (DB.InTx) or through *storage.DB")
+
+const insertAudit = `INSERT INTO audit (at, actor, event, request_id, grant_id, detail, agent, capability)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 
 // AppendAudit writes one audit row through q, which is usually the
-// transaction of the change being audited, so the row and the change commit
-// together or not at all.
+// transaction of the change being audited (begun by DB.InTx), so the row
+// and the change commit together or not at all, and the row joins the hash
+// chain at that commit. Given the *DB itself it runs its own transaction.
+// It is the one way rows enter the trail.
 func AppendAudit(ctx context.Context, q Querier, e AuditEvent) error {
+	switch db := q.(type) {
+	case *DB:
+		return db.InTx(ctx, func(tx *sql.Tx) error { return AppendAudit(ctx, db.Tx(tx), e) })
+	case *sql.DB:
+		return fmt.Errorf("audit %s: %w", e.Event, ErrAuditNeedsTx)
+	}
 	if e.At.IsZero() {
 		e.At = time.Now()
+	}
+	agent, capability := e.Agent, e.Capability
+	if s, ok := e.Detail["agent"].(string); ok && agent == "" {
+		agent = s
+	}
+	if s, ok := e.Detail["capability"].(string); ok && capability == "" {
+		capability = s
+	}
+	if (agent == "" || capability == "") && e.RequestID != "" {
+		var a, c string
+		err := q.QueryRowContext(ctx, `SELECT agent, capability FROM requests WHERE id = $1`, e.RequestID).Scan(&a, &c)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("audit %s: %w", e.Event, err)
+		}
+		agent, capability = cmpOr(agent, a), cmpOr(capability, c)
+	}
+	if capability == "" && e.GrantID != 0 {
+		var c string
+		err := q.QueryRowContext(ctx, `SELECT capability FROM grants WHERE id = $1`, e.GrantID).Scan(&c)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("audit %s: %w", e.Event, err)
+		}
+		capability = c
+	}
+	if agent == "" && strings.HasPrefix(e.Actor, "agent:") {
+		agent = strings.TrimPrefix(e.Actor, "agent:")
+	}
+	if agent != "" || capability != "" {
+		e.Detail = maps.Clone(e.Detail)
+		if e.Detail == nil {
+			e.Detail = map[string]any{}
+		}
+		if agent != "" {
+			e.Detail["agent"] = agent
+		}
+		if capability != "" {
+			e.Detail["capability"] = capability
+		}
 	}
 	var detail []byte
 	if len(e.Detail) > 0 {
@@ -60,37 +161,398 @@ func AppendAudit(ctx context.Context, q Querier, e AuditEvent) error {
 		}
 	}
 	_, err := q.ExecContext(ctx, insertAudit, FormatTime(e.At), e.Actor, e.Event,
-		nullString(e.RequestID), nullInt(e.GrantID), nullBytes(detail))
+		nullString(e.RequestID), nullInt(e.GrantID), nullBytes(detail), nullString(agent), nullString(capability))
 	if err != nil {
 		return fmt.Errorf("audit %s: %w", e.Event, err)
 	}
 	return nil
 }
 
-const selectAudit = `SELECT id, at, actor, event, COALESCE(request_id, ''), COALESCE(grant_id, 0), COALESCE(detail, '')
-FROM audit WHERE ($1 = '' OR request_id = $1) ORDER BY id DESC LIMIT $2`
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
 
-// ListAudit returns the newest audit rows first, for one request or all.
+// canonical is the encoding of a row the hash covers (see the top of this
+// file): netstrings of the stored texts.
+func canonical(at, actor, event, requestID, grantID, detail string) []byte {
+	var b []byte
+	for _, f := range [...]string{at, actor, event, requestID, grantID, detail} {
+		b = strconv.AppendInt(b, int64(len(f)), 10)
+		b = append(b, ':')
+		b = append(b, f...)
+		b = append(b, ',')
+	}
+	return b
+}
+
+// chainHash is the hash of a row whose predecessor's hash is prev ("" for
+// the genesis row: 32 zero bytes).
+func chainHash(prev string, canon []byte) (string, error) {
+	p := make([]byte, sha256.Size)
+	if prev != "" {
+		b, err := hex.DecodeString(prev)
+		if err != nil || len(b) != sha256.Size {
+			return "", fmt.Errorf("audit chain: malformed hash %q", prev)
+		}
+		p = b
+	}
+	h := sha256.New()
+	h.Write(p)
+	h.Write(canon)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func (e *AuditEvent) canonical() []byte {
+	return canonical(e.at, e.Actor, e.Event, e.RequestID, e.grant, e.detail)
+}
+
+const (
+	selectUnsealed = `SELECT id, at, actor, event, COALESCE(request_id, ''), grant_id, COALESCE(detail, '')
+FROM audit WHERE seq IS NULL ORDER BY id`
+	selectHead       = `SELECT seq, hash FROM audit_chain WHERE id = 1`
+	sealRow          = `UPDATE audit SET seq = $1, hash = $2 WHERE id = $3`
+	moveHead         = `UPDATE audit_chain SET seq = $1, hash = $2 WHERE id = 1`
+	selectHeadLocked = selectHead + ` FOR UPDATE`
+)
+
+// lockHead reads the chain's head, locking it until tx ends on PostgreSQL
+// (SQLite's write transaction holds the whole database already).
+func (db *DB) lockHead(ctx context.Context, q Querier) (seq int64, hash string, err error) {
+	query := selectHead
+	if db.Dialect == Postgres {
+		query = selectHeadLocked
+	}
+	err = q.QueryRowContext(ctx, query).Scan(&seq, &hash)
+	return seq, hash, err
+}
+
+// sealAudit numbers and hashes the rows appended in tx (and any committed
+// row left unsealed), after the chain's head. DB.InTx calls it just before
+// every commit.
+func (db *DB) sealAudit(ctx context.Context, tx *sql.Tx) error {
+	q := db.Tx(tx)
+	pending, err := scanUnsealed(ctx, q)
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	seq, prev, err := db.lockHead(ctx, q)
+	if err != nil {
+		return fmt.Errorf("audit chain head: %w", err)
+	}
+	if db.Dialect == Postgres {
+		// Read again under the lock: another replica may have sealed a
+		// committed row we saw unsealed.
+		if pending, err = scanUnsealed(ctx, q); err != nil {
+			return err
+		}
+	}
+	for i := range pending {
+		e := &pending[i]
+		seq++
+		if prev, err = chainHash(prev, e.canonical()); err != nil {
+			return err
+		}
+		if _, err := q.ExecContext(ctx, sealRow, seq, prev, e.ID); err != nil {
+			return fmt.Errorf("seal audit row: %w", err)
+		}
+	}
+	if _, err := q.ExecContext(ctx, moveHead, seq, prev); err != nil {
+		return fmt.Errorf("audit chain head: %w", err)
+	}
+	return nil
+}
+
+func scanUnsealed(ctx context.Context, q Querier) ([]AuditEvent, error) {
+	rows, err := q.QueryContext(ctx, selectUnsealed)
+	if err != nil {
+		return nil, fmt.Errorf("seal audit: %w", err)
+	}
+	defer rows.Close()
+	var out []AuditEvent
+	for rows.Next() {
+		var e AuditEvent
+		var grant sql.NullInt64
+		if err := rows.Scan(&e.ID, &e.at, &e.Actor, &e.Event, &e.RequestID, &grant, &e.detail); err != nil {
+			return nil, fmt.Errorf("seal audit: %w", err)
+		}
+		if grant.Valid {
+			e.grant = strconv.FormatInt(grant.Int64, 10)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// ensureGenesis starts the chain with its genesis row when nothing was ever
+// sealed: on a new database and on one migrated from before the chain
+// (whose older rows it counts as legacy_rows).
+func (db *DB) ensureGenesis(ctx context.Context) error {
+	return db.InTx(ctx, func(sqltx *sql.Tx) error {
+		q := db.Tx(sqltx)
+		seq, hash, err := db.lockHead(ctx, q)
+		if err != nil {
+			return err
+		}
+		if hash != "" {
+			return nil
+		}
+		var n int
+		if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit WHERE seq IS NOT NULL AND hash IS NULL`).Scan(&n); err != nil {
+			return err
+		}
+		detail := map[string]any{"schema": SchemaVersion()}
+		if n > 0 {
+			detail["legacy_rows"] = n
+			detail["legacy_last_seq"] = seq
+		}
+		return AppendAudit(ctx, q, AuditEvent{Actor: "gateway", Event: AuditGenesis, Detail: detail})
+	})
+}
+
+// AuditFilter selects audit rows. Empty fields select everything.
+type AuditFilter struct {
+	Since, Until time.Time // at >= Since, at < Until
+	Agent        string    // the agent the row concerns (its request's agent, or the acting agent)
+	RequestID    string
+	Event        string
+	Actor        string // a part of the actor: "U0123" matches "slack:Roberto (U0123)"
+	Capability   string
+	After        int64 // seq > After
+	Limit        int   // at most this many (0: no limit)
+	// Newest selects the last Limit rows instead of the first (still
+	// returned oldest first): "the last 20".
+	Newest bool
+}
+
+const auditColumns = `id, COALESCE(seq, 0), at, actor, event, COALESCE(request_id, ''), grant_id,
+COALESCE(detail, ''), COALESCE(hash, ''), COALESCE(agent, ''), COALESCE(capability, '')`
+
+const selectAuditFiltered = `SELECT ` + auditColumns + ` FROM audit
+WHERE seq IS NOT NULL AND seq > $1
+AND ($2 = '' OR at >= $2) AND ($3 = '' OR at < $3)
+AND ($4 = '' OR agent = $4) AND ($5 = '' OR request_id = $5) AND ($6 = '' OR event = $6)
+AND ($7 = '' OR ACTOR_MATCH) AND ($8 = '' OR capability = $8)
+ORDER BY seq ORDER LIMIT $9`
+
+// auditQuery is selectAuditFiltered in db's dialect.
+func auditQuery(d Dialect, newest bool) string {
+	match := `instr(actor, $7) > 0`
+	if d == Postgres {
+		match = `strpos(actor, $7) > 0`
+	}
+	order := "ASC"
+	if newest {
+		order = "DESC"
+	}
+	return strings.Replace(strings.Replace(selectAuditFiltered, "ACTOR_MATCH", match, 1), "ORDER LIMIT", order+" LIMIT", 1)
+}
+
+// QueryAudit returns the audit rows f selects, oldest first.
+func (db *DB) QueryAudit(ctx context.Context, f AuditFilter) ([]AuditEvent, error) {
+	var since, until string
+	if !f.Since.IsZero() {
+		since = FormatTime(f.Since)
+	}
+	if !f.Until.IsZero() {
+		until = FormatTime(f.Until)
+	}
+	limit := int64(f.Limit)
+	if limit <= 0 {
+		limit = 1 << 62
+	}
+	rows, err := db.QueryContext(ctx, auditQuery(db.Dialect, f.Newest), f.After, since, until,
+		f.Agent, f.RequestID, f.Event, f.Actor, f.Capability, limit)
+	if err != nil {
+		return nil, fmt.Errorf("query audit: %w", err)
+	}
+	defer rows.Close()
+	var out []AuditEvent
+	for rows.Next() {
+		e, err := scanAudit(rows)
+		if err != nil {
+			return nil, fmt.Errorf("query audit: %w", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("query audit: %w", err)
+	}
+	if f.Newest {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	return out, nil
+}
+
+func scanAudit(sc interface{ Scan(...any) error }) (AuditEvent, error) {
+	var e AuditEvent
+	var grant sql.NullInt64
+	if err := sc.Scan(&e.ID, &e.Seq, &e.at, &e.Actor, &e.Event, &e.RequestID, &grant, &e.detail, &e.Hash,
+		&e.Agent, &e.Capability); err != nil {
+		return AuditEvent{}, err
+	}
+	if grant.Valid {
+		e.GrantID = grant.Int64
+		e.grant = strconv.FormatInt(grant.Int64, 10)
+	}
+	e.At, _ = ParseTime(e.at)
+	if e.detail != "" {
+		_ = json.Unmarshal([]byte(e.detail), &e.Detail)
+	}
+	return e, nil
+}
+
+// DetailJSON is the row's detail exactly as stored (and hashed).
+func (e AuditEvent) DetailJSON() string { return e.detail }
+
+// AtText is the row's time exactly as stored (and hashed).
+func (e AuditEvent) AtText() string {
+	if e.at == "" && !e.At.IsZero() {
+		return FormatTime(e.At)
+	}
+	return e.at
+}
+
+// auditJSON is the export shape of a row: {seq, at, actor, event,
+// request_id, grant_id, detail, hash}, with detail as stored, so a
+// consumer can recompute the hash from the line.
+type auditJSON struct {
+	Seq       int64           `json:"seq"`
+	At        string          `json:"at"`
+	Actor     string          `json:"actor"`
+	Event     string          `json:"event"`
+	RequestID *string         `json:"request_id"`
+	GrantID   *int64          `json:"grant_id"`
+	Detail    json.RawMessage `json:"detail"`
+	Hash      string          `json:"hash"`
+}
+
+// MarshalJSON writes the export shape.
+func (e AuditEvent) MarshalJSON() ([]byte, error) {
+	j := auditJSON{Seq: e.Seq, At: e.AtText(), Actor: e.Actor, Event: e.Event, Hash: e.Hash, Detail: json.RawMessage("null")}
+	if e.RequestID != "" {
+		j.RequestID = &e.RequestID
+	}
+	if e.GrantID != 0 {
+		j.GrantID = &e.GrantID
+	}
+	switch {
+	case e.detail != "":
+		j.Detail = json.RawMessage(e.detail)
+	case len(e.Detail) > 0:
+		b, err := json.Marshal(e.Detail)
+		if err != nil {
+			return nil, err
+		}
+		j.Detail = b
+	}
+	return json.Marshal(j)
+}
+
+// ListAudit returns the newest audit rows first, for one request or all,
+// leaving out the chain's own genesis and checkpoint rows.
 func ListAudit(ctx context.Context, q Querier, requestID string, limit int) ([]AuditEvent, error) {
-	rows, err := q.QueryContext(ctx, selectAudit, requestID, limit)
+	rows, err := q.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit
+WHERE ($1 = '' OR request_id = $1) AND event NOT IN ($3, $4) ORDER BY COALESCE(seq, id) DESC LIMIT $2`,
+		requestID, limit, AuditGenesis, AuditCheckpoint)
 	if err != nil {
 		return nil, fmt.Errorf("list audit: %w", err)
 	}
 	defer rows.Close()
 	var out []AuditEvent
 	for rows.Next() {
-		var e AuditEvent
-		var at, detail string
-		if err := rows.Scan(&e.ID, &at, &e.Actor, &e.Event, &e.RequestID, &e.GrantID, &detail); err != nil {
+		e, err := scanAudit(rows)
+		if err != nil {
 			return nil, fmt.Errorf("list audit: %w", err)
-		}
-		e.At, _ = ParseTime(at)
-		if detail != "" {
-			_ = json.Unmarshal([]byte(detail), &e.Detail)
 		}
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// AuditPruned says what PruneAudit removed.
+type AuditPruned struct {
+	Removed        int    // rows deleted (chained and legacy)
+	CheckpointSeq  int64  // the checkpoint's seq: the last chained row removed (0: none)
+	CheckpointHash string // its hash
+}
+
+// Detail is what the prune row records, so verify can confirm that the
+// checkpoint at the head of the chain was left by the prune job.
+func (p AuditPruned) Detail() map[string]any {
+	d := map[string]any{"audit_deleted": p.Removed}
+	if p.CheckpointSeq != 0 {
+		d[auditCheckpointSeq] = p.CheckpointSeq
+		d[auditCheckpointHash] = p.CheckpointHash
+	}
+	return d
+}
+
+// PruneAudit removes, inside the caller's transaction, the oldest audit
+// rows written before before, and leaves a checkpoint row in place of the
+// last chained one it removed, holding that row's hash: the rows after it
+// still verify. The caller appends its prune row with p.Detail() in the
+// same transaction; verify requires it. dry only counts.
+func PruneAudit(ctx context.Context, q Querier, before time.Time, dry bool) (AuditPruned, error) {
+	var p AuditPruned
+	b := FormatTime(before)
+	// Rows from before the chain existed (no hash, below the first hashed row).
+	const legacy = `FROM audit WHERE seq IS NOT NULL AND hash IS NULL AND at < $1
+AND seq < (SELECT COALESCE(MIN(seq), 0) FROM audit WHERE hash IS NOT NULL)`
+	var nLegacy int
+	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) `+legacy, b).Scan(&nLegacy); err != nil {
+		return p, fmt.Errorf("prune audit: %w", err)
+	}
+	// Chained rows: the longest run from the start that is all older.
+	var k sql.NullInt64
+	err := q.QueryRowContext(ctx, `SELECT MAX(seq) FROM audit WHERE hash IS NOT NULL AND seq < COALESCE(
+(SELECT MIN(seq) FROM audit WHERE hash IS NOT NULL AND at >= $1), (SELECT MAX(seq) FROM audit) + 1)`, b).Scan(&k)
+	if err != nil {
+		return p, fmt.Errorf("prune audit: %w", err)
+	}
+	var first int64
+	var kAt, kHash, kEvent string
+	nChained := 0
+	if k.Valid {
+		if err := q.QueryRowContext(ctx, `SELECT at, hash, event FROM audit WHERE seq = $1`, k.Int64).Scan(&kAt, &kHash, &kEvent); err != nil {
+			return p, fmt.Errorf("prune audit: %w", err)
+		}
+		if err := q.QueryRowContext(ctx, `SELECT MIN(seq), COUNT(*) FROM audit WHERE hash IS NOT NULL AND seq <= $1`,
+			k.Int64).Scan(&first, &nChained); err != nil {
+			return p, fmt.Errorf("prune audit: %w", err)
+		}
+		if k.Int64 == first && kEvent == AuditCheckpoint {
+			k.Valid, nChained = false, 0 // only the checkpoint is old: nothing to do
+		}
+	}
+	p.Removed = nLegacy + nChained
+	if k.Valid {
+		p.CheckpointSeq, p.CheckpointHash = k.Int64, kHash
+	}
+	if dry || p.Removed == 0 {
+		return p, nil
+	}
+	if _, err := q.ExecContext(ctx, `DELETE `+legacy, b); err != nil {
+		return p, fmt.Errorf("prune audit: %w", err)
+	}
+	if !k.Valid {
+		return p, nil
+	}
+	if _, err := q.ExecContext(ctx, `DELETE FROM audit WHERE seq <= $1`, k.Int64); err != nil {
+		return p, fmt.Errorf("prune audit: %w", err)
+	}
+	detail, _ := json.Marshal(map[string]any{"removed_through": k.Int64, "removed": nChained})
+	// The checkpoint keeps the removed row's time, so the next pass, which
+	// removes a run of old rows from the start, takes it along.
+	if _, err := q.ExecContext(ctx, `INSERT INTO audit (seq, at, actor, event, detail, hash) VALUES ($1, $2, $3, $4, $5, $6)`,
+		k.Int64, kAt, "prune", AuditCheckpoint, string(detail), kHash); err != nil {
+		return p, fmt.Errorf("prune audit: checkpoint: %w", err)
+	}
+	return p, nil
 }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }

@@ -276,6 +276,9 @@ func (db *DB) migrate(ctx context.Context) error {
 			return fmt.Errorf("migration %s: %w", m.name, err)
 		}
 	}
+	if err := db.ensureGenesis(ctx); err != nil {
+		return fmt.Errorf("audit chain genesis: %w", err)
+	}
 	return nil
 }
 
@@ -317,7 +320,9 @@ func (db *DB) Ping(ctx context.Context) error {
 // at a time (see DB.writeLock); fn must not call InTx itself. On
 // PostgreSQL it is READ COMMITTED: state changes stay correct because they
 // are conditional updates (UPDATE … WHERE status = 'pending'), which wait
-// for a concurrent writer of the same row and then see its commit.
+// for a concurrent writer of the same row and then see its commit. Just
+// before the commit the audit rows fn appended are sealed into the hash
+// chain (see audit.go).
 func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if db.writeLock != nil {
 		wait := time.NewTimer(writeWait)
@@ -338,6 +343,10 @@ func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
+		return err
+	}
+	// The audit rows fn appended join the hash chain as it commits.
+	if err := db.sealAudit(ctx, tx); err != nil {
 		return err
 	}
 	return tx.Commit()
