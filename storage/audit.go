@@ -122,21 +122,25 @@ func AppendAudit(ctx context.Context, q Querier, e AuditEvent) error {
 	if s, ok := e.Detail["capability"].(string); ok && capability == "" {
 		capability = s
 	}
-	if (agent == "" || capability == "") && e.RequestID != "" {
+	requestID := e.RequestID
+	if (agent == "" || capability == "") && e.GrantID != 0 {
+		// A grant's row: the capability, and the agent of the request
+		// that wrote the grant (Allow always), if any.
+		var c, rid string
+		err := q.QueryRowContext(ctx, `SELECT capability, COALESCE(request_id, '') FROM grants WHERE id = $1`,
+			e.GrantID).Scan(&c, &rid)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("audit %s: %w", e.Event, err)
+		}
+		capability, requestID = cmpOr(capability, c), cmpOr(requestID, rid)
+	}
+	if (agent == "" || capability == "") && requestID != "" {
 		var a, c string
-		err := q.QueryRowContext(ctx, `SELECT agent, capability FROM requests WHERE id = $1`, e.RequestID).Scan(&a, &c)
+		err := q.QueryRowContext(ctx, `SELECT agent, capability FROM requests WHERE id = $1`, requestID).Scan(&a, &c)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("audit %s: %w", e.Event, err)
 		}
 		agent, capability = cmpOr(agent, a), cmpOr(capability, c)
-	}
-	if capability == "" && e.GrantID != 0 {
-		var c string
-		err := q.QueryRowContext(ctx, `SELECT capability FROM grants WHERE id = $1`, e.GrantID).Scan(&c)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("audit %s: %w", e.Event, err)
-		}
-		capability = c
 	}
 	if agent == "" && strings.HasPrefix(e.Actor, "agent:") {
 		agent = strings.TrimPrefix(e.Actor, "agent:")
@@ -404,6 +408,37 @@ func scanAudit(sc interface{ Scan(...any) error }) (AuditEvent, error) {
 		_ = json.Unmarshal([]byte(e.detail), &e.Detail)
 	}
 	return e, nil
+}
+
+// ParseAuditTime reads a --since / --until value (and the API's since and
+// until): a duration back from now ("24h"), an RFC 3339 time, or a date
+// (UTC midnight). Empty is the zero time: no bound.
+func ParseAuditTime(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%q: a negative duration", s)
+		}
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is neither a duration (24h) nor a time (RFC 3339 or 2006-01-02)", s)
+}
+
+// AuditHead returns the seq of the last row of the chain.
+func (db *DB) AuditHead(ctx context.Context) (int64, error) {
+	var seq int64
+	var hash string
+	if err := db.QueryRowContext(ctx, selectHead).Scan(&seq, &hash); err != nil {
+		return 0, fmt.Errorf("audit chain head: %w", err)
+	}
+	return seq, nil
 }
 
 // DetailJSON is the row's detail exactly as stored (and hashed).

@@ -57,6 +57,9 @@ Usage:
   gateway policy rules [add|update ID|rm ID] [--capability C --target T --action A
                        --sender S --agent A --channel C --position top|bottom|N]
   gateway prune [--dry-run]
+  gateway audit [--since 24h|TIME] [--until …] [--agent ID] [--request ID] [--event NAME] [--actor …]
+                [--capability CAP] [--after SEQ] [--limit N] [--format text|jsonl|csv] [--follow] [--cursor FILE]
+  gateway audit verify [--expect SEQ:HASH]
   gateway ask --capability CAP --target T [--intent …] [--executor …] [--wait 10m]
   gateway hook claude-code
   gateway config check|example
@@ -78,6 +81,7 @@ func commands() map[string]command {
 		"config":  cmdConfig,
 		"ask":     cmdAsk,
 		"hook":    cmdHook,
+		"audit":   cmdAudit,
 	}
 }
 
