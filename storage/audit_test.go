@@ -193,9 +193,9 @@ func TestAudit_Filters(t *testing.T) {
 	}
 }
 
-// TestAudit_ConcurrentAppends: 16 goroutines appending at once, each in
-// transactions that also change other rows, keep one intact chain with
-// no gap.
+// TestAudit_ConcurrentAppends: 16 goroutines appending at once, half in
+// their own transactions and half through group commit, keep one intact
+// chain with no gap.
 func TestAudit_ConcurrentAppends(t *testing.T) {
 	ctx := context.Background()
 	db := storagetest.Open(t)
@@ -205,7 +205,11 @@ func TestAudit_ConcurrentAppends(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := range each {
-				err := db.InTx(ctx, func(tx *sql.Tx) error {
+				write := db.InTx
+				if w%2 == 1 {
+					write = db.GroupTx // group commit: several writers' rows in one transaction
+				}
+				err := write(ctx, func(tx *sql.Tx) error {
 					if err := storage.AppendAudit(ctx, tx, storage.AuditEvent{Actor: fmt.Sprintf("w%d", w), Event: "note",
 						Detail: map[string]any{"i": i}}); err != nil {
 						return err

@@ -150,6 +150,11 @@ func (db *DB) commitGroup(batch []*groupOp) {
 			}
 		}
 	}
+	// The group's audit rows join the hash chain as it commits (as in InTx).
+	if err := db.sealAudit(ctx, tx); err != nil {
+		fail(fmt.Errorf("group commit: %w", err))
+		return
+	}
 	cerr := tx.Commit()
 	for i, op := range batch {
 		if errs[i] != nil {
