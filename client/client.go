@@ -262,6 +262,34 @@ func (c *Client) Check(ctx context.Context, r Req) (CheckResult, error) {
 	return out, err
 }
 
+// Capability is one line of Capabilities: what a request for the
+// capability gets at the agent's ceiling, before any target is known
+// ("allowed", "approval_required" or "denied").
+type Capability struct {
+	Name            string   `json:"name"`
+	Outcome         string   `json:"outcome"`
+	Critical        bool     `json:"critical"`
+	TargetKind      string   `json:"target_kind"`
+	DefaultApproval string   `json:"default_approval"`
+	Targets         []string `json:"targets,omitempty"` // a child token's targets for it, if limited
+}
+
+// Capabilities asks what this agent may use (GET /v1/capabilities): every
+// capability with its outcome at the agent's ceiling, after its profile
+// and any capability-wide block. Denied ones are left out unless
+// includeBlocked.
+func (c *Client) Capabilities(ctx context.Context, includeBlocked bool) ([]Capability, error) {
+	var out struct {
+		Capabilities []Capability `json:"capabilities"`
+	}
+	path := "/v1/capabilities"
+	if includeBlocked {
+		path += "?include_blocked=true"
+	}
+	_, err := c.do(ctx, http.MethodGet, path, nil, &out)
+	return out.Capabilities, err
+}
+
 // Request posts an approval_required event and waits up to wait for its
 // answer. Policy usually answers at once; when a person must decide, it
 // long-polls until the request is finished or wait has passed, and then

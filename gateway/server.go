@@ -155,6 +155,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("DELETE /v1/requests/{id}", agent(s.cancelRequest))
 	mux.Handle("POST /v1/requests/{id}/decision", admin(s.decideRequest))
 	mux.Handle("POST /v1/check", agent(s.check))
+	mux.Handle("GET /v1/capabilities", agent(s.capabilities))
 	mux.Handle("GET /v1/events", agent(s.events))
 	mux.Handle("GET /v1/grants", agent(s.listGrants))
 	mux.Handle("POST /v1/grants", admin(s.addGrant))

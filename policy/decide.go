@@ -32,8 +32,49 @@ func invalid(field string, err error) error { return &FieldError{Field: field, E
 type Profile struct {
 	Agent   string
 	Ceiling Level
-	Allow   []string // empty = every capability
+	Allow   []string // empty = every capability (unless AllowNone)
 	Deny    []string
+	// AllowNone means an allow list narrowed to nothing: a child token whose
+	// allow list shared nothing with its parent's may use no capability.
+	AllowNone bool
+	// Targets limits, per capability, the targets a request may name (a
+	// child token's targets); a capability absent from it is not limited.
+	Targets map[string][]string
+	// Token names the child token the request came with ("" for the
+	// agent's own token): for traces.
+	Token string
+}
+
+// Permits reports whether the profile lets a capability through at all
+// (its allow and deny lists), before the table, rules and targets.
+func (p Profile) Permits(name string) bool {
+	if p.AllowNone || slices.Contains(p.Deny, name) {
+		return false
+	}
+	return len(p.Allow) == 0 || slices.Contains(p.Allow, name)
+}
+
+// PermitsTarget reports whether the profile's targets (a child token's)
+// let a request name target for capability c. Patterns match as rules do;
+// for code:exec a command that chains or redirects (see HasShellControl)
+// must equal a pattern exactly, so "git *" never covers "git log; rm -rf ~".
+func (p Profile) PermitsTarget(n Normalizer, c Capability, target string) bool {
+	pats, limited := p.Targets[c.Name]
+	if !limited {
+		return true
+	}
+	for _, pat := range pats {
+		if c.Name == "code:exec" && HasShellControl(target) {
+			if pat == target {
+				return true
+			}
+			continue
+		}
+		if n.MatchRule(c.TargetKind, pat, target) {
+			return true
+		}
+	}
+	return false
 }
 
 // Input is one request to decide.
@@ -162,9 +203,14 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 		trace("profile", Denied, "%s is in the agent's deny_capabilities", c.Name)
 		return deny(BlockedByPolicy, fmt.Sprintf("%s is denied to agent %s", c.Name, in.Profile.Agent)), nil
 	}
-	if len(in.Profile.Allow) > 0 && !slices.Contains(in.Profile.Allow, c.Name) {
+	if in.Profile.AllowNone || len(in.Profile.Allow) > 0 && !slices.Contains(in.Profile.Allow, c.Name) {
 		trace("profile", Denied, "%s is not in the agent's allow_capabilities", c.Name)
 		return deny(BlockedByPolicy, fmt.Sprintf("%s is outside agent %s's allowed capabilities", c.Name, in.Profile.Agent)), nil
+	}
+	if !in.Profile.PermitsTarget(d.Norm, c, in.Target) {
+		trace("profile", Denied, "the target is outside token %s's targets for %s", in.Profile.Token, c.Name)
+		return deny(BlockedByPolicy, fmt.Sprintf("the target is outside the targets token %s may ask for with %s",
+			in.Profile.Token, c.Name)), nil
 	}
 
 	// Step 3: the table.

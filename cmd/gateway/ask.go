@@ -40,6 +40,8 @@ func cmdAsk(e *env, args []string) error {
 	fs.DurationVar(&req.Timeout, "timeout", 0, "how long the request waits for a person before it expires (default approvals.timeout)")
 	wait := fs.Duration("wait", 10*time.Minute, "how long to wait for the answer; after it the request is withdrawn")
 	asJSON := fs.Bool("json", false, "print the whole request object on stdout")
+	list := fs.Bool("list", false, "print what this agent may use (one JSON line per capability) instead of asking")
+	blocked := fs.Bool("include-blocked", false, "with --list: also the capabilities denied to this agent")
 	urlFlag := fs.String("url", "", "gateway URL (default $GATEWAY_URL)")
 	tokenFlag := fs.String("token", "", "agent token (default $GATEWAY_TOKEN; the variable keeps it out of ps)")
 	pos, err := parseFlags(fs, args)
@@ -50,6 +52,12 @@ func cmdAsk(e *env, args []string) error {
 		return err
 	}
 	switch {
+	case *list:
+		if req.Capability != "" || req.Target != "" {
+			return usagef("--list: lists every capability; drop --capability and --target")
+		}
+	case *blocked:
+		return usagef("--include-blocked goes with --list")
 	case req.Capability == "":
 		return usagef("--capability is required (e.g. --capability fs:write --target /tmp/x)")
 	case *wait < 0:
@@ -71,6 +79,18 @@ func cmdAsk(e *env, args []string) error {
 	c, err := agentClient(e, *urlFlag, *tokenFlag, fallback)
 	if err != nil {
 		return err
+	}
+	if *list {
+		caps, err := c.Capabilities(e.ctx, *blocked)
+		if err != nil {
+			return askFailed(err)
+		}
+		for _, cp := range caps {
+			if err := printJSONLine(e.stdout, cp); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 
 	start := time.Now()

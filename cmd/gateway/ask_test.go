@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/client"
+	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/locale"
 )
 
@@ -178,5 +179,48 @@ func TestStatusLine(t *testing.T) {
 	long := statusLine(client.Request{Capability: "code:exec", Target: strings.Repeat("a", 100) + "\nb"}, 0, l)
 	if len([]rune(long)) > 110 || strings.Contains(long, "\n") {
 		t.Fatalf("long target not shortened: %q", long)
+	}
+}
+
+// TestAsk_List: `gateway ask --list` prints what the agent may use, one
+// JSON line per capability; --include-blocked adds the denied ones.
+func TestAsk_List(t *testing.T) {
+	g := startLive(t, func(cfg *config.Config) {
+		cfg.Agents[0].DenyCapabilities = []string{"mail:send"}
+	})
+	lines := func(out string) map[string]client.Capability {
+		m := map[string]client.Capability{}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			var c client.Capability
+			if err := json.Unmarshal([]byte(l), &c); err != nil {
+				t.Fatalf("line %q: %v", l, err)
+			}
+			m[c.Name] = c
+		}
+		return m
+	}
+	r := runCLI(context.Background(), agentEnv(t, g.URL), "", "ask", "--list")
+	if r.code != exitOK {
+		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
+	}
+	got := lines(r.stdout)
+	if len(got) != 12 || got["fs:write"].Outcome != "approval_required" || got["llm:local"].Outcome != "allowed" ||
+		got["fs:write"].TargetKind != "path_glob" || !got["fs:write"].Critical {
+		t.Errorf("--list: %v", got)
+	}
+	if _, ok := got["mail:send"]; ok {
+		t.Error("mail:send listed although denied to the agent")
+	}
+	r = runCLI(context.Background(), agentEnv(t, g.URL), "", "ask", "--list", "--include-blocked")
+	if got := lines(r.stdout); r.code != exitOK || len(got) != 13 || got["mail:send"].Outcome != "denied" {
+		t.Errorf("--list --include-blocked: %d %v", r.code, got)
+	}
+	if r := runCLI(context.Background(), agentEnv(t, g.URL), "", "ask", "--list", "--capability", "fs:read"); r.code != exitUsage {
+		t.Errorf("--list with --capability: exit %d", r.code)
+	}
+	// The Go client says the same.
+	caps, err := client.New(g.URL, liveAgentToken).Capabilities(context.Background(), false)
+	if err != nil || len(caps) != 12 {
+		t.Errorf("client.Capabilities: %d %v", len(caps), err)
 	}
 }

@@ -61,6 +61,7 @@ Usage:
                 [--capability CAP] [--after SEQ] [--limit N] [--format text|jsonl|csv] [--follow] [--cursor FILE]
   gateway audit verify [--expect SEQ:HASH]
   gateway ask --capability CAP --target T [--intent …] [--executor …] [--wait 10m]
+  gateway ask --list [--include-blocked]
   gateway hook claude-code
   gateway config check|example
   gateway migrate
