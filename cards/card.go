@@ -5,7 +5,6 @@
 package cards
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -47,7 +46,8 @@ type Button struct {
 	Label    string
 }
 
-// The button labels (SPEC §8).
+// The English button labels (SPEC §8); Buttons gives them in the card's
+// language, from the catalog ("button.allow_once", …).
 const (
 	LabelAllowOnce   = "✅ Allow once"
 	LabelAllowAlways = "♾ Allow always"
@@ -60,17 +60,18 @@ func (c Card) Buttons() []Button {
 	if !c.Pending {
 		return nil
 	}
-	b := []Button{{approvals.AllowOnce, LabelAllowOnce}}
+	l := c.Locale
+	b := []Button{{approvals.AllowOnce, l.T("button.allow_once")}}
 	if c.AllowAlways {
-		b = append(b, Button{approvals.AllowAlways, LabelAllowAlways})
+		b = append(b, Button{approvals.AllowAlways, l.T("button.allow_always")})
 	}
-	return append(b, Button{approvals.Deny, LabelDeny})
+	return append(b, Button{approvals.Deny, l.T("button.deny")})
 }
 
 // New builds the neutral card of r, to be shown with l.
 func New(r approvals.Request, l locale.Locale) Card {
 	c := Card{Locale: l,
-		RequestID: r.ID, Title: fmt.Sprintf("%s wants %s", r.Agent, r.Capability), Agent: r.Agent,
+		RequestID: r.ID, Title: l.T("card.title", r.Agent, r.Capability), Agent: r.Agent,
 		Level: r.Autonomy.String(), Capability: r.Capability, Critical: r.Critical, Target: r.Target,
 		Intent: r.Intent, Executor: r.Executor, Summary: r.Summary, ExpiresAt: r.ExpiresAt.In(l.Zone()),
 		Pending: r.Status == approvals.StatusPending, Status: r.Status, Note: r.Note,
@@ -82,13 +83,13 @@ func New(r approvals.Request, l locale.Locale) Card {
 	if c.AllowAlways {
 		target := r.GrantTarget
 		if target == "*" {
-			target = "any target"
+			target = l.T("card.any_target")
 		}
-		c.GrantPreview = fmt.Sprintf("Allow always grants %s on %s to %s/%s", r.Capability, target, r.Channel, r.SenderID)
+		c.GrantPreview = l.T("card.grant_preview", r.Capability, target, r.Channel+"/"+r.SenderID)
 		if r.GrantExpiresAt != nil {
-			c.GrantPreview += " until " + l.Date(*r.GrantExpiresAt)
+			c.GrantPreview += l.T("card.grant_until", l.Date(*r.GrantExpiresAt))
 		} else {
-			c.GrantPreview += " with no expiry"
+			c.GrantPreview += l.T("card.grant_no_expiry")
 		}
 	}
 	c.StatusLine = StatusLine(r, l)
@@ -106,31 +107,31 @@ func StatusLine(r approvals.Request, l locale.Locale) string {
 	case approvals.StatusPending:
 		return ""
 	case approvals.StatusExpired:
-		return "⌛ Expired" + at
+		return l.T("status.expired") + at
 	case approvals.StatusCancelled:
-		return "↩ Withdrawn by the agent" + at
+		return l.T("status.withdrawn") + at
 	case approvals.StatusAllowed:
 		switch {
 		case r.Decision == nil:
-			return "✅ Allowed by policy" + at
+			return l.T("status.allowed_by_policy") + at
 		case *r.Decision == approvals.AllowAlways:
-			s := "♾ Allowed always by " + who
+			s := l.T("status.allowed_always", who)
 			if r.GrantID != nil {
-				s += fmt.Sprintf(" (grant #%d", *r.GrantID)
+				until := ""
 				if r.GrantExpiresAt != nil {
-					s += " until " + l.Date(*r.GrantExpiresAt)
+					until = l.T("card.grant_until", l.Date(*r.GrantExpiresAt))
 				}
-				s += ")"
+				s += l.T("status.grant", *r.GrantID, until)
 			}
 			return s + at
 		default:
-			return "✅ Allowed once by " + who + at
+			return l.T("status.allowed_once", who) + at
 		}
 	case approvals.StatusDenied:
 		if r.Decision == nil {
-			return "⛔ Denied by policy: " + r.Reason + at
+			return l.T("status.denied_by_policy", r.Reason) + at
 		}
-		return "⛔ Denied by " + who + at
+		return l.T("status.denied", who) + at
 	}
 	return string(r.Status)
 }
@@ -146,7 +147,7 @@ func DisplayName(decidedBy string) string {
 		name = name[:i]
 	}
 	if name == "" {
-		return "someone"
+		return "—"
 	}
 	return name
 }

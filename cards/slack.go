@@ -201,13 +201,14 @@ func slackExpires(t time.Time, l locale.Locale) string {
 // three buttons while pending; a finished card keeps the facts and shows the
 // outcome instead of buttons.
 func Slack(c Card) SlackMessage {
+	l := c.Locale
 	title := c.Title
 	if c.Critical {
 		title = "⚠️ " + title
 	}
 	capability := c.Capability
 	if c.Critical {
-		capability += " · critical"
+		capability += " · " + l.T("label.critical")
 	}
 	vag := "—"
 	if c.HasVaglio {
@@ -216,38 +217,38 @@ func Slack(c Card) SlackMessage {
 			vag += " · " + c.VaglioReason
 		}
 	}
-	targetHead := "*Target*\n"
+	targetHead := "*" + l.T("label.target") + "*\n"
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(plain(fitPlain(title, SlackMaxHeaderText))),
 		slack.NewSectionBlock(nil, []*slack.TextBlockObject{
-			field("Agent", c.Agent),
-			field("Level", c.Level),
-			field("Capability", capability),
+			field(l.T("label.agent"), c.Agent),
+			field(l.T("label.level"), c.Level),
+			field(l.T("label.capability"), capability),
 			mrkdwn(targetHead + codeSpan(c.Target, SlackMaxFieldText-len(targetHead))),
-			field("Intent", c.Intent),
-			field("Executor", c.Executor),
-			field("Vaglio score", vag),
+			field(l.T("label.intent"), c.Intent),
+			field(l.T("label.executor"), c.Executor),
+			field(l.T("label.vaglio_score"), vag),
 		}, nil, slack.SectionBlockOptionBlockID("approval_facts")),
 	}
 	if c.Summary != "" {
-		head := "*Summary*\n"
+		head := "*" + l.T("label.summary") + "*\n"
 		blocks = append(blocks, slack.NewSectionBlock(
 			mrkdwn(head+fitEscaped(EscapeMrkdwn(c.Summary), SlackMaxSectionText-len(head))), nil, nil,
 			slack.SectionBlockOptionBlockID("approval_summary")))
 	}
-	fallback := fmt.Sprintf("%s on %s", c.Title, c.Target)
+	fallback := l.T("slack.fallback", c.Title, c.Target)
 	if c.Pending {
 		ctx := "⏳ " + slackExpires(c.ExpiresAt, c.Locale) + " · "
 		if c.AllowAlways {
 			ctx += EscapeMrkdwn(c.GrantPreview)
 		} else {
-			ctx += EscapeMrkdwn(fmt.Sprintf("Allow always is not offered: %s needs a person every time", c.Capability))
+			ctx += EscapeMrkdwn(l.T("card.no_allow_always", c.Capability))
 		}
-		ctx += " · request " + c.RequestID
+		ctx += " · " + l.T("label.request_lc") + " " + c.RequestID
 		blocks = append(blocks,
 			slack.NewContextBlock("approval_context", mrkdwn(fitEscaped(ctx, SlackMaxSectionText))),
 			slack.NewActionBlock(SlackDecisionBlockID(c.RequestID), slackButtons(c)...))
-		fallback += ": approval needed"
+		fallback += ": " + l.T("slack.approval_needed")
 	} else {
 		text := EscapeMrkdwn(c.StatusLine)
 		if c.Note != "" {
@@ -256,7 +257,7 @@ func Slack(c Card) SlackMessage {
 		blocks = append(blocks,
 			slack.NewSectionBlock(mrkdwn(fitEscaped(text, SlackMaxSectionText)), nil, nil,
 				slack.SectionBlockOptionBlockID(SlackOutcomeBlockID)),
-			slack.NewContextBlock("approval_context", mrkdwn("request "+c.RequestID)))
+			slack.NewContextBlock("approval_context", mrkdwn(l.T("label.request_lc")+" "+c.RequestID)))
 		fallback += ": " + c.StatusLine
 	}
 	return SlackMessage{Text: fitEscaped(EscapeMrkdwn(fallback), SlackMaxFallbackText), Blocks: blocks}
@@ -264,6 +265,7 @@ func Slack(c Card) SlackMessage {
 
 // slackButtons are the card's buttons, in the order of Card.Buttons.
 func slackButtons(c Card) []slack.BlockElement {
+	l := c.Locale
 	var out []slack.BlockElement
 	for _, b := range c.Buttons() {
 		btn := slack.NewButtonBlockElement(slackActions[b.Decision], c.RequestID, plain(b.Label))
@@ -275,10 +277,10 @@ func slackButtons(c Card) []slack.BlockElement {
 		case approvals.AllowAlways:
 			// Allow always writes a standing grant: say exactly what, once more.
 			btn = btn.WithConfirm(slack.NewConfirmationBlockObject(
-				plain("Allow always?"),
+				plain(l.T("slack.confirm_allow_always_title")),
 				plain(fitPlain(c.GrantPreview+".", SlackMaxConfirmText)),
-				plain("Allow always"),
-				plain("Cancel")))
+				plain(l.T("slack.confirm_allow_always")),
+				plain(l.T("slack.cancel"))))
 		}
 		out = append(out, btn)
 	}
@@ -304,16 +306,14 @@ func SlackHomeView(h SlackHome) slack.HomeTabViewRequest {
 	l := h.Locale
 	var blocks []slack.Block
 	add := func(b ...slack.Block) { blocks = append(blocks, b...) }
-	add(slack.NewHeaderBlock(plain("Approvals")))
+	add(slack.NewHeaderBlock(plain(l.T("slack.home_title"))))
 	if !h.Approver && !h.Admin {
-		add(slack.NewSectionBlock(mrkdwn(fmt.Sprintf(
-			"You are not an approver. An admin can add your user id `%s` to `slack.approvers` in the gateway config.",
-			EscapeMrkdwn(h.UserID))), nil, nil))
+		add(slack.NewSectionBlock(mrkdwn(l.T("slack.home_not_approver", EscapeMrkdwn(h.UserID))), nil, nil))
 		return slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: blocks}}
 	}
-	add(slack.NewHeaderBlock(plain(fmt.Sprintf("Pending (%d%s)", len(h.Pending), more(h.MorePending)))))
+	add(slack.NewHeaderBlock(plain(l.T("slack.home_pending", len(h.Pending), more(h.MorePending)))))
 	if len(h.Pending) == 0 {
-		add(slack.NewSectionBlock(mrkdwn("Nothing is waiting for you."), nil, nil))
+		add(slack.NewSectionBlock(mrkdwn(l.T("slack.home_nothing_pending")), nil, nil))
 	}
 	for _, c := range h.Pending {
 		text := fmt.Sprintf("*%s*\n%s · %s", EscapeMrkdwn(c.Title), codeSpan(c.Target, 1500), slackExpires(c.ExpiresAt, l))
@@ -326,19 +326,19 @@ func SlackHomeView(h SlackHome) slack.HomeTabViewRequest {
 		}
 	}
 	add(slack.NewDividerBlock(),
-		slack.NewHeaderBlock(plain(fmt.Sprintf("Active grants (%d%s)", len(h.Grants), more(h.MoreGrants)))))
+		slack.NewHeaderBlock(plain(l.T("slack.home_grants", len(h.Grants), more(h.MoreGrants)))))
 	if len(h.Grants) == 0 {
-		add(slack.NewSectionBlock(mrkdwn("No active grants."), nil, nil))
+		add(slack.NewSectionBlock(mrkdwn(l.T("slack.no_grants")), nil, nil))
 	}
 	for _, g := range h.Grants {
 		var acc *slack.Accessory
 		if h.Admin {
-			btn := slack.NewButtonBlockElement(SlackActionRevoke, strconv.FormatInt(g.ID, 10), plain("Revoke")).
+			btn := slack.NewButtonBlockElement(SlackActionRevoke, strconv.FormatInt(g.ID, 10), plain(l.T("slack.revoke"))).
 				WithStyle(slack.StyleDanger).
-				WithConfirm(slack.NewConfirmationBlockObject(plain("Revoke this grant?"),
-					plain(fitPlain(fmt.Sprintf("Grant #%d: %s on %s for %s/%s. The agent will need approval again.",
-						g.ID, g.Capability, g.Target, g.Channel, g.SenderID), SlackMaxConfirmText)),
-					plain("Revoke"), plain("Cancel")))
+				WithConfirm(slack.NewConfirmationBlockObject(plain(l.T("slack.confirm_revoke_title")),
+					plain(fitPlain(l.T("slack.confirm_revoke", g.ID, g.Capability, g.Target, g.Channel+"/"+g.SenderID),
+						SlackMaxConfirmText)),
+					plain(l.T("slack.revoke")), plain(l.T("slack.cancel"))))
 			acc = slack.NewAccessory(btn)
 		}
 		add(slack.NewSectionBlock(mrkdwn(SlackGrantLine(g, l)), nil, acc,
@@ -346,7 +346,7 @@ func SlackHomeView(h SlackHome) slack.HomeTabViewRequest {
 	}
 	if len(blocks) > SlackMaxViewBlocks {
 		blocks = append(blocks[:SlackMaxViewBlocks-1],
-			slack.NewContextBlock("", mrkdwn("… more than fits here: use /approvals pending and /approvals grants")))
+			slack.NewContextBlock("", mrkdwn(l.T("slack.home_more"))))
 	}
 	return slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: blocks}}
 }
@@ -360,15 +360,15 @@ func more(b bool) string {
 
 // SlackGrantLine is one grant as the Home tab and /approvals grants list it.
 func SlackGrantLine(g policy.Grant, l locale.Locale) string {
-	s := fmt.Sprintf("*#%d* %s on %s for %s · by %s", g.ID, EscapeMrkdwn(g.Capability), codeSpan(g.Target, 1000),
-		EscapeMrkdwn(g.Channel+"/"+g.SenderID), EscapeMrkdwn(DisplayName(g.GrantedBy)))
+	s := fmt.Sprintf("*#%d* %s %s %s", g.ID, l.T("grants.on", EscapeMrkdwn(g.Capability)), codeSpan(g.Target, 1000),
+		l.T("grants.for_by", EscapeMrkdwn(g.Channel+"/"+g.SenderID), EscapeMrkdwn(DisplayName(g.GrantedBy))))
 	if g.ExpiresAt != nil {
-		s += " · until " + l.Date(*g.ExpiresAt)
+		s += " · " + l.T("grants.until", l.Date(*g.ExpiresAt))
 	}
 	if g.LastUsedAt != nil {
-		s += " · last used " + l.Date(*g.LastUsedAt)
+		s += " · " + l.T("grants.last_used", l.Date(*g.LastUsedAt))
 	} else {
-		s += " · never used"
+		s += " · " + l.T("grants.never_used")
 	}
 	return fitEscaped(s, SlackMaxSectionText)
 }
@@ -376,10 +376,10 @@ func SlackGrantLine(g policy.Grant, l locale.Locale) string {
 // SlackPendingText is the answer to /approvals pending (mrkdwn).
 func SlackPendingText(pending []Card, morePending bool, l locale.Locale) string {
 	if len(pending) == 0 {
-		return "No requests are pending."
+		return l.T("slack.none_pending")
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "*Pending requests (%d%s)*", len(pending), more(morePending))
+	b.WriteString("*" + l.T("slack.pending_title", len(pending), more(morePending)) + "*")
 	for _, c := range pending {
 		fmt.Fprintf(&b, "\n• `%s` %s %s · %s", c.RequestID, EscapeMrkdwn(c.Title), codeSpan(c.Target, 300),
 			slackExpires(c.ExpiresAt, l))
@@ -390,10 +390,10 @@ func SlackPendingText(pending []Card, morePending bool, l locale.Locale) string 
 // SlackGrantsText is the answer to /approvals grants (mrkdwn).
 func SlackGrantsText(grants []policy.Grant, moreGrants bool, l locale.Locale) string {
 	if len(grants) == 0 {
-		return "No active grants."
+		return l.T("slack.no_grants")
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "*Active grants (%d%s)*", len(grants), more(moreGrants))
+	b.WriteString("*" + l.T("slack.grants_title", len(grants), more(moreGrants)) + "*")
 	for _, g := range grants {
 		b.WriteString("\n• " + SlackGrantLine(g, l))
 	}

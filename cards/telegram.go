@@ -95,6 +95,7 @@ func (t *tgText) nl() { t.text("\n") }
 
 func renderTelegram(c Card, limit int) TelegramMessage {
 	cut := func(s string) string { return Truncate(oneLine(s), limit) }
+	l := c.Locale
 	var t tgText
 	if c.Pending {
 		t.text("🔐 ")
@@ -102,45 +103,45 @@ func renderTelegram(c Card, limit int) TelegramMessage {
 	t.tag("b", cut(c.Title))
 	t.nl()
 	t.nl()
-	t.text("Agent: ")
+	t.text(l.T("label.agent") + ": ")
 	t.tag("b", cut(c.Agent))
-	t.text(" · level ")
+	t.text(" · " + l.T("label.level_lc") + " ")
 	t.tag("b", c.Level)
 	t.nl()
-	t.text("Capability: ")
+	t.text(l.T("label.capability") + ": ")
 	t.tag("code", c.Capability)
 	if c.Critical {
-		t.text(" · ⚠️ critical")
+		t.text(" · ⚠️ " + l.T("label.critical"))
 	} else {
-		t.text(" · not critical")
+		t.text(" · " + l.T("label.not_critical"))
 	}
 	t.nl()
 	if target := Truncate(c.Target, limit); strings.ContainsAny(target, "\r\n") {
 		// A multi-line command is shown as a block, line breaks and all:
 		// they matter, and the block cannot pass for more card lines.
-		t.text("Target:")
+		t.text(l.T("label.target") + ":")
 		t.nl()
 		t.tag("pre", target)
 	} else {
-		t.text("Target: ")
+		t.text(l.T("label.target") + ": ")
 		t.tag("code", target)
 	}
 	t.nl()
 	if c.Intent != "" {
-		t.text("Intent: " + cut(c.Intent))
+		t.text(l.T("label.intent") + ": " + cut(c.Intent))
 		t.nl()
 	}
 	if c.Executor != "" {
-		t.text("Executor: ")
+		t.text(l.T("label.executor") + ": ")
 		t.tag("code", cut(c.Executor))
 		t.nl()
 	}
 	if c.Summary != "" {
-		t.text("Summary: " + cut(c.Summary))
+		t.text(l.T("label.summary") + ": " + cut(c.Summary))
 		t.nl()
 	}
 	if c.HasVaglio {
-		t.text(fmt.Sprintf("Vaglio: score %.2f", c.VaglioScore))
+		t.text(l.T("card.vaglio_score", c.VaglioScore))
 		if c.VaglioReason != "" {
 			t.text(" · " + cut(c.VaglioReason))
 		}
@@ -151,7 +152,7 @@ func renderTelegram(c Card, limit int) TelegramMessage {
 		if c.AllowAlways {
 			t.text("♾ " + cut(c.GrantPreview))
 		} else {
-			t.text("♾ No Allow always: " + c.Capability + " needs a person every time.")
+			t.text("♾ " + l.T("card.no_allow_always", c.Capability))
 		}
 		t.nl()
 		t.text("⏳ " + c.Locale.Expires(c.ExpiresAt))
@@ -161,10 +162,10 @@ func renderTelegram(c Card, limit int) TelegramMessage {
 		t.nl()
 	}
 	if c.Note != "" {
-		t.text("📝 Note: " + Truncate(c.Note, limit))
+		t.text("📝 " + l.T("label.note") + ": " + Truncate(c.Note, limit))
 		t.nl()
 	}
-	t.text("Request ")
+	t.text(l.T("label.request") + " ")
 	t.tag("code", c.RequestID)
 	return TelegramMessage{HTML: t.html.String(), Plain: t.plain.String()}
 }
@@ -216,7 +217,7 @@ func TelegramGrants(grants []policy.Grant, more bool, l locale.Locale) TelegramM
 		rows := make([][]tgbotapi.InlineKeyboardButton, 0, len(grants))
 		for _, g := range grants {
 			rows = append(rows, tgbotapi.NewInlineKeyboardRow(
-				tgbotapi.NewInlineKeyboardButtonData(fmt.Sprintf("🗑 Revoke #%d", g.ID), EncodeRevoke(g.ID))))
+				tgbotapi.NewInlineKeyboardButtonData(l.T("grants.revoke_button", g.ID), EncodeRevoke(g.ID))))
 		}
 		kb := tgbotapi.NewInlineKeyboardMarkup(rows...)
 		m.Keyboard = &kb
@@ -228,33 +229,33 @@ func renderTelegramGrants(grants []policy.Grant, more bool, l locale.Locale, lim
 	cut := func(s string) string { return Truncate(oneLine(s), limit) }
 	var t tgText
 	if len(grants) == 0 {
-		t.text("No active grants. Allow always on a card creates one.")
+		t.text(l.T("grants.none"))
 		return TelegramMessage{HTML: t.html.String(), Plain: t.plain.String()}
 	}
-	t.tag("b", "Active grants")
+	t.tag("b", l.T("grants.title"))
 	t.nl()
 	for _, g := range grants {
 		t.nl()
 		t.tag("b", fmt.Sprintf("#%d", g.ID))
-		t.text(" " + g.Capability + " on ")
+		t.text(" " + l.T("grants.on", g.Capability) + " ")
 		t.tag("code", cut(g.Target))
 		t.nl()
-		t.text("for " + cut(g.Channel+"/"+g.SenderID) + " · by " + cut(DisplayName(g.GrantedBy)))
+		t.text(l.T("grants.for_by", cut(g.Channel+"/"+g.SenderID), cut(DisplayName(g.GrantedBy))))
 		if g.ExpiresAt != nil {
-			t.text(" · until " + l.Date(*g.ExpiresAt))
+			t.text(" · " + l.T("grants.until", l.Date(*g.ExpiresAt)))
 		}
 		if g.LastUsedAt != nil {
-			t.text(" · last used " + l.Date(*g.LastUsedAt))
+			t.text(" · " + l.T("grants.last_used", l.Date(*g.LastUsedAt)))
 		} else {
-			t.text(" · never used")
+			t.text(" · " + l.T("grants.never_used"))
 		}
 		t.nl()
 	}
 	if more {
 		t.nl()
-		t.text("Only the newest are listed; ")
+		t.text(l.T("grants.more_before") + " ")
 		t.tag("code", "gateway policy grants")
-		t.text(" shows them all.")
+		t.text(" " + l.T("grants.more_after"))
 		t.nl()
 	}
 	return TelegramMessage{HTML: t.html.String(), Plain: t.plain.String()}

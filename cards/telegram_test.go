@@ -42,6 +42,9 @@ var (
 // tgLocale shows cards in Rome, half a minute after the requests were made.
 var tgLocale = locale.New(locale.English, mustZone("Europe/Rome"), func() time.Time { return created.Add(30 * time.Second) })
 
+// tgItalian is tgLocale in Italian.
+var tgItalian = locale.New(locale.Italian, mustZone("Europe/Rome"), func() time.Time { return created.Add(30 * time.Second) })
+
 func mustZone(name string) *time.Location {
 	z, err := time.LoadLocation(name)
 	if err != nil {
@@ -92,26 +95,37 @@ func TestTelegram_Golden(t *testing.T) {
 	cases := []struct {
 		name string
 		r    approvals.Request
+		l    *locale.Locale // nil: tgLocale, English
 	}{
-		{"pending_fs_write", pending("fs:write", "/home/roberto/inv/04.pdf")},
-		{"pending_code_exec", pending("code:exec", "git status")},
-		{"pending_mail_send", pending("mail:send", "boss@example.com")},
-		{"pending_no_vaglio", noVaglio},
-		{"pending_escaped", pending("network:http", `<script>alert("x")</script> & 'quotes'`)},
-		{"pending_multiline", multiline},
-		{"allowed_once", decidedAs(pending("fs:write", "/tmp/x"), approvals.StatusAllowed,
+		{name: "pending_fs_write", r: pending("fs:write", "/home/roberto/inv/04.pdf")},
+		// The same cards in Italian: every word of the gateway's, none of the agent's.
+		{"it_pending_fs_write", pending("fs:write", "/home/roberto/inv/04.pdf"), &tgItalian},
+		{"it_pending_code_exec", pending("code:exec", "git status"), &tgItalian},
+		{"it_allowed_always", allowAlways, &tgItalian},
+		{"it_denied_with_note", withNote, &tgItalian},
+		{"it_expired", decidedAs(pending("fs:write", "/tmp/x"), approvals.StatusExpired, nil, "timeout"), &tgItalian},
+		{name: "pending_code_exec", r: pending("code:exec", "git status")},
+		{name: "pending_mail_send", r: pending("mail:send", "boss@example.com")},
+		{name: "pending_no_vaglio", r: noVaglio},
+		{name: "pending_escaped", r: pending("network:http", `<script>alert("x")</script> & 'quotes'`)},
+		{name: "pending_multiline", r: multiline},
+		{name: "allowed_once", r: decidedAs(pending("fs:write", "/tmp/x"), approvals.StatusAllowed,
 			ptr(approvals.AllowOnce), "telegram:Roberto (42)")},
-		{"allowed_always", allowAlways},
-		{"denied", decidedAs(pending("fs:write", "/tmp/x"), approvals.StatusDenied,
+		{name: "allowed_always", r: allowAlways},
+		{name: "denied", r: decidedAs(pending("fs:write", "/tmp/x"), approvals.StatusDenied,
 			ptr(approvals.Deny), "web:owner")},
-		{"denied_with_note", withNote},
-		{"expired", decidedAs(pending("fs:write", "/tmp/x"), approvals.StatusExpired, nil, "timeout")},
-		{"withdrawn", decidedAs(pending("fs:write", "/tmp/x"), approvals.StatusCancelled, nil, "agent:metnos")},
-		{"truncated", pending("fs:write", "/"+strings.Repeat("very-long-directory-name/", 300)+"end")},
+		{name: "denied_with_note", r: withNote},
+		{name: "expired", r: decidedAs(pending("fs:write", "/tmp/x"), approvals.StatusExpired, nil, "timeout")},
+		{name: "withdrawn", r: decidedAs(pending("fs:write", "/tmp/x"), approvals.StatusCancelled, nil, "agent:metnos")},
+		{name: "truncated", r: pending("fs:write", "/"+strings.Repeat("very-long-directory-name/", 300)+"end")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := cards.Telegram(cards.New(tc.r, tgLocale))
+			l := tgLocale
+			if tc.l != nil {
+				l = *tc.l
+			}
+			m := cards.Telegram(cards.New(tc.r, l))
 			checkTelegram(t, m)
 			kb, _ := json.MarshalIndent(m.Keyboard, "", "  ")
 			golden(t, filepath.Join("testdata", "telegram", tc.name+".golden"),

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/config"
 )
 
 // findChromium returns a headless-capable browser binary, or fails the
@@ -35,15 +36,30 @@ func findChromium(t *testing.T) string {
 	return ""
 }
 
-// TestWebBrowser_AllowOnce drives the page in a real headless Chromium: a
-// pending request posted through the API shows up, a click on Allow once
-// resolves it, and the agent's API sees allow_once.
+// TestWebBrowser_AllowOnce drives the page in a real headless Chromium,
+// once in each language of web.language: a pending request posted through
+// the API shows up (in the page's language, its expiry in server.timezone),
+// a click on Allow once resolves it, and the agent's API sees allow_once.
 func TestWebBrowser_AllowOnce(t *testing.T) {
 	chromium := findChromium(t)
+	for _, tc := range []struct {
+		lang                         string
+		button, flash, expires, html string
+	}{
+		{"en", "✅ Allow once", "✅ Allowed once by owner", "in 9 min, ", `lang="en"`},
+		{"it", "✅ Consenti una volta", "✅ Consentita una volta da owner", "tra 9 min, ", `lang="it"`},
+	} {
+		t.Run(tc.lang, func(t *testing.T) {
+			browserAllowOnce(t, chromium, tc.lang, tc.button, tc.flash, tc.expires, tc.html)
+		})
+	}
+}
+
+func browserAllowOnce(t *testing.T, chromium, lang, button, wantFlash, expires, htmlLang string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	app := newWebApp(t, nil)
+	app := newWebApp(t, func(c *config.Config) { c.Web.Language = lang })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -101,11 +117,20 @@ func TestWebBrowser_AllowOnce(t *testing.T) {
 	if err != nil {
 		t.Fatalf("browser: read the flash: %v", err)
 	}
-	if !strings.Contains(before, "/home/u/invoices/04.pdf") {
-		t.Errorf("card text lacks the target: %q", before)
+	for _, want := range []string{"/home/u/invoices/04.pdf", button, expires, " JST"} {
+		if !strings.Contains(before, want) {
+			t.Errorf("card text lacks %q: %q", want, before)
+		}
 	}
-	if !strings.Contains(flash, "Allowed once by owner") {
-		t.Errorf("flash = %q, want it to say Allowed once by owner", flash)
+	if !strings.Contains(flash, wantFlash) {
+		t.Errorf("flash = %q, want it to say %q", flash, wantFlash)
+	}
+	page, err := chromedp.Run(browser, chromedp.OuterHTML(chromedp.CSS("html")))
+	if err != nil {
+		t.Fatalf("browser: read the page: %v", err)
+	}
+	if !strings.Contains(page, htmlLang) {
+		t.Errorf("page is not marked %s", htmlLang)
 	}
 
 	// The page refreshes itself when something changes: a new request shows

@@ -56,8 +56,10 @@ func newWeb(s *Server) *web {
 	if _, err := rand.Read(key); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
-	l := locale.New(locale.English, s.cfg.Server.Zone(), s.now)
+	l := locale.New(locale.Lang(s.cfg.Web.Language), s.cfg.Server.Zone(), s.now)
 	funcs := template.FuncMap{
+		"t":         l.T, // {{t "web.key" args…}}: every word of the page comes from the catalog
+		"lang":      func() string { return string(l.Lang()) },
 		"when":      l.Clock, // the time with its zone, and the day when it is not today
 		"unixms":    func(t time.Time) int64 { return t.UnixMilli() },
 		"score":     func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
@@ -167,7 +169,7 @@ func (w *web) load(ctx context.Context) (pageData, error) {
 				r.GrantExpiresAt = g.ExpiresAt
 			}
 		}
-		d.Recent = append(d.Recent, recentRow{Title: r.Agent + " wants " + r.Capability, Target: r.Target,
+		d.Recent = append(d.Recent, recentRow{Title: w.loc.T("card.title", r.Agent, r.Capability), Target: r.Target,
 			StatusLine: cards.StatusLine(r, w.loc), Note: r.Note, Status: r.Status})
 		fmt.Fprintf(h, "r%s%s;", r.ID, r.Status)
 	}
@@ -210,7 +212,7 @@ func (w *web) decide(rw http.ResponseWriter, r *http.Request) {
 	id := r.PostFormValue("id")
 	d, err := approvals.ParseDecision(r.PostFormValue("decision"))
 	if err != nil || id == "" {
-		w.redirect(rw, r, flash{Error: true, Text: "That button sent no valid decision; nothing changed."})
+		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.bad_decision")})
 		return
 	}
 	actor := approvals.Actor{Channel: "web", ID: "admin", Name: "owner"}
@@ -227,7 +229,7 @@ func (w *web) decide(rw http.ResponseWriter, r *http.Request) {
 		w.redirect(rw, r, w.decideFailure(err))
 		return
 	}
-	w.redirect(rw, r, flash{Text: fmt.Sprintf("%s — %s on %s", cards.StatusLine(req, w.loc), req.Capability,
+	w.redirect(rw, r, flash{Text: w.loc.T("web.decided", cards.StatusLine(req, w.loc), req.Capability,
 		cards.Truncate(req.Target, 200))})
 }
 
@@ -238,14 +240,14 @@ func (w *web) decideFailure(err error) flash {
 	case errors.As(err, &already):
 		return flash{Error: true, Text: alreadyDecided(already.Request, w.loc)}
 	case errors.Is(err, approvals.ErrAllowAlwaysRefused), errors.Is(err, policy.ErrGrantNotAllowed):
-		return flash{Error: true, Text: "Allow always refused: " + cleanMsg(err)}
+		return flash{Error: true, Text: w.loc.T("web.allow_always_refused", cleanMsg(err))}
 	case errors.Is(err, approvals.ErrNotFound):
-		return flash{Error: true, Text: "That request no longer exists (it may have been pruned)."}
+		return flash{Error: true, Text: w.loc.T("web.request_gone")}
 	case errors.Is(err, approvals.ErrInvalid):
 		return flash{Error: true, Text: cleanMsg(err)}
 	}
 	w.s.log.Error("web decide failed", "err", err)
-	return flash{Error: true, Text: "The decision could not be recorded; see the gateway log. Nothing changed."}
+	return flash{Error: true, Text: w.loc.T("web.decide_failed")}
 }
 
 // alreadyDecided says who came first: "Already decided: allowed by
@@ -253,41 +255,45 @@ func (w *web) decideFailure(err error) flash {
 func alreadyDecided(r approvals.Request, l locale.Locale) string {
 	at := ""
 	if r.DecidedAt != nil {
-		at = " at " + l.Clock(*r.DecidedAt)
+		at = l.T("tg.at", l.Clock(*r.DecidedAt))
 	}
 	switch r.Status {
 	case approvals.StatusExpired:
-		return "Too late: this request expired" + at + "."
+		return l.T("web.already_expired", at)
 	case approvals.StatusCancelled:
-		return "The agent withdrew this request" + at + "."
+		return l.T("web.already_withdrawn", at)
 	}
 	who := r.DecidedBy
 	if ch, _, ok := strings.Cut(who, ":"); ok {
 		who = ch + ":" + cards.DisplayName(who)
 	}
 	if who == "" {
-		who = "policy"
+		who = l.T("web.policy")
 	}
-	return fmt.Sprintf("Already decided: %s by %s%s.", r.Status, who, at)
+	status := l.T("web.status_denied")
+	if r.Status == approvals.StatusAllowed {
+		status = l.T("web.status_allowed")
+	}
+	return l.T("web.already_decided", status, who, at)
 }
 
 // revoke is POST /web/revoke: the Revoke button of a grant.
 func (w *web) revoke(rw http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PostFormValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		w.redirect(rw, r, flash{Error: true, Text: "That button named no grant; nothing changed."})
+		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.bad_grant")})
 		return
 	}
 	changed, err := w.s.grants.Revoke(r.Context(), id, "revoked", "web:owner")
 	switch {
 	case err != nil:
 		w.s.log.Error("web revoke failed", "grant_id", id, "err", err)
-		w.redirect(rw, r, flash{Error: true, Text: "The grant could not be revoked; see the gateway log."})
+		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.revoke_failed")})
 	case !changed:
-		w.redirect(rw, r, flash{Error: true, Text: fmt.Sprintf("Grant #%d was already revoked or expired.", id)})
+		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.revoke_inactive", id)})
 	default:
 		w.s.log.Info("grant revoked", "grant_id", id, "by", "web:owner")
-		w.redirect(rw, r, flash{Text: fmt.Sprintf("Revoked grant #%d.", id)})
+		w.redirect(rw, r, flash{Text: w.loc.T("web.revoked", id)})
 	}
 }
 
@@ -305,7 +311,7 @@ func (w *web) render(rw http.ResponseWriter, r *http.Request, status int, name s
 	var buf bytes.Buffer
 	if err := w.tmpl.ExecuteTemplate(&buf, name, withNonce{data, nonce}); err != nil {
 		w.s.log.Error("web template", "template", name, "err", err)
-		http.Error(rw, "internal error; see the gateway log", http.StatusInternalServerError)
+		http.Error(rw, w.loc.T("web.internal"), http.StatusInternalServerError)
 		return
 	}
 	h := rw.Header()
@@ -348,9 +354,9 @@ func (w *web) refuse(rw http.ResponseWriter, r *http.Request, status int, title,
 	p := errorPage{Title: title, Message: msg, Link: link}
 	switch link {
 	case linkPage:
-		p.LinkText = "Back to the page"
+		p.LinkText = w.loc.T("web.back")
 	case linkLogin:
-		p.LinkText = "Log in"
+		p.LinkText = w.loc.T("web.log_in_button")
 	}
 	w.render(rw, r, status, "error.html", p)
 }
@@ -360,8 +366,7 @@ func (w *web) fail(rw http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	w.s.log.Error("web page", "err", err)
-	w.refuse(rw, r, http.StatusInternalServerError, "Something went wrong",
-		"The page could not be built; see the gateway log.", linkPage)
+	w.refuse(rw, r, http.StatusInternalServerError, w.loc.T("web.failed_title"), w.loc.T("web.failed"), linkPage)
 }
 
 func buttonClass(d approvals.Decision) string {

@@ -98,18 +98,14 @@ func (w *web) access(h http.Handler) http.Handler {
 		switch {
 		case w.isLocal(r):
 		case w.s.cfg.Web.AdminToken == "":
-			w.refuse(rw, r, http.StatusForbidden, "Only open on this machine",
-				"This page answers only browsers on the gateway's own machine (open http://127.0.0.1:<port>/ "+
-					"or http://localhost:<port>/ there). To use it from elsewhere, set web.admin_token_env in the "+
-					"config to a variable holding a long random token, restart, and log in with that token.", linkNone)
+			w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.local_only_title"), w.loc.T("web.local_only"), linkNone)
 			return
 		case !w.validSession(r):
 			if r.Method == http.MethodGet {
 				http.Redirect(rw, r, "/login", http.StatusSeeOther)
 				return
 			}
-			w.refuse(rw, r, http.StatusForbidden, "Please log in",
-				"Your login is missing or has expired; nothing changed. Log in and try again.", linkLogin)
+			w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.log_in_title"), w.loc.T("web.log_in"), linkLogin)
 			return
 		}
 		h.ServeHTTP(rw, r)
@@ -124,23 +120,19 @@ func (w *web) csrf(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(rw, r.Body, MaxBodyBytes)
 		if err := r.ParseForm(); err != nil {
-			w.refuse(rw, r, http.StatusBadRequest, "Bad form", "The form could not be read; nothing changed.", linkPage)
+			w.refuse(rw, r, http.StatusBadRequest, w.loc.T("web.bad_form_title"), w.loc.T("web.bad_form"), linkPage)
 			return
 		}
 		if o := r.Header.Get("Origin"); o != "" {
 			if u, err := url.Parse(o); err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
-				w.refuse(rw, r, http.StatusForbidden, "Refused: cross-site form",
-					"This form was sent from another site ("+o+"), so it was refused and nothing changed. "+
-						"Use the gateway's own page.", linkPage)
+				w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.cross_site_title"), w.loc.T("web.cross_site", o), linkPage)
 				return
 			}
 		}
 		c, err := r.Cookie(csrfCookie)
 		field := r.PostForm.Get("csrf")
 		if err != nil || c.Value == "" || field == "" || subtle.ConstantTimeCompare([]byte(c.Value), []byte(field)) != 1 {
-			w.refuse(rw, r, http.StatusForbidden, "Refused: missing or stale form token",
-				"The form's security token is missing or does not match this browser (an old tab, cleared "+
-					"cookies, or another site's form), so nothing changed. Reload the page and try again.", linkPage)
+			w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.csrf_title"), w.loc.T("web.csrf"), linkPage)
 			return
 		}
 		h.ServeHTTP(rw, r)
@@ -237,9 +229,7 @@ func (w *web) loginPage(rw http.ResponseWriter, r *http.Request) {
 	case w.isLocal(r), w.validSession(r):
 		http.Redirect(rw, r, "/", http.StatusSeeOther)
 	case w.s.cfg.Web.AdminToken == "":
-		w.refuse(rw, r, http.StatusForbidden, "Login is off",
-			"No admin token is configured (web.admin_token_env), so this page answers only browsers on the "+
-				"gateway's own machine.", linkNone)
+		w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.login_off_title"), w.loc.T("web.login_off"), linkNone)
 	default:
 		w.render(rw, r, http.StatusOK, "login.html", loginData{CSRF: w.csrfToken(rw, r)})
 	}
@@ -250,13 +240,13 @@ func (w *web) loginPage(rw http.ResponseWriter, r *http.Request) {
 func (w *web) login(rw http.ResponseWriter, r *http.Request) {
 	admin := w.s.cfg.Web.AdminToken
 	if admin == "" {
-		w.refuse(rw, r, http.StatusForbidden, "Login is off", "No admin token is configured.", linkNone)
+		w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.login_off_title"), w.loc.T("web.login_off"), linkNone)
 		return
 	}
 	if w.lockedOut() {
 		rw.Header().Set("Retry-After", strconv.Itoa(int(loginLockout/time.Second)))
 		w.render(rw, r, http.StatusTooManyRequests, "login.html", loginData{CSRF: w.csrfToken(rw, r),
-			Error: "Too many failed logins; wait a minute and try again."})
+			Error: w.loc.T("web.login_locked")})
 		return
 	}
 	got := sha256.Sum256([]byte(r.PostForm.Get("token")))
@@ -265,7 +255,7 @@ func (w *web) login(rw http.ResponseWriter, r *http.Request) {
 		w.recordFailure()
 		w.s.log.Warn("web login failed", "remote", r.RemoteAddr) // never the token
 		w.render(rw, r, http.StatusUnauthorized, "login.html", loginData{CSRF: w.csrfToken(rw, r),
-			Error: "Wrong token."})
+			Error: w.loc.T("web.login_wrong")})
 		return
 	}
 	v, exp := w.newSession()

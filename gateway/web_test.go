@@ -215,7 +215,7 @@ func TestWeb_PendingCards(t *testing.T) {
 		if strings.Contains(card, "allow_always") {
 			t.Errorf("code:exec card offers allow_always:\n%s", card)
 		}
-		if !strings.Contains(card, "needs your approval every time") {
+		if !strings.Contains(card, "needs a person every time") {
 			t.Errorf("card does not say why there is no Allow always:\n%s", card)
 		}
 	})

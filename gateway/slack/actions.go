@@ -15,16 +15,6 @@ import (
 	"github.com/metnos/gateway/policy"
 )
 
-// What a refused click or command is told. Short: it shows as a grey
-// "Only visible to you" line under the card.
-const (
-	msgNotApprover   = "You are not an approver: only the people listed in `slack.approvers` can decide. Nothing was changed."
-	msgNotAdmin      = "Only the people listed in `slack.admins` can revoke grants. Nothing was changed."
-	msgNotAdminRules = "Only the people listed in `slack.admins` can see and change the rules. Nothing was changed."
-	msgNotOurs       = "That is not a button the gateway knows. Nothing was changed."
-	msgInternal      = "Something went wrong on the gateway; nothing was changed. Its log has the details."
-)
-
 // interactionKey identifies one click whatever carries it: Slack gives
 // every click its own trigger_id and action_ts.
 func interactionKey(ic slackapi.InteractionCallback) string {
@@ -137,7 +127,7 @@ func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.Interacti
 	acts := ic.ActionCallback.BlockActions
 	if len(acts) != 1 {
 		m.log.Warn("refused a Slack interaction with several actions", "user_id", ic.User.ID, "actions", len(acts))
-		answer(msgNotOurs)
+		answer(m.loc.T("slack.not_ours"))
 		return
 	}
 	a := acts[0]
@@ -145,7 +135,7 @@ func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.Interacti
 	if err != nil {
 		m.log.Warn("refused an unexpected Slack action", "user_id", ic.User.ID,
 			"action_id", fmt.Sprintf("%.64q", a.ActionID), "err", err)
-		answer(msgNotOurs)
+		answer(m.loc.T("slack.not_ours"))
 		return
 	}
 	if cb.Revoke() {
@@ -154,7 +144,7 @@ func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.Interacti
 	}
 	if !m.approver[ic.User.ID] {
 		m.log.Warn("refused a decision from a non-approver", "user_id", ic.User.ID, "request_id", cb.RequestID)
-		answer(msgNotApprover)
+		answer(m.loc.T("slack.not_approver"))
 		return
 	}
 	actor := approvals.Actor{Channel: Name, ID: ic.User.ID, Name: ic.User.Name}
@@ -172,14 +162,14 @@ func (m *Messenger) decideRefusal(err error, id string) string {
 	var already *approvals.AlreadyDecidedError
 	switch {
 	case errors.As(err, &already):
-		return "That request is already finished: " + cards.EscapeMrkdwn(cards.StatusLine(already.Request, m.loc)) + "."
+		return m.loc.T("slack.already_finished", cards.EscapeMrkdwn(cards.StatusLine(already.Request, m.loc)))
 	case errors.Is(err, approvals.ErrAllowAlwaysRefused):
-		return "Allow always is not offered for this capability: it needs a person every time. Use Allow once."
+		return m.loc.T("slack.allow_always_refused")
 	case errors.Is(err, approvals.ErrNotFound):
-		return "That request no longer exists. Nothing was changed."
+		return m.loc.T("slack.request_gone")
 	}
 	m.log.Error("decide from slack failed", "request_id", id, "err", err)
-	return msgInternal
+	return m.loc.T("slack.internal")
 }
 
 // revoke is a Revoke click on the Home tab or /approvals revoke: admins
@@ -188,7 +178,7 @@ func (m *Messenger) decideRefusal(err error, id string) string {
 func (m *Messenger) revoke(ctx context.Context, userID, userName string, id int64, answer func(string)) {
 	if !m.admin[userID] {
 		m.log.Warn("refused a revoke from a non-admin", "user_id", userID, "grant_id", id)
-		answer(msgNotAdmin)
+		answer(m.loc.T("slack.not_admin"))
 		return
 	}
 	by := approvals.Actor{Channel: Name, ID: userID, Name: userName}.String()
@@ -196,13 +186,13 @@ func (m *Messenger) revoke(ctx context.Context, userID, userName string, id int6
 	switch {
 	case err != nil:
 		m.log.Error("revoke from slack failed", "grant_id", id, "err", err)
-		answer(msgInternal)
+		answer(m.loc.T("slack.internal"))
 		return
 	case changed:
 		m.log.Info("grant revoked in slack", "grant_id", id, "user_id", userID)
-		answer(fmt.Sprintf("Revoked grant #%d. The agent will need approval again.", id))
+		answer(m.loc.T("slack.revoked", id))
 	default:
-		answer(fmt.Sprintf("Grant #%d was not active (already revoked, or no such grant): nothing changed.", id))
+		answer(m.loc.T("slack.revoke_inactive", id))
 	}
 	m.homesChanged()
 }

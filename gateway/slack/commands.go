@@ -3,7 +3,6 @@ package slack
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -13,15 +12,6 @@ import (
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/policy"
 )
-
-// commandHelp is the answer to /approvals help (and to anything unknown).
-const commandHelp = "*/approvals* — the approval gateway\n" +
-	"• `/approvals pending` — requests waiting for a decision\n" +
-	"• `/approvals grants [sender]` — active grants, optionally of one sender\n" +
-	"• `/approvals revoke ID` — revoke a grant (slack.admins only)\n" +
-	"• `/approvals rules` — the policy rules, run-time and the config file's; `/approvals rules rm ID` removes a run-time one (slack.admins only)\n" +
-	"• `/approvals help` — this text\n" +
-	"Cards with Allow once / Allow always / Deny arrive in the approvals channel; the Home tab lists both."
 
 // handleCommand answers one verified, first-time slash command privately:
 // listings for approvers and admins, revoke for admins, help for anyone.
@@ -36,26 +26,26 @@ func (m *Messenger) handleCommand(ctx context.Context, c slackapi.SlashCommand) 
 	canList := m.approver[c.UserID] || m.admin[c.UserID]
 	switch sub {
 	case "", "help":
-		m.reply(ctx, to, commandHelp)
+		m.reply(ctx, to, m.loc.T("slack.help"))
 	case "pending":
 		if !canList {
-			m.reply(ctx, to, msgNotApprover)
+			m.reply(ctx, to, m.loc.T("slack.not_approver"))
 			return
 		}
 		pending, more, err := m.pendingCards(ctx, maxListed)
 		if err != nil {
 			m.log.Error("list pending for slack", "err", err)
-			m.reply(ctx, to, msgInternal)
+			m.reply(ctx, to, m.loc.T("slack.internal"))
 			return
 		}
 		m.reply(ctx, to, cards.SlackPendingText(pending, more, m.loc))
 	case "grants":
 		if !canList {
-			m.reply(ctx, to, msgNotApprover)
+			m.reply(ctx, to, m.loc.T("slack.not_approver"))
 			return
 		}
 		if len(args) > 1 {
-			m.reply(ctx, to, "Usage: `/approvals grants [sender]`")
+			m.reply(ctx, to, m.loc.T("slack.grants_usage"))
 			return
 		}
 		sender := ""
@@ -65,21 +55,21 @@ func (m *Messenger) handleCommand(ctx context.Context, c slackapi.SlashCommand) 
 		gs, more, err := m.activeGrants(ctx, sender, maxListed)
 		if err != nil {
 			m.log.Error("list grants for slack", "err", err)
-			m.reply(ctx, to, msgInternal)
+			m.reply(ctx, to, m.loc.T("slack.internal"))
 			return
 		}
 		m.reply(ctx, to, cards.SlackGrantsText(gs, more, m.loc))
 	case "revoke":
 		id, err := strconv.ParseInt(strings.TrimPrefix(strings.Join(args, ""), "#"), 10, 64)
 		if len(args) != 1 || err != nil || id <= 0 {
-			m.reply(ctx, to, "Usage: `/approvals revoke ID` (the grant number, as `/approvals grants` lists it)")
+			m.reply(ctx, to, m.loc.T("slack.revoke_usage"))
 			return
 		}
 		m.revoke(ctx, c.UserID, c.UserName, id, func(text string) { m.reply(ctx, to, text) })
 	case "rules":
 		m.rulesCommand(ctx, c, args, func(text string) { m.reply(ctx, to, text) })
 	default:
-		m.reply(ctx, to, fmt.Sprintf("Unknown subcommand `%s`.\n%s", cards.EscapeMrkdwn(sub), commandHelp))
+		m.reply(ctx, to, m.loc.T("slack.unknown_subcommand", cards.EscapeMrkdwn(sub))+"\n"+m.loc.T("slack.help"))
 	}
 }
 
@@ -88,11 +78,11 @@ func (m *Messenger) handleCommand(ctx context.Context, c slackapi.SlashCommand) 
 func (m *Messenger) rulesCommand(ctx context.Context, c slackapi.SlashCommand, args []string, answer func(string)) {
 	if !m.admin[c.UserID] {
 		m.log.Warn("refused /approvals rules from a non-admin", "user_id", c.UserID)
-		answer(msgNotAdminRules)
+		answer(m.loc.T("slack.not_admin_rules"))
 		return
 	}
 	if m.opts.Rules == nil {
-		answer("This gateway has no rule store; nothing to show.")
+		answer(m.loc.T("slack.no_rule_store"))
 		return
 	}
 	switch {
@@ -100,10 +90,10 @@ func (m *Messenger) rulesCommand(ctx context.Context, c slackapi.SlashCommand, a
 		list, err := m.opts.Rules.List(ctx)
 		if err != nil {
 			m.log.Error("list rules for slack", "err", err)
-			answer(msgInternal)
+			answer(m.loc.T("slack.internal"))
 			return
 		}
-		answer(cards.SlackRulesText(list))
+		answer(cards.SlackRulesText(list, m.loc))
 	case len(args) == 2 && (args[0] == "rm" || args[0] == "remove"):
 		id := args[1]
 		by := approvals.Actor{Channel: Name, ID: c.UserID, Name: c.UserName}.String()
@@ -111,16 +101,16 @@ func (m *Messenger) rulesCommand(ctx context.Context, c slackapi.SlashCommand, a
 		switch {
 		case err == nil:
 			m.log.Info("rule removed in slack", "rule_id", id, "user_id", c.UserID)
-			answer(fmt.Sprintf("Removed rule `%s`; the next decision goes without it.", cards.EscapeMrkdwn(id)))
+			answer(m.loc.T("slack.rule_removed", cards.EscapeMrkdwn(id)))
 		case errors.Is(err, policy.ErrRuleFromConfig):
-			answer(fmt.Sprintf("Rule `%s` comes from the config file: edit the file to change it. Nothing was changed.", cards.EscapeMrkdwn(id)))
+			answer(m.loc.T("slack.rule_from_config", cards.EscapeMrkdwn(id)))
 		case errors.Is(err, policy.ErrNotFound), errors.Is(err, policy.ErrInvalid):
-			answer(fmt.Sprintf("There is no rule `%s` (see `/approvals rules`). Nothing was changed.", cards.EscapeMrkdwn(id)))
+			answer(m.loc.T("slack.rule_not_found", cards.EscapeMrkdwn(id)))
 		default:
 			m.log.Error("remove rule from slack failed", "rule_id", id, "err", err)
-			answer(msgInternal)
+			answer(m.loc.T("slack.internal"))
 		}
 	default:
-		answer("Usage: `/approvals rules` or `/approvals rules rm ID` (an `api:N` id, as `/approvals rules` lists it)")
+		answer(m.loc.T("slack.rules_usage"))
 	}
 }

@@ -143,7 +143,7 @@ func New(svc *approvals.Service, cfg config.Slack, o Options) (*Messenger, error
 	}
 	m := &Messenger{
 		cfg: cfg, svc: svc, http: o.HTTPClient, log: o.Logger.With("channel", Name), opts: o,
-		loc:     locale.New(locale.English, o.Location, o.Now),
+		loc:     locale.New(locale.Lang(cfg.Language), o.Location, o.Now),
 		apiHost: apiHost, replays: newReplayCache(replayTTL, replayMax, time.Now),
 		approver: set(cfg.Approvers), admin: set(cfg.Admins),
 	}

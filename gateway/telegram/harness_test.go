@@ -108,7 +108,12 @@ type option func(*harness)
 
 // locale is how the gateway under test speaks: its zone, its clock.
 func (h *harness) locale() locale.Locale {
-	return locale.New(locale.English, h.cfg.Server.Zone(), h.clock.Now)
+	return locale.New(locale.Lang(h.cfg.Telegram.Language), h.cfg.Server.Zone(), h.clock.Now)
+}
+
+// inLanguage sets telegram.language.
+func inLanguage(lang string) option {
+	return func(h *harness) { h.cfg.Telegram.Language = lang }
 }
 
 // webhookMode makes the gateway register a webhook on its own listener.

@@ -7,6 +7,7 @@ import (
 	"html"
 	"strconv"
 	"strings"
+	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
@@ -16,14 +17,10 @@ import (
 	"github.com/metnos/gateway/policy"
 )
 
-// What people read. NotApprover is also what tests look for.
-const (
-	// NotApprover answers anyone outside telegram.approvers who taps a
-	// button, uses an approver command or replies to a card.
-	NotApprover = "You are not an approver for this gateway"
-	badButton   = "This button is not valid (it is not one of this gateway's)."
-	tryAgain    = "Something went wrong; nothing changed. Please try again."
-)
+// NotApprover is the English of what anyone outside telegram.approvers
+// reads when tapping a button, using an approver command or replying to a
+// card (catalog key "tg.not_approver"); tests look for it.
+const NotApprover = "You are not an approver for this gateway"
 
 // actor is who tapped, for decided_by and granted_by: the numeric id
 // (stable) and a name to read.
@@ -48,12 +45,12 @@ func (b *Bot) onCallback(ctx context.Context, q *tgbotapi.CallbackQuery) {
 	cb, err := cards.Decode(q.Data)
 	if err != nil {
 		log.Warn("refused a tap with foreign callback data", "err", err)
-		b.answer(ctx, q.ID, badButton, true)
+		b.answer(ctx, q.ID, b.loc.T("tg.bad_button"), true)
 		return
 	}
 	if !b.isApprover(q.From) {
 		log.Warn("refused a tap from a non-approver", "request_id", cb.RequestID, "grant_id", cb.GrantID)
-		b.answer(ctx, q.ID, NotApprover, true)
+		b.answer(ctx, q.ID, b.loc.T("tg.not_approver"), true)
 		return
 	}
 	by := actor(q.From)
@@ -66,29 +63,29 @@ func (b *Bot) onCallback(ctx context.Context, q *tgbotapi.CallbackQuery) {
 	var already *approvals.AlreadyDecidedError
 	switch {
 	case err == nil:
-		b.answer(ctx, q.ID, decidedText(r), false)
+		b.answer(ctx, q.ID, decidedText(r, b.loc), false)
 	case errors.As(err, &already):
 		b.answer(ctx, q.ID, alreadyText(already.Request, b.loc), true)
 	case errors.Is(err, approvals.ErrAllowAlwaysRefused):
 		log.Warn("refused Allow always for a capability that never gets a grant")
-		b.answer(ctx, q.ID, "Allow always is not offered for this request: its capability needs a person every time. Nothing changed.", true)
+		b.answer(ctx, q.ID, b.loc.T("tg.allow_always_refused"), true)
 	case errors.Is(err, approvals.ErrNotFound):
-		b.answer(ctx, q.ID, "This request no longer exists.", true)
+		b.answer(ctx, q.ID, b.loc.T("tg.request_gone"), true)
 	default:
 		log.Error("decision failed", "err", err)
-		b.answer(ctx, q.ID, tryAgain, true)
+		b.answer(ctx, q.ID, b.loc.T("tg.try_again"), true)
 	}
 }
 
 // decidedText confirms a tap that decided.
-func decidedText(r approvals.Request) string {
+func decidedText(r approvals.Request, l locale.Locale) string {
 	switch {
 	case r.Decision != nil && *r.Decision == approvals.AllowAlways && r.GrantID != nil:
-		return fmt.Sprintf("♾ Allowed always: grant #%d", *r.GrantID)
+		return l.T("tg.decided_always", *r.GrantID)
 	case r.Status == approvals.StatusAllowed:
-		return "✅ Allowed once"
+		return l.T("tg.decided_once")
 	}
-	return "⛔ Denied"
+	return l.T("tg.decided_deny")
 }
 
 // alreadyText tells the one who came second what happened first:
@@ -96,24 +93,24 @@ func decidedText(r approvals.Request) string {
 func alreadyText(r approvals.Request, l locale.Locale) string {
 	at := ""
 	if r.DecidedAt != nil {
-		at = " at " + l.Clock(*r.DecidedAt)
+		at = l.T("tg.at", l.Clock(*r.DecidedAt))
 	}
 	who := cards.DisplayName(r.DecidedBy)
 	switch r.Status {
 	case approvals.StatusExpired:
-		return "Already decided: expired (nobody answered in time)" + at
+		return l.T("tg.already_expired") + at
 	case approvals.StatusCancelled:
-		return "Already decided: withdrawn by the agent" + at
+		return l.T("tg.already_withdrawn") + at
 	case approvals.StatusAllowed:
-		what := "allowed"
-		if r.Decision != nil && *r.Decision == approvals.AllowAlways {
-			what = "allowed always"
-		} else if r.Decision != nil {
-			what = "allowed once"
+		switch {
+		case r.Decision != nil && *r.Decision == approvals.AllowAlways:
+			return l.T("tg.already_allowed_always", who) + at
+		case r.Decision != nil:
+			return l.T("tg.already_allowed_once", who) + at
 		}
-		return "Already decided: " + what + " by " + who + at
+		return l.T("tg.already_allowed", who) + at
 	}
-	return "Already decided: denied by " + who + at
+	return l.T("tg.already_denied", who) + at
 }
 
 // revokeByButton handles a Revoke button of a /grants list, then redraws
@@ -121,7 +118,7 @@ func alreadyText(r approvals.Request, l locale.Locale) string {
 func (b *Bot) revokeByButton(ctx context.Context, q *tgbotapi.CallbackQuery, id int64, by approvals.Actor) {
 	text, err := b.revoke(ctx, id, by)
 	if err != nil {
-		b.answer(ctx, q.ID, tryAgain, true)
+		b.answer(ctx, q.ID, b.loc.T("tg.try_again"), true)
 		return
 	}
 	b.answer(ctx, q.ID, text, false)
@@ -140,10 +137,10 @@ func (b *Bot) revoke(ctx context.Context, id int64, by approvals.Actor) (string,
 		return "", err
 	}
 	if !changed {
-		return fmt.Sprintf("Grant #%d is not active: nothing to revoke.", id), nil
+		return b.loc.T("tg.revoke_inactive", id), nil
 	}
 	b.log.Info("grant revoked", "grant_id", id, "user_id", by.ID)
-	return fmt.Sprintf("Grant #%d revoked.", id), nil
+	return b.loc.T("tg.revoked", id), nil
 }
 
 func (b *Bot) grantsMessage(ctx context.Context) (cards.TelegramMessage, error) {
@@ -180,15 +177,15 @@ func (b *Bot) onCommand(ctx context.Context, m *tgbotapi.Message) {
 	}
 	switch name {
 	case "start":
-		b.reply(ctx, m.Chat.ID, m.MessageID, startMessage(m.From.ID, b.isApprover(m.From)))
+		b.reply(ctx, m.Chat.ID, m.MessageID, startMessage(m.From.ID, b.isApprover(m.From), b.loc))
 		return
 	case "help":
-		say("%s", helpText)
+		say("%s", b.loc.T("tg.help"))
 		return
 	}
 	if !b.isApprover(m.From) {
 		b.log.Warn("refused a command from a non-approver", "user_id", m.From.ID, "command", name)
-		say("%s.", NotApprover)
+		say("%s.", b.loc.T("tg.not_approver"))
 		return
 	}
 	by := actor(m.From)
@@ -198,56 +195,48 @@ func (b *Bot) onCommand(ctx context.Context, m *tgbotapi.Message) {
 		switch {
 		case err != nil:
 			b.log.Error("resend failed", "err", err)
-			say("%s", tryAgain)
+			say("%s", b.loc.T("tg.try_again"))
 		case n == 0:
-			say("Nothing is pending.")
+			say("%s", b.loc.T("tg.nothing_pending"))
 		case m.Chat.ID == b.cfg.ChatID:
-			say("Sending %d pending card(s) again.", n)
+			say("%s", b.loc.T("tg.resending", n))
 		default:
-			say("Sending %d pending card(s) again, to the approvals chat.", n)
+			say("%s", b.loc.T("tg.resending_elsewhere", n))
 		}
 	case "grants":
 		gm, err := b.grantsMessage(ctx)
 		if err != nil {
 			b.log.Error("list grants failed", "err", err)
-			say("%s", tryAgain)
+			say("%s", b.loc.T("tg.try_again"))
 			return
 		}
 		b.reply(ctx, m.Chat.ID, m.MessageID, gm)
 	case "revoke":
 		id, err := strconv.ParseInt(strings.TrimPrefix(args, "#"), 10, 64)
 		if err != nil || id <= 0 {
-			say("Usage: /revoke ID (the grant number from /grants).")
+			say("%s", b.loc.T("tg.revoke_usage"))
 			return
 		}
 		text, err := b.revoke(ctx, id, by)
 		if err != nil {
-			say("%s", tryAgain)
+			say("%s", b.loc.T("tg.try_again"))
 			return
 		}
 		say("%s", text)
 	default:
-		say("Unknown command /%s. /help lists the commands.", name)
+		say("%s", b.loc.T("tg.unknown_command", name))
 	}
 }
 
-const helpText = `This bot asks you before AI agents act.
-
-Each card shows what an agent wants to do. Tap ✅ Allow once, ♾ Allow always (writes a grant, shown on the card with its expiry) or ⛔ Deny. Reply to a card within 10 minutes of deciding to leave the agent a note.
-
-/pending — send the pending cards again
-/grants — active grants, with Revoke buttons
-/revoke ID — revoke a grant
-/start — your Telegram user id, and whether you are an approver
-/help — this text`
-
-func startMessage(id int64, approver bool) cards.TelegramMessage {
-	status := "You are an approver for this gateway: your taps decide."
+func startMessage(id int64, approver bool, l locale.Locale) cards.TelegramMessage {
+	status := l.T("tg.start_approver")
 	if !approver {
-		status = NotApprover + ". To become one, add this id to telegram.approvers in the gateway config and restart it."
+		status = l.T("tg.start_not_approver")
 	}
-	markup := fmt.Sprintf("Your Telegram user id is <code>%d</code>.\n%s", id, html.EscapeString(status))
-	return cards.TelegramMessage{HTML: markup, Plain: fmt.Sprintf("Your Telegram user id is %d.\n%s", id, status)}
+	idText := strconv.FormatInt(id, 10)
+	markup := html.EscapeString(l.T("tg.start_id", "\x00")) // the id goes in a code span
+	markup = strings.Replace(markup, "\x00", "<code>"+idText+"</code>", 1) + "\n" + html.EscapeString(status)
+	return cards.TelegramMessage{HTML: markup, Plain: l.T("tg.start_id", idText) + "\n" + status}
 }
 
 // onReply stores an approver's reply to a card as the request's note, if
@@ -265,25 +254,25 @@ func (b *Bot) onReply(ctx context.Context, m *tgbotapi.Message) {
 	say := func(s string) { b.reply(ctx, m.Chat.ID, m.MessageID, plainMessage(s)) }
 	if !b.isApprover(m.From) {
 		b.log.Warn("refused a note from a non-approver", "user_id", m.From.ID, "request_id", r.ID)
-		say(NotApprover + ".")
+		say(b.loc.T("tg.not_approver") + ".")
 		return
 	}
 	if !r.Status.Finished() {
-		say("Decide first: a note goes with a decision, within 10 minutes of it.")
+		say(b.loc.T("tg.note_decide_first"))
 		return
 	}
 	r, err = b.svc.SetNote(ctx, r.ID, m.Text, actor(m.From))
 	switch {
 	case errors.Is(err, approvals.ErrInvalid):
-		say(fmt.Sprintf("Too late for a note: notes are taken within %s of the decision.", approvals.NoteWindow))
+		say(b.loc.T("tg.note_too_late", int(approvals.NoteWindow/time.Minute)))
 		return
 	case err != nil:
 		b.log.Error("set note failed", "request_id", r.ID, "err", err)
-		say(tryAgain)
+		say(b.loc.T("tg.try_again"))
 		return
 	}
 	b.log.Info("note attached", "request_id", r.ID, "user_id", m.From.ID)
-	say("📝 Note saved; the agent reads it with the request.")
+	say(b.loc.T("tg.note_saved"))
 	if err := b.Update(ctx, r, ref); err != nil {
 		b.log.Warn("could not show the note on the card", "request_id", r.ID, "err", err)
 	}

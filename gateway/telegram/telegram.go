@@ -151,7 +151,7 @@ func New(o Options) (*Bot, error) {
 	if zone == nil {
 		zone = time.Local
 	}
-	b.loc = locale.New(locale.English, zone, b.now)
+	b.loc = locale.New(locale.Lang(c.Language), zone, b.now)
 	if b.pollTimeout <= 0 {
 		b.pollTimeout = DefaultPollTimeout
 	}

@@ -57,13 +57,17 @@ func (b *Bot) setup(ctx context.Context) {
 	}
 }
 
-// commands are the bot commands shown in Telegram's menu.
-var commands = []tgbotapi.BotCommand{
-	{Command: "pending", Description: "Send the pending approval cards again"},
-	{Command: "grants", Description: "List active grants, with Revoke buttons"},
-	{Command: "revoke", Description: "Revoke a grant: /revoke ID"},
-	{Command: "help", Description: "What this bot does"},
-	{Command: "start", Description: "Your Telegram user id, and whether you are an approver"},
+// commands are the bot commands shown in Telegram's menu, described in
+// the bot's language.
+func (b *Bot) commands() []tgbotapi.BotCommand {
+	l := b.loc
+	return []tgbotapi.BotCommand{
+		{Command: "pending", Description: l.T("tg.cmd_pending")},
+		{Command: "grants", Description: l.T("tg.cmd_grants")},
+		{Command: "revoke", Description: l.T("tg.cmd_revoke")},
+		{Command: "help", Description: l.T("tg.cmd_help")},
+		{Command: "start", Description: l.T("tg.cmd_start")},
+	}
 }
 
 func (b *Bot) hello(ctx context.Context) error {
@@ -78,7 +82,7 @@ func (b *Bot) hello(ctx context.Context) error {
 		b.username = me.UserName
 		b.mu.Unlock()
 	}
-	if _, err := b.bot(cctx).Request(tgbotapi.NewSetMyCommands(commands...)); err != nil {
+	if _, err := b.bot(cctx).Request(tgbotapi.NewSetMyCommands(b.commands()...)); err != nil {
 		return b.apiError("setMyCommands", err)
 	}
 	return nil
