@@ -48,7 +48,8 @@ func (w *web) loadRules(ctx context.Context, d *pageData, h hash.Hash) error {
 	}
 	for _, ri := range list {
 		var scope []string
-		for _, kv := range [][2]string{{"agent", ri.Agent}, {"channel", ri.Channel}, {"sender", ri.SenderID}} {
+		for _, kv := range [][2]string{{w.loc.T("rules.agent"), ri.Agent}, {w.loc.T("rules.channel"), ri.Channel},
+			{w.loc.T("rules.sender"), ri.SenderID}} {
 			if kv[1] != "" {
 				scope = append(scope, kv[0]+" "+kv[1])
 			}
@@ -82,18 +83,18 @@ func (w *web) addRule(rw http.ResponseWriter, r *http.Request) {
 		}, w.webActor(r))
 		if err == nil {
 			w.s.log.Info("rule added", "rule_id", ri.ID, "by", w.webActor(r))
-			w.redirect(rw, r, flash{Text: fmt.Sprintf("Added rule %s: %s %s on %s (%s, position %d).",
+			w.redirect(rw, r, flash{Text: w.loc.T("web.rule_added",
 				ri.ID, ri.Action, ri.Capability, ri.Target, ri.Owner, ri.Position)})
 			return
 		}
 	}
 	var fe *policy.FieldError
 	if errors.As(err, &fe) {
-		w.redirect(rw, r, flash{Error: true, Text: "Rule not added: " + fe.Error()})
+		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.rule_not_added", fe.Error())})
 		return
 	}
 	w.s.log.Error("web add rule failed", "err", err)
-	w.redirect(rw, r, flash{Error: true, Text: "The rule could not be added; see the gateway log."})
+	w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.rule_add_failed")})
 }
 
 // removeRule is POST /web/rules/remove: the Remove button of a run-time rule.
@@ -104,13 +105,13 @@ func (w *web) removeRule(rw http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		w.s.log.Info("rule removed", "rule_id", id, "by", w.webActor(r))
-		w.redirect(rw, r, flash{Text: fmt.Sprintf("Removed rule %s.", id)})
+		w.redirect(rw, r, flash{Text: w.loc.T("web.rule_removed", id)})
 	case errors.Is(err, policy.ErrRuleFromConfig):
-		w.redirect(rw, r, flash{Error: true, Text: fmt.Sprintf("Rule %s comes from the config file: edit the file to change it.", id)})
+		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.rule_from_config", id)})
 	case errors.Is(err, policy.ErrNotFound), errors.As(err, &fe):
-		w.redirect(rw, r, flash{Error: true, Text: fmt.Sprintf("There is no rule %s (already removed?).", id)})
+		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.rule_not_found", id)})
 	default:
 		w.s.log.Error("web remove rule failed", "rule_id", id, "err", err)
-		w.redirect(rw, r, flash{Error: true, Text: "The rule could not be removed; see the gateway log."})
+		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.rule_remove_failed")})
 	}
 }
