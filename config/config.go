@@ -21,6 +21,7 @@
 //	policy.stale_after        2160h (90 days)
 //	vaglio.judge_threshold    0.30
 //	vaglio.log_dir            $XDG_DATA_HOME/metnos/vaglio, else ~/.local/share/metnos/vaglio
+//	vaglio.judge_kind         rule-based-v1 (llm-v1 asks the model of [vaglio.llm])
 //	approvals.timeout         10m
 //	approvals.prune_schedule  @hourly
 //	approvals.retention       8760h (1 year)
@@ -145,6 +146,43 @@ type Vaglio struct {
 	JudgeThreshold float64
 	// LogDir receives the monthly JSONL decision logs, with ~ expanded.
 	LogDir string
+	// JudgeKind is JudgeRuleBased (the default) or JudgeLLM, the opt-in
+	// LLM judge of [vaglio.llm]. METNOS_JUDGE_KIND overrides it.
+	JudgeKind string
+	// LLM is the [vaglio.llm] table, read when JudgeKind is JudgeLLM.
+	LLM VaglioLLM
+}
+
+// The values of vaglio.judge_kind (the vaglio seed's names).
+const (
+	JudgeRuleBased = "rule-based-v1"
+	JudgeLLM       = "llm-v1"
+)
+
+// The values of vaglio.llm.api.
+const (
+	LLMAPIOpenAI    = "openai"    // any chat-completions server: Ollama, vLLM, llama.cpp, OpenAI
+	LLMAPIAnthropic = "anthropic" // the Messages API
+)
+
+// VaglioLLM is the [vaglio.llm] table: the model the LLM judge asks.
+type VaglioLLM struct {
+	API   string // LLMAPIOpenAI or LLMAPIAnthropic
+	URL   string // the API's base, e.g. http://127.0.0.1:11434/v1
+	Model string
+	// APIKeyEnv names the variable holding the key, if the server needs
+	// one; APIKey is its value, never read from the file.
+	APIKeyEnv string
+	APIKey    string
+	// Timeout bounds one call; a slower model leaves the decision to the
+	// rule-based judge.
+	Timeout time.Duration
+	// MaxCallsPerDay is the budget (UTC day, per gateway process); beyond
+	// it the rule-based judge decides. 0 means no limit.
+	MaxCallsPerDay int
+	// SendArgValues lets the model see argument values; by default it
+	// sees only their keys.
+	SendArgValues bool
 }
 
 // Approvals is the [approvals] table.
@@ -397,6 +435,9 @@ func defaults(getenv func(string) string) Config {
 		Storage: Storage{Path: filepath.Join(StateDir(getenv), "gateway.db"), Driver: "sqlite"},
 		Policy:  Policy{GrantTTL: 2160 * time.Hour, StaleAfter: 2160 * time.Hour},
 		Vaglio: Vaglio{
+			JudgeKind: JudgeRuleBased,
+			LLM: VaglioLLM{API: LLMAPIOpenAI, URL: "http://127.0.0.1:11434/v1", Model: "qwen3:8b",
+				Timeout: 5 * time.Second, MaxCallsPerDay: 5000},
 			JudgeThreshold: 0.30,
 			LogDir:         filepath.Join(xdgDir(getenv, "XDG_DATA_HOME", ".local/share"), "metnos", "vaglio"),
 		},

@@ -69,10 +69,12 @@ func TestLoad_DefaultsWithoutFile(t *testing.T) {
 				t.Fatalf("Load: %v", err)
 			}
 			want := Config{
-				Server:    Server{Listen: "127.0.0.1:8080"},
-				Storage:   Storage{Path: filepath.Join(home, ".local/state/metnos/gateway.db"), Driver: "sqlite"},
-				Policy:    Policy{GrantTTL: 2160 * time.Hour, StaleAfter: 2160 * time.Hour},
-				Vaglio:    Vaglio{JudgeThreshold: 0.30, LogDir: filepath.Join(home, ".local/share/metnos/vaglio")},
+				Server:  Server{Listen: "127.0.0.1:8080"},
+				Storage: Storage{Path: filepath.Join(home, ".local/state/metnos/gateway.db"), Driver: "sqlite"},
+				Policy:  Policy{GrantTTL: 2160 * time.Hour, StaleAfter: 2160 * time.Hour},
+				Vaglio: Vaglio{JudgeThreshold: 0.30, LogDir: filepath.Join(home, ".local/share/metnos/vaglio"),
+					JudgeKind: JudgeRuleBased, LLM: VaglioLLM{API: "openai", URL: "http://127.0.0.1:11434/v1", Model: "qwen3:8b",
+						Timeout: 5 * time.Second, MaxCallsPerDay: 5000}},
 				Approvals: Approvals{Timeout: 10 * time.Minute, PruneSchedule: "@hourly", Retention: 8760 * time.Hour},
 				Web:       Web{Language: "en"},
 				Telegram:  Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s", Language: "en"},
@@ -756,5 +758,78 @@ func TestLoad_Timezone(t *testing.T) {
 	}
 	if z := (Server{}).Zone(); z != time.Local {
 		t.Errorf("default zone %v, want the machine's", z)
+	}
+}
+
+// TestLoad_VaglioLLM: [vaglio.llm] is read, METNOS_JUDGE_KIND overrides
+// judge_kind, the key comes only from the environment, and every bad value
+// is refused naming its key.
+func TestLoad_VaglioLLM(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		p := filepath.Join(dir, "g.toml")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := `[vaglio]
+judge_kind = "llm-v1"
+[vaglio.llm]
+api = "anthropic"
+url = "https://api.anthropic.com/v1"
+model = "claude-sonnet"
+api_key_env = "JUDGE_KEY"
+timeout = "2s"
+max_calls_per_day = 10
+send_arg_values = true
+`
+	cfg, err := Load(write(good), true, env(map[string]string{"HOME": dir, "JUDGE_KEY": "sk-test"}))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	want := VaglioLLM{API: "anthropic", URL: "https://api.anthropic.com/v1", Model: "claude-sonnet", APIKeyEnv: "JUDGE_KEY",
+		APIKey: "sk-test", Timeout: 2 * time.Second, MaxCallsPerDay: 10, SendArgValues: true}
+	if cfg.Vaglio.JudgeKind != JudgeLLM || cfg.Vaglio.LLM != want {
+		t.Errorf("vaglio = %+v", cfg.Vaglio)
+	}
+	cfg, err = Load(write(`[vaglio]
+judge_kind = "llm-v1"
+`), true, env(map[string]string{"HOME": dir, EnvJudgeKind: "rule-based-v1"}))
+	if err != nil || cfg.Vaglio.JudgeKind != JudgeRuleBased {
+		t.Errorf("METNOS_JUDGE_KIND did not override: %v %+v", err, cfg.Vaglio)
+	}
+	cfg, err = Load("", false, env(map[string]string{"HOME": dir, EnvJudgeKind: "llm-v1"}))
+	if err != nil || cfg.Vaglio.JudgeKind != JudgeLLM || cfg.Vaglio.LLM.URL != "http://127.0.0.1:11434/v1" {
+		t.Errorf("METNOS_JUDGE_KIND=llm-v1 with the defaults: %v %+v", err, cfg.Vaglio)
+	}
+	for _, tc := range []struct {
+		name, body string
+		vars       map[string]string
+		key        string
+	}{
+		{"bad kind", "[vaglio]\njudge_kind = \"llm\"\n", nil, "vaglio.judge_kind"},
+		{"bad env kind", "", map[string]string{EnvJudgeKind: "gpt"}, EnvJudgeKind},
+		{"bad api", "[vaglio]\njudge_kind = \"llm-v1\"\n[vaglio.llm]\napi = \"gemini\"\n", nil, "vaglio.llm.api"},
+		{"bad url", "[vaglio]\njudge_kind = \"llm-v1\"\n[vaglio.llm]\nurl = \"127.0.0.1:11434\"\n", nil, "vaglio.llm.url"},
+		{"no model", "[vaglio]\njudge_kind = \"llm-v1\"\n[vaglio.llm]\nmodel = \"\"\n", nil, "vaglio.llm.model"},
+		{"zero timeout", "[vaglio]\njudge_kind = \"llm-v1\"\n[vaglio.llm]\ntimeout = \"0s\"\n", nil, "vaglio.llm.timeout"},
+		{"negative budget", "[vaglio]\njudge_kind = \"llm-v1\"\n[vaglio.llm]\nmax_calls_per_day = -1\n", nil, "vaglio.llm.max_calls_per_day"},
+		{"empty key", "[vaglio]\njudge_kind = \"llm-v1\"\n[vaglio.llm]\napi_key_env = \"JUDGE_KEY\"\n", nil, "vaglio.llm.api_key_env"},
+		{"unknown key", "[vaglio.llm]\nkey = \"sk-in-the-file\"\n", nil, "vaglio.llm.key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vars := map[string]string{"HOME": dir}
+			for k, v := range tc.vars {
+				vars[k] = v
+			}
+			_, err := Load(write(tc.body), true, env(vars))
+			if err == nil || !strings.Contains(err.Error(), tc.key) {
+				t.Errorf("Load() = %v, want an error naming %s", err, tc.key)
+			}
+			if err != nil && strings.Contains(err.Error(), "sk-in-the-file") {
+				t.Errorf("error quotes a value: %v", err)
+			}
+		})
 	}
 }

@@ -27,6 +27,7 @@ const (
 	EnvDatabaseURL    = "GATEWAY_DATABASE_URL"   // the DSN when storage.dsn_env is empty
 	EnvGrantsDB       = "METNOS_GRANTS_DB"       // overrides storage.path
 	EnvJudgeThreshold = "METNOS_JUDGE_THRESHOLD" // overrides vaglio.judge_threshold
+	EnvJudgeKind      = "METNOS_JUDGE_KIND"      // overrides vaglio.judge_kind
 )
 
 // Load reads the configuration: defaults, then the TOML file at path, then the
@@ -159,8 +160,19 @@ type (
 		Rules      []Rule  `toml:"rules"`
 	}
 	fileVaglio struct {
-		JudgeThreshold *float64 `toml:"judge_threshold"`
-		LogDir         *string  `toml:"log_dir"`
+		JudgeThreshold *float64       `toml:"judge_threshold"`
+		LogDir         *string        `toml:"log_dir"`
+		JudgeKind      *string        `toml:"judge_kind"`
+		LLM            *fileVaglioLLM `toml:"llm"`
+	}
+	fileVaglioLLM struct {
+		API            *string `toml:"api"`
+		URL            *string `toml:"url"`
+		Model          *string `toml:"model"`
+		APIKeyEnv      *string `toml:"api_key_env"`
+		Timeout        *string `toml:"timeout"`
+		MaxCallsPerDay *int    `toml:"max_calls_per_day"`
+		SendArgValues  *bool   `toml:"send_arg_values"`
 	}
 	fileApprovals struct {
 		Timeout       *string `toml:"timeout"`
@@ -249,6 +261,20 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 		}
 		if s.LogDir != nil {
 			cfg.Vaglio.LogDir = filePath(*s.LogDir, dir, getenv)
+		}
+		set(&cfg.Vaglio.JudgeKind, s.JudgeKind)
+		if l := s.LLM; l != nil {
+			set(&cfg.Vaglio.LLM.API, l.API)
+			set(&cfg.Vaglio.LLM.URL, l.URL)
+			set(&cfg.Vaglio.LLM.Model, l.Model)
+			set(&cfg.Vaglio.LLM.APIKeyEnv, l.APIKeyEnv)
+			duration(p, "vaglio.llm.timeout", l.Timeout, &cfg.Vaglio.LLM.Timeout)
+			if l.MaxCallsPerDay != nil {
+				cfg.Vaglio.LLM.MaxCallsPerDay = *l.MaxCallsPerDay
+			}
+			if l.SendArgValues != nil {
+				cfg.Vaglio.LLM.SendArgValues = *l.SendArgValues
+			}
 		}
 	}
 	if s := f.Approvals; s != nil {
@@ -594,6 +620,13 @@ func applyEnv(cfg *Config, getenv func(string) string, p *problems) {
 			cfg.Vaglio.JudgeThreshold = t
 		}
 	}
+	if v := strings.TrimSpace(getenv(EnvJudgeKind)); v != "" {
+		if v != JudgeRuleBased && v != JudgeLLM {
+			p.add(EnvJudgeKind, "unknown judge %q (want %s or %s)", v, JudgeRuleBased, JudgeLLM)
+		} else {
+			cfg.Vaglio.JudgeKind = v
+		}
+	}
 	if cfg.Storage.DSNEnv != "" {
 		cfg.Storage.DSN = getenv(cfg.Storage.DSNEnv)
 	} else {
@@ -608,6 +641,7 @@ func applyEnv(cfg *Config, getenv func(string) string, p *problems) {
 		resolve(cfg.Agents[i].TokenEnv, &cfg.Agents[i].Token)
 	}
 	resolve(cfg.Web.AdminTokenEnv, &cfg.Web.AdminToken)
+	resolve(cfg.Vaglio.LLM.APIKeyEnv, &cfg.Vaglio.LLM.APIKey)
 	resolve(cfg.Telegram.TokenEnv, &cfg.Telegram.Token)
 	resolve(cfg.Telegram.WebhookSecretEnv, &cfg.Telegram.WebhookSecret)
 	resolve(cfg.Slack.BotTokenEnv, &cfg.Slack.BotToken)

@@ -143,6 +143,30 @@ func (c *Config) validateVaglio(p *problems) {
 		p.add("vaglio.judge_threshold", "%v is out of range (want 0 to 1)", t)
 	}
 	localPath(p, "vaglio.log_dir", c.Vaglio.LogDir)
+	switch c.Vaglio.JudgeKind {
+	case JudgeRuleBased:
+	case JudgeLLM:
+		// [vaglio.llm] matters only when the LLM judge is on.
+		l := &c.Vaglio.LLM
+		if l.API != LLMAPIOpenAI && l.API != LLMAPIAnthropic {
+			p.add("vaglio.llm.api", "unknown API %q (want %s or %s)", l.API, LLMAPIOpenAI, LLMAPIAnthropic)
+		}
+		if u, err := url.Parse(l.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
+			p.add("vaglio.llm.url", "want an http(s) base URL such as http://127.0.0.1:11434/v1, got %q", l.URL)
+		}
+		if strings.TrimSpace(l.Model) == "" {
+			p.add("vaglio.llm.model", "required when vaglio.judge_kind is %s", JudgeLLM)
+		}
+		if l.Timeout <= 0 || l.Timeout > 5*time.Minute {
+			p.add("vaglio.llm.timeout", "%s is out of range (want more than 0, at most 5m)", l.Timeout)
+		}
+		if l.MaxCallsPerDay < 0 {
+			p.add("vaglio.llm.max_calls_per_day", "%d is negative (0 means no limit)", l.MaxCallsPerDay)
+		}
+		secret(p, "vaglio.llm.api_key_env", l.APIKeyEnv, l.APIKey, false)
+	default:
+		p.add("vaglio.judge_kind", "unknown judge %q (want %s or %s)", c.Vaglio.JudgeKind, JudgeRuleBased, JudgeLLM)
+	}
 }
 
 // The bounds of a request's timeout (SPEC §5); the default must lie within them.

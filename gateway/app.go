@@ -75,7 +75,7 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 	norm := policy.Normalizer{Home: o.Home}
 	grants := policy.NewGrantStore(db, norm, o.Now)
 	vg := vaglio.New(vaglio.Options{Threshold: cfg.Vaglio.JudgeThreshold, LogDir: cfg.Vaglio.LogDir,
-		Home: o.Home, Now: o.Now, Logger: o.Logger})
+		Home: o.Home, Now: o.Now, Logger: o.Logger, Judge: NewJudge(cfg.Vaglio, o.Now)})
 	// Decisions read grants through a cache that asks SQLite, per decision,
 	// whether any process changed them (see policy.GrantCache).
 	version := storage.NewGrantsVersion(db)

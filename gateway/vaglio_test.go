@@ -1,9 +1,13 @@
 package gateway_test
 
 import (
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/policy"
@@ -126,5 +130,45 @@ func TestAPI_Check_HiddenCharacters(t *testing.T) {
 			!strings.Contains(ans.Vaglio.Reason, "-0.40 hidden characters in the") || !traced {
 			t.Errorf("hidden characters: %+v, want denied by the judge, named in the reason and the trace", ans)
 		}
+	}
+}
+
+// TestAPI_Check_LLMJudge: with vaglio.judge_kind = "llm-v1" the model of
+// [vaglio.llm] scores what the guard lets through; when it fails, the
+// rule-based judge decides and says why.
+func TestAPI_Check_LLMJudge(t *testing.T) {
+	t.Parallel()
+	var fail atomic.Bool
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" || fail.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"{\"score\": 0.91, \"reason\": \"Reading notes fits.\"}"}}]}`)
+	}))
+	t.Cleanup(model.Close)
+	g := startE2E(t, e2eOptions{clock: newTestClock(), mutate: func(cfg *config.Config) {
+		cfg.Agents[1].Autonomy = policy.Full
+		cfg.Vaglio.JudgeKind = config.JudgeLLM
+		cfg.Vaglio.LLM.URL = model.URL + "/v1"
+		cfg.Vaglio.LLM.Timeout = 2 * time.Second
+	}})
+	body := jsonBody{"capability": "fs:read", "target": "/srv/notes/n.txt", "autonomy": "Full", "intent": "read my notes", "executor": "fs_read"}
+	var ans checkVaglio
+	decodeInto(t, string(g.want(t, http.StatusOK, "POST", "/v1/check", tokA1, body).Body), &ans)
+	if ans.Outcome != "allowed" || ans.Vaglio.JudgeKind != "llm-v1" || ans.Vaglio.Score != 0.91 {
+		t.Errorf("with the model: %+v", ans)
+	}
+	fail.Store(true)
+	body["intent"] = "read my notes again"
+	decodeInto(t, string(g.want(t, http.StatusOK, "POST", "/v1/check", tokA1, body).Body), &ans)
+	if ans.Outcome != "allowed" || ans.Vaglio.JudgeKind != "rule-based-v1" || ans.Vaglio.Score != 0.8 ||
+		!strings.Contains(ans.Vaglio.Reason, "llm judge unavailable: HTTP 503") {
+		t.Errorf("model down: %+v", ans)
+	}
+	body["target"] = "/etc/shadow.old"
+	decodeInto(t, string(g.want(t, http.StatusOK, "POST", "/v1/check", tokA1, body).Body), &ans)
+	if ans.Outcome != "denied" || ans.BlockedBy == nil || *ans.BlockedBy != "guard" {
+		t.Errorf("guard: %+v", ans)
 	}
 }

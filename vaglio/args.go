@@ -209,3 +209,8 @@ func argKeys(args map[string]any) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// ArgKeys returns the sorted key paths of args (a, a.b, items[].name),
+// never their values: what the decision log records and what the LLM judge
+// shows its model by default.
+func ArgKeys(args map[string]any) []string { return argKeys(args) }

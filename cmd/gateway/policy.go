@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
 	"github.com/metnos/gateway/vaglio"
@@ -168,7 +169,8 @@ func policyCheck(e *env, args []string) error {
 		return err
 	}
 	defer db.Close()
-	vg := vaglio.New(vaglio.Options{Threshold: cfg.Vaglio.JudgeThreshold, LogDir: cfg.Vaglio.LogDir, Home: e.getenv("HOME")})
+	vg := vaglio.New(vaglio.Options{Threshold: cfg.Vaglio.JudgeThreshold, LogDir: cfg.Vaglio.LogDir, Home: e.getenv("HOME"),
+		Judge: gateway.NewJudge(cfg.Vaglio, nil)})
 	defer vg.Close() // the decision log is buffered
 	rules := policy.NewRuleStore(db, cfg.PolicyRules(), cfg.HasAgent, nil)
 	defer rules.Close()

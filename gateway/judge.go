@@ -1,0 +1,22 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/vaglio"
+	"github.com/metnos/gateway/vaglio/llmjudge"
+)
+
+// NewJudge builds the judge vaglio.judge_kind names: nil (vaglio's
+// rule-based default) or the LLM judge of [vaglio.llm], which falls back
+// to the rule-based judge whenever the model cannot answer.
+func NewJudge(v config.Vaglio, now func() time.Time) vaglio.Judge {
+	if v.JudgeKind != config.JudgeLLM {
+		return nil
+	}
+	return llmjudge.New(llmjudge.Config{
+		API: v.LLM.API, URL: v.LLM.URL, Model: v.LLM.Model, APIKey: v.LLM.APIKey, Timeout: v.LLM.Timeout,
+		MaxCallsPerDay: v.LLM.MaxCallsPerDay, SendArgValues: v.LLM.SendArgValues,
+	}, nil, vaglio.RuleJudge{}, now)
+}
