@@ -404,3 +404,19 @@ func TestCheck_LogSeedRecord(t *testing.T) {
 		t.Errorf("log holds a value:\n%s", data)
 	}
 }
+
+// TestCheck_SeedExamples: the two examples of the seed's §4, through the
+// guard and the judge, come out as the seed says.
+func TestCheck_SeedExamples(t *testing.T) {
+	v := New(Options{Threshold: DefaultThreshold, Home: testHome})
+	got := v.Check(context.Background(), Request{Capability: "fs:read", Executor: "fs_read", Intent: "read my notes in /tmp/n.txt",
+		Target: "/tmp/n.txt", Args: map[string]any{"path": "/tmp/n.txt"}})
+	if !got.Approved || got.Score != 0.80 || !strings.HasPrefix(got.Reason, "approved: score 0.80 (") || !strings.Contains(got.Reason, "intent names the executor") {
+		t.Errorf("harmless path: %+v", got)
+	}
+	got = v.Check(context.Background(), Request{Capability: "fs:read", Executor: "fs_read", Intent: "look at foo",
+		Target: "/tmp/foo", Args: map[string]any{"path": "/tmp/../etc/foo"}})
+	if !got.Approved || got.Score != 0.50 || !strings.Contains(got.Reason, "possible path traversal") {
+		t.Errorf("path traversal: %+v", got)
+	}
+}

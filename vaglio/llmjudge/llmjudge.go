@@ -28,6 +28,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/metnos/gateway/vaglio"
 )
 
@@ -71,6 +73,8 @@ type Judge struct {
 	client   *http.Client
 	fallback vaglio.Judge
 	now      func() time.Time
+
+	flight singleflight.Group
 
 	mu    sync.Mutex
 	day   string // the UTC day calls counts
@@ -119,16 +123,26 @@ func (j *Judge) Score(ctx context.Context, r vaglio.Request) (vaglio.Judgement, 
 	if c, ok := j.fromCache(key); ok {
 		return vaglio.Judgement{Score: c.score, Reason: c.reason + " (cached)", Kind: Kind}, nil
 	}
-	if why := j.spend(); why != "" {
-		return j.fallBack(ctx, r, why)
-	}
-	score, reason, err := j.call(ctx, ask)
+	// Identical asks at the same moment share one call. The call runs on
+	// a context that outlives any one caller's cancellation but not the
+	// timeout, so one agent hanging up does not fail the others.
+	v, err, _ := j.flight.Do(string(key[:]), func() (any, error) {
+		if why := j.spend(); why != "" {
+			return nil, errors.New(why)
+		}
+		score, reason, err := j.call(context.WithoutCancel(ctx), ask)
+		if err != nil {
+			return nil, err
+		}
+		c := cached{score: score, reason: fmt.Sprintf("%s (%s): %s", Kind, j.cfg.Model, cleanReason(reason, r, j.cfg.SendArgValues)), at: j.now()}
+		j.store(key, c)
+		return c, nil
+	})
 	if err != nil {
 		return j.fallBack(ctx, r, err.Error())
 	}
-	reason = fmt.Sprintf("%s (%s): %s", Kind, j.cfg.Model, cleanReason(reason, r, j.cfg.SendArgValues))
-	j.store(key, cached{score: score, reason: reason, at: j.now()})
-	return vaglio.Judgement{Score: score, Reason: reason, Kind: Kind}, nil
+	c := v.(cached)
+	return vaglio.Judgement{Score: c.score, Reason: c.reason, Kind: Kind}, nil
 }
 
 // fallBack scores with the fallback judge and says why.

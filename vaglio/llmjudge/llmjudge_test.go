@@ -211,6 +211,15 @@ func TestJudge_Fallback(t *testing.T) {
 		{"text after", APIOpenAI, openAIAnswer(`{"score":0.9,"reason":"ok"} {"score":1}`), "text after"},
 		{"two objects glued", APIOpenAI, openAIAnswer(`{"score":0.9,"reason":"ok"}}`), "text after"},
 		{"array", APIOpenAI, openAIAnswer(`[0.9]`), "not a JSON object"},
+		{"timeout anthropic", APIAnthropic, func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-slow:
+			case <-r.Context().Done():
+			}
+		}, "no answer within 100ms"},
+		{"prose anthropic", APIAnthropic, anthropicAnswer("Sure! The score is 0.9."), "malformed answer: not a JSON object"},
+		{"score above 1 anthropic", APIAnthropic, anthropicAnswer(`{"score": 2, "reason": "ok"}`), "outside [0,1]"},
+		{"not a message", APIAnthropic, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, `[1,2]`) }, "not a Messages API response"},
 		{"no text block", APIAnthropic, func(w http.ResponseWriter, _ *http.Request) {
 			io.WriteString(w, `{"content":[{"type":"tool_use","id":"x","name":"n","input":{}}]}`)
 		}, "no text block"},
@@ -402,5 +411,36 @@ func TestJudge_HiddenCharactersShown(t *testing.T) {
 	j.Score(context.Background(), r)
 	if raw := m.last(t).Raw; !strings.Contains(raw, "⟦U+202E⟧") || strings.Contains(raw, "\u202e") || strings.Contains(raw, `\u202e`) {
 		t.Errorf("ask %s", raw)
+	}
+}
+
+// TestJudge_ConcurrentIdenticalAsksShareOneCall: agents asking the same
+// thing at the same moment cost one call and get the same score.
+func TestJudge_ConcurrentIdenticalAsksShareOneCall(t *testing.T) {
+	started, release := make(chan struct{}, 16), make(chan struct{})
+	m := newModelServer(t, func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		<-release
+		openAIAnswer(`{"score": 0.7, "reason": "fine"}`)(w, r)
+	})
+	j := New(Config{API: APIOpenAI, URL: m.URL, Model: "m", Timeout: 10 * time.Second, MaxCallsPerDay: 1}, nil, nil, nil)
+	const n = 8
+	results := make(chan vaglio.Judgement, n)
+	for range n {
+		go func() {
+			got, _ := j.Score(context.Background(), testRequest())
+			results <- got
+		}()
+	}
+	<-started
+	time.Sleep(200 * time.Millisecond) // the others join the call in flight
+	close(release)
+	for range n {
+		if got := <-results; got.Kind != Kind || got.Score != 0.7 {
+			t.Errorf("Score() = %+v", got)
+		}
+	}
+	if c := m.calls.Load(); c != 1 {
+		t.Errorf("%d calls, want 1", c)
 	}
 }
