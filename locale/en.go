@@ -136,6 +136,7 @@ var en = map[string]string{
 	"tg.cmd_pending":            "Send the pending approval cards again",
 	"tg.cmd_grants":             "List active grants, with Revoke buttons",
 	"tg.cmd_revoke":             "Revoke a grant: /revoke ID",
+	"tg.cmd_history":            "The last 20 audit rows: /history [request id | agent]",
 	"tg.cmd_help":               "What this bot does",
 	"tg.cmd_start":              "Your Telegram user id, and whether you are an approver",
 	"tg.help": `This bot asks you before AI agents act.
@@ -145,6 +146,7 @@ Each card shows what an agent wants to do. Tap ✅ Allow once, ♾ Allow always 
 /pending — send the pending cards again
 /grants — active grants, with Revoke buttons
 /revoke ID — revoke a grant
+/history [request id | agent] — the last 20 rows of the audit trail
 /start — your Telegram user id, and whether you are an approver
 /help — this text`,
 
@@ -166,6 +168,7 @@ Each card shows what an agent wants to do. Tap ✅ Allow once, ♾ Allow always 
 		"• `/approvals grants [sender]` — active grants, optionally of one sender\n" +
 		"• `/approvals revoke ID` — revoke a grant (slack.admins only)\n" +
 		"• `/approvals rules` — the policy rules, run-time and the config file's; `/approvals rules rm ID` removes a run-time one (slack.admins only)\n" +
+		"• `/approvals audit [request id | @user | agent]` — the last 20 rows of the audit trail (slack.admins only)\n" +
 		"• `/approvals help` — this text\n" +
 		"Cards with Allow once / Allow always / Deny arrive in the approvals channel; the Home tab lists both.",
 
@@ -267,4 +270,15 @@ Each card shows what an agent wants to do. Tap ✅ Allow once, ♾ Allow always 
 	"web.rule_from_config":      "Rule %s comes from the config file: edit the file to change it.",
 	"web.rule_not_found":        "There is no rule %s (already removed?).",
 	"web.rule_remove_failed":    "The rule could not be removed; see the gateway log.",
+
+	// The audit trail in chat: Slack's /approvals audit, Telegram's /history.
+	"slack.not_admin_audit": "Only the people listed in `slack.admins` can read the audit trail.",
+	"slack.audit_usage":     "Usage: `/approvals audit [request id | @user | agent]`",
+	"audit.title":           "The last %d audit rows for %s",
+	"audit.oldest_first":    "(oldest first)",
+	"audit.none":            "No audit rows for %s.",
+	"audit.by":              "by",
+	"audit.scope_all":       "everything",
+	"audit.scope_request":   "request %s",
+	"audit.scope_agent":     "agent %s",
 }

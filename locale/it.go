@@ -134,6 +134,7 @@ var it = map[string]string{
 	"tg.cmd_pending":            "Rimanda le schede in attesa di approvazione",
 	"tg.cmd_grants":             "Elenca le autorizzazioni attive, con i pulsanti Revoca",
 	"tg.cmd_revoke":             "Revoca un'autorizzazione: /revoke ID",
+	"tg.cmd_history":            "Le ultime 20 righe di audit: /history [id richiesta | agente]",
 	"tg.cmd_help":               "Che cosa fa questo bot",
 	"tg.cmd_start":              "Il tuo user id Telegram, e se sei tra gli approvatori",
 	"tg.help": `Questo bot ti chiede il permesso prima che gli agenti IA agiscano.
@@ -143,6 +144,7 @@ Ogni scheda mostra che cosa un agente vuole fare. Tocca ✅ Consenti una volta, 
 /pending — rimanda le schede in attesa
 /grants — autorizzazioni attive, con i pulsanti Revoca
 /revoke ID — revoca un'autorizzazione
+/history [id richiesta | agente] — le ultime 20 righe del registro di audit
 /start — il tuo user id Telegram, e se sei tra gli approvatori
 /help — questo testo`,
 
@@ -164,6 +166,7 @@ Ogni scheda mostra che cosa un agente vuole fare. Tocca ✅ Consenti una volta, 
 		"• `/approvals grants [sender]` — autorizzazioni attive, anche di un solo mittente\n" +
 		"• `/approvals revoke ID` — revoca un'autorizzazione (solo slack.admins)\n" +
 		"• `/approvals rules` — le regole della policy, quelle a runtime e quelle del file di configurazione; `/approvals rules rm ID` ne rimuove una a runtime (solo slack.admins)\n" +
+		"• `/approvals audit [id richiesta | @utente | agente]` — le ultime 20 righe del registro di audit (solo slack.admins)\n" +
 		"• `/approvals help` — questo testo\n" +
 		"Le schede con Consenti una volta / Consenti sempre / Nega arrivano nel canale delle approvazioni; la scheda Home le elenca entrambe.",
 
@@ -265,4 +268,15 @@ Ogni scheda mostra che cosa un agente vuole fare. Tocca ✅ Consenti una volta, 
 	"web.rule_from_config":      "La regola %s viene dal file di configurazione: modifica il file per cambiarla.",
 	"web.rule_not_found":        "Non c'è alcuna regola %s (già rimossa?).",
 	"web.rule_remove_failed":    "Non è stato possibile rimuovere la regola; vedi il log del gateway.",
+
+	// Il registro di audit in chat: /approvals audit su Slack, /history su Telegram.
+	"slack.not_admin_audit": "Solo le persone elencate in `slack.admins` possono leggere il registro di audit.",
+	"slack.audit_usage":     "Uso: `/approvals audit [id richiesta | @utente | agente]`",
+	"audit.title":           "Le ultime %d righe di audit per %s",
+	"audit.oldest_first":    "(dalla più vecchia)",
+	"audit.none":            "Nessuna riga di audit per %s.",
+	"audit.by":              "da",
+	"audit.scope_all":       "tutto",
+	"audit.scope_request":   "la richiesta %s",
+	"audit.scope_agent":     "l'agente %s",
 }

@@ -68,6 +68,23 @@ func (m *Messenger) handleCommand(ctx context.Context, c slackapi.SlashCommand) 
 		m.revoke(ctx, c.UserID, c.UserName, id, func(text string) { m.reply(ctx, to, text) })
 	case "rules":
 		m.rulesCommand(ctx, c, args, func(text string) { m.reply(ctx, to, text) })
+	case "audit":
+		if !m.admin[c.UserID] {
+			m.log.Warn("refused /approvals audit from a non-admin", "user_id", c.UserID)
+			m.reply(ctx, to, m.loc.T("slack.not_admin_audit"))
+			return
+		}
+		if len(args) > 1 {
+			m.reply(ctx, to, m.loc.T("slack.audit_usage"))
+			return
+		}
+		rows, scope, err := m.svc.AuditLookup(ctx, strings.Join(args, ""), cards.MaxAuditListed)
+		if err != nil {
+			m.log.Error("audit for slack", "err", err)
+			m.reply(ctx, to, m.loc.T("slack.internal"))
+			return
+		}
+		m.reply(ctx, to, cards.SlackAuditText(rows, scope, m.loc))
 	default:
 		m.reply(ctx, to, m.loc.T("slack.unknown_subcommand", cards.EscapeMrkdwn(sub))+"\n"+m.loc.T("slack.help"))
 	}

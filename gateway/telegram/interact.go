@@ -211,6 +211,14 @@ func (b *Bot) onCommand(ctx context.Context, m *tgbotapi.Message) {
 			return
 		}
 		b.reply(ctx, m.Chat.ID, m.MessageID, gm)
+	case "history":
+		rows, scope, err := b.svc.AuditLookup(ctx, args, cards.MaxAuditListed)
+		if err != nil {
+			b.log.Error("audit for telegram failed", "err", err)
+			say("%s", b.loc.T("tg.try_again"))
+			return
+		}
+		b.reply(ctx, m.Chat.ID, m.MessageID, cards.TelegramAudit(rows, scope, b.loc))
 	case "revoke":
 		id, err := strconv.ParseInt(strings.TrimPrefix(args, "#"), 10, 64)
 		if err != nil || id <= 0 {

@@ -65,6 +65,7 @@ func (b *Bot) commands() []tgbotapi.BotCommand {
 		{Command: "pending", Description: l.T("tg.cmd_pending")},
 		{Command: "grants", Description: l.T("tg.cmd_grants")},
 		{Command: "revoke", Description: l.T("tg.cmd_revoke")},
+		{Command: "history", Description: l.T("tg.cmd_history")},
 		{Command: "help", Description: l.T("tg.cmd_help")},
 		{Command: "start", Description: l.T("tg.cmd_start")},
 	}
