@@ -13,8 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/mcpserver"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -46,6 +49,7 @@ type Server struct {
 	extra    []route
 	shutdown chan struct{} // closed when the server begins shutting down (ends SSE streams)
 	leader   atomic.Bool   // this replica runs the leader's work (see App.lead)
+	mcp      *mcp.Server   // the MCP tools at /mcp (set by routes)
 }
 
 type route struct {
@@ -137,6 +141,9 @@ func (s *Server) Shutdown() {
 	case <-s.shutdown:
 	default:
 		close(s.shutdown)
+		if s.mcp != nil {
+			mcpserver.Close(s.mcp) // ends the MCP sessions' open streams
+		}
 	}
 }
 
@@ -168,6 +175,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /v1/policy/registry", s.registry)
 	mux.HandleFunc("GET /v1/policy/table", s.table)
 	mux.Handle("POST /v1/hooks/claude-code", agent(s.claudeCodeHook))
+	mux.Handle("/mcp", s.mcpHandler(mux)) // MCP streamable HTTP (GET, POST, DELETE); agent token
 
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)

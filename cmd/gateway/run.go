@@ -63,6 +63,7 @@ Usage:
   gateway ask --capability CAP --target T [--intent …] [--executor …] [--wait 10m]
   gateway ask --list [--include-blocked]
   gateway hook claude-code
+  gateway mcp                 (MCP server on stdio: approval_prompt, request_approval, check)
   gateway config check|example
   gateway migrate
   gateway version
@@ -83,6 +84,7 @@ func commands() map[string]command {
 		"ask":     cmdAsk,
 		"hook":    cmdHook,
 		"audit":   cmdAudit,
+		"mcp":     cmdMCP,
 	}
 }
 
