@@ -169,6 +169,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	if err := hs.Shutdown(sctx); err != nil {
 		a.log.Warn("http shutdown", "err", err)
 	}
+	a.Server.DrainMCP(sctx)
 	stopBG()
 	wg.Wait()
 	if errors.Is(runErr, http.ErrServerClosed) {

@@ -32,6 +32,17 @@ func (s *Server) mcpHandler(api http.Handler) http.Handler {
 			return mcpBackend{c, s}, nil
 		},
 	})
+	// Tool calls run outside the HTTP handler that carried them; count
+	// them so a shutdown waits for their withdrawals (see DrainMCP).
+	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/call" {
+				s.mcpCalls.Add(1)
+				defer s.mcpCalls.Done()
+			}
+			return next(ctx, method, req)
+		}
+	})
 	verify := func(tok string) string {
 		if a := s.AgentByToken(tok); a != nil {
 			return a.ID
@@ -39,6 +50,18 @@ func (s *Server) mcpHandler(api http.Handler) http.Handler {
 		return ""
 	}
 	return mcpserver.HTTPHandler(s.mcp, verify, s.log)
+}
+
+// DrainMCP waits until the MCP tool calls in flight have ended (after
+// Shutdown, they end at once, withdrawing what they waited for), or ctx
+// is done. Call it after the HTTP server has shut down.
+func (s *Server) DrainMCP(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { s.mcpCalls.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // mcpBackend is a client of the in-process API whose waits end when the
@@ -52,6 +75,12 @@ func (b mcpBackend) Request(ctx context.Context, r client.Req, wait time.Duratio
 	ctx, stop := b.s.untilShutdown(ctx)
 	defer stop()
 	return b.c.Request(ctx, r, wait)
+}
+
+func (b mcpBackend) Get(ctx context.Context, id string, wait time.Duration) (client.Request, error) {
+	ctx, stop := b.s.untilShutdown(ctx)
+	defer stop()
+	return b.c.Get(ctx, id, wait)
 }
 
 func (b mcpBackend) Cancel(ctx context.Context, id string) (client.Request, error) {
@@ -80,6 +109,9 @@ func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	w := &bufferedWriter{header: http.Header{}}
 	t.h.ServeHTTP(w, in)
+	if err := r.Context().Err(); err != nil && w.status == 0 {
+		return nil, err // the caller gave up and the handler answered nothing
+	}
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}

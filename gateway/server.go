@@ -10,6 +10,7 @@ import (
 	"crypto/subtle"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +51,7 @@ type Server struct {
 	shutdown chan struct{} // closed when the server begins shutting down (ends SSE streams)
 	leader   atomic.Bool   // this replica runs the leader's work (see App.lead)
 	mcp      *mcp.Server   // the MCP tools at /mcp (set by routes)
+	mcpCalls sync.WaitGroup
 }
 
 type route struct {

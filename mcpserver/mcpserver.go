@@ -50,6 +50,7 @@ const withdrawTimeout = 5 * time.Second
 // it over HTTP; the gateway's /mcp endpoint implements it in process.
 type Backend interface {
 	Request(ctx context.Context, r client.Req, wait time.Duration) (client.Request, error)
+	Get(ctx context.Context, id string, wait time.Duration) (client.Request, error)
 	Cancel(ctx context.Context, id string) (client.Request, error)
 	Check(ctx context.Context, r client.Req) (client.CheckResult, error)
 	Hook(ctx context.Context, agent string, event []byte, wait time.Duration) ([]byte, error)
@@ -232,9 +233,17 @@ func (t *tools) requestApproval(ctx context.Context, req *mcp.CallToolRequest, i
 	if err != nil {
 		return nil, nil, err
 	}
-	got, err := b.Request(ctx, r, wait)
-	if err != nil && got.ID == "" {
+	// Post without waiting, then wait: once the request exists its id is
+	// known, so a call cancelled while it waits can withdraw it.
+	got, err := b.Request(ctx, r, 0)
+	if err != nil {
 		return nil, nil, explain(err)
+	}
+	if !got.Finished() {
+		var next client.Request
+		if next, err = b.Get(ctx, got.ID, wait); next.ID != "" {
+			got = next
+		}
 	}
 	if err == nil && got.Finished() {
 		return nil, raw(got), nil
