@@ -34,16 +34,17 @@ const hookSettings = `{
 }
 `
 
-// approveSeq is a gateway rule that approves one command.
-const approveSeq = "[[policy.rules]]\ncapability = \"code:exec\"\ntarget = \"seq 41 42\"\naction = \"approve\"\n"
+// approveTouch is a gateway rule that approves one command (one Claude
+// Code itself would ask about: it changes a file).
+const approveTouch = "[[policy.rules]]\ncapability = \"code:exec\"\ntarget = \"touch made-by-claude\"\naction = \"approve\"\n"
 
 func TestClaudeCodeHook_ApprovedCommandRuns(t *testing.T) {
-	g := agenttest.StartGateway(t, approveSeq)
+	g := agenttest.StartGateway(t, approveTouch)
 	model := agenttest.NewAnthropic(t, agenttest.ToolCall{Name: "Bash", Input: map[string]any{
-		"command": "seq 41 42", "description": "Count"}})
-	res := agenttest.NewClaude(t, g, model, hookSettings).Run(t)
-	// Only the command's output has the two numbers on two lines.
-	if !strings.Contains(res.Result, agenttest.FinalPrefix+"41\n42") {
+		"command": "touch made-by-claude", "description": "Make a file"}})
+	c := agenttest.NewClaude(t, g, model, hookSettings)
+	res := c.Run(t)
+	if _, err := os.Stat(filepath.Join(c.Cwd, "made-by-claude")); err != nil {
 		t.Fatalf("the command did not run: %+v", res)
 	}
 	if !strings.Contains(g.Log(), "capability=code:exec outcome=allowed") {

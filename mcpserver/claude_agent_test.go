@@ -37,15 +37,15 @@ func promptClaude(t *testing.T, g *agenttest.Gateway, model *agenttest.Anthropic
 	return c, []string{"--mcp-config", cfg, "--permission-prompt-tool", "mcp__gateway__approval_prompt"}
 }
 
-const approveSeq = "[[policy.rules]]\ncapability = \"code:exec\"\ntarget = \"seq 41 42\"\naction = \"approve\"\n"
+const approveTouch = "[[policy.rules]]\ncapability = \"code:exec\"\ntarget = \"touch made-by-claude\"\naction = \"approve\"\n"
 
 func TestClaudeCodePromptTool_ApprovedCommandRuns(t *testing.T) {
-	g := agenttest.StartGateway(t, approveSeq)
+	g := agenttest.StartGateway(t, approveTouch)
 	model := agenttest.NewAnthropic(t, agenttest.ToolCall{Name: "Bash", Input: map[string]any{
-		"command": "seq 41 42", "description": "Count"}})
+		"command": "touch made-by-claude", "description": "Make a file"}})
 	c, args := promptClaude(t, g, model)
 	res := c.Run(t, args...)
-	if !strings.Contains(res.Result, agenttest.FinalPrefix+"41\n42") {
+	if _, err := os.Stat(filepath.Join(c.Cwd, "made-by-claude")); err != nil {
 		t.Fatalf("the command did not run: %+v", res)
 	}
 	if !strings.Contains(g.Log(), "capability=code:exec outcome=allowed") {
