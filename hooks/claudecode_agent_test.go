@@ -39,6 +39,7 @@ const hookSettings = `{
 const approveTouch = "[[policy.rules]]\ncapability = \"code:exec\"\ntarget = \"touch made-by-claude\"\naction = \"approve\"\n"
 
 func TestClaudeCodeHook_ApprovedCommandRuns(t *testing.T) {
+	agenttest.Bin(t, "claude") // skip (or fail) before building anything
 	g := agenttest.StartGateway(t, approveTouch)
 	model := agenttest.NewAnthropic(t, agenttest.ToolCall{Name: "Bash", Input: map[string]any{
 		"command": "touch made-by-claude", "description": "Make a file"}})
@@ -53,6 +54,7 @@ func TestClaudeCodeHook_ApprovedCommandRuns(t *testing.T) {
 }
 
 func TestClaudeCodeHook_GuardedReadRefused(t *testing.T) {
+	agenttest.Bin(t, "claude") // skip (or fail) before building anything
 	g := agenttest.StartGateway(t, "")
 	model := agenttest.NewAnthropic(t, agenttest.ToolCall{Name: "Read"})
 	c := agenttest.NewClaude(t, g, model, hookSettings)
@@ -68,6 +70,7 @@ func TestClaudeCodeHook_GuardedReadRefused(t *testing.T) {
 }
 
 func TestClaudeCodeHook_WriteWaitsForPerson(t *testing.T) {
+	agenttest.Bin(t, "claude") // skip (or fail) before building anything
 	for _, tc := range []struct {
 		decision string
 		written  bool

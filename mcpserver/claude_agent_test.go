@@ -40,6 +40,7 @@ func promptClaude(t *testing.T, g *agenttest.Gateway, model *agenttest.Anthropic
 const approveTouch = "[[policy.rules]]\ncapability = \"code:exec\"\ntarget = \"touch made-by-claude\"\naction = \"approve\"\n"
 
 func TestClaudeCodePromptTool_ApprovedCommandRuns(t *testing.T) {
+	agenttest.Bin(t, "claude") // skip (or fail) before building anything
 	g := agenttest.StartGateway(t, approveTouch)
 	model := agenttest.NewAnthropic(t, agenttest.ToolCall{Name: "Bash", Input: map[string]any{
 		"command": "touch made-by-claude", "description": "Make a file"}})
@@ -54,6 +55,7 @@ func TestClaudeCodePromptTool_ApprovedCommandRuns(t *testing.T) {
 }
 
 func TestClaudeCodePromptTool_GuardedReadRefused(t *testing.T) {
+	agenttest.Bin(t, "claude") // skip (or fail) before building anything
 	g := agenttest.StartGateway(t, "")
 	model := agenttest.NewAnthropic(t, agenttest.ToolCall{Name: "Read"})
 	c, args := promptClaude(t, g, model)
@@ -68,6 +70,7 @@ func TestClaudeCodePromptTool_GuardedReadRefused(t *testing.T) {
 }
 
 func TestClaudeCodePromptTool_WriteWaitsForPerson(t *testing.T) {
+	agenttest.Bin(t, "claude") // skip (or fail) before building anything
 	for _, tc := range []struct {
 		decision string
 		written  bool

@@ -76,6 +76,7 @@ func callTool(tool string, args ...string) []string {
 }
 
 func TestInspector(t *testing.T) {
+	agenttest.Bin(t, "mcp-inspector") // skip (or fail) before building anything
 	g := agenttest.StartGateway(t, "")
 	for name, way := range transports(g) {
 		t.Run(name, func(t *testing.T) {
@@ -124,6 +125,7 @@ func TestInspector(t *testing.T) {
 // TestInspector_HTTPNeedsToken: /mcp refuses a caller without an agent's
 // token.
 func TestInspector_HTTPNeedsToken(t *testing.T) {
+	agenttest.Bin(t, "mcp-inspector") // skip (or fail) before building anything
 	g := agenttest.StartGateway(t, "")
 	bin := agenttest.Bin(t, "mcp-inspector")
 	stdout, _, err := agenttest.Run(t, time.Minute, t.TempDir(), g.Env(t.TempDir()), bin, "--cli", g.URL+"/mcp",
