@@ -14,18 +14,21 @@ import (
 
 // Card is the platform-neutral content of one request's card.
 type Card struct {
-	RequestID    string
-	Title        string // "local wants fs:write"
-	Agent        string
-	Level        string
-	Capability   string
-	Critical     bool
-	Target       string
-	Intent       string
-	Executor     string
-	Summary      string
-	HasVaglio    bool
-	VaglioScore  float64
+	RequestID   string
+	Title       string // "local wants fs:write"
+	Agent       string
+	Level       string
+	Capability  string
+	Critical    bool
+	Target      string
+	Intent      string
+	Executor    string
+	Summary     string
+	HasVaglio   bool
+	VaglioScore float64
+	// Vaglio is the vaglio line in plain words (VaglioWords); VaglioReason
+	// is the judge's exact reason, for the web page's request view.
+	Vaglio       string
 	VaglioReason string
 	// AllowAlways says whether the Allow always button is offered; when it
 	// is, GrantPreview says exactly what it would grant and until when.
@@ -79,6 +82,7 @@ func New(r approvals.Request, l locale.Locale) Card {
 	}
 	if r.Vaglio != nil {
 		c.HasVaglio, c.VaglioScore, c.VaglioReason = true, r.Vaglio.Score, r.Vaglio.Reason
+		c.Vaglio = VaglioWords(*r.Vaglio, l)
 	}
 	if c.AllowAlways {
 		target := r.GrantTarget

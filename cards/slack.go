@@ -212,10 +212,7 @@ func Slack(c Card) SlackMessage {
 	}
 	vag := "—"
 	if c.HasVaglio {
-		vag = fmt.Sprintf("%.2f", c.VaglioScore)
-		if c.VaglioReason != "" {
-			vag += " · " + c.VaglioReason
-		}
+		vag = c.Vaglio
 	}
 	targetHead := "*" + l.T("label.target") + "*\n"
 	blocks := []slack.Block{
@@ -227,7 +224,7 @@ func Slack(c Card) SlackMessage {
 			mrkdwn(targetHead + codeSpan(c.Target, SlackMaxFieldText-len(targetHead))),
 			field(l.T("label.intent"), c.Intent),
 			field(l.T("label.executor"), c.Executor),
-			field(l.T("label.vaglio_score"), vag),
+			field(l.T("label.vaglio"), vag),
 		}, nil, slack.SectionBlockOptionBlockID("approval_facts")),
 	}
 	if c.Summary != "" {

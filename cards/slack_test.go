@@ -54,7 +54,9 @@ func slackRequest(mut func(*approvals.Request)) approvals.Request {
 		Outcome: policy.ApprovalRequired, Reason: "approval required", Capability: "fs:write", Critical: true,
 		Target: "/home/roberto/invoices/04.pdf", GrantTarget: "/home/roberto/invoices/*", Autonomy: policy.Supervised,
 		Channel: "slack", SenderID: "U0ROBERTO", Intent: "save the April invoice", Executor: "invoice_saver",
-		Vaglio:    &vaglio.Verdict{Approved: true, Score: 0.85, Reason: "intent matches executor"},
+		Vaglio: &vaglio.Verdict{Approved: true, Score: 0.80, JudgeKind: vaglio.RuleJudgeKind,
+			Reason:  "approved: score 0.80 (rule-based-v1: base 0.70; +0.10 intent names the executor)",
+			Factors: []string{vaglio.FactorIntentNamesExecutor}},
 		CreatedAt: slackT0, ExpiresAt: slackT0.Add(10 * time.Minute), GrantExpiresAt: &grantExp,
 	}
 	if mut != nil {

@@ -141,10 +141,7 @@ func renderTelegram(c Card, limit int) TelegramMessage {
 		t.nl()
 	}
 	if c.HasVaglio {
-		t.text(l.T("card.vaglio_score", c.VaglioScore))
-		if c.VaglioReason != "" {
-			t.text(" · " + cut(c.VaglioReason))
-		}
+		t.text(l.T("label.vaglio") + ": " + c.Vaglio)
 		t.nl()
 	}
 	t.nl()

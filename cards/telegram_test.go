@@ -66,7 +66,9 @@ func pending(capability, target string) approvals.Request {
 		Outcome: policy.ApprovalRequired, Capability: capability, Critical: c.Critical, Target: target,
 		GrantTarget: target, Autonomy: policy.Supervised, Channel: "telegram", SenderID: "roberto",
 		Intent: "save the March invoice", Executor: "invoice_saver",
-		Vaglio:    &vaglio.Verdict{Approved: true, Score: 0.85, Reason: "intent matches executor"},
+		Vaglio: &vaglio.Verdict{Approved: true, Score: 0.80, JudgeKind: vaglio.RuleJudgeKind,
+			Reason:  "approved: score 0.80 (rule-based-v1: base 0.70; +0.10 intent names the executor)",
+			Factors: []string{vaglio.FactorIntentNamesExecutor}},
 		CreatedAt: created, ExpiresAt: created.Add(10 * time.Minute),
 	}
 	if r.AllowAlwaysOffered() {

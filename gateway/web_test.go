@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/vaglio"
 )
 
 const webAgentToken = "tok-a1-web-test"
@@ -193,6 +195,10 @@ func TestWeb_PendingCards(t *testing.T) {
 		t.Error("no viewport meta: unreadable on a phone")
 	}
 
+	if fw.Vaglio == nil || !strings.Contains(fw.Vaglio.Reason, "+0.10 intent names the executor") ||
+		!slices.Equal(fw.Vaglio.Factors, []string{vaglio.FactorIntentNamesExecutor}) {
+		t.Errorf("the API's vaglio verdict lost the judge's reason or factors: %+v", fw.Vaglio)
+	}
 	t.Run("fs:write has three buttons and says what Allow always grants", func(t *testing.T) {
 		card := cardOf(t, page, fw.ID)
 		if n := strings.Count(card, `action="/web/decide"`); n != 3 {
@@ -201,7 +207,9 @@ func TestWeb_PendingCards(t *testing.T) {
 		for _, want := range []string{`value="allow_once"`, `value="allow_always"`, `value="deny"`,
 			"/home/u/invoices/04.pdf", "save the invoice", "invoice_saver", "Supervised", "critical",
 			"Allow always grants fs:write on /home/u/invoices/04.pdf to web/owner until ", "Vaglio", "Expires",
-			">in 9 min</span>, ", " JST</dd>"} {
+			">in 9 min</span>, ", " JST</dd>",
+			// The vaglio line in plain words, and the judge's exact reason under it.
+			"✓ in line with the intent (0.80)", "rule-based-v1: base 0.70; &#43;0.10 intent names the executor"} {
 			if !strings.Contains(card, want) {
 				t.Errorf("card lacks %q:\n%s", want, card)
 			}

@@ -48,7 +48,7 @@ var en = map[string]string{
 	"label.intent":       "Intent",
 	"label.executor":     "Executor",
 	"label.summary":      "Summary",
-	"label.vaglio_score": "Vaglio score",
+	"label.vaglio":       "Vaglio",
 	"label.note":         "Note",
 	"label.request":      "Request",
 	"label.request_lc":   "request",
@@ -60,7 +60,6 @@ var en = map[string]string{
 	"card.grant_until":     " until %s",
 	"card.grant_no_expiry": " with no expiry",
 	"card.no_allow_always": "No Allow always: %s needs a person every time.",
-	"card.vaglio_score":    "Vaglio: score %.2f",
 
 	// The outcome line of a finished request.
 	"status.expired":           "⌛ Expired",
@@ -281,4 +280,20 @@ Each card shows what an agent wants to do. Tap ✅ Allow once, ♾ Allow always 
 	"audit.scope_all":       "everything",
 	"audit.scope_request":   "request %s",
 	"audit.scope_agent":     "agent %s",
+
+	// The vaglio line of a card, in plain words (the judge's exact reason
+	// is on the web page and in the API).
+	"vaglio.guard":             "blocked by the guard",
+	"vaglio.judge_failed":      "the judge could not answer, so denied",
+	"vaglio.refused":           "judged implausible, refused",
+	"vaglio.refused_because":   "refused: %s",
+	"vaglio.unusual_because":   "unusual: %s",
+	"vaglio.hidden_characters": "hidden characters in the request",
+	"vaglio.path_traversal":    "path goes up a directory",
+	"vaglio.odd_arg_key":       "an argument has an odd name",
+	"vaglio.in_line":           "in line with the intent",
+	"vaglio.nothing_unusual":   "nothing unusual",
+	"vaglio.plausible":         "plausible",
+	"vaglio.unusual":           "unusual",
+	"vaglio.doubtful":          "doubtful",
 }

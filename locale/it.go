@@ -46,7 +46,7 @@ var it = map[string]string{
 	"label.intent":       "Intento",
 	"label.executor":     "Esecutore",
 	"label.summary":      "Riepilogo",
-	"label.vaglio_score": "Punteggio del vaglio",
+	"label.vaglio":       "Vaglio",
 	"label.note":         "Nota",
 	"label.request":      "Richiesta",
 	"label.request_lc":   "richiesta",
@@ -58,7 +58,6 @@ var it = map[string]string{
 	"card.grant_until":     " fino al %s",
 	"card.grant_no_expiry": " senza scadenza",
 	"card.no_allow_always": "Niente Consenti sempre: %s richiede ogni volta una persona.",
-	"card.vaglio_score":    "Vaglio: punteggio %.2f",
 
 	// La riga dell'esito di una richiesta conclusa.
 	"status.expired":           "⌛ Scaduta",
@@ -279,4 +278,19 @@ Ogni scheda mostra che cosa un agente vuole fare. Tocca ✅ Consenti una volta, 
 	"audit.scope_all":       "tutto",
 	"audit.scope_request":   "la richiesta %s",
 	"audit.scope_agent":     "l'agente %s",
+
+	// La riga del vaglio di una scheda, in parole semplici.
+	"vaglio.guard":             "bloccata dalla guardia",
+	"vaglio.judge_failed":      "il giudice non ha potuto rispondere, quindi negata",
+	"vaglio.refused":           "giudicata poco plausibile, rifiutata",
+	"vaglio.refused_because":   "rifiutata: %s",
+	"vaglio.unusual_because":   "insolita: %s",
+	"vaglio.hidden_characters": "caratteri nascosti nella richiesta",
+	"vaglio.path_traversal":    "un percorso risale di una cartella",
+	"vaglio.odd_arg_key":       "un argomento ha un nome strano",
+	"vaglio.in_line":           "in linea con l'intento",
+	"vaglio.nothing_unusual":   "nulla di insolito",
+	"vaglio.plausible":         "plausibile",
+	"vaglio.unusual":           "insolita",
+	"vaglio.doubtful":          "dubbia",
 }

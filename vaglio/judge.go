@@ -33,7 +33,23 @@ type Judgement struct {
 	// score, and says so here, when the model cannot answer. "" means
 	// Judge.Kind().
 	Kind string
+	// Factors names, machine-readably, what moved the score (the Factor
+	// constants), so that a card can say it in a person's words while
+	// Reason keeps the judge's own. A judge that cannot tell (a model's
+	// free-text answer) leaves it empty.
+	Factors []string
 }
+
+// The factors rule-based-v1 names (Judgement.Factors, Verdict.Factors).
+const (
+	FactorIntentNamesExecutor = "intent_names_executor" // raises the score
+	FactorNonCritical         = "non_critical"          // raises the score
+	FactorPathTraversal       = "path_traversal"        // lowers it: '..' with '/' in an arg
+	FactorOddArgKey           = "odd_arg_key"           // lowers it: an arg key that is not an identifier
+	FactorHiddenCharacters    = "hidden_characters"     // lowers it: invisible characters in the target or intent
+	// FactorJudgeFailed marks a verdict whose judge failed (and so denied).
+	FactorJudgeFailed = "judge_failed"
+)
 
 // RuleJudgeKind is the judge_kind of RuleJudge. The version is part of the
 // name so that logged scores stay comparable when the rules change.
@@ -85,10 +101,12 @@ func (RuleJudge) Kind() string { return RuleJudgeKind }
 func (RuleJudge) Score(_ context.Context, r Request) (Judgement, error) {
 	score := ruleBase
 	notes := []string{fmt.Sprintf("base %.2f", ruleBase)}
+	factors := []string{}
 
 	if intentNamesExecutor(r.Intent, r.Executor) {
 		score += ruleIntentNamesExec
 		notes = append(notes, fmt.Sprintf("%+.2f intent names the executor", ruleIntentNamesExec))
+		factors = append(factors, FactorIntentNamesExecutor)
 	}
 	traversal, badKey := false, false
 	walkArgs(r.Args, func(e argEvent) bool {
@@ -102,23 +120,28 @@ func (RuleJudge) Score(_ context.Context, r Request) (Judgement, error) {
 	if traversal {
 		score += ruleTraversalInArgs
 		notes = append(notes, fmt.Sprintf("%+.2f possible path traversal ('..' with '/' in an arg)", ruleTraversalInArgs))
+		factors = append(factors, FactorPathTraversal)
 	}
 	if badKey {
 		score += ruleNonIdentifierKey
 		notes = append(notes, fmt.Sprintf("%+.2f arg key is not an identifier", ruleNonIdentifierKey))
+		factors = append(factors, FactorOddArgKey)
 	}
 	if declaresNonCritical(r) {
 		score += ruleNonCritical
 		notes = append(notes, fmt.Sprintf("%+.2f non-critical (declared by the context)", ruleNonCritical))
+		factors = append(factors, FactorNonCritical)
 	}
 	if where, runes := hiddenIn(r); where != "" {
 		score += ruleHiddenChars
 		notes = append(notes, fmt.Sprintf("%+.2f hidden characters in the %s (%s)", ruleHiddenChars, where, runes))
+		factors = append(factors, FactorHiddenCharacters)
 	}
 	// Round away float noise (0.7+0.1+0.05 = 0.8500000000000001) so that a
 	// threshold of exactly 0.85 means what it says.
 	score = clampScore(math.Round(score*100) / 100)
-	return Judgement{Score: score, Reason: fmt.Sprintf("%s: %s", RuleJudgeKind, strings.Join(notes, "; "))}, nil
+	return Judgement{Score: score, Reason: fmt.Sprintf("%s: %s", RuleJudgeKind, strings.Join(notes, "; ")),
+		Factors: factors}, nil
 }
 
 // declaresNonCritical reports a request whose context says "critical":

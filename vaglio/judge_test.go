@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -171,5 +172,23 @@ func randValue(rng *rand.Rand, depth int) any {
 			s[i] = randValue(rng, depth-1)
 		}
 		return s
+	}
+}
+
+// TestRuleJudge_Factors: every adjustment the reason lists is also named
+// machine-readably, for the card's plain words.
+func TestRuleJudge_Factors(t *testing.T) {
+	j, err := RuleJudge{}.Score(context.Background(), Request{Capability: "fs:read", Intent: "read the notes\u200b",
+		Executor: "fs_read", Args: map[string]any{"my-path": "../x/y"}, Context: map[string]any{ContextCritical: false}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{FactorIntentNamesExecutor, FactorPathTraversal, FactorOddArgKey, FactorNonCritical, FactorHiddenCharacters}
+	if !slices.Equal(j.Factors, want) {
+		t.Errorf("factors %v, want %v (reason %q)", j.Factors, want, j.Reason)
+	}
+	v := New(Options{}).Check(context.Background(), Request{Capability: "fs:read", Executor: "x", Args: map[string]any{"p": "../a/b"}})
+	if !slices.Equal(v.Factors, []string{FactorPathTraversal}) {
+		t.Errorf("verdict factors %v", v.Factors)
 	}
 }

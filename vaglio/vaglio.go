@@ -56,6 +56,10 @@ type Verdict struct {
 	// judge failed.
 	Score     float64 `json:"score"`
 	BlockedBy string  `json:"blocked_by,omitempty"` // BlockedByGuard, BlockedByJudge or ""
+	// Factors are the judge's Judgement.Factors (FactorJudgeFailed when it
+	// failed): what a card says in plain words. Absent when the guard
+	// blocked, or the judge names none (the LLM judge).
+	Factors []string `json:"factors,omitempty"`
 }
 
 // The values of Verdict.BlockedBy; the HTTP API reports them unchanged.
@@ -165,8 +169,9 @@ func (v *Vaglio) Check(ctx context.Context, r Request) Verdict {
 		verdict.Reason, verdict.BlockedBy = reason, BlockedByGuard
 	} else if j, err := v.score(ctx, r); err != nil {
 		verdict.Reason, verdict.BlockedBy = fmt.Sprintf("judge: %s failed, denied: %v", verdict.JudgeKind, err), BlockedByJudge
+		verdict.Factors = []string{FactorJudgeFailed}
 	} else {
-		verdict.Score = j.Score
+		verdict.Score, verdict.Factors = j.Score, j.Factors
 		if j.Kind != "" {
 			verdict.JudgeKind = j.Kind
 		}

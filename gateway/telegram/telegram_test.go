@@ -32,7 +32,7 @@ func TestTelegram_EndToEnd_AllowAlways(t *testing.T) {
 		t.Fatalf("card buttons %q", got)
 	}
 	for _, want := range []string{"a1 wants fs:write", "Supervised", "critical", "/home/roberto/notes/todo.md",
-		"tidy the notes", "notes_tidy", "Vaglio: score", "Allow always grants fs:write on /home/roberto/notes/todo.md",
+		"tidy the notes", "notes_tidy", "Vaglio: ✓ in line with the intent (0.80)\n", "Allow always grants fs:write on /home/roberto/notes/todo.md",
 		"until " + h.locale().Date(h.clock.Now().Add(h.cfg.Policy.GrantTTL)),
 		"⏳ expires in 9 min, " + h.locale().Clock(r.ExpiresAt), " JST\n"} {
 		if !strings.Contains(card.Text, want) {
