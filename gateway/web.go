@@ -77,6 +77,8 @@ func (s *Server) webRoutes(mux *http.ServeMux) {
 	type hf = http.HandlerFunc
 	mux.Handle("GET /{$}", w.access(hf(w.page)))
 	mux.Handle("GET /web/state", w.access(hf(w.state)))
+	mux.Handle("GET /history", w.access(hf(w.history)))
+	mux.Handle("GET /requests/{id}", w.access(hf(w.request)))
 	mux.Handle("POST /web/decide", w.access(w.csrf(hf(w.decide))))
 	mux.Handle("POST /web/revoke", w.access(w.csrf(hf(w.revoke))))
 	mux.Handle("POST /web/rules/add", w.access(w.csrf(hf(w.addRule))))
@@ -347,6 +349,8 @@ const (
 	linkNone  = ""
 	linkPage  = "/"
 	linkLogin = "/login"
+	// linkHistory goes back to the History view (web_history.go).
+	linkHistory = "/history"
 )
 
 // refuse answers a plain explanation page with status.
@@ -357,6 +361,8 @@ func (w *web) refuse(rw http.ResponseWriter, r *http.Request, status int, title,
 		p.LinkText = w.loc.T("web.back")
 	case linkLogin:
 		p.LinkText = w.loc.T("web.log_in_button")
+	case linkHistory:
+		p.LinkText = w.loc.T("web.history")
 	}
 	w.render(rw, r, status, "error.html", p)
 }

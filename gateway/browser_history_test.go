@@ -1,0 +1,166 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/metnos/gateway/approvals"
+)
+
+// TestWebBrowser_History drives the History view in a real headless
+// Chromium: from the page to History, filter by capability, event and
+// person, see only the matching decision, then open its request and read
+// the request and its own audit trail.
+func TestWebBrowser_History(t *testing.T) {
+	chromium := findChromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	app := newWebApp(t, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvCtx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- app.Serve(srvCtx, ln) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	base := "http://" + ln.Addr().String()
+	write := apiRequest(t, base, fsWrite("/home/u/invoices/05.pdf"))
+	exec := apiRequest(t, base, codeExec("git status"))
+	other := apiRequest(t, base, codeExec("git log"))
+	for _, d := range []struct {
+		id  string
+		dec approvals.Decision
+		by  approvals.Actor
+	}{
+		{write.ID, approvals.Deny, approvals.Actor{Channel: "telegram", ID: "42", Name: "Roberto"}},
+		{exec.ID, approvals.AllowOnce, approvals.Actor{Channel: "slack", ID: "U0ANN", Name: "ann"}},
+		{other.ID, approvals.Deny, approvals.Actor{Channel: "slack", ID: "U0ANN", Name: "ann"}},
+	} {
+		if _, err := app.Service.Decide(ctx, d.id, d.dec, d.by); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(412, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	browser, cancelBrowser := chromedp.NewContext(allocCtx)
+	defer cancelBrowser()
+
+	err = chromedp.Do(browser,
+		chromedp.Navigate(base+"/"),
+		chromedp.Click(chromedp.CSS("#history-link")),
+		chromedp.WaitVisible(chromedp.CSS("#history-filter")),
+		chromedp.WaitVisible(chromedp.CSS("#history .item")),
+	)
+	if err != nil {
+		t.Fatalf("browser: open History: %v", err)
+	}
+	all, err := chromedp.Run(browser, chromedp.Text(chromedp.CSS("#history")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"chain_genesis", "outcome", "telegram:Roberto (42)", "slack:ann (U0ANN)", "JST"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("unfiltered History lacks %q:\n%s", want, all)
+		}
+	}
+	err = chromedp.Do(browser,
+		chromedp.SetValue(chromedp.CSS(`select[name="capability"]`), "code:exec"),
+		chromedp.SetValue(chromedp.CSS(`select[name="event"]`), "decision"),
+		chromedp.SetValue(chromedp.CSS(`input[name="person"]`), "ann"),
+		chromedp.SetValue(chromedp.CSS(`input[name="since"]`), "1h"),
+		chromedp.Click(chromedp.CSS(`#history-filter button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`a.open-request[href="/requests/`+exec.ID+`"]`)),
+	)
+	if err != nil {
+		t.Fatalf("browser: filter: %v", err)
+	}
+	filtered, err := chromedp.Run(browser, chromedp.Text(chromedp.CSS("#history")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(filtered, "#"); n != 2 || !strings.Contains(filtered, "allow_once") ||
+		!strings.Contains(filtered, "deny") || strings.Contains(filtered, "Roberto") || strings.Contains(filtered, "outcome") {
+		t.Fatalf("filtered History (want ann's two code:exec decisions only):\n%s", filtered)
+	}
+	err = chromedp.Do(browser,
+		chromedp.Click(chromedp.CSS(`a.open-request[href="/requests/`+exec.ID+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#request-"+exec.ID)),
+	)
+	if err != nil {
+		t.Fatalf("browser: open the request: %v", err)
+	}
+	card, err := chromedp.Run(browser, chromedp.Text(chromedp.CSS("#request-"+exec.ID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trail, err := chromedp.Run(browser, chromedp.Text(chromedp.CSS("#request-trail")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"git status", exec.ID, "ann"} {
+		if !strings.Contains(card, want) {
+			t.Errorf("request card lacks %q:\n%s", want, card)
+		}
+	}
+	if !strings.Contains(trail, "outcome") || !strings.Contains(trail, "decision") || strings.Contains(trail, "git log") ||
+		strings.Count(trail, "#") != 2 {
+		t.Errorf("request trail (want its outcome and decision):\n%s", trail)
+	}
+}
+
+// TestWebHistory_Pages: a bad time says so; an unknown request is a 404
+// pointing back to History; a pruned request still shows its audit rows;
+// row text is escaped.
+func TestWebHistory_Pages(t *testing.T) {
+	app := newWebApp(t, nil)
+	srv, c := webServer(t, app)
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := c.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if st, body := get("/history?since=yesterday"); st != http.StatusOK || !strings.Contains(body, "is not a time") {
+		t.Errorf("bad since: %d\n%s", st, body)
+	}
+	if st, body := get("/requests/nope"); st != http.StatusNotFound || !strings.Contains(body, `href="/history"`) {
+		t.Errorf("unknown request: %d\n%s", st, body)
+	}
+	r := apiRequest(t, srv.URL, fsWrite("/home/u/<b>x</b>.txt"))
+	if _, err := app.DB.ExecContext(context.Background(), `DELETE FROM requests WHERE id = $1`, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	st, body := get("/requests/" + r.ID)
+	if st != http.StatusOK || !strings.Contains(body, "no longer stored") || !strings.Contains(body, "outcome") {
+		t.Errorf("pruned request: %d\n%s", st, body)
+	}
+	if st, body := get("/history?agent=a1"); st != http.StatusOK || !strings.Contains(body, "/requests/"+r.ID) ||
+		strings.Contains(body, "<b>x</b>") {
+		t.Errorf("history by agent: %d\n%s", st, body)
+	}
+}
