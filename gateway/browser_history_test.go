@@ -90,7 +90,8 @@ func TestWebBrowser_History(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS(`input[name="person"]`), "ann"),
 		chromedp.SetValue(chromedp.CSS(`input[name="since"]`), "1h"),
 		chromedp.Click(chromedp.CSS(`#history-filter button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`a.open-request[href="/requests/`+exec.ID+`"]`)),
+		// The filtered page (the unfiltered one has the same link).
+		chromedp.WaitVisible(chromedp.CSS(`#history[data-event="decision"] a.open-request[href="/requests/`+exec.ID+`"]`)),
 	)
 	if err != nil {
 		t.Fatalf("browser: filter: %v", err)
