@@ -90,6 +90,7 @@ func cmdAudit(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	w.zone = cfg.Server.Zone() // the text format is for people: their zone; jsonl and csv stay UTC
 	db, err := storage.OpenConfig(e.ctx, storageConfig(cfg))
 	if err != nil {
 		return err
@@ -193,6 +194,7 @@ func parseWhen(name, s string, now time.Time) (time.Time, error) {
 // auditWriter prints rows in one format.
 type auditWriter struct {
 	format string
+	zone   *time.Location // of the text format's times (server.timezone)
 	buf    *bufio.Writer
 	csv    *csv.Writer
 }
@@ -230,7 +232,7 @@ func (a *auditWriter) write(r storage.AuditEvent) error {
 		return a.csv.Write([]string{strconv.FormatInt(r.Seq, 10), r.AtText(), r.Actor, r.Event, r.RequestID, grant,
 			r.DetailJSON(), r.Hash})
 	}
-	_, err := fmt.Fprintln(a.buf, auditLine(r))
+	_, err := fmt.Fprintln(a.buf, auditLine(r, a.zone))
 	return err
 }
 
@@ -244,10 +246,14 @@ func (a *auditWriter) flush() error {
 	return a.buf.Flush()
 }
 
-// auditLine is a row for a person: seq, time, event, actor, ids, detail.
-func auditLine(r storage.AuditEvent) string {
+// auditLine is a row for a person: seq, time (in zone, with its
+// abbreviation), event, actor, ids, detail.
+func auditLine(r storage.AuditEvent, zone *time.Location) string {
+	if zone == nil {
+		zone = time.UTC
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%6d  %s  %-13s  %s", r.Seq, r.At.UTC().Format("2006-01-02 15:04:05Z"), r.Event, r.Actor)
+	fmt.Fprintf(&b, "%6d  %s  %-13s  %s", r.Seq, r.At.In(zone).Format("2006-01-02 15:04:05 MST"), r.Event, r.Actor)
 	if r.RequestID != "" {
 		fmt.Fprintf(&b, "  request=%s", r.RequestID)
 	}

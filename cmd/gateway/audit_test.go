@@ -16,6 +16,7 @@ import (
 
 	"github.com/metnos/gateway/client"
 	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/storage"
 	"github.com/metnos/gateway/storage/storagetest"
 )
 
@@ -325,5 +326,18 @@ func TestAuditCLI_FollowAcrossReplicas(t *testing.T) {
 	res := runCLI(ctx, func(k string) string { return vars[k] }, "", "audit", "verify", "--config", cfgPath)
 	if res.code != 0 || !strings.Contains(res.stdout, "chain intact") {
 		t.Fatalf("verify: %d %s %s", res.code, res.stdout, res.stderr)
+	}
+}
+
+// TestAuditLine_Zone: the text format is for people, so its times are in
+// server.timezone with the abbreviation (jsonl and csv stay UTC).
+func TestAuditLine_Zone(t *testing.T) {
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := storage.AuditEvent{Seq: 7, At: time.Date(2026, 11, 23, 19, 0, 0, 0, time.UTC), Event: "decision", Actor: "web:owner"}
+	if got := auditLine(r, tokyo); !strings.Contains(got, "2026-11-24 04:00:00 JST  decision") {
+		t.Errorf("got %q", got)
 	}
 }
