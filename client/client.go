@@ -101,7 +101,11 @@ type Req struct {
 	Intent   string `json:"intent,omitempty"`
 	Executor string `json:"executor,omitempty"`
 	// Args are inspected by the guard and judge; only their keys are stored.
-	Args    map[string]any `json:"args,omitempty"`
+	Args map[string]any `json:"args,omitempty"`
+	// Context is what the call declares about itself for vaglio (the seed's
+	// mode, step, critical); "critical": false earns a non-critical
+	// capability the judge's +0.05. Only its keys are logged; it is not stored.
+	Context map[string]any `json:"context,omitempty"`
 	Summary string         `json:"summary,omitempty"`
 	// GrantTarget suggests what Allow always would grant (a pattern at
 	// least as narrow as the capability allows).

@@ -153,6 +153,16 @@ func TestClient_Check(t *testing.T) {
 	if err != nil || res.Outcome != "approval_required" || res.BlockedBy != "" {
 		t.Fatalf("got %+v, %v", res, err)
 	}
+	// The declared context reaches the judge: +0.05 for critical:false.
+	plain, err := c.Check(ctx, client.Req{Capability: "fs:read", Target: "/srv/x", Executor: "fs_read", Intent: "read x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared, err := c.Check(ctx, client.Req{Capability: "fs:read", Target: "/srv/x", Executor: "fs_read", Intent: "read x",
+		Context: map[string]any{"critical": false, "mode": "multistep"}})
+	if err != nil || plain.Vaglio == nil || declared.Vaglio == nil || plain.Vaglio.Score != 0.80 || declared.Vaglio.Score != 0.85 {
+		t.Errorf("scores %+v and %+v, want 0.80 and 0.85 (%v)", plain.Vaglio, declared.Vaglio, err)
+	}
 }
 
 func TestClient_APIErrors(t *testing.T) {
