@@ -177,7 +177,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /v1/policy/registry", s.registry)
 	mux.HandleFunc("GET /v1/policy/table", s.table)
 	mux.Handle("POST /v1/hooks/claude-code", agent(s.claudeCodeHook))
-	mux.Handle("/mcp", s.mcpHandler(mux)) // MCP streamable HTTP (GET, POST, DELETE); agent token
+	mux.Handle("/mcp", s.mcpHandler(s.recoverPanics(mux))) // MCP streamable HTTP (GET, POST, DELETE); agent token
 
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)

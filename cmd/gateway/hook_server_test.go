@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"os/exec"
 	"strings"
 	"testing"
@@ -130,4 +132,66 @@ func (g *liveGateway) request(t *testing.T, callID string) approvals.Request {
 	}
 	t.Fatalf("no finished request with call_id %s", callID)
 	return approvals.Request{}
+}
+
+func TestMCP_Usage(t *testing.T) {
+	cases := []struct {
+		env  func(string) string
+		args []string
+		want string
+	}{
+		{agentEnv(t, "http://127.0.0.1:1"), []string{"mcp", "extra"}, "unexpected argument"},
+		{agentEnv(t, "http://127.0.0.1:1", "GATEWAY_TOKEN", ""), []string{"mcp"}, "GATEWAY_TOKEN is not set"},
+		{agentEnv(t, "ftp://x"), []string{"mcp"}, "not an http(s) URL"},
+	}
+	for _, tc := range cases {
+		r := runCLI(context.Background(), tc.env, "", tc.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: exit %d stderr %q", tc.args, r.code, r.stderr)
+		}
+	}
+}
+
+// TestMCP_Stdio: `gateway mcp` answers an MCP client on stdin/stdout and
+// ends when stdin closes.
+func TestMCP_Stdio(t *testing.T) {
+	g := startLive(t, nil)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	code := make(chan int, 1)
+	go func() {
+		var errb bytes.Buffer
+		code <- run(context.Background(), []string{"mcp"}, inR, outW, &errb, agentEnv(t, g.URL))
+		outW.Close()
+	}()
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(make([]byte, 1<<20), 1<<20)
+	send := func(msg string) { io.WriteString(inW, msg+"\n") }
+	answer := func(id string) string {
+		t.Helper()
+		for lines.Scan() {
+			if strings.Contains(lines.Text(), `"id":`+id) {
+				return lines.Text()
+			}
+		}
+		t.Fatalf("no answer to %s", id)
+		return ""
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	answer("1")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"check","arguments":{"capability":"fs:read","target":"~/.ssh/id_rsa"}}}`)
+	if a := answer("2"); !strings.Contains(a, `\"outcome\":\"denied\"`) {
+		t.Fatalf("check answered %s", a)
+	}
+	inW.Close()
+	go io.Copy(io.Discard, outR)
+	select {
+	case c := <-code:
+		if c != exitOK {
+			t.Fatalf("exit %d", c)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("gateway mcp did not end when stdin closed")
+	}
 }

@@ -108,8 +108,8 @@ func WriteDecidedBy(t testing.TB, g *Gateway, c *Claude, path, decision string, 
 		done <- ran{res, err}
 	}()
 	e := g.NextPending(t, 2*time.Minute)
-	if e.Capability != "fs:write" || e.Target != path {
-		t.Fatalf("asked about %s %s, want fs:write %s", e.Capability, e.Target, path)
+	if e.Capability != "fs:write" || e.Target != path || !strings.HasSuffix(e.CallID, "_scripted") {
+		t.Fatalf("asked about %s %s (call_id %q), want fs:write %s with the tool call's id", e.Capability, e.Target, e.CallID, path)
 	}
 	if _, err := os.Stat(path); err == nil {
 		t.Fatal("written before anyone decided")
