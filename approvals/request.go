@@ -131,10 +131,26 @@ type Request struct {
 	Note        string          `json:"note"`
 	Trace       []policy.Step   `json:"trace"`
 	Notify      []string        `json:"notify,omitempty"`
-	CallbackURL string          `json:"-"`
+	// TokenID names the child token the request came with (empty: the
+	// agent's own token); TokenName is its name, for the card's Agent line.
+	TokenID     string `json:"token_id,omitempty"`
+	TokenName   string `json:"token_name,omitempty"`
+	CallbackURL string `json:"-"`
 	// GrantExpiresAt is when the grant written by Allow always ends (or
 	// would end, while pending): the card shows it.
 	GrantExpiresAt *time.Time `json:"grant_expires_at,omitempty"`
+}
+
+// AgentLine is who asks, as the card's Agent line shows it: the agent, and
+// the child token it came with ("metnos › refactor-bot").
+func (r Request) AgentLine() string {
+	switch {
+	case r.TokenName != "":
+		return r.Agent + " › " + r.TokenName
+	case r.TokenID != "":
+		return r.Agent + " › " + r.TokenID
+	}
+	return r.Agent
 }
 
 // AllowAlwaysOffered reports whether the card may show Allow always.

@@ -131,6 +131,9 @@ type Submission struct {
 	Timeout     time.Duration // 0 = the default
 	CallbackURL string
 	Notify      []string
+	// TokenID and TokenName name the child token the agent used, if any.
+	TokenID   string
+	TokenName string
 	// Admit, when set, is asked once the submission is known to create a
 	// request (not for a repeated call_id, which returns the existing one):
 	// the rate limit lives here. Its error refuses the submission as is.
@@ -223,7 +226,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		Vaglio: dec.Vaglio, Capability: dec.Capability.Name, Critical: dec.Capability.Critical, Target: sub.Target,
 		Autonomy: dec.Autonomy, Channel: sub.Channel, SenderID: sub.SenderID, Intent: sub.Intent,
 		Executor: sub.Executor, Summary: sub.Summary, ArgKeys: argKeys(sub.Args), Trace: dec.Trace,
-		CreatedAt: now, CallbackURL: sub.CallbackURL,
+		CreatedAt: now, CallbackURL: sub.CallbackURL, TokenID: sub.TokenID, TokenName: sub.TokenName,
 	}
 	if r.CallID == "" {
 		r.CallID = r.ID
@@ -276,10 +279,13 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 				return err
 			}
 		}
+		detail := map[string]any{"agent": agent, "capability": r.Capability, "outcome": string(r.Outcome), "status": string(r.Status),
+			"reason": r.Reason, "call_id": r.CallID}
+		if r.TokenID != "" {
+			detail["token_id"] = r.TokenID // a child token's request: which one
+		}
 		return storage.AppendAudit(ctx, tx, storage.AuditEvent{
-			At: now, Actor: "agent:" + agent, Event: storage.AuditOutcome, RequestID: r.ID,
-			Detail: map[string]any{"agent": agent, "capability": r.Capability, "outcome": string(r.Outcome), "status": string(r.Status),
-				"reason": r.Reason, "call_id": r.CallID},
+			At: now, Actor: "agent:" + agent, Event: storage.AuditOutcome, RequestID: r.ID, Detail: detail,
 		})
 	})
 	if err != nil {

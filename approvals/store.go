@@ -19,10 +19,11 @@ const farFuture = "9999-12-31T23:59:59.000000Z"
 
 const requestColumns = `id, call_id, agent, status, decision, outcome, reason, blocked_by, vaglio,
 capability, target, grant_target, autonomy, channel, sender_id, intent, executor, summary, arg_keys,
-trace, notify, callback_url, decided_by, decided_at, created_at, expires_at, grant_id, note, grant_expires_at`
+trace, notify, callback_url, decided_by, decided_at, created_at, expires_at, grant_id, note, grant_expires_at,
+token_id, token_name`
 
 const insertRequest = `INSERT INTO requests (` + requestColumns + `)
-VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29)
+VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31)
 ON CONFLICT (agent, call_id) DO NOTHING`
 
 func insertRequestTx(ctx context.Context, q storage.Querier, r Request) (bool, error) {
@@ -38,7 +39,8 @@ func insertRequestTx(ctx context.Context, q storage.Querier, r Request) (bool, e
 		nullStr(r.BlockedBy), nullBytes(vj), r.Capability, r.Target, r.GrantTarget, r.Autonomy.String(),
 		r.Channel, r.SenderID, r.Intent, r.Executor, r.Summary, string(keys), string(trace), string(notify),
 		r.CallbackURL, r.DecidedBy, nullTime(r.DecidedAt), storage.FormatTime(r.CreatedAt),
-		storage.FormatTime(r.ExpiresAt), nullInt(r.GrantID), r.Note, nullTime(r.GrantExpiresAt))
+		storage.FormatTime(r.ExpiresAt), nullInt(r.GrantID), r.Note, nullTime(r.GrantExpiresAt),
+		sql.NullString{String: r.TokenID, Valid: r.TokenID != ""}, r.TokenName)
 	if err != nil {
 		return false, fmt.Errorf("insert request: %w", err)
 	}
@@ -70,16 +72,17 @@ type rowScanner interface{ Scan(dest ...any) error }
 func scanRequest(sc rowScanner) (Request, error) {
 	var r Request
 	var status, outcome, autonomy, keys, trace, notify, created, expires string
-	var decision, blockedBy, vj, decidedAt, grantExpires sql.NullString
+	var decision, blockedBy, vj, decidedAt, grantExpires, tokenID sql.NullString
 	var grantID sql.NullInt64
 	err := sc.Scan(&r.ID, &r.CallID, &r.Agent, &status, &decision, &outcome, &r.Reason, &blockedBy, &vj,
 		&r.Capability, &r.Target, &r.GrantTarget, &autonomy, &r.Channel, &r.SenderID, &r.Intent, &r.Executor,
 		&r.Summary, &keys, &trace, &notify, &r.CallbackURL, &r.DecidedBy, &decidedAt, &created, &expires,
-		&grantID, &r.Note, &grantExpires)
+		&grantID, &r.Note, &grantExpires, &tokenID, &r.TokenName)
 	if err != nil {
 		return Request{}, err
 	}
 	r.Status, r.Outcome = Status(status), policy.Outcome(outcome)
+	r.TokenID = tokenID.String
 	if decision.Valid {
 		d := Decision(decision.String)
 		r.Decision = &d

@@ -74,7 +74,7 @@ func (c Card) Buttons() []Button {
 // New builds the neutral card of r, to be shown with l.
 func New(r approvals.Request, l locale.Locale) Card {
 	c := Card{Locale: l,
-		RequestID: r.ID, Title: l.T("card.title", r.Agent, r.Capability), Agent: r.Agent,
+		RequestID: r.ID, Title: l.T("card.title", r.Agent, r.Capability), Agent: r.AgentLine(),
 		Level: r.Autonomy.String(), Capability: r.Capability, Critical: r.Critical, Target: r.Target,
 		Intent: r.Intent, Executor: r.Executor, Summary: r.Summary, ExpiresAt: r.ExpiresAt.In(l.Zone()),
 		Pending: r.Status == approvals.StatusPending, Status: r.Status, Note: r.Note,

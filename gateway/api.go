@@ -43,6 +43,9 @@ func (s *Server) submission(a *Agent, b requestBody) (approvals.Submission, erro
 		Channel: b.Channel, SenderID: b.SenderID, Intent: b.Intent, Executor: b.Executor, Summary: b.Summary,
 		Args: b.Args, Context: b.Context, GrantTarget: b.GrantTarget, CallbackURL: b.CallbackURL, Notify: a.Notify,
 	}
+	if a.Child != nil {
+		sub.TokenID, sub.TokenName = a.Child.ID, a.Child.Name
+	}
 	if b.Autonomy != "" {
 		l, err := policy.ParseLevel(b.Autonomy)
 		if err != nil {
@@ -95,6 +98,9 @@ func (s *Server) admit(ctx context.Context, a *Agent, capability string) func() 
 	return func() error {
 		if wait, over := s.overRate(ctx, a, capability); over {
 			return &rateLimitError{agent: a.ID, rate: a.Rate, capability: capability, wait: wait}
+		}
+		if a.Child != nil && s.tokens != nil {
+			return s.tokens.Consume(ctx, a.Child) // its max_requests, and its ancestors'
 		}
 		return nil
 	}

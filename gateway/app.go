@@ -91,7 +91,8 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 		Retention: cfg.Approvals.Retention, Now: o.Now, Logger: o.Logger, Observer: metrics,
 		CallbackKey: func(agent string) []byte { return srv.CallbackKey(agent) },
 	})
-	srv = NewServer(cfg, Options{Service: a.Service, Decider: decider, Rules: rules, Metrics: metrics, Logger: o.Logger, Now: o.Now})
+	srv = NewServer(cfg, Options{Service: a.Service, Decider: decider, Rules: rules,
+		Tokens: policy.NewTokenStore(db, norm, o.Now), Metrics: metrics, Logger: o.Logger, Now: o.Now})
 	a.Server = srv
 	for _, f := range o.Messengers {
 		m, err := f(a.Service, srv)

@@ -63,6 +63,10 @@ func (s *Server) errorResponse(w http.ResponseWriter, r *http.Request, err error
 		writeJSON(w, http.StatusConflict, e)
 	case errors.Is(err, policy.ErrRuleFromConfig):
 		writeError(w, http.StatusConflict, "rule_from_config", cleanMsg(err))
+	case errors.Is(err, policy.ErrTokenExhausted):
+		writeError(w, http.StatusForbidden, "token_exhausted", "this token has made its max_requests")
+	case errors.Is(err, policy.ErrTokenRevoked):
+		writeError(w, http.StatusUnauthorized, "unauthorized", "the token (or one it was made from) was revoked or expired")
 	case errors.Is(err, errForeignPrincipal):
 		writeError(w, http.StatusForbidden, "forbidden_principal", err.Error())
 	case errors.Is(err, approvals.ErrNotFound), errors.Is(err, policy.ErrNotFound):
@@ -186,7 +190,16 @@ func bearer(r *http.Request) string {
 // requireAgent authenticates the bearer token of an agent.
 func (s *Server) requireAgent(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a := s.AgentByToken(bearer(r))
+		tok := bearer(r)
+		a := s.AgentByToken(tok)
+		if a == nil {
+			var err error
+			if a, err = s.childAgent(r.Context(), tok); err != nil {
+				s.log.Error("authenticate a child token", "err", err)
+				writeError(w, http.StatusServiceUnavailable, "unavailable", "the token could not be checked; try again")
+				return
+			}
+		}
 		if a == nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gateway"`)
 			writeError(w, http.StatusUnauthorized, "unauthorized", "missing or bad bearer token")

@@ -32,6 +32,9 @@ const MaxWait = 5 * time.Minute
 type Agent struct {
 	config.Agent
 	tokenHash [32]byte
+	// Child is the child token the call came with; nil for the agent's own
+	// token. The agent is then its root agent, never an admin.
+	Child *policy.Token
 }
 
 // Server serves the HTTP API and the web page.
@@ -41,6 +44,7 @@ type Server struct {
 	grants   *policy.GrantStore
 	decider  *policy.Decider
 	rules    *policy.RuleStore
+	tokens   *policy.TokenStore
 	agents   []*Agent
 	limiter  *limiter
 	metrics  *Metrics
@@ -64,6 +68,7 @@ type Options struct {
 	Service *approvals.Service
 	Decider *policy.Decider   // for /v1/check (dry runs); the service has its own
 	Rules   *policy.RuleStore // the run-time rules; nil: only the config's, read-only
+	Tokens  *policy.TokenStore // child tokens; nil: none
 	Metrics *Metrics
 	Logger  *slog.Logger
 	Now     func() time.Time
@@ -81,7 +86,7 @@ func NewServer(cfg config.Config, o Options) *Server {
 		o.Metrics = NewMetrics()
 	}
 	s := &Server{
-		cfg: cfg, svc: o.Service, grants: o.Service.Grants(), decider: o.Decider, rules: o.Rules, metrics: o.Metrics,
+		cfg: cfg, svc: o.Service, grants: o.Service.Grants(), decider: o.Decider, rules: o.Rules, tokens: o.Tokens, metrics: o.Metrics,
 		log: o.Logger, now: o.Now, limiter: newLimiter(o.Now), shutdown: make(chan struct{}),
 	}
 	for _, a := range cfg.Agents {
@@ -165,6 +170,9 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("POST /v1/requests/{id}/decision", admin(s.decideRequest))
 	mux.Handle("POST /v1/check", agent(s.check))
 	mux.Handle("GET /v1/capabilities", agent(s.capabilities))
+	mux.Handle("POST /v1/tokens", agent(s.createToken))
+	mux.Handle("GET /v1/tokens", agent(s.listTokens))
+	mux.Handle("DELETE /v1/tokens/{id}", agent(s.revokeToken))
 	mux.Handle("GET /v1/events", agent(s.events))
 	mux.Handle("GET /v1/grants", agent(s.listGrants))
 	mux.Handle("POST /v1/grants", admin(s.addGrant))

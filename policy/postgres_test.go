@@ -10,5 +10,5 @@ import (
 // database with newStore) again on PostgreSQL.
 func TestPostgres(t *testing.T) {
 	storagetest.RunOnPostgres(t,
-		"^(TestGrants_|TestGrantCache_|TestDecide_|TestRules_|TestProperty_NothingTurnsDeniedIntoAllowed_SQLite$)")
+		"^(TestGrants_|TestGrantCache_|TestDecide_|TestRules_|TestTokens_|TestProperty_NothingTurnsDeniedIntoAllowed_SQLite$)")
 }
