@@ -66,8 +66,8 @@ type route struct {
 // Options are the server's collaborators.
 type Options struct {
 	Service *approvals.Service
-	Decider *policy.Decider   // for /v1/check (dry runs); the service has its own
-	Rules   *policy.RuleStore // the run-time rules; nil: only the config's, read-only
+	Decider *policy.Decider    // for /v1/check (dry runs); the service has its own
+	Rules   *policy.RuleStore  // the run-time rules; nil: only the config's, read-only
 	Tokens  *policy.TokenStore // child tokens; nil: none
 	Metrics *Metrics
 	Logger  *slog.Logger
