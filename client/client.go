@@ -176,6 +176,10 @@ type Request struct {
 	// Note is the owner's reply to the card, if any.
 	Note  string `json:"note"`
 	Trace []Step `json:"trace"`
+	// TokenID and TokenName name the child token the request was made
+	// with (empty for the agent's own token).
+	TokenID   string `json:"token_id,omitempty"`
+	TokenName string `json:"token_name,omitempty"`
 	// Raw is the request object exactly as the gateway sent it, including
 	// fields this version of the client does not know.
 	Raw json.RawMessage `json:"-"`
