@@ -215,6 +215,20 @@ func TestWeb_PendingCards(t *testing.T) {
 			}
 		}
 	})
+	t.Run("the request view keeps the judge's exact reason under the plain words", func(t *testing.T) {
+		resp, err := c.Get(srv.URL + "/requests/" + fw.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		page := string(raw)
+		for _, want := range []string{"✓ in line with the intent (0.80)", `class="meta vaglio-reason">approved: score 0.80 (rule-based-v1: base 0.70; &#43;0.10 intent names the executor)`} {
+			if !strings.Contains(page, want) {
+				t.Errorf("request view lacks %q:\n%s", want, page)
+			}
+		}
+	})
 	t.Run("code:exec has no Allow always", func(t *testing.T) {
 		card := cardOf(t, page, ce.ID)
 		if n := strings.Count(card, `action="/web/decide"`); n != 2 {
