@@ -200,3 +200,20 @@ func TestReplicas_TokenRevokeSeenAtOnce_Postgres(t *testing.T) {
 		}
 	}
 }
+
+// TestAPI_Tokens_SameRateBucket: a child shares its root agent's rate
+// bucket, so sub-agents cannot multiply an agent's rate; an admin agent
+// may revoke any agent's token.
+func TestAPI_Tokens_SameRateBucket(t *testing.T) {
+	g := startE2E(t, e2eOptions{})
+	child := makeToken(t, g, tokLimited, jsonBody{"ttl": "1h"}) // lim: 2 a minute per capability
+	g.want(t, http.StatusOK, "POST", "/v1/requests", tokLimited, jsonBody{"capability": "llm:local"})
+	g.want(t, http.StatusOK, "POST", "/v1/requests", child.Token, jsonBody{"capability": "llm:local"})
+	for _, tok := range []string{child.Token, tokLimited} {
+		if r := g.do(t, "POST", "/v1/requests", tok, jsonBody{"capability": "llm:local"}); r.Status != http.StatusTooManyRequests {
+			t.Errorf("third request in the minute: %d, want 429", r.Status)
+		}
+	}
+	g.want(t, http.StatusOK, "DELETE", "/v1/tokens/"+child.ID, tokAdmin, nil)
+	g.want(t, http.StatusUnauthorized, "GET", "/v1/capabilities", child.Token, nil)
+}

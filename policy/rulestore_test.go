@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/metnos/gateway/policy"
@@ -295,5 +296,56 @@ func TestRules_EveryChangeAudited(t *testing.T) {
 	}
 	if before, _ := rows[1].Detail["before"].(map[string]any); before["action"] != "approve" {
 		t.Errorf("change row lacks the rule before: %+v", rows[1].Detail)
+	}
+}
+
+// TestRules_ConcurrentAddsKeepPositionsDense: rule changes from several
+// processes at once (two handles here) serialize on the version row, so
+// positions stay 1..n with no duplicate.
+func TestRules_ConcurrentAddsKeepPositionsDense(t *testing.T) {
+	db := storagetest.Open(t)
+	stores := []*policy.RuleStore{newRuleStore(t, db), newRuleStore(t, storagetest.Reopen(t, db))}
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pos := policy.Position{}
+			if i%3 == 1 {
+				pos.Bottom = true
+			} else if i%3 == 2 {
+				pos.N = 2
+			}
+			_, err := stores[i%2].Add(context.Background(), policy.NewRule{Capability: "fs:read",
+				Target: fmt.Sprintf("/r/%d", i), Action: policy.ActionBlock, Position: pos}, "test")
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := db.QueryContext(context.Background(), `SELECT position FROM policy_rules WHERE owner = 'org' ORDER BY position`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	want := 1
+	for rows.Next() {
+		var p int
+		if err := rows.Scan(&p); err != nil {
+			t.Fatal(err)
+		}
+		if p != want {
+			t.Fatalf("position %d where %d was expected: not dense", p, want)
+		}
+		want++
+	}
+	if want != 21 {
+		t.Fatalf("%d rules stored, want 20", want-1)
 	}
 }
