@@ -23,18 +23,20 @@ type AuditFact struct{ Key, Value string }
 // AuditFacts are the parts of an audit row worth showing after its event
 // and actor: agent, capability, request, grant, then the rest of the
 // detail by key (names and ids only; the trail holds no argument values).
-func AuditFacts(e storage.AuditEvent) []AuditFact {
+// The four named parts are labelled in l's language; the detail keys are
+// the trail's own field names.
+func AuditFacts(e storage.AuditEvent, l locale.Locale) []AuditFact {
 	var out []AuditFact
 	add := func(k, v string) {
 		if v != "" {
 			out = append(out, AuditFact{k, Truncate(oneLine(v), auditDetailMax)})
 		}
 	}
-	add("agent", e.Agent)
-	add("capability", e.Capability)
-	add("request", e.RequestID)
+	add(l.T("audit.agent"), e.Agent)
+	add(l.T("audit.capability"), e.Capability)
+	add(l.T("audit.request"), e.RequestID)
 	if e.GrantID != 0 {
-		add("grant", fmt.Sprintf("#%d", e.GrantID))
+		add(l.T("audit.grant"), fmt.Sprintf("#%d", e.GrantID))
 	}
 	keys := make([]string, 0, len(e.Detail))
 	for k := range e.Detail {
@@ -71,9 +73,9 @@ func auditScope(sc approvals.AuditScope, l locale.Locale) string {
 	return sc.Value
 }
 
-func auditFactsText(e storage.AuditEvent) string {
+func auditFactsText(e storage.AuditEvent, l locale.Locale) string {
 	var parts []string
-	for _, f := range AuditFacts(e) {
+	for _, f := range AuditFacts(e, l) {
 		parts = append(parts, f.Key+" "+f.Value)
 	}
 	return strings.Join(parts, " · ")
@@ -92,7 +94,7 @@ func SlackAuditText(rows []storage.AuditEvent, scope approvals.AuditScope, l loc
 	for _, e := range rows {
 		fmt.Fprintf(&b, "\n• `#%d` %s — *%s* %s %s", e.Seq, EscapeMrkdwn(l.Clock(e.At)), EscapeMrkdwn(e.Event),
 			l.T("audit.by"), EscapeMrkdwn(Truncate(oneLine(e.Actor), auditDetailMax)))
-		if facts := auditFactsText(e); facts != "" {
+		if facts := auditFactsText(e, l); facts != "" {
 			b.WriteString(" · " + EscapeMrkdwn(facts))
 		}
 	}
@@ -117,7 +119,7 @@ func TelegramAudit(rows []storage.AuditEvent, scope approvals.AuditScope, l loca
 			t.text(fmt.Sprintf("#%d %s — ", e.Seq, l.Clock(e.At)))
 			t.tag("b", e.Event)
 			t.text(" " + l.T("audit.by") + " " + Truncate(oneLine(e.Actor), auditDetailMax))
-			if facts := auditFactsText(e); facts != "" {
+			if facts := auditFactsText(e, l); facts != "" {
 				t.text(" · " + facts)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
 )
@@ -54,10 +55,10 @@ type requestData struct {
 	Rows    []historyRow
 }
 
-func historyRows(rows []storage.AuditEvent) []historyRow {
+func historyRows(rows []storage.AuditEvent, l locale.Locale) []historyRow {
 	out := make([]historyRow, 0, len(rows))
 	for _, e := range rows {
-		out = append(out, historyRow{AuditEvent: e, Facts: cards.AuditFacts(e)})
+		out = append(out, historyRow{AuditEvent: e, Facts: cards.AuditFacts(e, l)})
 	}
 	return out
 }
@@ -107,7 +108,7 @@ func (w *web) history(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		slices.Reverse(rows) // newest first
-		d.Rows, d.Full = historyRows(rows), len(rows) == webMaxHistory
+		d.Rows, d.Full = historyRows(rows, w.loc), len(rows) == webMaxHistory
 	}
 	w.render(rw, r, http.StatusOK, "history.html", &d)
 }
@@ -136,6 +137,6 @@ func (w *web) request(rw http.ResponseWriter, r *http.Request) {
 		w.refuse(rw, r, http.StatusNotFound, w.loc.T("web.h_no_request_title"), w.loc.T("web.h_no_request", id), linkHistory)
 		return
 	}
-	d.Rows = historyRows(rows)
+	d.Rows = historyRows(rows, w.loc)
 	w.render(rw, r, http.StatusOK, "request.html", &d)
 }

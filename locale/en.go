@@ -318,4 +318,9 @@ Each card shows what an agent wants to do. Tap ✅ Allow once, ♾ Allow always 
 	"web.h_trail":            "Audit trail",
 	"web.h_no_request_title": "No such request",
 	"web.h_no_request":       "There is no request %s, and no audit row names it.",
+
+	"audit.agent":      "agent",
+	"audit.capability": "capability",
+	"audit.request":    "request",
+	"audit.grant":      "grant",
 }

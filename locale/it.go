@@ -315,4 +315,9 @@ Ogni scheda mostra che cosa un agente vuole fare. Tocca ✅ Consenti una volta, 
 	"web.h_trail":            "Registro di audit",
 	"web.h_no_request_title": "Richiesta inesistente",
 	"web.h_no_request":       "Non esiste la richiesta %s, e nessuna riga di audit la nomina.",
+
+	"audit.agent":      "agente",
+	"audit.capability": "capacità",
+	"audit.request":    "richiesta",
+	"audit.grant":      "autorizzazione",
 }
