@@ -27,8 +27,8 @@
 //	approvals.retention       8760h (1 year)
 //	telegram.api_endpoint     https://api.telegram.org/bot%s/%s
 //	slack.api_url             https://slack.com/api/
-//	hooks.claude_code.wait    9m
-//	hooks.claude_code.unknown_tool  ask
+//	hooks.claude_code.wait    9m (and hooks.codex, hooks.gemini, hooks.cursor alike)
+//	hooks.claude_code.unknown_tool  ask (likewise)
 //	log.level                 info (log.format "" = text on a terminal, JSON otherwise)
 //	each [[agents]] entry     autonomy Supervised, channel "web", sender_id "owner",
 //	                          notify ["web"], rate "60/m", admin false
@@ -39,6 +39,7 @@ package config
 
 import (
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"strings"
 	"time"
@@ -400,15 +401,24 @@ func (s Slack) Enabled() bool { return s.BotTokenEnv != "" || s.BotToken != "" }
 // SocketMode reports whether an app-level token is configured.
 func (s Slack) SocketMode() bool { return s.AppTokenEnv != "" || s.AppToken != "" }
 
-// Hooks is the [hooks] table.
+// Hooks is the [hooks] table: one section per coding agent whose hooks
+// the gateway answers.
 type Hooks struct {
-	ClaudeCode ClaudeCode
+	ClaudeCode ClaudeCode // [hooks.claude_code]
+	Codex      HookAgent  // [hooks.codex]
+	Gemini     HookAgent  // [hooks.gemini]
+	Cursor     HookAgent  // [hooks.cursor]
 }
 
 // ClaudeCode is [hooks.claude_code], the PreToolUse hook adapter (SPEC §9).
-type ClaudeCode struct {
+type ClaudeCode = HookAgent
+
+// HookAgent is one agent's hook section: [hooks.claude_code],
+// [hooks.codex], [hooks.gemini], [hooks.cursor]. Every section has the
+// same keys and the same defaults.
+type HookAgent struct {
 	// Wait is how long the hook waits for a person before answering "ask";
-	// keep it under Claude Code's own hook timeout (10 minutes by default).
+	// keep it under the agent's own hook timeout.
 	Wait time.Duration
 	// UnknownTool is the answer for a tool with no mapping: "ask" or "deny".
 	UnknownTool string
@@ -445,7 +455,7 @@ func defaults(getenv func(string) string) Config {
 		Web:       Web{Language: string(locale.DefaultLang)},
 		Telegram:  Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s", Language: string(locale.DefaultLang)},
 		Slack:     Slack{APIURL: "https://slack.com/api/", Language: string(locale.DefaultLang)},
-		Hooks:     Hooks{ClaudeCode: ClaudeCode{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}}},
+		Hooks:     Hooks{ClaudeCode: defaultHookAgent(), Codex: defaultHookAgent(), Gemini: defaultHookAgent(), Cursor: defaultHookAgent()},
 		Log:       Log{Level: "info"},
 	}
 }
@@ -532,13 +542,46 @@ func (c Config) Redacted() Config {
 			r.Agents[i] = a
 		}
 	}
-	if c.Hooks.ClaudeCode.Tools != nil {
-		r.Hooks.ClaudeCode.Tools = make(map[string]string, len(c.Hooks.ClaudeCode.Tools))
-		for k, v := range c.Hooks.ClaudeCode.Tools {
-			r.Hooks.ClaudeCode.Tools[k] = v
+	for _, h := range []*HookAgent{&r.Hooks.ClaudeCode, &r.Hooks.Codex, &r.Hooks.Gemini, &r.Hooks.Cursor} {
+		if h.Tools != nil {
+			h.Tools = maps.Clone(h.Tools)
 		}
 	}
 	return r
+}
+
+// defaultHookAgent is every hook section's default: wait 9 minutes (under
+// the 10-minute hook timeout docs/agents.md sets for each agent), unknown
+// tools ask, no extra tools.
+func defaultHookAgent() HookAgent {
+	return HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}}
+}
+
+// HookSection names one agent's hook section: Agent is the name of
+// `gateway hook NAME` and of POST /v1/hooks/NAME, Key the config table.
+type HookSection struct {
+	Agent, Key string
+	Section    *HookAgent
+}
+
+// HookSections are every agent's hook section.
+func (h *Hooks) HookSections() []HookSection {
+	return []HookSection{
+		{"claude-code", "hooks.claude_code", &h.ClaudeCode},
+		{"codex", "hooks.codex", &h.Codex},
+		{"gemini", "hooks.gemini", &h.Gemini},
+		{"cursor", "hooks.cursor", &h.Cursor},
+	}
+}
+
+// Section is the hook section of an agent by name, or nil.
+func (h *Hooks) Section(agent string) *HookAgent {
+	for _, s := range h.HookSections() {
+		if s.Agent == agent {
+			return s.Section
+		}
+	}
+	return nil
 }
 
 func redact(s string) string {

@@ -79,8 +79,13 @@ func TestLoad_DefaultsWithoutFile(t *testing.T) {
 				Web:       Web{Language: "en"},
 				Telegram:  Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s", Language: "en"},
 				Slack:     Slack{APIURL: "https://slack.com/api/", Language: "en"},
-				Hooks:     Hooks{ClaudeCode: ClaudeCode{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}}},
-				Log:       Log{Level: "info"},
+				Hooks: Hooks{
+					ClaudeCode: ClaudeCode{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
+					Codex:      HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
+					Gemini:     HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
+					Cursor:     HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
+				},
+				Log: Log{Level: "info"},
 			}
 			if !reflect.DeepEqual(cfg, want) {
 				t.Errorf("got  %+v\nwant %+v", cfg, want)
@@ -157,6 +162,10 @@ func TestLoad_ExampleFile(t *testing.T) {
 		{"slack api", cfg.Slack.APIURL, "https://slack.com/api/"},
 		{"hook tools", cfg.Hooks.ClaudeCode.Tools, map[string]string{"mcp__gmail__send": "mail:send"}},
 		{"hook wait", cfg.Hooks.ClaudeCode.Wait, 9 * time.Minute},
+		{"codex tools", cfg.Hooks.Codex.Tools, map[string]string{"mcp__gmail__send": "mail:send"}},
+		{"gemini tools", cfg.Hooks.Gemini.Tools, map[string]string{"mcp_gmail_send": "mail:send"}},
+		{"cursor tools", cfg.Hooks.Cursor.Tools, map[string]string{"MCP:gmail:send": "mail:send"}},
+		{"cursor wait", cfg.Hooks.Cursor.Wait, 9 * time.Minute},
 		{"log level", cfg.Log.Level, "info"},
 	}
 	for _, c := range checks {
@@ -363,6 +372,12 @@ func TestLoad_Refused(t *testing.T) {
 			[]string{`hooks.claude_code.unknown_tool: unknown answer "allow"`}},
 		{"hooks bad capability", "[hooks.claude_code.tools]\nmcp__gmail__send = \"mail:sned\"\n", nil,
 			[]string{`hooks.claude_code.tools.mcp__gmail__send: unknown capability "mail:sned"`}},
+		{"codex bad unknown_tool", "[hooks.codex]\nunknown_tool = \"allow\"\n", nil,
+			[]string{`hooks.codex.unknown_tool: unknown answer "allow"`}},
+		{"gemini bad wait", "[hooks.gemini]\nwait = \"0s\"\n", nil,
+			[]string{`hooks.gemini.wait`}},
+		{"cursor bad capability", "[hooks.cursor.tools]\n\"MCP:x:y\" = \"fs:wirte\"\n", nil,
+			[]string{`hooks.cursor.tools."MCP:x:y": unknown capability "fs:wirte"`}},
 		{"log bad format", "[log]\nformat = \"xml\"\n", nil,
 			[]string{`log.format: unknown format "xml"`}},
 		{"log bad level", "[log]\nlevel = \"loud\"\n", nil,
@@ -420,6 +435,7 @@ func TestLoad_UnknownKeys(t *testing.T) {
 		{"top-level key", "debug = true\n", []string{"debug: unknown key"}, []string{"did you mean"}},
 		{"nested key", "[server]\nlisen = \"x\"\n", []string{"server.lisen: unknown key (did you mean listen?)"}, nil},
 		{"deep key", "[hooks.claude_code]\nwiat = \"1m\"\n", []string{"hooks.claude_code.wiat: unknown key (did you mean wait?)"}, nil},
+		{"deep key codex", "[hooks.codex]\nunknown_tools = \"ask\"\n", []string{"hooks.codex.unknown_tools: unknown key"}, nil},
 		{"array element", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\n[[agents]]\nid = \"b\"\ntoken_env = \"OTHER_AGENT_TOKEN\"\nautonmy = \"Full\"\n",
 			[]string{"agents[1].autonmy: unknown key (did you mean autonomy?)"}, []string{"agents[0].autonmy"}},
 		{"rule element", "[[policy.rules]]\ncapability = \"fs:read\"\ntarget = \"*\"\naction = \"block\"\nsender = \"x\"\n",

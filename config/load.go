@@ -217,6 +217,9 @@ type (
 	}
 	fileHooks struct {
 		ClaudeCode *fileClaudeCode `toml:"claude_code"`
+		Codex      *fileClaudeCode `toml:"codex"`
+		Gemini     *fileClaudeCode `toml:"gemini"`
+		Cursor     *fileClaudeCode `toml:"cursor"`
 	}
 	fileClaudeCode struct {
 		Wait        *string           `toml:"wait"`
@@ -341,12 +344,25 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 		}
 		set(&cfg.Slack.Language, s.Language)
 	}
-	if s := f.Hooks; s != nil && s.ClaudeCode != nil {
-		cc := s.ClaudeCode
-		duration(p, "hooks.claude_code.wait", cc.Wait, &cfg.Hooks.ClaudeCode.Wait)
-		set(&cfg.Hooks.ClaudeCode.UnknownTool, cc.UnknownTool)
-		if cc.Tools != nil {
-			cfg.Hooks.ClaudeCode.Tools = cc.Tools
+	if s := f.Hooks; s != nil {
+		for _, sec := range []struct {
+			key  string
+			file *fileClaudeCode
+			to   *HookAgent
+		}{
+			{"hooks.claude_code", s.ClaudeCode, &cfg.Hooks.ClaudeCode},
+			{"hooks.codex", s.Codex, &cfg.Hooks.Codex},
+			{"hooks.gemini", s.Gemini, &cfg.Hooks.Gemini},
+			{"hooks.cursor", s.Cursor, &cfg.Hooks.Cursor},
+		} {
+			if sec.file == nil {
+				continue
+			}
+			duration(p, sec.key+".wait", sec.file.Wait, &sec.to.Wait)
+			set(&sec.to.UnknownTool, sec.file.UnknownTool)
+			if sec.file.Tools != nil {
+				sec.to.Tools = sec.file.Tools
+			}
 		}
 	}
 	if s := f.Log; s != nil {

@@ -390,12 +390,19 @@ func httpURL(s string) error {
 }
 
 func (c *Config) validateHooks(p *problems) {
-	cc := c.Hooks.ClaudeCode
-	positive(p, "hooks.claude_code.wait", cc.Wait)
+	for _, sec := range c.Hooks.HookSections() {
+		validateHookAgent(p, sec.Key, *sec.Section)
+	}
+}
+
+// validateHookAgent checks one [hooks.*] section; every agent's has the
+// same rules.
+func validateHookAgent(p *problems, section string, cc HookAgent) {
+	positive(p, section+".wait", cc.Wait)
 	switch cc.UnknownTool {
 	case "ask", "deny":
 	default:
-		p.add("hooks.claude_code.unknown_tool", "unknown answer %q (want ask or deny)", cc.UnknownTool)
+		p.add(section+".unknown_tool", "unknown answer %q (want ask or deny)", cc.UnknownTool)
 	}
 	tools := make([]string, 0, len(cc.Tools))
 	for k := range cc.Tools {
@@ -403,7 +410,7 @@ func (c *Config) validateHooks(p *problems) {
 	}
 	sort.Strings(tools)
 	for _, tool := range tools {
-		key := joinKey("hooks.claude_code.tools", tool)
+		key := joinKey(section+".tools", tool)
 		if strings.TrimSpace(tool) == "" {
 			p.add(key, "empty tool name")
 		}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"github.com/metnos/gateway/hooks"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -185,6 +186,9 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /v1/policy/registry", s.registry)
 	mux.HandleFunc("GET /v1/policy/table", s.table)
 	mux.Handle("POST /v1/hooks/claude-code", agent(s.claudeCodeHook))
+	mux.Handle("POST /v1/hooks/codex", agent(s.agentHook(hooks.Codex)))
+	mux.Handle("POST /v1/hooks/gemini", agent(s.agentHook(hooks.Gemini)))
+	mux.Handle("POST /v1/hooks/cursor", agent(s.agentHook(hooks.Cursor)))
 	mux.Handle("/mcp", s.mcpHandler(s.recoverPanics(mux))) // MCP streamable HTTP (GET, POST, DELETE); agent token
 
 	mux.HandleFunc("GET /healthz", s.healthz)

@@ -78,12 +78,19 @@ type Event struct {
 var ErrBadEvent = errors.New("bad PreToolUse event")
 
 // UnknownToolError says a tool has neither a built-in mapping nor an entry
-// in [hooks.claude_code.tools].
-type UnknownToolError struct{ Tool string }
+// in its agent's tools map.
+type UnknownToolError struct {
+	Tool    string
+	Section string // the config table to map it in; "" = hooks.claude_code.tools
+}
 
 // Error names the tool and where to map it.
 func (e *UnknownToolError) Error() string {
-	return fmt.Sprintf("tool %s has no capability mapping; add it to [hooks.claude_code.tools]", e.Tool)
+	sec := e.Section
+	if sec == "" {
+		sec = "hooks.claude_code.tools"
+	}
+	return fmt.Sprintf("tool %s has no capability mapping; add it to [%s]", e.Tool, sec)
 }
 
 // Decode reads one event of at most MaxEventBytes.
@@ -125,20 +132,33 @@ type Call struct {
 // *UnknownToolError; an input without the field its mapping needs gives an
 // error wrapping ErrBadEvent.
 func Map(ev Event, tools map[string]string) (Call, error) {
-	c := Call{CallID: ev.ToolUseID, Executor: Executor}
+	c, err := mapTool(ev, tools, builtin, "hooks.claude_code.tools")
+	if err != nil {
+		return Call{}, err
+	}
+	c.Executor = Executor
+	c.Summary = summary("Claude Code", ev)
+	return c, nil
+}
+
+// mapTool maps one tool call by an agent's built-in table, then its tools
+// map: an exact entry overrides the built-in mapping, a glob applies only
+// to tools with neither. section names the tools map in errors.
+func mapTool(ev Event, tools map[string]string, table map[string]func(*Call, Event) error, section string) (Call, error) {
+	c := Call{CallID: ev.ToolUseID}
 	capability, fromConfig := tools[ev.ToolName]
 	var err error
 	switch {
 	case fromConfig:
-		err = mapConfigured(&c, ev, capability)
-	case builtin[ev.ToolName] != nil:
-		err = builtin[ev.ToolName](&c, ev)
+		err = mapConfigured(&c, ev, capability, section)
+	case table[ev.ToolName] != nil:
+		err = table[ev.ToolName](&c, ev)
 	default:
 		capability, fromConfig = globMatch(tools, ev.ToolName)
 		if !fromConfig {
-			return Call{}, &UnknownToolError{Tool: ev.ToolName}
+			return Call{}, &UnknownToolError{Tool: ev.ToolName, Section: section}
 		}
-		err = mapConfigured(&c, ev, capability)
+		err = mapConfigured(&c, ev, capability, section)
 	}
 	if err != nil {
 		return Call{}, err
@@ -146,11 +166,16 @@ func Map(ev Event, tools map[string]string) (Call, error) {
 	if c.Intent == "" {
 		c.Intent = strings.TrimSpace(ev.ToolName + " " + c.Target)
 	}
-	c.Summary = "Claude Code · " + ev.ToolName
-	if ev.Cwd != "" {
-		c.Summary += " in " + ev.Cwd
-	}
 	return c, nil
+}
+
+// summary is the card's summary line: "Claude Code · Bash in /home/you/proj".
+func summary(agent string, ev Event) string {
+	s := agent + " · " + ev.ToolName
+	if ev.Cwd != "" {
+		s += " in " + ev.Cwd
+	}
+	return s
 }
 
 // builtin maps the tools SPEC §9 names.
@@ -235,13 +260,13 @@ var (
 	exactFields = []string{"to", "recipient", "recipients", "channel", "channel_id", "command", "url", "path", "file_path", "query", "id", "name"}
 )
 
-// mapConfigured maps a tool named in [hooks.claude_code.tools]. The whole
+// mapConfigured maps a tool named in an agent's tools map. The whole
 // tool input goes in args: the gateway cannot know which fields of an MCP
 // tool are paths, so the guard looks at all of them.
-func mapConfigured(c *Call, ev Event, capability string) error {
+func mapConfigured(c *Call, ev Event, capability, section string) error {
 	cp, err := policy.Lookup(capability)
 	if err != nil {
-		return fmt.Errorf("hooks.claude_code.tools.%s: %w", ev.ToolName, err)
+		return fmt.Errorf("%s.%s: %w", section, ev.ToolName, err)
 	}
 	c.Capability, c.Args = cp.Name, ev.ToolInput
 	switch cp.TargetKind {

@@ -34,11 +34,16 @@ func cmdHook(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || pos[0] != "claude-code" {
-		return usagef("want `gateway hook claude-code` (the only adapter)")
-	}
 	if *wait < 0 {
 		return usagef("--wait: negative duration %s", *wait)
+	}
+	if len(pos) == 1 {
+		if ad, ok := hooks.AdapterNamed(pos[0]); ok {
+			return agentHook(e, ad, *cfgPath, *urlFlag, *tokenFlag, *wait)
+		}
+	}
+	if len(pos) != 1 || pos[0] != "claude-code" {
+		return usagef("want `gateway hook claude-code|codex|gemini|cursor`")
 	}
 	out, problem := claudeCode(e, *cfgPath, *urlFlag, *tokenFlag, *wait)
 	if problem != nil {

@@ -62,7 +62,7 @@ Usage:
   gateway audit verify [--expect SEQ:HASH]
   gateway ask --capability CAP --target T [--intent …] [--executor …] [--wait 10m]
   gateway ask --list [--include-blocked]
-  gateway hook claude-code
+  gateway hook claude-code|codex|gemini|cursor   (the agent's hook event on stdin)
   gateway mcp                 (MCP server on stdio: approval_prompt, request_approval, check)
   gateway config check|example
   gateway migrate

@@ -1,0 +1,161 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/hooks"
+)
+
+// agentHook serves POST /v1/hooks/{codex,gemini,cursor}: the body is the
+// agent's hook event exactly as the agent wrote it, the answer is the JSON
+// the agent reads, always with 200 (a bad token is the middleware's 401).
+// The event is mapped with the server's own [hooks.NAME] tools and
+// unknown_tool and waits up to its wait (lowered by ?wait=, capped at
+// HookMaxWait), so `gateway hook NAME` on an agent's machine needs only
+// GATEWAY_URL and GATEWAY_TOKEN. A tool call that is several requests (a
+// patch touching three files) runs only if every one is allowed; no
+// answer in time withdraws whatever is still pending.
+func (s *Server) agentHook(ad hooks.Adapter) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ev, v := s.agentVerdict(w, r, ad)
+		if r.Context().Err() != nil {
+			return // the agent gave up; nobody reads the answer
+		}
+		writeJSON(w, http.StatusOK, ad.Answer(ev, v).Body)
+	}
+}
+
+func (s *Server) agentVerdict(w http.ResponseWriter, r *http.Request, ad hooks.Adapter) (hooks.Event, hooks.Verdict) {
+	sec := s.cfg.Hooks.Section(ad.Name)
+	wait := min(sec.Wait, HookMaxWait)
+	if v := r.URL.Query().Get("wait"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return hooks.Event{}, hooks.VerdictOf(hooks.Failed(fmt.Errorf("?wait=%q is not a duration (e.g. 25s)", v)))
+		}
+		wait = min(wait, d)
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, hooks.MaxEventBytes))
+	if err != nil {
+		return hooks.Event{}, hooks.VerdictOf(hooks.Failed(fmt.Errorf("%w: %v", hooks.ErrBadEvent, err)))
+	}
+	ev, err := ad.Decode(raw)
+	if err != nil {
+		return ev, hooks.VerdictOf(hooks.Failed(err))
+	}
+	calls, err := ad.Map(ev, sec.Tools)
+	if err != nil {
+		return ev, hooks.VerdictOf(hooks.Unmapped(err, sec.UnknownTool))
+	}
+	return ev, s.askAll(r.Context(), agentFrom(r), calls, wait)
+}
+
+// askAll asks about every call and waits for them together: denied as
+// soon as one is denied, allowed when all are; whatever is still pending
+// at the end of wait (or at a shutdown, or when the agent hangs up) is
+// withdrawn and the verdict is ask.
+func (s *Server) askAll(ctx context.Context, a *Agent, calls []hooks.Call, wait time.Duration) hooks.Verdict {
+	verdicts := make([]hooks.Verdict, len(calls))
+	var pending []approvals.Request
+	var pendingAt []int
+	withdrawAll := func() {
+		for _, p := range pending {
+			s.withdraw(ctx, a, p)
+		}
+	}
+	for i, c := range calls {
+		sub, err := s.submission(a, requestBody{
+			CallID: c.CallID, Capability: c.Capability, Target: c.Target, Intent: c.Intent,
+			Executor: c.Executor, Summary: c.Summary, Args: c.Args, TimeoutS: wait.Seconds(),
+		})
+		if err != nil {
+			withdrawAll()
+			return hooks.VerdictOf(hooks.Failed(err))
+		}
+		sub.Admit = s.admit(ctx, a, c.Capability)
+		req, _, err := s.svc.Submit(ctx, sub)
+		var conflict *approvals.CallIDConflictError
+		if errors.As(err, &conflict) {
+			withdrawAll()
+			return hooks.Verdict{Decision: hooks.Deny, Reason: "approval gateway: " + err.Error()}
+		}
+		if err != nil {
+			withdrawAll()
+			return hooks.VerdictOf(hooks.Failed(errors.New(cleanMsg(err))))
+		}
+		if req.Status.Finished() {
+			verdicts[i] = hooks.VerdictOf(hooks.Decide(hookResult(req)))
+			if verdicts[i].Decision == hooks.Deny {
+				withdrawAll()
+				return verdicts[i]
+			}
+			continue
+		}
+		pending, pendingAt = append(pending, req), append(pendingAt, i)
+	}
+
+	deadline := time.Now().Add(wait)
+	wctx, stop := s.untilShutdown(ctx)
+	defer stop()
+	for k, req := range pending {
+		got, err := s.svc.Wait(wctx, req.ID, max(time.Until(deadline), 0))
+		if err == nil && got.Status.Finished() {
+			v := hooks.VerdictOf(hooks.Decide(hookResult(got)))
+			verdicts[pendingAt[k]] = v
+			if v.Decision == hooks.Deny {
+				pending = pending[k+1:]
+				withdrawAll()
+				return v
+			}
+			continue
+		}
+		// Nobody answered in time, the agent is gone, or we are shutting
+		// down: withdraw what is left so its cards stop asking.
+		v, decided := s.withdraw(ctx, a, req)
+		rest := pending[k+1:]
+		pending = rest
+		withdrawAll()
+		switch {
+		case decided:
+			verdicts[pendingAt[k]] = v // decided in the last instant
+			if v.Decision == hooks.Allow && len(rest) == 0 {
+				return hooks.Combine(verdicts)
+			}
+			if v.Decision == hooks.Deny {
+				return v
+			}
+			return hooks.VerdictOf(hooks.NoAnswer(rest[0].ID, wait, true))
+		case err == nil:
+			return hooks.VerdictOf(hooks.NoAnswer(req.ID, wait, true))
+		}
+		select {
+		case <-s.shutdown:
+			return hooks.VerdictOf(hooks.Failed(fmt.Errorf("the gateway is shutting down; request %s withdrawn", req.ID)))
+		default:
+		}
+		return hooks.VerdictOf(hooks.Failed(fmt.Errorf("waiting for request %s: %w", req.ID, err)))
+	}
+	return hooks.Combine(verdicts)
+}
+
+// withdraw cancels a pending request. When a decision beat the withdrawal,
+// decided is true and v is that decision's verdict.
+func (s *Server) withdraw(ctx context.Context, a *Agent, req approvals.Request) (v hooks.Verdict, decided bool) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, err := s.svc.Cancel(cctx, req.ID, a.ID)
+	var already *approvals.AlreadyDecidedError
+	if errors.As(err, &already) {
+		return hooks.VerdictOf(hooks.Decide(hookResult(already.Request))), true
+	}
+	if err != nil {
+		s.log.Warn("hook: withdraw request", "request_id", req.ID, "agent", a.ID, "err", err)
+	}
+	return hooks.Verdict{}, false
+}

@@ -1,0 +1,157 @@
+package hooks
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Adapter is one coding agent's hook protocol: how its event reads, which
+// approval requests a tool call becomes, and how the gateway's verdict is
+// written back so the agent obeys it. The server endpoint
+// POST /v1/hooks/{Name} and the command `gateway hook {Name}` both use
+// it; neither knows which agent it serves.
+type Adapter struct {
+	Name    string // the endpoint's and the command's name: "codex"
+	Label   string // shown on cards: "Codex"
+	Section string // its config table: "hooks.codex"
+	// Decode reads one raw event; every error wraps ErrBadEvent.
+	Decode func(raw []byte) (Event, error)
+	// Map turns an event into the calls to ask about. Every one of them
+	// must be allowed for the tool to run (a patch touching three files is
+	// three fs:write requests). tools is the agent's tools map.
+	Map func(ev Event, tools map[string]string) ([]Call, error)
+	// Answer writes a verdict as the agent reads it.
+	Answer func(ev Event, v Verdict) Reply
+	// Relay, when set, is what the command sends the gateway instead of
+	// the raw event (to leave out a file's content, say).
+	Relay func(raw []byte) []byte
+}
+
+// Verdict is the gateway's word on one tool call, before it is written in
+// an agent's own format: Allow (run it), Deny (do not; Reason is for the
+// model), or Ask (nobody decided: the agent's own prompt, or a block where
+// the agent has no prompt to fall back on).
+type Verdict struct {
+	Decision string // Allow | Deny | Ask
+	Reason   string
+}
+
+// VerdictOf is the verdict an Output (Decide, NoAnswer, Failed, Unmapped)
+// carries.
+func VerdictOf(o Output) Verdict {
+	return Verdict{Decision: o.Decision(), Reason: o.Reason()}
+}
+
+// Combine is the verdict on a tool call that needed several requests:
+// denied if any was, allowed only if all were, otherwise ask (with the
+// first undecided one's reason).
+func Combine(vs []Verdict) Verdict {
+	if len(vs) == 0 {
+		return Verdict{Ask, "approval gateway: nothing to ask about; asking here instead"}
+	}
+	var ask *Verdict
+	reasons := make([]string, 0, len(vs))
+	for i, v := range vs {
+		switch v.Decision {
+		case Deny:
+			return v
+		case Allow:
+			reasons = append(reasons, v.Reason)
+		default:
+			if ask == nil {
+				ask = &vs[i]
+			}
+		}
+	}
+	if ask != nil {
+		return *ask
+	}
+	if len(vs) == 1 {
+		return vs[0]
+	}
+	return Verdict{Allow, fmt.Sprintf("approval gateway: all %d requests allowed (%s)", len(vs), strings.Join(reasons, "; "))}
+}
+
+// Reply is what the agent reads: Body as one JSON line on stdout, and
+// the command's exit status. The gateway's endpoint answers Body alone.
+type Reply struct {
+	Body any
+	Exit int
+}
+
+// JSON is Body as one line.
+func (r Reply) JSON() []byte {
+	b, err := json.Marshal(r.Body)
+	if err != nil {
+		return []byte("{}")
+	}
+	return b
+}
+
+// Adapters are the agents `gateway hook NAME` serves besides Claude Code.
+func Adapters() []Adapter { return []Adapter{Codex, Gemini, Cursor} }
+
+// AdapterNamed finds an adapter by name.
+func AdapterNamed(name string) (Adapter, bool) {
+	for _, a := range Adapters() {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Adapter{}, false
+}
+
+// decodeEvent reads the common shape of agent hook events, of at most
+// MaxEventBytes.
+func decodeEvent(raw []byte, kind string) (Event, error) {
+	var ev Event
+	if len(raw) > MaxEventBytes {
+		return ev, fmt.Errorf("%w: over %d bytes", ErrBadEvent, MaxEventBytes)
+	}
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return ev, fmt.Errorf("%w: %s: %v", ErrBadEvent, kind, err)
+	}
+	return ev, nil
+}
+
+// calls finishes the calls of one event: executor, summary, a call_id per
+// request (the tool call's id, suffixed when one call asks several times).
+func calls(ev Event, label, executor string, cs []Call) []Call {
+	for i := range cs {
+		cs[i].Executor = executor
+		cs[i].Summary = summary(label, ev)
+		cs[i].CallID = ev.ToolUseID
+		if ev.ToolUseID != "" && len(cs) > 1 {
+			cs[i].CallID = fmt.Sprintf("%s#%d", ev.ToolUseID, i+1)
+		}
+		if cs[i].Intent == "" {
+			cs[i].Intent = strings.TrimSpace(ev.ToolName + " " + cs[i].Target)
+		}
+	}
+	return cs
+}
+
+// one maps a tool by table and tools map into a single call.
+func one(ev Event, tools map[string]string, table map[string]func(*Call, Event) error, section string) ([]Call, error) {
+	c, err := mapTool(ev, tools, table, section)
+	if err != nil {
+		return nil, err
+	}
+	return []Call{c}, nil
+}
+
+// each makes one call per path, all with the same capability.
+func each(capability string, paths []string, cwd string, args func(p string) map[string]any) []Call {
+	seen := map[string]bool{}
+	var out []Call
+	for _, p := range paths {
+		t := resolve(cwd, p)
+		if t == "" || seen[t] {
+			continue
+		}
+		seen[t] = true
+		out = append(out, Call{Capability: capability, Target: t, Args: args(p)})
+	}
+	return out
+}

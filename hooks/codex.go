@@ -1,0 +1,185 @@
+package hooks
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// Codex is OpenAI Codex CLI's command hooks, PreToolUse and
+// PermissionRequest (https://developers.openai.com/codex/hooks). Both
+// arrive on stdin as {session_id, turn_id, cwd, hook_event_name, model,
+// permission_mode, tool_name, tool_input, tool_use_id}.
+//
+//	Bash                                  code:exec  tool_input.command
+//	Bash running an apply_patch heredoc   fs:write   every path the patch adds, updates, deletes or moves to
+//	apply_patch (Edit, Write)             fs:write   every path of the patch in tool_input.command
+//	mcp__server__tool, anything else      [hooks.codex.tools], else unknown_tool
+//
+// Codex's PreToolUse may only deny ("permissionDecision":"allow" or "ask"
+// are refused as unsupported): an allowed call gets an empty answer and
+// goes on to Codex's own sandbox and approval rules; when those would ask,
+// Codex fires PermissionRequest, whose answer may allow or deny. So:
+//
+//	verdict  PreToolUse                           PermissionRequest
+//	allow    {} (go on)                           decision.behavior = allow
+//	deny     permissionDecision = deny, reason    decision.behavior = deny, message
+//	ask      permissionDecision = deny (blocked:  {} (no verdict: Codex's own
+//	         Codex has no prompt to fall back on) approval prompt)
+//
+// A PreToolUse that nobody approved in time, or that could not reach the
+// gateway, is therefore blocked, never let through.
+var Codex = Adapter{
+	Name: "codex", Label: "Codex", Section: "hooks.codex",
+	Decode: decodeCodex, Map: mapCodex, Answer: answerCodex,
+}
+
+// The Codex hook events the adapter answers.
+const (
+	CodexPreToolUse        = "PreToolUse"
+	CodexPermissionRequest = "PermissionRequest"
+)
+
+func decodeCodex(raw []byte) (Event, error) {
+	ev, err := decodeEvent(raw, "Codex hook event")
+	if err != nil {
+		return ev, err
+	}
+	switch ev.HookEventName {
+	case CodexPreToolUse, CodexPermissionRequest:
+	default:
+		return ev, fmt.Errorf("%w: hook_event_name is %q; want PreToolUse or PermissionRequest", ErrBadEvent, ev.HookEventName)
+	}
+	if ev.ToolName == "" {
+		return ev, fmt.Errorf("%w: no tool_name", ErrBadEvent)
+	}
+	return ev, nil
+}
+
+var codexTools = map[string]func(*Call, Event) error{
+	"Bash": builtin["Bash"],
+}
+
+func mapCodex(ev Event, tools map[string]string) ([]Call, error) {
+	var cs []Call
+	var err error
+	switch {
+	case tools[ev.ToolName] != "":
+		cs, err = one(ev, tools, codexTools, "hooks.codex.tools")
+	case ev.ToolName == "apply_patch" || ev.ToolName == "Edit" || ev.ToolName == "Write":
+		patch := first(ev.ToolInput, []string{"command", "input", "patch"})
+		cs, err = patchCalls(ev, patch)
+	case ev.ToolName == "Bash" && isApplyPatch(str(ev.ToolInput, "command")):
+		cs, err = shellPatchCalls(ev, str(ev.ToolInput, "command"))
+	default:
+		cs, err = one(ev, tools, codexTools, "hooks.codex.tools")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return calls(ev, "Codex", "codex", cs), nil
+}
+
+// patchCalls is one fs:write per path of an apply_patch patch.
+func patchCalls(ev Event, patch string) ([]Call, error) {
+	return patchCallsIn(ev, ev.Cwd, patch)
+}
+
+func patchCallsIn(ev Event, dir, patch string) ([]Call, error) {
+	paths := PatchPaths(patch)
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("%w: %s: a patch that names no file", ErrBadEvent, ev.ToolName)
+	}
+	cs := each("fs:write", paths, dir, func(p string) map[string]any { return map[string]any{"path": p} })
+	for i := range cs {
+		cs[i].Intent = "apply_patch " + cs[i].Target
+	}
+	return cs, nil
+}
+
+// applyPatchHead is the first line of a shell command Codex applies as a
+// patch itself: [cd DIR &&] apply_patch <<'EOF'.
+var applyPatchHead = regexp.MustCompile(`^\s*(?:cd\s+("[^"]*"|'[^']*'|\S+)\s*&&\s*)?(?:apply_patch|applypatch)\s*<<-?\s*['"]?(\w+)['"]?\s*$`)
+
+var applyPatchWord = regexp.MustCompile(`\b(apply_patch|applypatch)\b`)
+
+// isApplyPatch reports whether a shell command runs apply_patch.
+func isApplyPatch(cmd string) bool {
+	return strings.Contains(cmd, "*** Begin Patch") && applyPatchWord.MatchString(cmd)
+}
+
+// shellPatchCalls maps a Bash call that runs apply_patch: fs:write on each
+// path, and when the command is anything more than the bare heredoc
+// Codex applies itself, code:exec on the whole command as well.
+func shellPatchCalls(ev Event, cmd string) ([]Call, error) {
+	lines := strings.Split(strings.TrimRight(cmd, "\n"), "\n")
+	dir, bare := ev.Cwd, false
+	if m := applyPatchHead.FindStringSubmatch(lines[0]); m != nil {
+		if m[1] != "" {
+			dir = resolve(ev.Cwd, strings.Trim(m[1], `'"`))
+		}
+		last := strings.TrimSpace(lines[len(lines)-1])
+		bare = len(lines) > 2 && last == m[2]
+	}
+	cs, err := patchCallsIn(ev, dir, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if !bare {
+		cs = append(cs, Call{Capability: "code:exec", Target: cmd, Args: map[string]any{"command": cmd}})
+	}
+	return cs, nil
+}
+
+// PatchPaths are the files an apply_patch patch touches, in order: those
+// it adds, updates, deletes, and moves to.
+func PatchPaths(patch string) []string {
+	var out []string
+	for _, line := range strings.Split(patch, "\n") {
+		line = strings.TrimRight(line, "\r")
+		for _, p := range []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "} {
+			if rest, ok := strings.CutPrefix(line, p); ok && strings.TrimSpace(rest) != "" {
+				out = append(out, path.Clean(strings.TrimSpace(rest)))
+			}
+		}
+	}
+	return out
+}
+
+type codexOutput struct {
+	HookSpecificOutput *codexSpecific `json:"hookSpecificOutput,omitempty"`
+}
+
+type codexSpecific struct {
+	HookEventName            string         `json:"hookEventName"`
+	PermissionDecision       string         `json:"permissionDecision,omitempty"`
+	PermissionDecisionReason string         `json:"permissionDecisionReason,omitempty"`
+	Decision                 *codexDecision `json:"decision,omitempty"`
+}
+
+type codexDecision struct {
+	Behavior string `json:"behavior"`
+	Message  string `json:"message,omitempty"`
+}
+
+func answerCodex(ev Event, v Verdict) Reply {
+	if ev.HookEventName == CodexPermissionRequest {
+		switch v.Decision {
+		case Allow:
+			return Reply{Body: codexOutput{&codexSpecific{HookEventName: CodexPermissionRequest, Decision: &codexDecision{Behavior: Allow}}}}
+		case Deny:
+			return Reply{Body: codexOutput{&codexSpecific{HookEventName: CodexPermissionRequest, Decision: &codexDecision{Behavior: Deny, Message: v.Reason}}}}
+		}
+		return Reply{Body: codexOutput{}} // no verdict: Codex's own approval prompt
+	}
+	switch v.Decision {
+	case Allow:
+		return Reply{Body: codexOutput{}}
+	case Deny:
+		return Reply{Body: codexOutput{&codexSpecific{HookEventName: CodexPreToolUse, PermissionDecision: Deny, PermissionDecisionReason: v.Reason}}}
+	}
+	reason := strings.TrimSuffix(v.Reason, "; asking here instead") +
+		"; Codex cannot ask at this point, so the call is blocked. Ask the user to approve it and try again."
+	return Reply{Body: codexOutput{&codexSpecific{HookEventName: CodexPreToolUse, PermissionDecision: Deny, PermissionDecisionReason: reason}}}
+}

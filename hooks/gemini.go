@@ -1,0 +1,164 @@
+package hooks
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// Gemini is Gemini CLI's BeforeTool command hook (docs/hooks/reference.md
+// in google-gemini/gemini-cli). The event is {session_id, transcript_path,
+// cwd, hook_event_name: "BeforeTool", timestamp, tool_name, tool_input};
+// the answer is {"decision": "allow" | "deny" | "ask", "reason": …} on
+// stdout with exit 0. A deny reaches the model as the tool's error ("Tool
+// execution blocked: …"); ask forces Gemini CLI's own confirmation.
+//
+//	run_shell_command                    code:exec     tool_input.command (description is the intent)
+//	write_file, replace                  fs:write      tool_input.file_path
+//	read_file                            fs:read       tool_input.file_path
+//	read_many_files                      fs:read       each of tool_input.include / paths (a glob: its fixed leading directories)
+//	glob                                 fs:read       path (else cwd) joined with the pattern's fixed leading directories
+//	search_file_content, grep_search     fs:read       path / dir_path, else cwd
+//	list_directory                       fs:read       dir_path / path
+//	web_fetch                            network:http  the host of url, or of every URL in prompt
+//	mcp_server_tool, anything else       [hooks.gemini.tools], else unknown_tool
+var Gemini = Adapter{
+	Name: "gemini", Label: "Gemini CLI", Section: "hooks.gemini",
+	Decode: decodeGemini, Map: mapGemini, Answer: answerGemini,
+}
+
+// GeminiBeforeTool is the Gemini CLI hook event the adapter answers.
+const GeminiBeforeTool = "BeforeTool"
+
+func decodeGemini(raw []byte) (Event, error) {
+	ev, err := decodeEvent(raw, "Gemini CLI hook event")
+	if err != nil {
+		return ev, err
+	}
+	if ev.HookEventName != GeminiBeforeTool {
+		return ev, fmt.Errorf("%w: hook_event_name is %q; only BeforeTool is supported", ErrBadEvent, ev.HookEventName)
+	}
+	if ev.ToolName == "" {
+		return ev, fmt.Errorf("%w: no tool_name", ErrBadEvent)
+	}
+	return ev, nil
+}
+
+var geminiTools = map[string]func(*Call, Event) error{
+	"run_shell_command": builtin["Bash"],
+	"write_file":        filePath("fs:write", "file_path"),
+	"replace":           filePath("fs:write", "file_path"),
+	"read_file":         filePath("fs:read", "file_path"),
+	"glob":              builtin["Glob"],
+	"search_file_content": func(c *Call, ev Event) error {
+		return dirOrCwd(c, ev, "path", "dir_path")
+	},
+	"list_directory": func(c *Call, ev Event) error {
+		return dirOrCwd(c, ev, "dir_path", "path")
+	},
+}
+
+func init() { geminiTools["grep_search"] = geminiTools["search_file_content"] }
+
+// dirOrCwd: fs:read on the first path field present, else the cwd.
+func dirOrCwd(c *Call, ev Event, fields ...string) error {
+	for _, f := range fields {
+		if p := resolve(ev.Cwd, str(ev.ToolInput, f)); p != "" {
+			c.Capability, c.Target, c.Args = "fs:read", p, pick(ev.ToolInput, f)
+			return nil
+		}
+	}
+	if ev.Cwd == "" {
+		return fmt.Errorf("%w: %s: no path and no cwd", ErrBadEvent, ev.ToolName)
+	}
+	c.Capability, c.Target, c.Args = "fs:read", path.Clean(ev.Cwd), map[string]any{}
+	return nil
+}
+
+var urlIn = regexp.MustCompile(`(?i)\bhttps?://[^\s"'<>()]+`)
+
+func mapGemini(ev Event, tools map[string]string) ([]Call, error) {
+	var cs []Call
+	var err error
+	switch {
+	case tools[ev.ToolName] != "":
+		cs, err = one(ev, tools, geminiTools, "hooks.gemini.tools")
+	case ev.ToolName == "read_many_files":
+		cs, err = manyFiles(ev)
+	case ev.ToolName == "web_fetch":
+		cs, err = webFetch(ev)
+	default:
+		cs, err = one(ev, tools, geminiTools, "hooks.gemini.tools")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return calls(ev, "Gemini CLI", "gemini-cli", cs), nil
+}
+
+// manyFiles is one fs:read per entry of read_many_files: a glob is
+// reduced to its fixed leading directories, a bare pattern to the cwd.
+func manyFiles(ev Event) ([]Call, error) {
+	var dirs []string
+	for _, f := range []string{"include", "paths"} {
+		list, _ := ev.ToolInput[f].([]any)
+		for _, x := range list {
+			s, _ := x.(string)
+			if s == "" {
+				continue
+			}
+			d := s
+			if strings.ContainsAny(s, "*?[{") {
+				d = fixedDir(s)
+			}
+			if d == "" {
+				d = ev.Cwd
+			}
+			dirs = append(dirs, d)
+		}
+	}
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("%w: read_many_files: no include or paths", ErrBadEvent)
+	}
+	return each("fs:read", dirs, ev.Cwd, func(p string) map[string]any { return map[string]any{"path": p} }), nil
+}
+
+// webFetch is one network:http per host web_fetch would fetch.
+func webFetch(ev Event) ([]Call, error) {
+	raws := urlIn.FindAllString(str(ev.ToolInput, "prompt"), -1)
+	if u := str(ev.ToolInput, "url"); u != "" {
+		raws = append([]string{u}, raws...)
+	}
+	seen := map[string]bool{}
+	var cs []Call
+	for _, raw := range raws {
+		h := hostOf(raw)
+		if h == "" || seen[h] {
+			continue
+		}
+		seen[h] = true
+		cs = append(cs, Call{Capability: "network:http", Target: h, Intent: "web_fetch " + strip(raw),
+			Args: map[string]any{"url": strip(raw)}})
+	}
+	if len(cs) == 0 {
+		return nil, fmt.Errorf("%w: web_fetch: no URL in url or prompt", ErrBadEvent)
+	}
+	return cs, nil
+}
+
+type geminiOutput struct {
+	Decision      string `json:"decision"`
+	Reason        string `json:"reason,omitempty"`
+	SystemMessage string `json:"systemMessage,omitempty"`
+}
+
+func answerGemini(_ Event, v Verdict) Reply {
+	switch v.Decision {
+	case Allow:
+		return Reply{Body: geminiOutput{Decision: Allow}}
+	case Deny:
+		return Reply{Body: geminiOutput{Decision: Deny, Reason: v.Reason}}
+	}
+	return Reply{Body: geminiOutput{Decision: Ask, Reason: v.Reason, SystemMessage: v.Reason}}
+}
