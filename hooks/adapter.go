@@ -26,6 +26,31 @@ type Adapter struct {
 	// Relay, when set, is what the command sends the gateway instead of
 	// the raw event (to leave out a file's content, say).
 	Relay func(raw []byte) []byte
+	// AskField is the field of an answer that can say "ask" ("" when the
+	// adapter never answers ask), for NoAsk.
+	AskField string
+}
+
+// NoAsk turns an answer that says "ask" into one that denies, for an
+// agent run with nobody at its prompt (a headless `gemini -p`, a script):
+// there an ask would wait for ever. Other answers are returned unchanged.
+func (a Adapter) NoAsk(body []byte) []byte {
+	if a.AskField == "" {
+		return body
+	}
+	var m map[string]any
+	if json.Unmarshal(body, &m) != nil || m[a.AskField] != Ask {
+		return body
+	}
+	m[a.AskField] = Deny
+	if r, ok := m["reason"].(string); ok {
+		m["reason"] = r + " (no one can answer a prompt here: --no-ask)"
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return body
+	}
+	return b
 }
 
 // Verdict is the gateway's word on one tool call, before it is written in
@@ -116,14 +141,20 @@ func decodeEvent(raw []byte, kind string) (Event, error) {
 }
 
 // calls finishes the calls of one event: executor, summary, a call_id per
-// request (the tool call's id, suffixed when one call asks several times).
+// request. The call_id is the session's id and the tool call's (a model's
+// call ids are unique only within a conversation), suffixed when one tool
+// call asks several times; a retried hook finds the same requests.
 func calls(ev Event, label, executor string, cs []Call) []Call {
+	id := ev.ToolUseID
+	if id != "" && ev.SessionID != "" {
+		id = ev.SessionID + "/" + id
+	}
 	for i := range cs {
 		cs[i].Executor = executor
 		cs[i].Summary = summary(label, ev)
-		cs[i].CallID = ev.ToolUseID
-		if ev.ToolUseID != "" && len(cs) > 1 {
-			cs[i].CallID = fmt.Sprintf("%s#%d", ev.ToolUseID, i+1)
+		cs[i].CallID = id
+		if id != "" && len(cs) > 1 {
+			cs[i].CallID = fmt.Sprintf("%s#%d", id, i+1)
 		}
 		if cs[i].Intent == "" {
 			cs[i].Intent = strings.TrimSpace(ev.ToolName + " " + cs[i].Target)

@@ -26,7 +26,7 @@ import (
 // against fixtures built from the payloads its documentation shows.
 var Cursor = Adapter{
 	Name: "cursor", Label: "Cursor", Section: "hooks.cursor",
-	Decode: decodeCursor, Map: mapCursor, Answer: answerCursor, Relay: relayCursor,
+	Decode: decodeCursor, Map: mapCursor, Answer: answerCursor, Relay: relayCursor, AskField: "permission",
 }
 
 // The Cursor hook events the adapter answers.

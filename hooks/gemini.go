@@ -25,7 +25,7 @@ import (
 //	mcp_server_tool, anything else       [hooks.gemini.tools], else unknown_tool
 var Gemini = Adapter{
 	Name: "gemini", Label: "Gemini CLI", Section: "hooks.gemini",
-	Decode: decodeGemini, Map: mapGemini, Answer: answerGemini,
+	Decode: decodeGemini, Map: mapGemini, Answer: answerGemini, AskField: "decision",
 }
 
 // GeminiBeforeTool is the Gemini CLI hook event the adapter answers.

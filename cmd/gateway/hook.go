@@ -30,6 +30,7 @@ func cmdHook(e *env, args []string) error {
 	wait := fs.Duration("wait", 0, "wait at most this long for a person before answering ask (default: the gateway's hooks.claude_code.wait)")
 	urlFlag := fs.String("url", "", "gateway URL (default $GATEWAY_URL, else http:// + server.listen)")
 	tokenFlag := fs.String("token", "", "agent token (default $GATEWAY_TOKEN)")
+	noAsk := fs.Bool("no-ask", false, "gemini, cursor: deny instead of answering ask (for a headless agent nobody can prompt)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -39,7 +40,7 @@ func cmdHook(e *env, args []string) error {
 	}
 	if len(pos) == 1 {
 		if ad, ok := hooks.AdapterNamed(pos[0]); ok {
-			return agentHook(e, ad, *cfgPath, *urlFlag, *tokenFlag, *wait)
+			return agentHook(e, ad, *cfgPath, *urlFlag, *tokenFlag, *wait, *noAsk)
 		}
 	}
 	if len(pos) != 1 || pos[0] != "claude-code" {

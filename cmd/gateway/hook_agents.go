@@ -23,9 +23,13 @@ import (
 // bad event, unreachable, a bad token, no answer in time) the answer is
 // the adapter's fail-safe one, made here: the agent's own prompt, or a
 // block where the agent has none (Codex's PreToolUse, Cursor's
-// beforeReadFile), never an allow.
-func agentHook(e *env, ad hooks.Adapter, cfgPath, urlFlag, tokenFlag string, wait time.Duration) error {
+// beforeReadFile), never an allow. With --no-ask every ask is a deny, for
+// an agent run where nobody can answer its prompt.
+func agentHook(e *env, ad hooks.Adapter, cfgPath, urlFlag, tokenFlag string, wait time.Duration, noAsk bool) error {
 	reply, problem := agentHookReply(e, ad, cfgPath, urlFlag, tokenFlag, wait)
+	if noAsk {
+		reply = ad.NoAsk(reply)
+	}
 	if problem != nil {
 		fmt.Fprintf(e.stderr, "gateway hook %s: %s\n", ad.Name, oneLine(problem.Error()))
 	}

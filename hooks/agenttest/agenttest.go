@@ -232,6 +232,34 @@ func (g *Gateway) NextPending(t testing.TB, d time.Duration) client.Event {
 	}
 }
 
+// DecideNext decides, in the background, the next request that waits for
+// a person within d, as a person would, and then sends it on the channel
+// it returns; it sends an event with an empty ID if none came or the
+// decision failed. Use it while the agent under test waits.
+func (g *Gateway) DecideNext(d time.Duration, decision string) <-chan client.Event {
+	ch := make(chan client.Event, 1)
+	go func() {
+		deadline := time.After(d)
+		for {
+			select {
+			case e := <-g.events:
+				if e.Kind != client.EventRequired {
+					continue
+				}
+				if _, err := g.Admin.Decide(context.Background(), e.ID, decision); err != nil {
+					e.ID = ""
+				}
+				ch <- e
+				return
+			case <-deadline:
+				ch <- client.Event{}
+				return
+			}
+		}
+	}()
+	return ch
+}
+
 // Decide decides a pending request as a person would (the admin API, the
 // same path as a tap).
 func (g *Gateway) Decide(t testing.TB, id, decision string) {

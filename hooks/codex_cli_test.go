@@ -1,0 +1,215 @@
+package hooks_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/metnos/gateway/client"
+	"github.com/metnos/gateway/hooks/agenttest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	agenttest.Cleanup()
+	os.Exit(code)
+}
+
+// codexModel is a scripted stand-in for the OpenAI Responses API as Codex
+// streams it: the first turn calls exec_command once with cmd, the next
+// (the one carrying the function_call_output) ends the turn quoting the
+// tool's output.
+func codexModel(t *testing.T, cmd string) *agenttest.Model {
+	return agenttest.NewModel(t, func(w http.ResponseWriter, r *http.Request, body []byte, n int) {
+		if r.URL.Path != "/v1/responses" {
+			http.NotFound(w, r)
+			return
+		}
+		var req struct {
+			Input []struct {
+				Type   string `json:"type"`
+				Output any    `json:"output"`
+			} `json:"input"`
+		}
+		_ = json.Unmarshal(body, &req)
+		result, done := "", false
+		for _, it := range req.Input {
+			if it.Type == "function_call_output" {
+				done = true
+				if s, ok := it.Output.(string); ok {
+					result = s
+				} else {
+					b, _ := json.Marshal(it.Output)
+					result = string(b)
+				}
+			}
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		ev := func(typ string, v map[string]any) {
+			v["type"] = typ
+			b, _ := json.Marshal(v)
+			agenttest.SSE(w, typ, b)
+		}
+		ev("response.created", map[string]any{"response": map[string]any{"id": fmt.Sprintf("resp_%d", n)}})
+		item := map[string]any{"type": "function_call", "id": "fc_1", "call_id": "call_gw1", "name": "exec_command",
+			"arguments": mustJSON(map[string]any{"cmd": cmd})}
+		if done {
+			item = map[string]any{"type": "message", "role": "assistant", "id": "msg_1",
+				"content": []any{map[string]any{"type": "output_text", "text": "TOOL RESULT: " + result}}}
+		}
+		ev("response.output_item.done", map[string]any{"output_index": 0, "item": item})
+		ev("response.completed", map[string]any{"response": map[string]any{"id": fmt.Sprintf("resp_%d", n),
+			"usage": map[string]any{"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}})
+	})
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// codexHookConfig is the hook part of ~/.codex/config.toml exactly as
+// docs/agents.md gives it.
+const codexHookConfig = `
+[[hooks.PreToolUse]]
+matcher = "Bash|apply_patch|Edit|Write|mcp__.*"
+[[hooks.PreToolUse.hooks]]
+type = "command"
+command = "gateway hook codex"
+timeout = 600
+
+[[hooks.PermissionRequest]]
+matcher = "Bash|apply_patch|Edit|Write|mcp__.*"
+[[hooks.PermissionRequest.hooks]]
+type = "command"
+command = "gateway hook codex"
+timeout = 600
+`
+
+// codexRun runs `codex exec` once in a fresh HOME against model and the
+// gateway at gatewayURL, with the hook configured as docs/agents.md says,
+// and returns the project directory and Codex's output.
+func codexRun(t *testing.T, g *agenttest.Gateway, gatewayURL string, model *agenttest.Model) (proj, out string) {
+	t.Helper()
+	codex := agenttest.Bin(t, "codex")
+	home := t.TempDir()
+	proj = filepath.Join(home, "proj")
+	for _, d := range []string{proj, filepath.Join(home, ".codex"), filepath.Join(home, ".ssh")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeTestFile(t, filepath.Join(home, ".ssh", "id_rsa"), "-----BEGIN OPENSSH PRIVATE KEY----- SECRET-KEY-MATERIAL-4711\n")
+	cfg := fmt.Sprintf(`model_provider = "standin"
+model = "gpt-5.1-codex"
+
+[model_providers.standin]
+name = "stand-in"
+base_url = "%s/v1"
+wire_api = "responses"
+env_key = "STANDIN_API_KEY"
+%s`, model.URL, codexHookConfig)
+	writeTestFile(t, filepath.Join(home, ".codex", "config.toml"), cfg)
+	env := g.Env(home, "CODEX_HOME="+filepath.Join(home, ".codex"), "STANDIN_API_KEY=x",
+		"PATH="+filepath.Dir(g.Bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if gatewayURL != g.URL {
+		env = append(env, "GATEWAY_URL="+gatewayURL)
+	}
+	stdout, stderr, err := agenttest.Run(t, 90*time.Second, proj, env, codex,
+		"exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust", "--sandbox", "danger-full-access", "do the task")
+	if err != nil {
+		t.Fatalf("codex exec: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	return proj, stdout + stderr
+}
+
+func writeTestFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// patchCmd is the shell command Codex's models use to edit files: an
+// apply_patch heredoc, which Codex applies itself.
+func patchCmd(file, line string) string {
+	return "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: " + file + "\n+" + line + "\n*** End Patch\nEOF\n"
+}
+
+// TestCodexCLI drives the real Codex CLI through `gateway hook codex`.
+func TestCodexCLI(t *testing.T) {
+	agenttest.Bin(t, "codex")
+	g := agenttest.StartGateway(t, `
+[hooks.codex]
+wait = "60s"
+
+[[policy.rules]]
+capability = "code:exec"
+target = "printf gateway-%s approved"
+action = "approve"
+`)
+
+	t.Run("approved command runs", func(t *testing.T) {
+		m := codexModel(t, "printf gateway-%s approved")
+		_, out := codexRun(t, g, g.URL, m)
+		// Only the command's output says gateway-approved; the model quotes it.
+		if !m.Saw("gateway-approved") || !strings.Contains(out, "TOOL RESULT:") || !strings.Contains(out, "gateway-approved") {
+			t.Fatalf("the approved command did not run, or its output was not quoted:\n%s", out)
+		}
+	})
+
+	t.Run("guarded read refused", func(t *testing.T) {
+		m := codexModel(t, "cat ~/.ssh/id_rsa")
+		_, out := codexRun(t, g, g.URL, m)
+		if m.Saw("SECRET-KEY-MATERIAL") {
+			t.Fatal("the key's content reached the model")
+		}
+		if !m.Saw("forbidden path .ssh") || !strings.Contains(out, "TOOL RESULT:") {
+			t.Fatalf("the model was not told the guard refused it:\n%s", out)
+		}
+	})
+
+	for _, tc := range []struct {
+		decision string
+		written  bool
+	}{{client.AllowOnce, true}, {client.Deny, false}} {
+		t.Run("write waits for a person: "+tc.decision, func(t *testing.T) {
+			m := codexModel(t, patchCmd("notes.txt", "written after approval"))
+			decided := g.DecideNext(60*time.Second, tc.decision)
+			proj, out := codexRun(t, g, g.URL, m)
+			e := <-decided
+			if e.ID == "" {
+				t.Fatalf("no request waited for a person:\n%s", out)
+			}
+			if e.Capability != "fs:write" || e.Target != filepath.Join(proj, "notes.txt") {
+				t.Errorf("asked about %s %s, want fs:write on notes.txt", e.Capability, e.Target)
+			}
+			_, err := os.Stat(filepath.Join(proj, "notes.txt"))
+			if written := err == nil; written != tc.written {
+				t.Fatalf("%s: file written = %v\n%s", tc.decision, written, out)
+			}
+			if !tc.written && !m.Saw("denied by") {
+				t.Fatalf("the model was not told who denied it:\n%s", out)
+			}
+		})
+	}
+
+	t.Run("gateway down blocks", func(t *testing.T) {
+		m := codexModel(t, "printf gateway-%s approved")
+		_, out := codexRun(t, g, "http://127.0.0.1:1", m)
+		if m.Saw("gateway-approved") {
+			t.Fatalf("the command ran with the gateway down:\n%s", out)
+		}
+		if !m.Saw("not consulted") {
+			t.Fatalf("the model was not told the gateway was not consulted:\n%s", out)
+		}
+	})
+}
