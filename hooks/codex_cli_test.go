@@ -14,12 +14,6 @@ import (
 	"github.com/metnos/gateway/hooks/agenttest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	agenttest.Cleanup()
-	os.Exit(code)
-}
-
 // codexModel is a scripted stand-in for the OpenAI Responses API as Codex
 // streams it: the first turn calls exec_command once with cmd, the next
 // (the one carrying the function_call_output) ends the turn quoting the
