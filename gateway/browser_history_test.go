@@ -86,7 +86,7 @@ func TestWebBrowser_History(t *testing.T) {
 	}
 	err = chromedp.Do(browser,
 		chromedp.SetValue(chromedp.CSS(`select[name="capability"]`), "code:exec"),
-		chromedp.SetValue(chromedp.CSS(`select[name="event"]`), "decision"),
+		chromedp.SetValue(chromedp.CSS(`input[name="event"]`), "decision"),
 		chromedp.SetValue(chromedp.CSS(`input[name="person"]`), "ann"),
 		chromedp.SetValue(chromedp.CSS(`input[name="since"]`), "1h"),
 		chromedp.Click(chromedp.CSS(`#history-filter button[type="submit"]`)),

@@ -18,7 +18,8 @@ import (
 // that match its filters.
 const webMaxHistory = 200
 
-// auditEvents are the event names the History view offers as a filter.
+// auditEvents are the event names the History view suggests for its event
+// filter (any name can be typed: newer kinds of rows too).
 var auditEvents = []string{storage.AuditOutcome, storage.AuditDecision, storage.AuditExpired, storage.AuditCancelled,
 	storage.AuditNote, storage.AuditGrantWritten, storage.AuditGrantRevoked, storage.AuditRateLimited,
 	storage.AuditRuleAdded, storage.AuditRuleChanged, storage.AuditRuleRemoved, storage.AuditTokenCreated,
