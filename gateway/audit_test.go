@@ -75,6 +75,8 @@ func TestAuditAPI_EveryEventKind(t *testing.T) {
 	if _, err := g.App.Service.SetNote(ctx, once.ID, "fine", approvals.Actor{Channel: "web", ID: "owner"}); err != nil {
 		t.Fatal(err)
 	}
+	g.want(t, http.StatusCreated, "POST", "/v1/policy/rules", tokAdmin,
+		jsonBody{"capability": "fs:read", "target": "/srv/blocked/*", "action": "block"})
 	clock.Add(time.Minute)
 	if n, err := g.App.Service.ExpireDue(ctx); err != nil || n != 1 {
 		t.Fatalf("ExpireDue = %d, %v", n, err)
@@ -131,6 +133,7 @@ func TestAuditAPI_EveryEventKind(t *testing.T) {
 		}},
 		{"rate limited", storage.AuditRateLimited, "", "agent:lim", "lim", nil},
 		{"prune", storage.AuditPrune, "", "prune", "", nil},
+		{"rule added", storage.AuditRuleAdded, "", "api:admin", "", nil},
 		{"genesis", storage.AuditGenesis, "", "gateway", "", nil},
 	}
 	for _, tc := range cases {
