@@ -184,15 +184,16 @@ func (s *Service) sendCard(ctx context.Context, n Notifier, c dueCard) (time.Dur
 		}
 		return 0, true
 	}
-	// In sync unless the request changed while we were sending: then due
-	// now. Recorded even when shutdown began meanwhile (the message exists;
+	// In sync unless the request changed while we were sending (its status,
+	// or anything else the card shows: rev): then due now. Recorded even when shutdown began meanwhile (the message exists;
 	// losing its id would post it twice after a restart), and not over a
 	// reset made meanwhile (gen changed: a fresh post is wanted).
 	_, err = s.db.ExecContext(context.WithoutCancel(ctx), `UPDATE cards SET ref = $1, shown_status = $2, attempts = 0,
-		last_error = '', next_at = CASE WHEN (SELECT status FROM requests WHERE id = $3) = $2 THEN $4 ELSE $5 END
+		last_error = '', next_at = CASE WHEN EXISTS (SELECT 1 FROM requests WHERE id = $3 AND status = $2 AND rev = $8)
+		THEN $4 ELSE $5 END
 		WHERE request_id = $3 AND channel = $6 AND gen = $7`,
 		sql.NullString{String: ref, Valid: ref != ""}, string(r.Status), r.ID, farFuture,
-		storage.FormatTime(s.now()), n.Name(), c.gen)
+		storage.FormatTime(s.now()), n.Name(), c.gen, r.Rev)
 	if err != nil {
 		s.log.Error("cards: record send", "channel", n.Name(), "request_id", r.ID, "err", err)
 	}

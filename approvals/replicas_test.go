@@ -19,6 +19,12 @@ import (
 // listens (AddNotifier). It returns once every one listens.
 func replicas(t *testing.T, n int, setup ...func(i int, f *fixture)) []*fixture {
 	t.Helper()
+	return replicasWith(t, n, nil, setup...)
+}
+
+// replicasWith is replicas whose Services have routes.
+func replicasWith(t *testing.T, n int, routes []approvals.Route, setup ...func(i int, f *fixture)) []*fixture {
+	t.Helper()
 	if storagetest.Dialect() == storage.Postgres {
 		t.Skip("the replica tests run on PostgreSQL in the main run already")
 	}
@@ -33,7 +39,7 @@ func replicas(t *testing.T, n int, setup ...func(i int, f *fixture)) []*fixture 
 		if i > 0 {
 			db = storagetest.Reopen(t, first)
 		}
-		f := newFixtureOn(t, db, c)
+		f := newFixtureOn(t, db, c, routes...)
 		for _, s := range setup {
 			s(i, f)
 		}

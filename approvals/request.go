@@ -60,6 +60,12 @@ var (
 	// ErrAllowAlwaysRefused: Allow always on a capability that needs a
 	// person every time (code:exec, mail:send).
 	ErrAllowAlwaysRefused = errors.New("allow always is not offered for this capability")
+	// ErrNotApprover: the person is not among the request's approvers (its
+	// route's, else the channel's own). Nothing changed.
+	ErrNotApprover = errors.New("not an approver for this request")
+	// ErrAlreadyCounted: the person's allow was already counted towards the
+	// quorum; errors.As an *AlreadyCountedError for the request.
+	ErrAlreadyCounted = errors.New("approval already counted")
 )
 
 // ErrCallIDConflict: the agent used a call_id it had used before for a
@@ -84,6 +90,18 @@ func (e *CallIDConflictError) Error() string {
 
 // Is makes errors.Is(err, ErrCallIDConflict) true.
 func (e *CallIDConflictError) Is(target error) bool { return target == ErrCallIDConflict }
+
+// AlreadyCountedError carries the still pending request to an approver
+// who allowed it before.
+type AlreadyCountedError struct{ Request Request }
+
+func (e *AlreadyCountedError) Error() string {
+	return fmt.Sprintf("request %s: your approval is already counted (%d of %d)", e.Request.ID,
+		e.Request.AllowCount(), e.Request.Quorum)
+}
+
+// Is makes errors.Is(err, ErrAlreadyCounted) true.
+func (e *AlreadyCountedError) Is(target error) bool { return target == ErrAlreadyCounted }
 
 // AlreadyDecidedError carries the finished request to whoever came second.
 type AlreadyDecidedError struct{ Request Request }
@@ -139,6 +157,50 @@ type Request struct {
 	// GrantExpiresAt is when the grant written by Allow always ends (or
 	// would end, while pending): the card shows it.
 	GrantExpiresAt *time.Time `json:"grant_expires_at,omitempty"`
+	// Quorum is how many distinct approvers must allow (1 unless a route
+	// asks for more); Approvals are the decisions counted so far, in order.
+	Quorum    int        `json:"quorum"`
+	Approvals []Approval `json:"approvals"`
+	// EscalatedAt is when the card went to the route's escalate_to.
+	EscalatedAt *time.Time `json:"escalated_at,omitempty"`
+
+	// What the request's route said, stored with it (see Route).
+	Approvers     []string      `json:"-"`
+	EscalateAfter time.Duration `json:"-"`
+	EscalateTo    []string      `json:"-"`
+	RemindEvery   time.Duration `json:"-"`
+	// Rev counts the changes a card shows besides the status.
+	Rev int64 `json:"-"`
+}
+
+// Approval is one person's decision counted on a request.
+type Approval struct {
+	By       string    `json:"by"`       // as decided_by reads: "telegram:Roberto (42)"
+	Approver string    `json:"approver"` // the identity routes name: "telegram:42"
+	Decision Decision  `json:"decision"`
+	Channel  string    `json:"channel"`
+	At       time.Time `json:"at"`
+}
+
+// AllowCount is how many counted approvals allow.
+func (r Request) AllowCount() int {
+	n := 0
+	for _, a := range r.Approvals {
+		if a.Decision != Deny {
+			n++
+		}
+	}
+	return n
+}
+
+// Counted reports whether the approver's allow is already counted.
+func (r Request) Counted(approver string) bool {
+	for _, a := range r.Approvals {
+		if a.Approver == approver && a.Decision != Deny {
+			return true
+		}
+	}
+	return false
 }
 
 // AgentLine is who asks, as the card's Agent line shows it: the agent, and
@@ -165,6 +227,22 @@ type Actor struct {
 	Channel string // "web", "telegram", "slack", "api", "cli"
 	ID      string
 	Name    string
+	// Outsider says the person is not among the channel's own approvers
+	// (telegram.approvers, slack.approvers): they may decide only requests
+	// whose route names them. The web owner and admin agents are insiders.
+	Outsider bool
+}
+
+// Identity is the approver identity routes name: "telegram:<user id>",
+// "slack:<member id>", "web:<login name>", "agent:<agent id>" (the API).
+func (a Actor) Identity() string {
+	switch a.Channel {
+	case "api":
+		return "agent:" + a.ID
+	case "web":
+		return "web:" + a.Name
+	}
+	return a.Channel + ":" + a.ID
 }
 
 // String is how decided_by and granted_by read: "telegram:Roberto (42)".
@@ -190,6 +268,21 @@ type Notifier interface {
 	Update(ctx context.Context, r Request, ref string) error
 }
 
+// Reminder is implemented by a Notifier that can remind people of a
+// pending request next to its card (a Telegram reply, a Slack thread).
+type Reminder interface {
+	Remind(ctx context.Context, r Request, ref string) error
+}
+
+// GroupResolver is implemented by a Notifier whose platform has groups of
+// people that routes may name as approvers (Slack user groups, "S…").
+type GroupResolver interface {
+	// IsGroup reports whether id names a group rather than a person.
+	IsGroup(id string) bool
+	// InGroup reports whether user belongs to group now.
+	InGroup(ctx context.Context, group, user string) (bool, error)
+}
+
 // RetryAfterError is implemented by Notifier errors that know how long the
 // messenger asked us to wait (Telegram retry_after, Slack Retry-After).
 type RetryAfterError interface {
@@ -207,4 +300,6 @@ type Event struct {
 const (
 	EventRequired = "approval_required"
 	EventResolved = "approval_resolved"
+	// EventProgress: an approval was counted; the quorum is not reached yet.
+	EventProgress = "approval_progress"
 )

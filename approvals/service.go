@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/base32"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,6 +42,8 @@ type Options struct {
 	CallbackKey func(agent string) []byte
 	// Observer is told about outcomes and send failures (metrics); may be nil.
 	Observer Observer
+	// Routes are [[approvals.routes]], in order: the first match wins.
+	Routes []Route
 }
 
 // Observer receives what metrics count. Every method must be cheap.
@@ -61,6 +64,7 @@ type Service struct {
 	hub       *hub
 	notifiers map[string]Notifier
 	wake      map[string]chan struct{}
+	timerWake chan struct{} // a request with an escalation or reminders was created
 	callbacks *callbacker
 	wg        sync.WaitGroup
 	// dispatching counts running RunDispatch calls: a replica that runs no
@@ -85,7 +89,7 @@ func New(db *storage.DB, grants *policy.GrantStore, decider *policy.Decider, opt
 	}
 	s := &Service{
 		db: db, grants: grants, decider: decider, opts: opts, now: opts.Now, log: opts.Logger,
-		hub: newHub(), notifiers: map[string]Notifier{}, wake: map[string]chan struct{}{},
+		hub: newHub(), notifiers: map[string]Notifier{}, wake: map[string]chan struct{}{}, timerWake: make(chan struct{}, 1),
 	}
 	s.callbacks = newCallbacker(opts.CallbackKey, opts.Logger)
 	return s
@@ -242,20 +246,19 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	case policy.ApprovalRequired:
 		r.Status = StatusPending
 		r.ExpiresAt = now.Add(s.ClampTimeout(sub.Timeout))
-		for _, n := range sub.Notify {
-			if n != "web" && s.notifiers[n] != nil {
-				r.Notify = append(r.Notify, n)
-			}
-		}
+		s.applyRoute(&r, sub.Notify, now)
 		if s.opts.GrantTTL > 0 && r.AllowAlwaysOffered() {
 			t := now.Add(s.opts.GrantTTL)
 			r.GrantExpiresAt = &t
 		}
 	case policy.Allowed:
+		r.Quorum = 1
 		r.Status, r.DecidedBy, r.DecidedAt, r.ExpiresAt = StatusAllowed, "policy", &now, now
 	default:
+		r.Quorum = 1
 		r.Status, r.DecidedBy, r.DecidedAt, r.ExpiresAt = StatusDenied, "policy", &now, now
 	}
+	r.Approvals = []Approval{}
 	var inserted bool
 	// Group commit: the submissions arriving while the previous commit runs
 	// share one transaction (each in its own savepoint), and each is
@@ -304,6 +307,9 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	if r.Status == StatusPending {
 		s.hub.publish(Event{Kind: EventRequired, Request: r})
 		s.wakeAll(r.Notify)
+		if r.EscalateAfter > 0 || r.RemindEvery > 0 {
+			s.wakeTimers()
+		}
 	} else {
 		s.opts.Observer.Decided(r.Status, s.now().Sub(start))
 		s.callbacks.send(r)
@@ -394,54 +400,88 @@ func (s *Service) Subscribe(ctx context.Context, agent string) <-chan Event {
 	return s.hub.subscribe(ctx, agent)
 }
 
-// Decide records a person's decision. The first decision wins: a later one
-// gets an *AlreadyDecidedError naming who decided. Allow always writes its
-// grant in the same transaction.
+// Decide records a person's decision. Only the request's approvers may
+// decide (its route's, else the channel's own: ErrNotApprover). With a
+// quorum of one the first decision wins: a later one gets an
+// *AlreadyDecidedError naming who decided. With a larger quorum each
+// distinct approver's allow is counted once (again: *AlreadyCountedError)
+// and the request stays pending, the returned request showing the
+// progress, until the quorum is reached; any deny denies at once. The
+// decision that finishes the request writes its grant (Allow always, only
+// when every counted allow was Allow always) in the same transaction.
 func (s *Service) Decide(ctx context.Context, id string, d Decision, by Actor) (Request, error) {
 	if _, err := ParseDecision(string(d)); err != nil {
 		return Request{}, err
 	}
+	// Who may decide is fixed when the request is created, so it is checked
+	// before the transaction: a group lookup may call out to a messenger.
+	cur, err := getRequest(ctx, s.db, id)
+	if err != nil {
+		return Request{}, fmt.Errorf("decide request %s: %w", id, err)
+	}
+	if !cur.Status.Finished() {
+		if err := s.authorize(ctx, cur, by); err != nil {
+			return Request{}, fmt.Errorf("decide request %s: %w", id, err)
+		}
+	}
 	now := s.now().UTC().Truncate(time.Microsecond)
 	var r Request
-	var expired bool
-	err := s.db.InTx(ctx, func(sqltx *sql.Tx) error {
+	var expired, progress bool
+	err = s.db.InTx(ctx, func(sqltx *sql.Tx) error {
 		tx := s.db.Tx(sqltx)
-		var err error
-		if r, err = getRequest(ctx, tx, id); err != nil {
-			return err
-		}
-		if r.Status.Finished() {
-			return &AlreadyDecidedError{Request: r}
-		}
-		if !now.Before(r.ExpiresAt) {
-			// Commit the expiry (not an error: that would roll it back),
-			// then tell the caller it came too late.
-			if err := s.finishTx(ctx, tx, &r, StatusExpired, nil, "timeout", now, storage.AuditExpired, nil); err != nil {
+		// A concurrent approval (another replica, another channel) changes
+		// rev between our read and our write: read again and recount. Each
+		// round either writes or sees someone else's commit, so it ends.
+		for attempt := 0; ; attempt++ {
+			var err error
+			if r, err = getRequest(ctx, tx, id); err != nil {
 				return err
 			}
-			expired = true
-			return nil
-		}
-		if d == AllowAlways && !r.AllowAlwaysOffered() {
-			return fmt.Errorf("%w: %s needs approval every time; use Allow once, or an approve rule in the config",
-				ErrAllowAlwaysRefused, r.Capability)
-		}
-		status := StatusAllowed
-		if d == Deny {
-			status = StatusDenied
-		}
-		if d == AllowAlways {
-			g, err := s.grants.RecordTx(ctx, tx, policy.NewGrant{
-				Principal:  policy.Principal{Channel: r.Channel, SenderID: r.SenderID},
-				Capability: r.Capability, Target: r.GrantTarget, GrantedBy: by.String(), TTL: s.opts.GrantTTL,
-				RequestID: r.ID,
-			})
+			if r.Status.Finished() {
+				return &AlreadyDecidedError{Request: r}
+			}
+			if !now.Before(r.ExpiresAt) {
+				// Commit the expiry (not an error: that would roll it back),
+				// then tell the caller it came too late.
+				if err := s.finishTx(ctx, tx, &r, StatusExpired, nil, "timeout", now, storage.AuditExpired, nil); err != nil {
+					return err
+				}
+				expired = true
+				return nil
+			}
+			if d == AllowAlways && !r.AllowAlwaysOffered() {
+				return fmt.Errorf("%w: %s needs approval every time; use Allow once, or an approve rule in the config",
+					ErrAllowAlwaysRefused, r.Capability)
+			}
+			if d != Deny && r.Counted(by.Identity()) {
+				return &AlreadyCountedError{Request: r}
+			}
+			a := Approval{By: by.String(), Approver: by.Identity(), Decision: d, Channel: by.Channel, At: now}
+			if d == Deny || max(r.Quorum, 1) <= 1 {
+				return s.decideTx(ctx, tx, &r, d, a, now)
+			}
+			ok, err := s.countTx(ctx, tx, &r, a, now)
 			if err != nil {
 				return err
 			}
-			r.GrantID, r.GrantExpiresAt = &g.ID, g.ExpiresAt
+			if !ok {
+				if attempt >= maxCountAttempts {
+					return fmt.Errorf("approval not counted after %d attempts: too much contention", attempt+1)
+				}
+				continue
+			}
+			if r.AllowCount() < r.Quorum {
+				progress = true
+				return s.db.Notify(ctx, tx, noticeProgress+r.ID)
+			}
+			final := AllowAlways
+			for _, x := range r.Approvals {
+				if x.Decision == AllowOnce {
+					final = AllowOnce
+				}
+			}
+			return s.decideTx(ctx, tx, &r, final, a, now)
 		}
-		return s.finishTx(ctx, tx, &r, status, &d, by.String(), now, storage.AuditDecision, nil)
 	})
 	if err != nil {
 		return Request{}, fmt.Errorf("decide request %s: %w", id, err)
@@ -450,10 +490,86 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision, by Actor) (
 		s.finished(r)
 		return Request{}, fmt.Errorf("decide request %s: %w", id, &AlreadyDecidedError{Request: r})
 	}
+	if progress {
+		s.progressed(r)
+		s.log.Info("approval counted", "request_id", r.ID, "agent", r.Agent, "capability", r.Capability,
+			"decision", d, "by", by.String(), "approvals", r.AllowCount(), "quorum", r.Quorum)
+		return r, nil
+	}
 	s.finished(r)
 	s.log.Info("decision", "request_id", r.ID, "agent", r.Agent, "capability", r.Capability,
-		"decision", d, "decided_by", r.DecidedBy)
+		"decision", r.Decision, "decided_by", r.DecidedBy)
 	return r, nil
+}
+
+// maxCountAttempts bounds the recounts of one approval under contention.
+const maxCountAttempts = 50
+
+// countTx counts approval a on the pending request r, conditionally on r
+// being unchanged since it was read (rev): false means someone else
+// changed it first and the caller must read it again. On success r holds
+// the new approvals, the request's cards are due for an edit (the
+// progress), and the approval has its audit row.
+func (s *Service) countTx(ctx context.Context, tx storage.Querier, r *Request, a Approval, now time.Time) (bool, error) {
+	next := append(append([]Approval(nil), r.Approvals...), a)
+	js, _ := json.Marshal(next)
+	res, err := tx.ExecContext(ctx, `UPDATE requests SET approvals = $1, rev = rev + 1
+		WHERE id = $2 AND status = 'pending' AND rev = $3`, string(js), r.ID, r.Rev)
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, err
+	}
+	r.Approvals, r.Rev = next, r.Rev+1
+	if _, err := tx.ExecContext(ctx, `UPDATE cards SET next_at = $1, attempts = 0 WHERE request_id = $2`,
+		storage.FormatTime(now), r.ID); err != nil {
+		return false, err
+	}
+	err = storage.AppendAudit(ctx, tx, storage.AuditEvent{At: now, Actor: a.By, Event: storage.AuditApproval,
+		RequestID: r.ID, Detail: map[string]any{"decision": string(a.Decision), "approver": a.Approver,
+			"channel": a.Channel, "approvals": r.AllowCount(), "quorum": r.Quorum, "capability": r.Capability}})
+	return err == nil, err
+}
+
+// decideTx finishes the pending request r with decision d, the last
+// approval being a: Allow always writes its grant, granted by every
+// approver counted.
+func (s *Service) decideTx(ctx context.Context, tx storage.Querier, r *Request, d Decision, a Approval, now time.Time) error {
+	status := StatusAllowed
+	if d == Deny {
+		status = StatusDenied
+	}
+	if d == Deny || max(r.Quorum, 1) <= 1 {
+		r.Approvals = append(r.Approvals, a)
+	} // else countTx already added a
+	if d == AllowAlways {
+		g, err := s.grants.RecordTx(ctx, tx, policy.NewGrant{
+			Principal:  policy.Principal{Channel: r.Channel, SenderID: r.SenderID},
+			Capability: r.Capability, Target: r.GrantTarget, GrantedBy: grantedBy(r.Approvals), TTL: s.opts.GrantTTL,
+			RequestID: r.ID,
+		})
+		if err != nil {
+			return err
+		}
+		r.GrantID, r.GrantExpiresAt = &g.ID, g.ExpiresAt
+	}
+	var extra map[string]any
+	if r.Quorum > 1 {
+		extra = map[string]any{"approvals": r.AllowCount(), "quorum": r.Quorum}
+	}
+	return s.finishTx(ctx, tx, r, status, &d, a.By, now, storage.AuditDecision, extra)
+}
+
+// grantedBy names every approver whose allow wrote a grant.
+func grantedBy(as []Approval) string {
+	var names []string
+	for _, a := range as {
+		if a.Decision != Deny {
+			names = append(names, a.By)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // Cancel withdraws a pending request on behalf of its agent.
@@ -479,15 +595,21 @@ func (s *Service) Cancel(ctx context.Context, id, agent string) (Request, error)
 }
 
 const finishRequest = `UPDATE requests SET status = $1, decision = $2, decided_by = $3, decided_at = $4, grant_id = $5,
-grant_expires_at = COALESCE($7, grant_expires_at) WHERE id = $6 AND status = 'pending'`
+grant_expires_at = COALESCE($7, grant_expires_at), approvals = COALESCE($8, approvals), rev = rev + 1,
+escalate_at = NULL, remind_at = NULL WHERE id = $6 AND status = 'pending'`
 
 // finishTx moves a pending request to a final status inside tx, with its
 // audit row, and marks its cards for an edit. Zero rows changed means
 // another writer finished it first.
 func (s *Service) finishTx(ctx context.Context, tx storage.Querier, r *Request, st Status, d *Decision, by string,
 	now time.Time, event string, extra map[string]any) error {
+	var approvals any
+	if d != nil {
+		js, _ := json.Marshal(nonNilApprovals(r.Approvals))
+		approvals = string(js)
+	}
 	res, err := tx.ExecContext(ctx, finishRequest, string(st), nullDecision(d), by, storage.FormatTime(now),
-		nullInt(r.GrantID), r.ID, grantExpiry(r))
+		nullInt(r.GrantID), r.ID, grantExpiry(r), approvals)
 	if err != nil {
 		return err
 	}
@@ -524,7 +646,15 @@ func (s *Service) finishTx(ctx context.Context, tx storage.Querier, r *Request, 
 		return err
 	}
 	r.Status, r.Decision, r.DecidedBy, r.DecidedAt = st, d, by, &now
+	r.Rev++
 	return nil
+}
+
+// progressed tells SSE streams and the card dispatchers that an approval
+// was counted on r.
+func (s *Service) progressed(r Request) {
+	s.hub.publish(Event{Kind: EventProgress, Request: r})
+	s.wakeAll(r.Notify)
 }
 
 // finished tells everyone who waits that r is final.
@@ -617,19 +747,25 @@ func (s *Service) ListRecent(ctx context.Context, limit int) ([]Request, error) 
 }
 
 // Run starts the background work of a gateway running alone: one card
-// dispatcher per messenger (RunDispatch) and the expiry sweep (RunSweep).
+// dispatcher per messenger (RunDispatch), escalations and reminders
+// (RunTimers) and the expiry sweep (RunSweep).
 // It expires overdue requests first and returns when ctx ends, after
 // in-flight sends and callbacks finish.
 func (s *Service) Run(ctx context.Context) error {
 	if _, err := s.ExpireDue(ctx); err != nil {
 		return err
 	}
-	done := make(chan struct{})
+	done := make(chan struct{}, 2)
 	go func() {
-		defer close(done)
+		defer func() { done <- struct{}{} }()
 		s.RunDispatch(ctx)
 	}()
+	go func() {
+		defer func() { done <- struct{}{} }()
+		s.RunTimers(ctx)
+	}()
 	err := s.RunSweep(ctx)
+	<-done
 	<-done
 	return err
 }
@@ -678,8 +814,9 @@ func (s *Service) RunDispatch(ctx context.Context) {
 // Notices between replicas on one database, sent with storage.DB.Notify
 // in the transaction of the change and handled by Notice.
 const (
-	noticeRequest = "req "   // + request id: created pending, or finished
-	noticeCards   = "cards " // + messenger: cards reset for a fresh post
+	noticeRequest  = "req "   // + request id: created pending, or finished
+	noticeCards    = "cards " // + messenger: cards reset for a fresh post
+	noticeProgress = "prog "  // + request id: an approval counted, still pending
 )
 
 // Notice handles a change notice from another replica on the same database
@@ -709,9 +846,19 @@ func (s *Service) Notice(ctx context.Context, msg string) {
 		kind := EventRequired
 		if r.Status.Finished() {
 			kind = EventResolved
+		} else if r.EscalateAfter > 0 || r.RemindEvery > 0 {
+			s.wakeTimers()
 		}
 		s.hub.publish(Event{Kind: kind, Request: r})
 		s.wakeAll(r.Notify)
+	case strings.HasPrefix(msg, noticeProgress):
+		id := strings.TrimPrefix(msg, noticeProgress)
+		if s.dispatching.Load() == 0 && !s.hub.interested(id) {
+			return
+		}
+		if r, err := s.Get(ctx, id); err == nil && !r.Status.Finished() {
+			s.progressed(r)
+		}
 	case strings.HasPrefix(msg, noticeCards):
 		s.wakeAll([]string{strings.TrimPrefix(msg, noticeCards)})
 	}

@@ -67,12 +67,21 @@ func newFixture(t *testing.T) *fixture {
 
 // newFixtureOn is newFixture over a given database and clock (several
 // replicas on one database share both).
-func newFixtureOn(t *testing.T, db *storage.DB, c *clock) *fixture {
+func newFixtureOn(t *testing.T, db *storage.DB, c *clock, routes ...approvals.Route) *fixture {
+	t.Helper()
+	f := newFixtureOnClock(t, db, c.Now, routes...)
+	f.clock = c
+	return f
+}
+
+// newFixtureOnClock is newFixtureOn with any clock (time.Now for tests of
+// the background loops).
+func newFixtureOnClock(t *testing.T, db *storage.DB, now func() time.Time, routes ...approvals.Route) *fixture {
 	t.Helper()
 	norm := policy.Normalizer{Home: "/home/owner"}
-	grants := policy.NewGrantStore(db, norm, c.Now)
+	grants := policy.NewGrantStore(db, norm, now)
 	svc := approvals.New(db, grants, &policy.Decider{Grants: grants, Norm: norm}, approvals.Options{
-		GrantTTL: grantTTL, StaleAfter: staleTTL, Retention: retention, Now: c.Now,
+		GrantTTL: grantTTL, StaleAfter: staleTTL, Retention: retention, Now: now, Routes: routes,
 		CallbackKey: func(agent string) []byte {
 			if agent == "gone" { // an agent no longer in the config
 				return nil
@@ -80,7 +89,7 @@ func newFixtureOn(t *testing.T, db *storage.DB, c *clock) *fixture {
 			return []byte(agentKey)
 		},
 	})
-	return &fixture{svc: svc, db: db, grants: grants, clock: c}
+	return &fixture{svc: svc, db: db, grants: grants}
 }
 
 var profile = policy.Profile{Agent: "a1", Ceiling: policy.Supervised}

@@ -20,10 +20,11 @@ const farFuture = "9999-12-31T23:59:59.000000Z"
 const requestColumns = `id, call_id, agent, status, decision, outcome, reason, blocked_by, vaglio,
 capability, target, grant_target, autonomy, channel, sender_id, intent, executor, summary, arg_keys,
 trace, notify, callback_url, decided_by, decided_at, created_at, expires_at, grant_id, note, grant_expires_at,
-token_id, token_name`
+token_id, token_name, quorum, approvers, approvals, rev, escalate_after_ms, escalate_to, escalated_at, remind_every_ms`
 
-const insertRequest = `INSERT INTO requests (` + requestColumns + `)
-VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31)
+const insertRequest = `INSERT INTO requests (` + requestColumns + `, escalate_at, remind_at)
+VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,
+$32,$33,$34,$35,$36,$37,$38,$39,$40,$41)
 ON CONFLICT (agent, call_id) DO NOTHING`
 
 func insertRequestTx(ctx context.Context, q storage.Querier, r Request) (bool, error) {
@@ -34,13 +35,25 @@ func insertRequestTx(ctx context.Context, q storage.Querier, r Request) (bool, e
 	keys, _ := json.Marshal(nonNil(r.ArgKeys))
 	trace, _ := json.Marshal(r.Trace)
 	notify, _ := json.Marshal(nonNil(r.Notify))
+	approvers, _ := json.Marshal(nonNil(r.Approvers))
+	approvals, _ := json.Marshal(nonNilApprovals(r.Approvals))
+	escalateTo, _ := json.Marshal(nonNil(r.EscalateTo))
+	var escalateAt, remindAt any
+	if r.Status == StatusPending && r.EscalateAfter > 0 {
+		escalateAt = storage.FormatTime(r.CreatedAt.Add(r.EscalateAfter))
+	}
+	if r.Status == StatusPending && r.RemindEvery > 0 {
+		remindAt = storage.FormatTime(r.CreatedAt.Add(r.RemindEvery))
+	}
 	res, err := q.ExecContext(ctx, insertRequest,
 		r.ID, r.CallID, r.Agent, string(r.Status), nullDecision(r.Decision), string(r.Outcome), r.Reason,
 		nullStr(r.BlockedBy), nullBytes(vj), r.Capability, r.Target, r.GrantTarget, r.Autonomy.String(),
 		r.Channel, r.SenderID, r.Intent, r.Executor, r.Summary, string(keys), string(trace), string(notify),
 		r.CallbackURL, r.DecidedBy, nullTime(r.DecidedAt), storage.FormatTime(r.CreatedAt),
 		storage.FormatTime(r.ExpiresAt), nullInt(r.GrantID), r.Note, nullTime(r.GrantExpiresAt),
-		sql.NullString{String: r.TokenID, Valid: r.TokenID != ""}, r.TokenName)
+		sql.NullString{String: r.TokenID, Valid: r.TokenID != ""}, r.TokenName,
+		max(r.Quorum, 1), string(approvers), string(approvals), r.Rev, r.EscalateAfter.Milliseconds(), string(escalateTo),
+		nullTime(r.EscalatedAt), r.RemindEvery.Milliseconds(), escalateAt, remindAt)
 	if err != nil {
 		return false, fmt.Errorf("insert request: %w", err)
 	}
@@ -72,14 +85,27 @@ type rowScanner interface{ Scan(dest ...any) error }
 func scanRequest(sc rowScanner) (Request, error) {
 	var r Request
 	var status, outcome, autonomy, keys, trace, notify, created, expires string
-	var decision, blockedBy, vj, decidedAt, grantExpires, tokenID sql.NullString
+	var decision, blockedBy, vj, decidedAt, grantExpires, tokenID, escalatedAt sql.NullString
 	var grantID sql.NullInt64
+	var approvers, approvals, escalateTo string
+	var escalateMS, remindMS int64
 	err := sc.Scan(&r.ID, &r.CallID, &r.Agent, &status, &decision, &outcome, &r.Reason, &blockedBy, &vj,
 		&r.Capability, &r.Target, &r.GrantTarget, &autonomy, &r.Channel, &r.SenderID, &r.Intent, &r.Executor,
 		&r.Summary, &keys, &trace, &notify, &r.CallbackURL, &r.DecidedBy, &decidedAt, &created, &expires,
-		&grantID, &r.Note, &grantExpires, &tokenID, &r.TokenName)
+		&grantID, &r.Note, &grantExpires, &tokenID, &r.TokenName,
+		&r.Quorum, &approvers, &approvals, &r.Rev, &escalateMS, &escalateTo, &escalatedAt, &remindMS)
 	if err != nil {
 		return Request{}, err
+	}
+	_ = json.Unmarshal([]byte(approvers), &r.Approvers)
+	_ = json.Unmarshal([]byte(approvals), &r.Approvals)
+	r.Approvals = nonNilApprovals(r.Approvals)
+	_ = json.Unmarshal([]byte(escalateTo), &r.EscalateTo)
+	r.EscalateAfter = time.Duration(escalateMS) * time.Millisecond
+	r.RemindEvery = time.Duration(remindMS) * time.Millisecond
+	if escalatedAt.Valid {
+		t, _ := storage.ParseTime(escalatedAt.String)
+		r.EscalatedAt = &t
 	}
 	r.Status, r.Outcome = Status(status), policy.Outcome(outcome)
 	r.TokenID = tokenID.String
@@ -139,6 +165,13 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+func nonNilApprovals(a []Approval) []Approval {
+	if a == nil {
+		return []Approval{}
+	}
+	return a
 }
 
 func nullStr(s *string) any {

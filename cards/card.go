@@ -41,6 +41,10 @@ type Card struct {
 	Note         string
 	// Locale is the language, time zone and clock the card is shown with.
 	Locale locale.Locale
+	// Progress is the quorum line while more approvers must allow (see
+	// Progress); Escalation says why an escalated card arrived.
+	Progress   string
+	Escalation string
 }
 
 // Button is one of the three decisions, in display order.
@@ -97,6 +101,9 @@ func New(r approvals.Request, l locale.Locale) Card {
 		}
 	}
 	c.StatusLine = StatusLine(r, l)
+	if c.Pending {
+		c.Progress, c.Escalation = Progress(r, l), Escalation(r, l)
+	}
 	return c
 }
 
@@ -107,6 +114,9 @@ func StatusLine(r approvals.Request, l locale.Locale) string {
 		at = " · " + l.Clock(*r.DecidedAt)
 	}
 	who := DisplayName(r.DecidedBy)
+	if names := approverNames(r); names != "" && r.Status == approvals.StatusAllowed {
+		who = names
+	}
 	switch r.Status {
 	case approvals.StatusPending:
 		return ""

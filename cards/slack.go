@@ -55,6 +55,9 @@ const (
 	// SlackOutcomeBlockID is the section that replaces the buttons of a
 	// finished card.
 	SlackOutcomeBlockID = "approval_outcome"
+	// SlackProgressBlockID is the section of a pending card that shows the
+	// quorum's progress and why an escalated card arrived.
+	SlackProgressBlockID = "approval_progress"
 )
 
 var slackActions = map[approvals.Decision]string{
@@ -242,6 +245,17 @@ func Slack(c Card) SlackMessage {
 			ctx += EscapeMrkdwn(l.T("card.no_allow_always", c.Capability))
 		}
 		ctx += " · " + l.T("label.request_lc") + " " + c.RequestID
+		if c.Escalation != "" || c.Progress != "" {
+			var lines []string
+			if c.Escalation != "" {
+				lines = append(lines, EscapeMrkdwn(c.Escalation))
+			}
+			if c.Progress != "" {
+				lines = append(lines, "*"+EscapeMrkdwn(c.Progress)+"*")
+			}
+			blocks = append(blocks, slack.NewSectionBlock(mrkdwn(fitEscaped(strings.Join(lines, "\n"), SlackMaxSectionText)),
+				nil, nil, slack.SectionBlockOptionBlockID(SlackProgressBlockID)))
+		}
 		blocks = append(blocks,
 			slack.NewContextBlock("approval_context", mrkdwn(fitEscaped(ctx, SlackMaxSectionText))),
 			slack.NewActionBlock(SlackDecisionBlockID(c.RequestID), slackButtons(c)...))

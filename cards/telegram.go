@@ -154,6 +154,14 @@ func renderTelegram(c Card, limit int) TelegramMessage {
 		t.nl()
 		t.text("⏳ " + c.Locale.Expires(c.ExpiresAt))
 		t.nl()
+		if c.Escalation != "" {
+			t.text(c.Escalation)
+			t.nl()
+		}
+		if c.Progress != "" {
+			t.tag("b", cut(c.Progress))
+			t.nl()
+		}
 	} else {
 		t.tag("b", cut(c.StatusLine))
 		t.nl()

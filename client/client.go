@@ -180,9 +180,22 @@ type Request struct {
 	// with (empty for the agent's own token).
 	TokenID   string `json:"token_id,omitempty"`
 	TokenName string `json:"token_name,omitempty"`
+	// Quorum is how many distinct approvers must allow; Approvals are the
+	// decisions counted so far.
+	Quorum    int        `json:"quorum"`
+	Approvals []Approval `json:"approvals"`
 	// Raw is the request object exactly as the gateway sent it, including
 	// fields this version of the client does not know.
 	Raw json.RawMessage `json:"-"`
+}
+
+// Approval is one person's decision counted on a request.
+type Approval struct {
+	By       string    `json:"by"`
+	Approver string    `json:"approver"`
+	Decision string    `json:"decision"`
+	Channel  string    `json:"channel"`
+	At       time.Time `json:"at"`
 }
 
 // Allowed reports whether the agent may act.

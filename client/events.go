@@ -17,6 +17,9 @@ const (
 	EventRequired = "approval_required"
 	// EventResolved: a request finished (allowed, denied, expired, cancelled).
 	EventResolved = "approval_resolved"
+	// EventProgress: an approval was counted on a request that needs more
+	// than one approver; it is still pending (Approvals, Quorum).
+	EventProgress = "approval_progress"
 	// EventReconnected is made by the client, not sent by the gateway: the
 	// stream was cut and is back. Events of the gap are lost (the gateway
 	// keeps no backlog), so an agent with requests outstanding should Get
@@ -50,6 +53,9 @@ type Event struct {
 	Decision   string    `json:"decision,omitempty"`
 	Status     Status    `json:"status,omitempty"`
 	Note       string    `json:"note,omitempty"`
+	// Approvals and Quorum: approval_progress.
+	Approvals []Approval `json:"approvals,omitempty"`
+	Quorum    int        `json:"quorum,omitempty"`
 	// Data is the event's JSON as the gateway sent it.
 	Data json.RawMessage `json:"-"`
 }

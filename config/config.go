@@ -195,7 +195,42 @@ type Approvals struct {
 	PruneSchedule string
 	// Retention is how long finished requests and dead grants are kept.
 	Retention time.Duration
+	// Routes are the [[approvals.routes]], in file order: the first that
+	// matches a request decides where its card goes, who may decide it and
+	// how many must allow. No match: the agent's notify and each channel's
+	// own approvers, quorum 1.
+	Routes []Route
 }
+
+// Route is one [[approvals.routes]] entry. Capability is an exact registry
+// name, "*" or "prefix:*", as in [[policy.rules]]; Agent and Critical
+// narrow it further when set.
+type Route struct {
+	Capability string
+	Agent      string
+	// Critical, when set, matches only critical (true) or only
+	// non-critical (false) capabilities.
+	Critical *bool
+	// Notify replaces the agent's notify for matching requests ("web",
+	// "telegram", "slack").
+	Notify []string
+	// Approvers are who may decide, as "channel:user": "telegram:<user id>",
+	// "slack:<member id>" or "slack:<user group id>" (S…), "web:<login
+	// name>", "agent:<admin agent id>". Empty: each channel's own approvers.
+	Approvers []string
+	// Quorum is how many distinct approvers must allow (at least 1).
+	Quorum int
+	// EscalateAfter, when set, posts the card also to EscalateTo once the
+	// request has been pending this long.
+	EscalateAfter time.Duration
+	EscalateTo    []string
+	// RemindEvery, when set, sends a short reminder in reply to each card
+	// this often while the request is pending.
+	RemindEvery time.Duration
+}
+
+// MinRouteInterval is the shortest escalate_after and remind_every.
+const MinRouteInterval = time.Second
 
 // Agent is one [[agents]] entry: who may call the API and with what ceiling.
 type Agent struct {
@@ -532,6 +567,15 @@ func (c Config) Redacted() Config {
 	r.Slack.Approvers = append([]string(nil), c.Slack.Approvers...)
 	r.Slack.Admins = append([]string(nil), c.Slack.Admins...)
 	r.Policy.Rules = append([]Rule(nil), c.Policy.Rules...)
+	if c.Approvals.Routes != nil {
+		r.Approvals.Routes = make([]Route, len(c.Approvals.Routes))
+		for i, rt := range c.Approvals.Routes {
+			rt.Notify = append([]string(nil), rt.Notify...)
+			rt.Approvers = append([]string(nil), rt.Approvers...)
+			rt.EscalateTo = append([]string(nil), rt.EscalateTo...)
+			r.Approvals.Routes[i] = rt
+		}
+	}
 	if c.Agents != nil {
 		r.Agents = make([]Agent, len(c.Agents))
 		for i, a := range c.Agents {

@@ -175,9 +175,21 @@ type (
 		SendArgValues  *bool   `toml:"send_arg_values"`
 	}
 	fileApprovals struct {
-		Timeout       *string `toml:"timeout"`
-		PruneSchedule *string `toml:"prune_schedule"`
-		Retention     *string `toml:"retention"`
+		Timeout       *string     `toml:"timeout"`
+		PruneSchedule *string     `toml:"prune_schedule"`
+		Retention     *string     `toml:"retention"`
+		Routes        []fileRoute `toml:"routes"`
+	}
+	fileRoute struct {
+		Capability    string   `toml:"capability"`
+		Agent         string   `toml:"agent"`
+		Critical      *bool    `toml:"critical"`
+		Notify        []string `toml:"notify"`
+		Approvers     []string `toml:"approvers"`
+		Quorum        *int     `toml:"quorum"`
+		EscalateAfter *string  `toml:"escalate_after"`
+		EscalateTo    []string `toml:"escalate_to"`
+		RemindEvery   *string  `toml:"remind_every"`
 	}
 	fileAgent struct {
 		ID                string    `toml:"id"`
@@ -284,6 +296,17 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 		duration(p, "approvals.timeout", s.Timeout, &cfg.Approvals.Timeout)
 		set(&cfg.Approvals.PruneSchedule, s.PruneSchedule)
 		duration(p, "approvals.retention", s.Retention, &cfg.Approvals.Retention)
+		for i, fr := range s.Routes {
+			key := fmt.Sprintf("approvals.routes[%d]", i)
+			rt := Route{Capability: fr.Capability, Agent: fr.Agent, Critical: fr.Critical, Notify: fr.Notify,
+				Approvers: fr.Approvers, Quorum: 1, EscalateTo: fr.EscalateTo}
+			if fr.Quorum != nil {
+				rt.Quorum = *fr.Quorum
+			}
+			duration(p, key+".escalate_after", fr.EscalateAfter, &rt.EscalateAfter)
+			duration(p, key+".remind_every", fr.RemindEvery, &rt.RemindEvery)
+			cfg.Approvals.Routes = append(cfg.Approvals.Routes, rt)
+		}
 	}
 	for i, fa := range f.Agents {
 		a := NewAgent(fa.ID)

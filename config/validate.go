@@ -183,6 +183,118 @@ func (c *Config) validateApprovals(p *problems) {
 		p.add("approvals.prune_schedule", "bad cron spec %q: %v", c.Approvals.PruneSchedule, err)
 	}
 	positive(p, "approvals.retention", c.Approvals.Retention)
+	for i, rt := range c.Approvals.Routes {
+		c.validateRoute(p, fmt.Sprintf("approvals.routes[%d]", i), rt)
+	}
+}
+
+var (
+	tgUserRE    = regexp.MustCompile(`^[1-9][0-9]{0,19}$`)
+	webLoginRE  = regexp.MustCompile(`^[A-Za-z0-9_.@-]{1,64}$`)
+	slackUserRE = regexp.MustCompile(`^[UWS][A-Z0-9]{1,31}$`)
+)
+
+// validateRoute checks one [[approvals.routes]] entry: every channel it
+// names is configured, every approver is "channel:user" on one of them, and
+// the quorum can be reached.
+func (c *Config) validateRoute(p *problems, key string, rt Route) {
+	if _, err := policy.CapabilityPattern(rt.Capability); err != nil {
+		p.wrap(key+".capability", err)
+	}
+	if rt.Agent != "" {
+		found := false
+		for _, a := range c.Agents {
+			found = found || a.ID == rt.Agent
+		}
+		if !found {
+			p.add(key+".agent", "no agent %q in [[agents]]", rt.Agent)
+		}
+	}
+	c.routeChannels(p, key+".notify", rt.Notify)
+	seen := map[string]bool{}
+	groups := false
+	for j, ap := range rt.Approvers {
+		ak := fmt.Sprintf("%s.approvers[%d]", key, j)
+		ch, user, ok := strings.Cut(ap, ":")
+		if seen[ap] {
+			p.add(ak, "%q is listed twice", ap)
+			continue
+		}
+		seen[ap] = true
+		switch {
+		case !ok || user == "":
+			p.add(ak, "%q is not \"channel:user\" (e.g. \"telegram:123456789\", \"slack:U0123456\", \"web:owner\", \"agent:ops\")", ap)
+		case ch == NotifyTelegram:
+			if !c.Telegram.Enabled() {
+				p.add(ak, "telegram is not configured (set telegram.token_env)")
+			} else if !tgUserRE.MatchString(user) {
+				p.add(ak, "bad Telegram user id %q (a positive number; /start tells you yours)", user)
+			}
+		case ch == NotifySlack:
+			if !c.Slack.Enabled() {
+				p.add(ak, "slack is not configured (set slack.bot_token_env)")
+			} else if !slackUserRE.MatchString(user) {
+				p.add(ak, "bad Slack id %q (a member ID such as U0123456, or a user group ID such as S0123456)", user)
+			}
+			groups = groups || strings.HasPrefix(user, "S")
+		case ch == NotifyWeb:
+			if !webLoginRE.MatchString(user) {
+				p.add(ak, "bad web login name %q (the web page's login is \"owner\")", user)
+			}
+		case ch == "agent":
+			admin, found := false, false
+			for _, a := range c.Agents {
+				if a.ID == user {
+					found, admin = true, a.Admin
+				}
+			}
+			switch {
+			case !found:
+				p.add(ak, "no agent %q in [[agents]]", user)
+			case !admin:
+				p.add(ak, "agent %q is not an admin agent (only admin agents may decide over the API)", user)
+			}
+		default:
+			p.add(ak, "unknown channel %q in %q (want telegram, slack, web or agent)", ch, ap)
+		}
+	}
+	switch {
+	case rt.Quorum < 1:
+		p.add(key+".quorum", "must be at least 1, got %d", rt.Quorum)
+	case len(rt.Approvers) > 0 && !groups && rt.Quorum > len(rt.Approvers):
+		p.add(key+".quorum", "%d can never be reached: only %d approvers are listed", rt.Quorum, len(rt.Approvers))
+	}
+	if rt.EscalateAfter != 0 || len(rt.EscalateTo) > 0 {
+		switch {
+		case rt.EscalateAfter < MinRouteInterval:
+			p.add(key+".escalate_after", "must be at least %v when escalate_to is set, got %v", MinRouteInterval, rt.EscalateAfter)
+		case len(rt.EscalateTo) == 0:
+			p.add(key+".escalate_to", "required when escalate_after is set (the channels the card also goes to)")
+		}
+		c.routeChannels(p, key+".escalate_to", rt.EscalateTo)
+	}
+	if rt.RemindEvery != 0 && rt.RemindEvery < MinRouteInterval {
+		p.add(key+".remind_every", "must be at least %v, got %v", MinRouteInterval, rt.RemindEvery)
+	}
+}
+
+// routeChannels checks a route's notify or escalate_to list.
+func (c *Config) routeChannels(p *problems, key string, list []string) {
+	seen := map[string]bool{}
+	for j, n := range list {
+		nk := fmt.Sprintf("%s[%d]", key, j)
+		switch {
+		case n != NotifyWeb && n != NotifyTelegram && n != NotifySlack:
+			p.add(nk, "unknown channel %q (want web, telegram or slack)", n)
+		case seen[n]:
+			p.add(nk, "%q is listed twice", n)
+		case n == NotifyTelegram && !c.Telegram.Enabled():
+			p.add(nk, "telegram is not configured (set telegram.token_env)")
+		case n == NotifySlack && !c.Slack.Enabled():
+			p.add(nk, "slack is not configured (set slack.bot_token_env)")
+		}
+		seen[n] = true
+	}
 }
 
 func positive(p *problems, key string, d time.Duration) {

@@ -90,6 +90,7 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 		GrantTTL: cfg.Policy.GrantTTL, DefaultTimeout: cfg.Approvals.Timeout, StaleAfter: cfg.Policy.StaleAfter,
 		Retention: cfg.Approvals.Retention, Now: o.Now, Logger: o.Logger, Observer: metrics,
 		CallbackKey: func(agent string) []byte { return srv.CallbackKey(agent) },
+		Routes:      routes(cfg.Approvals.Routes),
 	})
 	srv = NewServer(cfg, Options{Service: a.Service, Decider: decider, Rules: rules,
 		Tokens: policy.NewTokenStore(db, norm, o.Now), Metrics: metrics, Logger: o.Logger, Now: o.Now})
@@ -180,7 +181,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // lead runs the work that must not run on two replicas at once: the card
-// dispatchers (a card is posted once), the prune job, and each messenger's
+// dispatchers (a card is posted once), escalations and reminders (sent
+// once), the prune job, and each messenger's
 // background work (Telegram long polling: two pollers would steal each
 // other's updates; Slack Socket Mode: Slack would deliver each event to
 // one connection at random). HTTP (webhooks, Slack interactivity, the API
@@ -201,6 +203,11 @@ func (a *App) lead(ctx context.Context) error {
 		defer wg.Done()
 		a.Service.RunDispatch(ctx)
 	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.Service.RunTimers(ctx)
+	}()
 	for _, m := range a.Messengers {
 		wg.Add(1)
 		go func() {
@@ -217,6 +224,17 @@ func (a *App) lead(ctx context.Context) error {
 	cancel()
 	wg.Wait()
 	return err
+}
+
+// routes converts [[approvals.routes]] for the approval service.
+func routes(in []config.Route) []approvals.Route {
+	out := make([]approvals.Route, len(in))
+	for i, r := range in {
+		out[i] = approvals.Route{Capability: r.Capability, Agent: r.Agent, Critical: r.Critical, Notify: r.Notify,
+			Approvers: r.Approvers, Quorum: r.Quorum, EscalateAfter: r.EscalateAfter, EscalateTo: r.EscalateTo,
+			RemindEvery: r.RemindEvery}
+	}
+	return out
 }
 
 // Close writes the decision log lines still buffered and releases the

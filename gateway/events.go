@@ -32,9 +32,21 @@ type ResolvedEvent struct {
 	Note     string              `json:"note,omitempty"`
 }
 
+// ProgressEvent is the data of an approval_progress SSE event: an
+// approval was counted and the request waits for more.
+type ProgressEvent struct {
+	ID        string               `json:"id"`
+	CallID    string               `json:"call_id"`
+	Approvals []approvals.Approval `json:"approvals"`
+	Quorum    int                  `json:"quorum"`
+}
+
 // eventData is the SSE payload of e.
 func eventData(e approvals.Event) any {
 	r := e.Request
+	if e.Kind == approvals.EventProgress {
+		return ProgressEvent{ID: r.ID, CallID: r.CallID, Approvals: r.Approvals, Quorum: r.Quorum}
+	}
 	if e.Kind == approvals.EventRequired {
 		return RequiredEvent{ID: r.ID, CallID: r.CallID, Capability: r.Capability, Target: r.Target,
 			Command: r.Target, ExpiresAt: r.ExpiresAt.Format(time.RFC3339)}

@@ -46,6 +46,7 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 // Internal details are logged, never shown.
 func (s *Server) errorResponse(w http.ResponseWriter, r *http.Request, err error) {
 	var already *approvals.AlreadyDecidedError
+	var counted *approvals.AlreadyCountedError
 	var fe *policy.FieldError
 	var limited *rateLimitError
 	var conflict *approvals.CallIDConflictError
@@ -67,6 +68,14 @@ func (s *Server) errorResponse(w http.ResponseWriter, r *http.Request, err error
 		writeError(w, http.StatusForbidden, "token_exhausted", "this token has made its max_requests")
 	case errors.Is(err, policy.ErrTokenRevoked):
 		writeError(w, http.StatusUnauthorized, "unauthorized", "the token (or one it was made from) was revoked or expired")
+	case errors.As(err, &counted):
+		var e apiError
+		e.Error.Code, e.Error.Message = "already_counted", counted.Error()
+		req := counted.Request
+		e.Request = &req
+		writeJSON(w, http.StatusConflict, e)
+	case errors.Is(err, approvals.ErrNotApprover):
+		writeError(w, http.StatusForbidden, "not_approver", "not an approver for this request (its route names who may decide)")
 	case errors.Is(err, errForeignPrincipal):
 		writeError(w, http.StatusForbidden, "forbidden_principal", err.Error())
 	case errors.Is(err, approvals.ErrNotFound), errors.Is(err, policy.ErrNotFound):

@@ -162,7 +162,7 @@ func (w *web) load(ctx context.Context) (pageData, error) {
 		c := cards.New(r, w.loc)
 		d.Pending = append(d.Pending, pendingCard{Card: c, Buttons: c.Buttons(),
 			Principal: r.Channel + "/" + r.SenderID, ArgKeys: r.ArgKeys})
-		fmt.Fprintf(h, "p%s;", r.ID)
+		fmt.Fprintf(h, "p%s.%d.%d;", r.ID, len(r.Approvals), r.Rev)
 	}
 	for _, g := range grants {
 		d.Grants = append(d.Grants, grantRow{Grant: g, Principal: g.Channel + "/" + g.SenderID})
@@ -234,6 +234,11 @@ func (w *web) decide(rw http.ResponseWriter, r *http.Request) {
 		w.redirect(rw, r, w.decideFailure(err))
 		return
 	}
+	if !req.Status.Finished() {
+		w.redirect(rw, r, flash{Text: w.loc.T("web.decided", cards.Progress(req, w.loc), req.Capability,
+			cards.Truncate(req.Target, 200))})
+		return
+	}
 	w.redirect(rw, r, flash{Text: w.loc.T("web.decided", cards.StatusLine(req, w.loc), req.Capability,
 		cards.Truncate(req.Target, 200))})
 }
@@ -248,6 +253,10 @@ func (w *web) decideFailure(err error) flash {
 		return flash{Error: true, Text: w.loc.T("web.allow_always_refused", cleanMsg(err))}
 	case errors.Is(err, approvals.ErrNotFound):
 		return flash{Error: true, Text: w.loc.T("web.request_gone")}
+	case errors.Is(err, approvals.ErrNotApprover):
+		return flash{Error: true, Text: w.loc.T("web.not_route_approver")}
+	case errors.Is(err, approvals.ErrAlreadyCounted):
+		return flash{Error: true, Text: w.loc.T("web.already_counted")}
 	case errors.Is(err, approvals.ErrInvalid):
 		return flash{Error: true, Text: cleanMsg(err)}
 	}

@@ -61,6 +61,24 @@ var en = map[string]string{
 	"card.grant_no_expiry": " with no expiry",
 	"card.no_allow_always": "No Allow always: %s needs a person every time.",
 
+	// Routes, quorum, escalation and reminders.
+	"card.needs_approvals":     "Needs %d approvals from different people",
+	"card.approval_once":       "%s ✅ (Allow once)",
+	"card.approval_always":     "%s ✅ (Allow always)",
+	"card.progress":            "%d of %d approvals: %s",
+	"card.progress_more":       " · waiting for %d more",
+	"card.escalated":           "⏫ Escalated: no answer in %s",
+	"card.reminder":            "⏰ Reminder: %s wants %s and is still waiting for a decision",
+	"card.reminder_expires":    " · expires %s",
+	"tg.not_route_approver":    "You are not among the approvers of this request (its route names them). Nothing changed.",
+	"tg.counted":               "✅ Counted: %s",
+	"tg.already_counted":       "Already counted: %s. Nothing changed.",
+	"slack.not_route_approver": "You are not among the approvers of this request (its route names them). Nothing was changed.",
+	"slack.counted":            "Counted: %s.",
+	"slack.already_counted":    "Your approval is already counted: %s. Nothing was changed.",
+	"web.not_route_approver":   "You are not an approver for this request: its route names who may decide. Nothing changed.",
+	"web.already_counted":      "Your approval is already counted; the request waits for the others. Nothing changed.",
+
 	// The outcome line of a finished request.
 	"status.expired":           "⌛ Expired",
 	"status.withdrawn":         "↩ Withdrawn by the agent",

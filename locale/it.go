@@ -59,6 +59,24 @@ var it = map[string]string{
 	"card.grant_no_expiry": " senza scadenza",
 	"card.no_allow_always": "Niente Consenti sempre: %s richiede ogni volta una persona.",
 
+	// Routes, quorum, escalation and reminders.
+	"card.needs_approvals":     "Servono %d approvazioni da persone diverse",
+	"card.approval_once":       "%s ✅ (Consenti una volta)",
+	"card.approval_always":     "%s ✅ (Consenti sempre)",
+	"card.progress":            "%d di %d approvazioni: %s",
+	"card.progress_more":       " · ne mancano %d",
+	"card.escalated":           "⏫ Inoltrata: nessuna risposta in %s",
+	"card.reminder":            "⏰ Promemoria: %s chiede %s e attende ancora una decisione",
+	"card.reminder_expires":    " · scade alle %s",
+	"tg.not_route_approver":    "Non sei tra gli approvatori di questa richiesta (li indica la sua route). Nulla è cambiato.",
+	"tg.counted":               "✅ Contata: %s",
+	"tg.already_counted":       "Già contata: %s. Nulla è cambiato.",
+	"slack.not_route_approver": "Non sei tra gli approvatori di questa richiesta (li indica la sua route). Nulla è cambiato.",
+	"slack.counted":            "Contata: %s.",
+	"slack.already_counted":    "La tua approvazione è già contata: %s. Nulla è cambiato.",
+	"web.not_route_approver":   "Non sei tra gli approvatori di questa richiesta: la sua route indica chi può decidere. Nulla è cambiato.",
+	"web.already_counted":      "La tua approvazione è già contata; la richiesta attende gli altri. Nulla è cambiato.",
+
 	// La riga dell'esito di una richiesta conclusa.
 	"status.expired":           "⌛ Scaduta",
 	"status.withdrawn":         "↩ Ritirata dall'agente",

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +28,9 @@ import (
 // lower-case base32 characters, see approvals.newIDAt).
 var requestIDPattern = regexp.MustCompile(`\br[a-z2-7]{26}\b`)
 
+// quorumMark is what a card needing two approvers says while none has allowed.
+const quorumMark = "Needs 2 approvals"
+
 // card is what the approver saw of one request's cards.
 type card struct {
 	id        string
@@ -41,6 +45,7 @@ type card struct {
 	slCount   int
 	slTSs     []string
 	scheduled bool
+	quorum    bool // the card asks for two approvals: tap both channels, allowing
 }
 
 // tap is one button press the approver made.
@@ -139,6 +144,7 @@ func (a *approver) scan() {
 			continue
 		}
 		c := a.cardLocked(id)
+		c.quorum = c.quorum || strings.Contains(m.Text, quorumMark)
 		c.tgCount++
 		c.tgMsgs = append(c.tgMsgs, m.ID)
 		if c.tgMsg == 0 {
@@ -175,6 +181,7 @@ func (a *approver) scan() {
 			continue
 		}
 		c := a.cardLocked(id)
+		c.quorum = c.quorum || strings.Contains(m.Blocks, quorumMark)
 		c.slCount++
 		c.slTSs = append(c.slTSs, ts)
 		if c.slTS == "" {
@@ -201,6 +208,9 @@ func (a *approver) maybeScheduleLocked(c *card) {
 		return
 	}
 	chans := a.plan(c.id)
+	if c.quorum {
+		chans = []string{"telegram", "slack"} // two approvers, one on each
+	}
 	for _, ch := range chans {
 		if ch == "telegram" && len(c.tgData) == 0 || ch == "slack" && len(c.slActions) == 0 {
 			return // not there yet, or a card without buttons (already finished)
@@ -208,6 +218,15 @@ func (a *approver) maybeScheduleLocked(c *card) {
 	}
 	c.scheduled = true
 	decisions := a.pickDecisions(c, chans)
+	if c.quorum {
+		// Both allow, with the same button: the request is allowed once
+		// both are counted (Allow always only when both chose it).
+		d := []approvals.Decision{approvals.AllowOnce, approvals.AllowAlways}[rand.IntN(2)]
+		if _, ok := c.tgData[d]; !ok {
+			d = approvals.AllowOnce
+		}
+		decisions = []approvals.Decision{d, d}
+	}
 	think := a.think()
 	a.pending.Add(1)
 	time.AfterFunc(think, func() {

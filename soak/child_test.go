@@ -98,6 +98,8 @@ type gwSpec struct {
 	SlackAPI         string // "" = no Slack
 	Timeout          string // approvals.timeout
 	LogLevel         string
+	// Routes is TOML appended to the config ([[approvals.routes]] tables).
+	Routes string
 }
 
 func (g gwSpec) dbPath() string    { return filepath.Join(g.Dir, "state", "gateway.db") }
@@ -136,6 +138,7 @@ func (g gwSpec) write(t *testing.T) (string, []string) {
 			q(slackChannel), q(slackApprover), q(slackApprover), q(g.SlackAPI))
 		env = append(env, "SOAK_SLACK_BOT_TOKEN="+g.Secrets.SlackBotToken, "SOAK_SLACK_SIGNING_SECRET="+g.Secrets.SlackSigning)
 	}
+	b.WriteString(g.Routes)
 	path := filepath.Join(g.Dir, "gateway.toml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
@@ -338,6 +341,11 @@ type reqView struct {
 	DecidedBy  string    `json:"decided_by"`
 	CreatedAt  time.Time `json:"created_at"`
 	ExpiresAt  time.Time `json:"expires_at"`
+	Quorum     int       `json:"quorum"`
+	Approvals  []struct {
+		Approver string `json:"approver"`
+		Decision string `json:"decision"`
+	} `json:"approvals"`
 }
 
 func (r reqView) decision() string {

@@ -27,6 +27,7 @@ type kind struct {
 	Autonomy   string
 	Target     string // %d is the request number
 	Human      bool   // approval_required: a person decides
+	Quorum     int    // > 1: a route asks this many approvers (see quorumRoute)
 	Want       string // the status policy gives on arrival, for the others
 	BlockedBy  string
 }
@@ -37,6 +38,8 @@ var (
 	humanKinds = []kind{
 		{Name: "fs:write@Supervised", Capability: "fs:write", Autonomy: "Supervised", Target: "/srv/soak/out/report-%05d.txt", Human: true},
 		{Name: "code:exec@Supervised", Capability: "code:exec", Autonomy: "Supervised", Target: "make test SHARD=%d", Human: true},
+		{Name: "network:http@Supervised quorum 2", Capability: "network:http", Autonomy: "Supervised",
+			Target: "https://deploy%d.example.com/v1", Human: true, Quorum: 2},
 	}
 	nowKinds = []kind{
 		{Name: "llm:local", Capability: "llm:local", Autonomy: "Supervised", Want: "allowed"},
@@ -48,12 +51,23 @@ var (
 	}
 )
 
-// loadKind is the mix: one request in three needs a person (four in five
-// of those fs:write, one code:exec, which offers no Allow always).
+// quorumRoute makes network:http need two approvers: the scripted
+// approver's Telegram and Slack identities, one tap on each.
+func quorumRoute() string {
+	return fmt.Sprintf("[[approvals.routes]]\ncapability = \"network:http\"\nquorum = 2\napprovers = [\"telegram:%d\", \"slack:%s\"]\n\n",
+		tgApproverID, slackApprover)
+}
+
+// loadKind is the mix: one request in three needs a person (of those, three
+// in five fs:write, one code:exec, which offers no Allow always, and one
+// network:http that needs two approvers).
 func loadKind(i int) kind {
 	if i%3 == 0 {
-		if (i/3)%5 == 4 {
+		switch (i / 3) % 5 {
+		case 4:
 			return humanKinds[1]
+		case 2:
+			return humanKinds[2]
 		}
 		return humanKinds[0]
 	}
@@ -128,7 +142,7 @@ func runLoad(t *testing.T) {
 	dir := t.TempDir()
 	agents := makeAgents(nAgents)
 	spec := gwSpec{Dir: dir, Agents: agents, Secrets: sec, TelegramEndpoint: tg.Endpoint(), SlackAPI: sl.APIURL(),
-		Timeout: "10m", LogLevel: "info"}
+		Timeout: "10m", LogLevel: "info", Routes: quorumRoute()}
 	cfgPath, env := spec.write(t)
 	gw := startChild(t, cfgPath, env, spec.logPath())
 	stopped := false
@@ -262,6 +276,7 @@ func runLoad(t *testing.T) {
 		byStatus                                            = map[string]int{}
 		unanswered, tapErrs                                 int
 		polls                                               int
+		quorumReqs, quorumBad, quorumGrants                 int
 	)
 	for _, r := range results {
 		polls += r.Polls
@@ -321,7 +336,7 @@ func runLoad(t *testing.T) {
 				}
 			}
 		}
-		if len(taps) > 1 {
+		if len(taps) > 1 && r.Kind.Quorum <= 1 {
 			doubles++
 		}
 		if won == nil {
@@ -330,7 +345,22 @@ func runLoad(t *testing.T) {
 				r.Final.decision(), r.Final.DecidedBy, taps)
 			continue
 		}
-		if len(taps) > 1 {
+		if r.Kind.Quorum > 1 {
+			quorumReqs++
+			counted := map[string]bool{}
+			for _, a := range r.Final.Approvals {
+				counted[a.Approver] = true
+			}
+			if r.Final.Status != "allowed" || r.Final.Quorum != r.Kind.Quorum || len(r.Final.Approvals) != r.Kind.Quorum ||
+				len(counted) != r.Kind.Quorum {
+				quorumBad++
+				failf(t, sc, "quorum request %s: %s, quorum %d, approvals %+v", r.Final.ID, r.Final.Status, r.Final.Quorum,
+					r.Final.Approvals)
+			}
+			if r.Final.decision() == string(approvals.AllowAlways) {
+				quorumGrants++
+			}
+		} else if len(taps) > 1 {
 			doubleWon[won.Channel]++
 		}
 		d := r.Done.Sub(won.At)
@@ -357,7 +387,7 @@ func runLoad(t *testing.T) {
 	}
 	for what, n := range map[string]int{"lost requests": lost, "agent/database mismatches": mismatched,
 		"policy outcomes unexpected": wrongPolicy, "decisions no tap asked for": tapMismatch,
-		"Telegram taps not answered once": unanswered, "failed taps": tapErrs,
+		"Telegram taps not answered once": unanswered, "failed taps": tapErrs, "quorum-2 requests not allowed by both": quorumBad,
 		"Telegram cards missing": missingTG, "Slack cards missing": missingSL,
 		"duplicate Telegram cards": dupTG, "duplicate Slack cards": dupSL,
 		"Telegram cards not edited to the outcome": staleTG, "Slack cards not updated to the outcome": staleSL} {
@@ -377,6 +407,8 @@ func runLoad(t *testing.T) {
 	report.add(sc, "agent answer = database", "%d mismatches (%d long-poll re-asks)", mismatched, polls)
 	report.add(sc, "double taps (Telegram + Slack at once, different buttons)", "%d, each decided once (Telegram won %d, Slack %d); every Telegram tap answered once",
 		doubles, doubleWon["telegram"], doubleWon["slack"])
+	report.add(sc, "quorum 2 (network:http: a Telegram and a Slack approver, tapped at once)", "%d requests, each allowed once both were counted (%d by two Allow always, with a grant), %d wrong",
+		quorumReqs, quorumGrants, quorumBad)
 	report.add(sc, "latency, decided on arrival (POST → answer)", "%s", nowLat)
 	report.add(sc, "latency, tap → waiting agent's answer", "%s", tapLat)
 	report.add(sc, "  via Telegram (callback_query via getUpdates)", "%s", tapLatTG)

@@ -71,6 +71,8 @@ const (
 	AuditGrantRevoked = "grant_revoked" // a grant was revoked (by a person or as stale)
 	AuditPrune        = "prune"         // one pass of the prune job
 	AuditNote         = "note"          // the owner attached a note to a request
+	AuditApproval     = "approval"      // one approver's allow counted towards a quorum
+	AuditEscalated    = "escalated"     // a pending request's card went to its route's escalate_to
 	AuditGenesis      = "chain_genesis" // the first row of the hash chain
 	// AuditCheckpoint stands where the prune job removed the oldest rows:
 	// its hash is the hash of the last row removed, so the chain after it

@@ -85,8 +85,9 @@ type DB struct {
 
 	group groupCommit // see GroupTx
 
-	stmtMu sync.RWMutex
-	stmts  map[string]*sql.Stmt
+	stmtMu  sync.RWMutex
+	stmts   map[string]*sql.Stmt
+	warming sync.Map // queries of transactions being (or once) prepared in the background
 }
 
 // writeWait is how long a write transaction waits for the one before it,
@@ -418,22 +419,43 @@ type txQuerier struct {
 	tx *sql.Tx
 }
 
+// txStmt returns the cached statement of query for use in a transaction,
+// or nil. It never prepares one itself: preparing needs a second
+// connection, and the transaction holds the write lock that the holders of
+// every other connection may be waiting for (a deadlock until the busy
+// timeout). A statement not cached yet runs unprepared on the transaction
+// and is prepared in the background, for the next time.
+func (q txQuerier) txStmt(query string) *sql.Stmt {
+	if q.db.pg != nil {
+		return nil
+	}
+	q.db.stmtMu.RLock()
+	st := q.db.stmts[query]
+	q.db.stmtMu.RUnlock()
+	if st == nil {
+		if _, started := q.db.warming.LoadOrStore(query, true); !started {
+			go q.db.stmt(context.Background(), query)
+		}
+	}
+	return st
+}
+
 func (q txQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st := q.db.stmt(ctx, query); st != nil {
+	if st := q.txStmt(query); st != nil {
 		return q.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
 	return q.tx.ExecContext(ctx, query, args...)
 }
 
 func (q txQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := q.db.stmt(ctx, query); st != nil {
+	if st := q.txStmt(query); st != nil {
 		return q.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
 	return q.tx.QueryContext(ctx, query, args...)
 }
 
 func (q txQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := q.db.stmt(ctx, query); st != nil {
+	if st := q.txStmt(query); st != nil {
 		return q.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
 	return q.tx.QueryRowContext(ctx, query, args...)

@@ -142,15 +142,26 @@ func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.Interacti
 		m.revoke(ctx, ic.User.ID, ic.User.Name, cb.GrantID, answer)
 		return
 	}
-	if !m.approver[ic.User.ID] {
+	// Who may decide is the request's route's to say (people outside
+	// slack.approvers, members of a user group): the service checks.
+	actor := approvals.Actor{Channel: Name, ID: ic.User.ID, Name: ic.User.Name, Outsider: !m.approver[ic.User.ID]}
+	r, err := m.svc.Decide(ctx, cb.RequestID, cb.Decision, actor)
+	if errors.Is(err, approvals.ErrNotApprover) {
 		m.log.Warn("refused a decision from a non-approver", "user_id", ic.User.ID, "request_id", cb.RequestID)
-		answer(m.loc.T("slack.not_approver"))
+		if actor.Outsider {
+			answer(m.loc.T("slack.not_approver"))
+		} else {
+			answer(m.loc.T("slack.not_route_approver"))
+		}
 		return
 	}
-	actor := approvals.Actor{Channel: Name, ID: ic.User.ID, Name: ic.User.Name}
-	r, err := m.svc.Decide(ctx, cb.RequestID, cb.Decision, actor)
 	if err != nil {
 		answer(m.decideRefusal(err, cb.RequestID))
+		return
+	}
+	if !r.Status.Finished() {
+		answer(m.loc.T("slack.counted", cards.EscapeMrkdwn(cards.Progress(r, m.loc))))
+		m.log.Info("approval counted in slack", "request_id", r.ID, "decision", string(cb.Decision), "user_id", ic.User.ID)
 		return
 	}
 	m.log.Info("decided in slack", "request_id", r.ID, "decision", string(cb.Decision), "user_id", ic.User.ID)
@@ -160,7 +171,10 @@ func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.Interacti
 // clicker reads.
 func (m *Messenger) decideRefusal(err error, id string) string {
 	var already *approvals.AlreadyDecidedError
+	var counted *approvals.AlreadyCountedError
 	switch {
+	case errors.As(err, &counted):
+		return m.loc.T("slack.already_counted", cards.EscapeMrkdwn(cards.Progress(counted.Request, m.loc)))
 	case errors.As(err, &already):
 		return m.loc.T("slack.already_finished", cards.EscapeMrkdwn(cards.StatusLine(already.Request, m.loc)))
 	case errors.Is(err, approvals.ErrAllowAlwaysRefused):

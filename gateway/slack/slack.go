@@ -82,6 +82,7 @@ type Messenger struct {
 	replays  *replayCache
 	approver map[string]bool
 	admin    map[string]bool
+	groups   groupCache // members of the user groups routes name
 
 	jobsMu   sync.Mutex
 	jobs     sync.WaitGroup

@@ -48,7 +48,7 @@ func (b *Bot) onCallback(ctx context.Context, q *tgbotapi.CallbackQuery) {
 		b.answer(ctx, q.ID, b.loc.T("tg.bad_button"), true)
 		return
 	}
-	if !b.isApprover(q.From) {
+	if q.From == nil || cb.Revoke() && !b.isApprover(q.From) {
 		log.Warn("refused a tap from a non-approver", "request_id", cb.RequestID, "grant_id", cb.GrantID)
 		b.answer(ctx, q.ID, b.loc.T("tg.not_approver"), true)
 		return
@@ -58,12 +58,26 @@ func (b *Bot) onCallback(ctx context.Context, q *tgbotapi.CallbackQuery) {
 		b.revokeByButton(ctx, q, cb.GrantID, by)
 		return
 	}
+	// Who may decide is the request's route's to say (it may name people
+	// outside telegram.approvers, or leave some of them out): the service
+	// checks, told whether the person is one of this channel's approvers.
+	by.Outsider = !b.isApprover(q.From)
 	log = log.With("request_id", cb.RequestID, "decision", cb.Decision)
 	r, err := b.svc.Decide(ctx, cb.RequestID, cb.Decision, by)
 	var already *approvals.AlreadyDecidedError
+	var counted *approvals.AlreadyCountedError
 	switch {
 	case err == nil:
 		b.answer(ctx, q.ID, decidedText(r, b.loc), false)
+	case errors.Is(err, approvals.ErrNotApprover):
+		log.Warn("refused a tap from a non-approver")
+		if by.Outsider {
+			b.answer(ctx, q.ID, b.loc.T("tg.not_approver"), true)
+		} else {
+			b.answer(ctx, q.ID, b.loc.T("tg.not_route_approver"), true)
+		}
+	case errors.As(err, &counted):
+		b.answer(ctx, q.ID, b.loc.T("tg.already_counted", cards.Progress(counted.Request, b.loc)), true)
 	case errors.As(err, &already):
 		b.answer(ctx, q.ID, alreadyText(already.Request, b.loc), true)
 	case errors.Is(err, approvals.ErrAllowAlwaysRefused):
@@ -80,6 +94,8 @@ func (b *Bot) onCallback(ctx context.Context, q *tgbotapi.CallbackQuery) {
 // decidedText confirms a tap that decided.
 func decidedText(r approvals.Request, l locale.Locale) string {
 	switch {
+	case r.Status == approvals.StatusPending:
+		return l.T("tg.counted", cards.Progress(r, l))
 	case r.Decision != nil && *r.Decision == approvals.AllowAlways && r.GrantID != nil:
 		return l.T("tg.decided_always", *r.GrantID)
 	case r.Status == approvals.StatusAllowed:

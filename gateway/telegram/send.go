@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"net/http"
 	"strconv"
 	"strings"
@@ -150,6 +151,26 @@ func (b *Bot) Update(ctx context.Context, r approvals.Request, ref string) error
 	ctx, cancel := context.WithTimeout(ctx, b.callTimeout)
 	defer cancel()
 	return b.edit(ctx, chat, id, b.render(ctx, r), r.ID)
+}
+
+// Remind sends a short reminder of a pending request as a reply to its
+// card, so it notifies the chat and leads back to the buttons. One
+// attempt: the next reminder comes remind_every later.
+func (b *Bot) Remind(ctx context.Context, r approvals.Request, ref string) error {
+	chat, id, ok := parseRef(ref)
+	if !ok {
+		return fmt.Errorf("telegram: card reference %q unreadable", ref)
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.callTimeout)
+	defer cancel()
+	msg := tgbotapi.NewMessage(chat, html.EscapeString(cards.Reminder(r, b.loc)))
+	msg.ParseMode = tgbotapi.ModeHTML
+	msg.ReplyToMessageID = id
+	msg.AllowSendingWithoutReply = true
+	if _, err := b.bot(ctx).Send(msg); err != nil {
+		return b.sendError("sendMessage", err)
+	}
+	return nil
 }
 
 // edit replaces a message's text and keyboard. A nil keyboard removes the

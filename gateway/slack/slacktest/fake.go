@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -133,6 +134,9 @@ type Message struct {
 	Channel, TS, Text string
 	Blocks            string // JSON
 	Updates           int
+	// ThreadTS is the ts of the message this one replies to in a thread
+	// (chat.postMessage with thread_ts), "" for a message in the channel.
+	ThreadTS string
 }
 
 // Failure is an answer to inject instead of the normal one.
@@ -162,6 +166,7 @@ type Server struct {
 	history  []Call
 	messages map[string]*Message // channel + ":" + ts
 	views    map[string]json.RawMessage
+	groups   map[string][]string // user group id → member ids
 	failures map[string][]Failure
 	nextTS   int64
 	sockets  map[*socketConn]struct{}
@@ -183,7 +188,7 @@ func New(o Options) *Server {
 	}
 	s := &Server{
 		Calls: make(chan Call, o.CallBuffer), opts: o, messages: map[string]*Message{},
-		views: map[string]json.RawMessage{}, failures: map[string][]Failure{}, nextTS: 1700000000000100,
+		views: map[string]json.RawMessage{}, groups: map[string][]string{}, failures: map[string][]Failure{}, nextTS: 1700000000000100,
 		sockets: map[*socketConn]struct{}{},
 	}
 	mux := http.NewServeMux()
@@ -265,6 +270,28 @@ func (s *Server) Message(channel, ts string) (Message, bool) {
 		return Message{}, false
 	}
 	return *m, true
+}
+
+// SetUserGroup makes a user group (an "S…" id) with these members, as
+// usergroups.users.list will answer; calling it again changes the members.
+func (s *Server) SetUserGroup(id string, members ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.groups[id] = append([]string(nil), members...)
+}
+
+// Replies returns the messages posted in the thread of channel:ts, oldest first.
+func (s *Server) Replies(channel, ts string) []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Message
+	for _, m := range s.messages {
+		if m.Channel == channel && m.ThreadTS == ts {
+			out = append(out, *m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].TS < out[j].TS })
+	return out
 }
 
 // View returns the last Home tab view published for a user.
@@ -450,12 +477,23 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 			answer(http.StatusOK, map[string]any{"ok": false, "error": "channel_not_found"})
 			return
 		}
+		thread := call.Form.Get("thread_ts")
 		s.mu.Lock()
+		if _, ok := s.messages[ch+":"+thread]; thread != "" && !ok {
+			s.mu.Unlock()
+			answer(http.StatusOK, map[string]any{"ok": false, "error": "thread_not_found"})
+			return
+		}
 		s.nextTS++
 		ts := fmt.Sprintf("%d.%06d", s.nextTS/1000000, s.nextTS%1000000)
-		s.messages[ch+":"+ts] = &Message{Channel: ch, TS: ts, Text: call.Form.Get("text"), Blocks: call.Form.Get("blocks")}
+		s.messages[ch+":"+ts] = &Message{Channel: ch, TS: ts, Text: call.Form.Get("text"), Blocks: call.Form.Get("blocks"),
+			ThreadTS: thread}
 		s.mu.Unlock()
-		answer(http.StatusOK, map[string]any{"ok": true, "channel": ch, "ts": ts})
+		msg := map[string]any{"type": "message", "ts": ts, "text": call.Form.Get("text")}
+		if thread != "" {
+			msg["thread_ts"] = thread
+		}
+		answer(http.StatusOK, map[string]any{"ok": true, "channel": ch, "ts": ts, "message": msg})
 	case "chat.update":
 		ch, ts := call.Form.Get("channel"), call.Form.Get("ts")
 		s.mu.Lock()
@@ -489,6 +527,21 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		s.views[v.UserID] = v.View
 		s.mu.Unlock()
 		answer(http.StatusOK, map[string]any{"ok": true, "view": map[string]any{"id": "V1", "type": "home"}})
+	case "usergroups.users.list":
+		// https://docs.slack.dev/reference/methods/usergroups.users.list
+		var id string
+		if call.Form != nil {
+			id = call.Form.Get("usergroup")
+		}
+		s.mu.Lock()
+		members, ok := s.groups[id]
+		members = append([]string{}, members...)
+		s.mu.Unlock()
+		if !ok {
+			answer(http.StatusOK, map[string]any{"ok": false, "error": "no_such_subteam"})
+			return
+		}
+		answer(http.StatusOK, map[string]any{"ok": true, "users": members})
 	case "apps.connections.open":
 		u := "ws" + strings.TrimPrefix(s.URL, "http") + "/socket"
 		answer(http.StatusOK, map[string]any{"ok": true, "url": u})

@@ -1,0 +1,116 @@
+package approvals
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Route sends matching requests to the right people ([[approvals.routes]]):
+// where the card goes, who may decide, how many must allow, and when the
+// card is escalated or a reminder sent. The first matching route wins.
+type Route struct {
+	Capability string // exact name, "*" or "prefix:*"
+	Agent      string // "" = any agent
+	Critical   *bool  // nil = any
+	Notify     []string
+	Approvers  []string // "channel:user"; empty = each channel's own approvers
+	Quorum     int      // distinct allows needed; < 1 means 1
+	// EscalateAfter > 0 posts the card also to EscalateTo when the request
+	// is still pending after it.
+	EscalateAfter time.Duration
+	EscalateTo    []string
+	// RemindEvery > 0 reminds the approvers this often while pending.
+	RemindEvery time.Duration
+}
+
+// Matches reports whether the route applies to a request of agent for the
+// capability.
+func (rt Route) Matches(agent, capability string, critical bool) bool {
+	if rt.Agent != "" && rt.Agent != agent {
+		return false
+	}
+	if rt.Critical != nil && *rt.Critical != critical {
+		return false
+	}
+	switch {
+	case rt.Capability == "*":
+		return true
+	case strings.HasSuffix(rt.Capability, ":*"):
+		return strings.HasPrefix(capability, strings.TrimSuffix(rt.Capability, "*"))
+	}
+	return rt.Capability == capability
+}
+
+// route returns the first route matching the request, if any.
+func (s *Service) route(agent, capability string, critical bool) (Route, bool) {
+	for _, rt := range s.opts.Routes {
+		if rt.Matches(agent, capability, critical) {
+			return rt, true
+		}
+	}
+	return Route{}, false
+}
+
+// applyRoute fills what the route says into a new pending request.
+func (s *Service) applyRoute(r *Request, notify []string, now time.Time) {
+	r.Quorum = 1
+	rt, ok := s.route(r.Agent, r.Capability, r.Critical)
+	if ok {
+		if len(rt.Notify) > 0 {
+			notify = rt.Notify
+		}
+		r.Quorum = max(rt.Quorum, 1)
+		r.Approvers = append([]string(nil), rt.Approvers...)
+		if rt.EscalateAfter > 0 && len(rt.EscalateTo) > 0 {
+			r.EscalateAfter, r.EscalateTo = rt.EscalateAfter, append([]string(nil), rt.EscalateTo...)
+		}
+		r.RemindEvery = rt.RemindEvery
+	}
+	for _, n := range notify {
+		if n != "web" && s.notifiers[n] != nil {
+			r.Notify = append(r.Notify, n)
+		}
+	}
+	_ = now
+}
+
+// authorize checks that by may decide r: one of the route's approvers (a
+// member of a group the route names counts), else, with no approvers in
+// the route, an approver of the channel used.
+func (s *Service) authorize(ctx context.Context, r Request, by Actor) error {
+	if len(r.Approvers) == 0 {
+		if by.Outsider {
+			return fmt.Errorf("%w: %s", ErrNotApprover, by.Identity())
+		}
+		return nil
+	}
+	id := by.Identity()
+	for _, a := range r.Approvers {
+		if a == id {
+			return nil
+		}
+	}
+	// Groups last: resolving one may call the messenger's API.
+	n, _ := s.notifiers[by.Channel].(GroupResolver)
+	if n == nil {
+		return fmt.Errorf("%w: %s", ErrNotApprover, id)
+	}
+	for _, a := range r.Approvers {
+		ch, group, _ := strings.Cut(a, ":")
+		if ch != by.Channel || !n.IsGroup(group) {
+			continue
+		}
+		in, err := n.InGroup(ctx, group, by.ID)
+		if err != nil {
+			// Fail closed: a group we cannot read admits nobody.
+			s.log.Warn("could not read a user group; its members are refused meanwhile", "group", group, "err", err)
+			continue
+		}
+		if in {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s", ErrNotApprover, id)
+}

@@ -1,0 +1,100 @@
+package config
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// routeBase is valid plus an admin agent, for the route cases.
+const routeBase = valid + `
+[[agents]]
+id = "ops"
+token_env = "OTHER_AGENT_TOKEN"
+admin = true
+`
+
+func TestLoad_Routes(t *testing.T) {
+	src := routeBase + `
+[[approvals.routes]]
+capability = "mail:send"
+agent = "metnos"
+critical = true
+notify = ["telegram", "slack"]
+approvers = ["telegram:5123456789", "slack:U0APPROVER", "slack:S0OPSGROUP", "web:owner", "agent:ops"]
+quorum = 2
+escalate_after = "5m"
+escalate_to = ["slack"]
+remind_every = "10m"
+
+[[approvals.routes]]
+capability = "fs:*"
+`
+	cfg, err := Load(writeFile(t, src), true, env(baseEnv(t)))
+	if err != nil {
+		t.Fatalf("valid routes refused: %v", err)
+	}
+	yes := true
+	want := []Route{
+		{Capability: "mail:send", Agent: "metnos", Critical: &yes, Notify: []string{"telegram", "slack"},
+			Approvers: []string{"telegram:5123456789", "slack:U0APPROVER", "slack:S0OPSGROUP", "web:owner", "agent:ops"},
+			Quorum:    2, EscalateAfter: 5 * time.Minute, EscalateTo: []string{"slack"}, RemindEvery: 10 * time.Minute},
+		{Capability: "fs:*", Quorum: 1},
+	}
+	if !reflect.DeepEqual(cfg.Approvals.Routes, want) {
+		t.Errorf("routes:\n got %+v\nwant %+v", cfg.Approvals.Routes, want)
+	}
+	red := cfg.Redacted()
+	red.Approvals.Routes[0].Approvers[0] = "changed"
+	if cfg.Approvals.Routes[0].Approvers[0] != "telegram:5123456789" {
+		t.Error("Redacted shares the routes' slices")
+	}
+}
+
+func TestLoad_RoutesRefused(t *testing.T) {
+	route := func(body string) string { return routeBase + "\n[[approvals.routes]]\n" + body }
+	tests := []struct {
+		name string
+		toml string
+		want string
+	}{
+		{"unknown key", route("capability = \"*\"\nqourum = 2\n"), `approvals.routes[0].qourum: unknown key (did you mean quorum?)`},
+		{"no capability", route("quorum = 1\n"), "approvals.routes[0].capability: required"},
+		{"unknown capability", route("capability = \"mail:sned\"\n"), `approvals.routes[0].capability: unknown capability "mail:sned"`},
+		{"unknown agent", route("capability = \"*\"\nagent = \"nobody\"\n"), `approvals.routes[0].agent: no agent "nobody"`},
+		{"bad notify", route("capability = \"*\"\nnotify = [\"discord\"]\n"), `approvals.routes[0].notify[0]: unknown channel "discord"`},
+		{"twice notify", route("capability = \"*\"\nnotify = [\"web\", \"web\"]\n"), `approvals.routes[0].notify[1]: "web" is listed twice`},
+		{"approver no channel", route("capability = \"*\"\napprovers = [\"roberto\"]\n"), `approvals.routes[0].approvers[0]: "roberto" is not "channel:user"`},
+		{"approver unknown channel", route("capability = \"*\"\napprovers = [\"discord:1\"]\n"), `approvals.routes[0].approvers[0]: unknown channel "discord"`},
+		{"approver bad telegram id", route("capability = \"*\"\napprovers = [\"telegram:roberto\"]\n"), `approvals.routes[0].approvers[0]: bad Telegram user id "roberto"`},
+		{"approver bad slack id", route("capability = \"*\"\napprovers = [\"slack:roberto\"]\n"), `approvals.routes[0].approvers[0]: bad Slack id "roberto"`},
+		{"approver non-admin agent", route("capability = \"*\"\napprovers = [\"agent:metnos\"]\n"), `approvals.routes[0].approvers[0]: agent "metnos" is not an admin agent`},
+		{"approver unknown agent", route("capability = \"*\"\napprovers = [\"agent:ghost\"]\n"), `approvals.routes[0].approvers[0]: no agent "ghost"`},
+		{"approver twice", route("capability = \"*\"\napprovers = [\"web:owner\", \"web:owner\"]\n"), `approvals.routes[0].approvers[1]: "web:owner" is listed twice`},
+		{"quorum zero", route("capability = \"*\"\nquorum = 0\n"), "approvals.routes[0].quorum: must be at least 1"},
+		{"quorum unreachable", route("capability = \"*\"\napprovers = [\"web:owner\"]\nquorum = 2\n"), "approvals.routes[0].quorum: 2 can never be reached"},
+		{"escalate too soon", route("capability = \"*\"\nescalate_after = \"500ms\"\nescalate_to = [\"slack\"]\n"), "approvals.routes[0].escalate_after: must be at least 1s"},
+		{"escalate nowhere", route("capability = \"*\"\nescalate_after = \"5m\"\n"), "approvals.routes[0].escalate_to: required when escalate_after is set"},
+		{"escalate_to without after", route("capability = \"*\"\nescalate_to = [\"slack\"]\n"), "approvals.routes[0].escalate_after: must be at least 1s"},
+		{"escalate bad duration", route("capability = \"*\"\nescalate_after = \"soon\"\nescalate_to = [\"slack\"]\n"), `approvals.routes[0].escalate_after: bad duration "soon"`},
+		{"remind too often", route("capability = \"*\"\nremind_every = \"10ms\"\n"), "approvals.routes[0].remind_every: must be at least 1s"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(writeFile(t, tc.toml), true, env(baseEnv(t)))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("slack approver without slack", func(t *testing.T) {
+		src := "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\n[[approvals.routes]]\ncapability = \"*\"\napprovers = [\"slack:U1\"]\nnotify = [\"telegram\"]\n"
+		_, err := Load(writeFile(t, src), true, env(baseEnv(t)))
+		for _, want := range []string{"approvals.routes[0].approvers[0]: slack is not configured", "approvals.routes[0].notify[0]: telegram is not configured"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("got %v, want %q", err, want)
+			}
+		}
+	})
+}
