@@ -47,6 +47,12 @@ func (s *Server) mcpHandler(api http.Handler) http.Handler {
 		if a := s.AgentByToken(tok); a != nil {
 			return a.ID
 		}
+		// A child token (a sub-agent's) acts as its root agent here too.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if a, err := s.childAgent(ctx, tok); err == nil && a != nil {
+			return a.ID
+		}
 		return ""
 	}
 	return mcpserver.HTTPHandler(s.mcp, verify, s.log)
