@@ -560,6 +560,32 @@ func TestReplicas_PostgreSQL(t *testing.T) {
 			t.Errorf("replica %d polled getUpdates after replica %d took over", p.replica, newLeader.n)
 		}
 	}
+
+	// Run-time rules and child tokens across processes: a rule added on
+	// one replica decides the very next request on another; a child token
+	// revoked on one is refused by another on its next call.
+	if code, body, err := newLeader.do(ctx, "POST", "/v1/policy/rules", childAdminToken,
+		map[string]any{"capability": "llm:online", "target": "*", "action": "block"}); err != nil || code != http.StatusCreated {
+		t.Fatalf("add a rule on replica %d: %d %s %v", newLeader.n, code, body, err)
+	}
+	if r := other.want(t, http.StatusOK, "POST", "/v1/requests", childAgentToken,
+		map[string]any{"capability": "llm:online"}); r.Status != approvals.StatusDenied {
+		t.Errorf("replica %d after the rule added on replica %d: %s (%s)", other.n, newLeader.n, r.Status, r.Reason)
+	}
+	code, body, err := other.do(ctx, "POST", "/v1/tokens", childAgentToken, map[string]any{"ttl": "1h", "name": "sub"})
+	var child struct{ ID, Token string }
+	if err != nil || code != http.StatusCreated || json.Unmarshal(body, &child) != nil {
+		t.Fatalf("make a child token on replica %d: %d %s %v", other.n, code, body, err)
+	}
+	if code, _, _ := newLeader.do(ctx, "GET", "/v1/capabilities", child.Token, nil); code != http.StatusOK {
+		t.Fatalf("the child token on replica %d: %d", newLeader.n, code)
+	}
+	if code, body, err := newLeader.do(ctx, "DELETE", "/v1/tokens/"+child.ID, childAgentToken, nil); err != nil || code != http.StatusOK {
+		t.Fatalf("revoke on replica %d: %d %s %v", newLeader.n, code, body, err)
+	}
+	if code, _, _ := other.do(ctx, "GET", "/v1/capabilities", child.Token, nil); code != http.StatusUnauthorized {
+		t.Errorf("replica %d after the revoke on replica %d: %d, want 401", other.n, newLeader.n, code)
+	}
 }
 
 // benchConfig writes the config of a benchmark gateway: no messengers, one
