@@ -1,10 +1,14 @@
 package hooks_test
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -117,12 +121,87 @@ env_key = "STANDIN_API_KEY"
 	if gatewayURL != g.URL {
 		env = append(env, "GATEWAY_URL="+gatewayURL)
 	}
+	codexTrustHooks(t, codex, env, proj, filepath.Join(home, ".codex", "config.toml"))
 	stdout, stderr, err := agenttest.Run(t, 90*time.Second, proj, env, codex,
-		"exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust", "--sandbox", "danger-full-access", "do the task")
+		"exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", "do the task")
 	if err != nil {
 		t.Fatalf("codex exec: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 	return proj, stdout + stderr
+}
+
+// codexTrustHooks trusts the configured hooks the way Codex's /hooks
+// review does: it asks Codex (its app server's hooks/list) for each hook's
+// key and current hash and records them as [hooks.state."KEY"]
+// trusted_hash in config.toml. Codex runs no hook it was not told to trust.
+func codexTrustHooks(t *testing.T, codex string, env []string, proj, configPath string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, codex, "app-server")
+	cmd.Env, cmd.Dir = env, proj
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); cancel(); cmd.Wait() }()
+	for _, msg := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"gateway-test","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"initialized"}`,
+		mustJSON(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": map[string]any{"cwds": []string{proj}}}),
+	} {
+		if _, err := io.WriteString(in, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var resp struct {
+			ID     int `json:"id"`
+			Result struct {
+				Data []struct {
+					Hooks []struct {
+						Key, CurrentHash, TrustStatus string
+					} `json:"hooks"`
+				} `json:"data"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(sc.Bytes(), &resp) != nil || resp.ID != 2 {
+			continue
+		}
+		var state strings.Builder
+		n := 0
+		for _, d := range resp.Result.Data {
+			for _, h := range d.Hooks {
+				if h.TrustStatus != "untrusted" {
+					t.Fatalf("hook %s is %s before review", h.Key, h.TrustStatus)
+				}
+				fmt.Fprintf(&state, "\n[hooks.state.%s]\ntrusted_hash = %s\n", mustJSON(h.Key), mustJSON(h.CurrentHash))
+				n++
+			}
+		}
+		if n != 2 {
+			t.Fatalf("Codex lists %d hooks, want the 2 of docs/agents.md", n)
+		}
+		f, err := os.OpenFile(configPath, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(state.String()); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("codex app-server did not list the hooks: %v", sc.Err())
 }
 
 func writeTestFile(t *testing.T, path, content string) {
