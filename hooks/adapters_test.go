@@ -3,6 +3,8 @@ package hooks_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -299,4 +301,27 @@ func FuzzAdapters(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDocsConfig: the real-CLI tests configure the hooks exactly as
+// docs/agents.md tells users to.
+func TestDocsConfig(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "agents.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := string(b)
+	for _, want := range []string{
+		strings.TrimSpace(codexHookConfig),
+		`"matcher": "run_shell_command|write_file|replace|read_file|read_many_files|glob|search_file_content|grep_search|list_directory|web_fetch|mcp_.*"`,
+		`{ "type": "command", "name": "approval-gateway", "command": "gateway hook gemini", "timeout": 600000 }`,
+		`"command": "gateway hook gemini --no-ask"`,
+	} {
+		if !strings.Contains(docs, want) {
+			t.Errorf("docs/agents.md lacks the configuration the tests use:\n%s", want)
+		}
+	}
+	if !strings.Contains(geminiSettings, `"command": "gateway hook gemini --no-ask", "timeout": 600000`) {
+		t.Error("the Gemini CLI test does not use the documented headless hook")
+	}
 }
