@@ -10,6 +10,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/locale"
+	"github.com/metnos/gateway/policy"
 )
 
 // Card is the platform-neutral content of one request's card.
@@ -45,7 +46,38 @@ type Card struct {
 	// Progress); Escalation says why an escalated card arrived.
 	Progress   string
 	Escalation string
+	ArgKeys    []string
+	// Host and HostASCII are set for a host target whose host is not
+	// ASCII: the host as written and the name it is really looked up as
+	// (раураl.com → xn--l-7sba6dbr.com), so a look-alike shows.
+	Host, HostASCII string
+	// Notice says what Display changed in the card's text: the card then
+	// carries a warning line for each.
+	Notice Notice
+	// PageURL is where the whole request is shown: the web page's
+	// /r/{id}, absolute when web.public_url is set (see WithPage).
+	PageURL string
 }
+
+// RequestPath is the web page of one request, where every field is shown
+// whole.
+func RequestPath(id string) string { return "/r/" + id }
+
+// WithPage sets the card's link to its request's web page under the
+// gateway's public URL (web.public_url); with none, the link is the bare
+// path, which a person opens on the gateway's own address.
+func (c Card) WithPage(publicURL string) Card {
+	c.PageURL = strings.TrimRight(publicURL, "/") + RequestPath(c.RequestID)
+	return c
+}
+
+// Linked reports whether PageURL is absolute (a public URL is configured).
+func (c Card) Linked() bool {
+	return strings.HasPrefix(c.PageURL, "https://") || strings.HasPrefix(c.PageURL, "http://")
+}
+
+// Warnings are the card's warning lines, in its language.
+func (c Card) Warnings() []string { return c.Notice.Warnings(c.Locale) }
 
 // Button is one of the three decisions, in display order.
 type Button struct {
@@ -75,36 +107,110 @@ func (c Card) Buttons() []Button {
 	return append(b, Button{approvals.Deny, l.T("button.deny")})
 }
 
-// New builds the neutral card of r, to be shown with l.
-func New(r approvals.Request, l locale.Locale) Card {
-	c := Card{Locale: l,
-		RequestID: r.ID, Title: l.T("card.title", r.Agent, r.Capability), Agent: r.AgentLine(),
-		Level: r.Autonomy.String(), Capability: r.Capability, Critical: r.Critical, Target: r.Target,
-		Intent: r.Intent, Executor: r.Executor, Summary: r.Summary, ExpiresAt: r.ExpiresAt.In(l.Zone()),
-		Pending: r.Status == approvals.StatusPending, Status: r.Status, Note: r.Note,
-		AllowAlways: r.AllowAlwaysOffered(),
+// New builds the neutral card of r, to be shown with l. Every string an
+// agent (or a chat member: a name, a note) chose goes through Display; the
+// notices add up to the card's warning lines.
+func New(r approvals.Request, l locale.Locale) (c Card) {
+	show := func(s string) string {
+		out, n := Display(s)
+		c.Notice |= n
+		return out
+	}
+	c = Card{Locale: l,
+		RequestID: r.ID, Level: r.Autonomy.String(), Capability: show(r.Capability), Critical: r.Critical,
+		ExpiresAt: r.ExpiresAt.In(l.Zone()), Pending: r.Status == approvals.StatusPending, Status: r.Status,
+		AllowAlways: r.AllowAlwaysOffered(), PageURL: RequestPath(r.ID),
+	}
+	c.Agent = show(r.AgentLine())
+	c.Title = l.T("card.title", show(r.Agent), c.Capability)
+	c.Target, c.Intent, c.Executor, c.Summary, c.Note = show(r.Target), show(r.Intent), show(r.Executor), show(r.Summary), show(r.Note)
+	for _, k := range r.ArgKeys {
+		c.ArgKeys = append(c.ArgKeys, show(k))
+	}
+	if host, ascii, ok := idnHost(r.Capability, r.Target); ok {
+		c.Host, c.HostASCII = show(host), ascii
 	}
 	if r.Vaglio != nil {
-		c.HasVaglio, c.VaglioScore, c.VaglioReason = true, r.Vaglio.Score, r.Vaglio.Reason
-		c.Vaglio = VaglioWords(*r.Vaglio, l)
+		c.HasVaglio, c.VaglioScore, c.VaglioReason = true, r.Vaglio.Score, show(r.Vaglio.Reason)
+		c.Vaglio = show(VaglioWords(*r.Vaglio, l))
 	}
 	if c.AllowAlways {
-		target := r.GrantTarget
+		target := show(r.GrantTarget)
 		if target == "*" {
 			target = l.T("card.any_target")
 		}
-		c.GrantPreview = l.T("card.grant_preview", r.Capability, target, r.Channel+"/"+r.SenderID)
+		c.GrantPreview = l.T("card.grant_preview", c.Capability, target, show(r.Channel+"/"+r.SenderID))
 		if r.GrantExpiresAt != nil {
 			c.GrantPreview += l.T("card.grant_until", l.Date(*r.GrantExpiresAt))
 		} else {
 			c.GrantPreview += l.T("card.grant_no_expiry")
 		}
 	}
-	c.StatusLine = StatusLine(r, l)
+	c.StatusLine = show(StatusLine(r, l))
 	if c.Pending {
-		c.Progress, c.Escalation = Progress(r, l), Escalation(r, l)
+		c.Progress, c.Escalation = show(Progress(r, l)), show(Escalation(r, l))
 	}
 	return c
+}
+
+// idnHost returns, for a host target whose host is not ASCII, the host as
+// written and its ASCII form.
+func idnHost(capability, target string) (host, ascii string, ok bool) {
+	c, err := policy.Lookup(capability)
+	if err != nil || c.TargetKind != policy.KindHost {
+		return "", "", false
+	}
+	host, ascii = policy.HostOf(target)
+	return host, ascii, host != ascii && !isASCII(host)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// cuts records what a renderer cut to fit a platform limit, by field, so
+// the card can say it (the whole text is on the request's web page).
+type cuts struct {
+	order []string
+	n     map[string]int
+}
+
+// cut is Cut, recorded under field.
+func (c *cuts) cut(field, s string, max int) string {
+	out, n := Cut(s, max)
+	c.add(field, n)
+	return out
+}
+
+func (c *cuts) add(field string, n int) {
+	if n == 0 {
+		return
+	}
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	if _, ok := c.n[field]; !ok {
+		c.order = append(c.order, field)
+	}
+	c.n[field] += n
+}
+
+// any reports whether anything was cut.
+func (c *cuts) any() bool { return len(c.order) > 0 }
+
+// line is the card's line about the cuts: "✂ Cut to fit: Target 8,976
+// characters. The whole request: " (the link follows).
+func (c *cuts) line(l locale.Locale) string {
+	parts := make([]string, len(c.order))
+	for i, f := range c.order {
+		parts[i] = l.T("card.cut_field", f, thousands(c.n[f]))
+	}
+	return l.T("card.cut", strings.Join(parts, ", "))
 }
 
 // StatusLine is the outcome line of a finished request ("" while pending).

@@ -154,22 +154,50 @@ func plain(text string) *slack.TextBlockObject {
 	return slack.NewTextBlockObject(slack.PlainTextType, text, true, false)
 }
 
-// codeSpan shows s in a code span: escaped, with backticks (which would end
-// the span early) shown as the look-alike ˋ, cut to fit max bytes with the
-// closing backtick kept.
-func codeSpan(s string, max int) string {
-	inner := EscapeMrkdwn(strings.ReplaceAll(s, "`", "ˋ"))
-	inner = strings.ReplaceAll(inner, "\n", " ")
-	return "`" + fitEscaped(inner, max-2) + "`"
+// codeSpan shows a displayed text (see Display) in a code span, where
+// Slack applies no formatting: escaped for mrkdwn, its line breaks folded,
+// a backtick (which would end the span early) shown as the escape
+// ⟦U+0060⟧, cut in the middle to fit max bytes with the cut recorded in cs
+// under field.
+func codeSpan(cs *cuts, field, s string, max int) string {
+	s = strings.ReplaceAll(oneLine(s), "`", "⟦U+0060⟧")
+	return "`" + fitMrkdwn(cs, field, s, max-2) + "`"
 }
 
-// field is a "*Label*\nvalue" section field; value is raw text, escaped here.
-func field(label, value string) *slack.TextBlockObject {
+// fitMrkdwn escapes a displayed text for mrkdwn and cuts it in the middle,
+// never inside an escape or an entity, until it fits limit bytes (Slack
+// counts characters; bytes are never fewer). The cut is recorded in cs.
+func fitMrkdwn(cs *cuts, field, s string, limit int) string {
+	out := EscapeMrkdwn(s)
+	if len(out) <= limit {
+		return out
+	}
+	n := utf8.RuneCountInString(s)
+	for {
+		n = min(n-1, n*limit/len(out))
+		cut, k := Cut(s, max(n, 0))
+		if out = EscapeMrkdwn(cut); len(out) <= limit || n <= 0 {
+			cs.add(field, k)
+			return out
+		}
+	}
+}
+
+// plainFact is a plain_text fact, "Label: value": agent-supplied text
+// goes out as plain_text with emoji off, so no part of it can become a
+// link, a mention, formatting or an emoji. value is a displayed text; it
+// is folded to one line and cut to fit.
+func plainFact(cs *cuts, label, value string, max int) *slack.TextBlockObject {
 	if value == "" {
 		value = "—"
 	}
-	head := "*" + label + "*\n"
-	return mrkdwn(head + fitEscaped(EscapeMrkdwn(value), SlackMaxFieldText-len(head)))
+	head := label + ": "
+	return slackPlain(head + cs.cut(label, oneLine(value), max-utf8.RuneCountInString(head)))
+}
+
+// slackPlain is a plain_text object with emoji codes left as typed.
+func slackPlain(text string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.PlainTextType, text, false, false)
 }
 
 // SlackMessage is a card as chat.postMessage and chat.update take it.
@@ -199,12 +227,16 @@ func slackExpires(t time.Time, l locale.Locale) string {
 	return l.T("time.expired_at", slackDate(t, l))
 }
 
-// Slack renders the Block Kit card of c: header, the facts as fields, a
-// context line with the expiry and what Allow always would grant, and the
-// three buttons while pending; a finished card keeps the facts and shows the
-// outcome instead of buttons.
+// Slack renders the Block Kit card of c: header, the warning lines when
+// Display had to escape anything, the facts as fields, a context line with
+// the expiry and what Allow always would grant, the cut line when a field
+// was cut, and the three buttons while pending; a finished card keeps the
+// facts and shows the outcome instead of buttons. Every agent-supplied
+// text is plain_text: Slack shows it as sent, never as a link, mention or
+// formatting.
 func Slack(c Card) SlackMessage {
 	l := c.Locale
+	var cs cuts
 	title := c.Title
 	if c.Critical {
 		title = "⚠️ " + title
@@ -217,34 +249,37 @@ func Slack(c Card) SlackMessage {
 	if c.HasVaglio {
 		vag = c.Vaglio
 	}
-	targetHead := "*" + l.T("label.target") + "*\n"
-	blocks := []slack.Block{
-		slack.NewHeaderBlock(plain(fitPlain(title, SlackMaxHeaderText))),
-		slack.NewSectionBlock(nil, []*slack.TextBlockObject{
-			field(l.T("label.agent"), c.Agent),
-			field(l.T("label.level"), c.Level),
-			field(l.T("label.capability"), capability),
-			mrkdwn(targetHead + codeSpan(c.Target, SlackMaxFieldText-len(targetHead))),
-			field(l.T("label.intent"), c.Intent),
-			field(l.T("label.executor"), c.Executor),
-			field(l.T("label.vaglio"), vag),
-		}, nil, slack.SectionBlockOptionBlockID("approval_facts")),
+	facts := []*slack.TextBlockObject{
+		plainFact(&cs, l.T("label.agent"), c.Agent, SlackMaxFieldText),
+		plainFact(&cs, l.T("label.level"), c.Level, SlackMaxFieldText),
+		plainFact(&cs, l.T("label.capability"), capability, SlackMaxFieldText),
+		plainFact(&cs, l.T("label.target"), c.Target, SlackMaxFieldText),
 	}
+	if c.HostASCII != "" {
+		facts = append(facts, plainFact(&cs, l.T("label.host"), c.Host+" → "+c.HostASCII, SlackMaxFieldText))
+	}
+	facts = append(facts,
+		plainFact(&cs, l.T("label.intent"), c.Intent, SlackMaxFieldText),
+		plainFact(&cs, l.T("label.executor"), c.Executor, SlackMaxFieldText),
+		plainFact(&cs, l.T("label.vaglio"), vag, SlackMaxFieldText))
+	blocks := []slack.Block{slack.NewHeaderBlock(slackPlain(fitPlain(oneLine(title), SlackMaxHeaderText)))}
+	if w := c.Warnings(); len(w) > 0 {
+		blocks = append(blocks, slack.NewContextBlock("approval_warning", mrkdwn(EscapeMrkdwn(strings.Join(w, "\n")))))
+	}
+	blocks = append(blocks, slack.NewSectionBlock(nil, facts, nil, slack.SectionBlockOptionBlockID("approval_facts")))
 	if c.Summary != "" {
-		head := "*" + l.T("label.summary") + "*\n"
-		blocks = append(blocks, slack.NewSectionBlock(
-			mrkdwn(head+fitEscaped(EscapeMrkdwn(c.Summary), SlackMaxSectionText-len(head))), nil, nil,
+		blocks = append(blocks, slack.NewSectionBlock(plainFact(&cs, l.T("label.summary"), c.Summary, SlackMaxSectionText), nil, nil,
 			slack.SectionBlockOptionBlockID("approval_summary")))
 	}
-	fallback := l.T("slack.fallback", c.Title, c.Target)
+	// The fallback text shows in notifications; the adapter sends it with
+	// mrkdwn off, and it is escaped besides, so it stays plain too.
+	fallback := l.T("slack.fallback", c.Title, oneLine(c.Target))
+	var tail []slack.Block
 	if c.Pending {
-		ctx := "⏳ " + slackExpires(c.ExpiresAt, c.Locale) + " · "
+		grant := l.T("card.no_allow_always", c.Capability)
 		if c.AllowAlways {
-			ctx += EscapeMrkdwn(c.GrantPreview)
-		} else {
-			ctx += EscapeMrkdwn(l.T("card.no_allow_always", c.Capability))
+			grant = cs.cut(l.T("button.allow_always"), oneLine(c.GrantPreview), SlackMaxSectionText-200)
 		}
-		ctx += " · " + l.T("label.request_lc") + " " + c.RequestID
 		if c.Escalation != "" || c.Progress != "" {
 			var lines []string
 			if c.Escalation != "" {
@@ -256,22 +291,37 @@ func Slack(c Card) SlackMessage {
 			blocks = append(blocks, slack.NewSectionBlock(mrkdwn(fitEscaped(strings.Join(lines, "\n"), SlackMaxSectionText)),
 				nil, nil, slack.SectionBlockOptionBlockID(SlackProgressBlockID)))
 		}
-		blocks = append(blocks,
-			slack.NewContextBlock("approval_context", mrkdwn(fitEscaped(ctx, SlackMaxSectionText))),
-			slack.NewActionBlock(SlackDecisionBlockID(c.RequestID), slackButtons(c)...))
+		blocks = append(blocks, slack.NewContextBlock("approval_context",
+			mrkdwn("⏳ "+slackExpires(c.ExpiresAt, c.Locale)+" · "+l.T("label.request_lc")+" "+c.RequestID),
+			slackPlain(grant)))
+		tail = append(tail, slack.NewActionBlock(SlackDecisionBlockID(c.RequestID), slackButtons(c)...))
 		fallback += ": " + l.T("slack.approval_needed")
 	} else {
-		text := EscapeMrkdwn(c.StatusLine)
+		text := cs.cut(l.T("label.request"), oneLine(c.StatusLine), SlackMaxSectionText/2)
 		if c.Note != "" {
-			text += "\n📝 " + EscapeMrkdwn(c.Note)
+			text += "\n📝 " + cs.cut(l.T("label.note"), oneLine(c.Note), SlackMaxSectionText/2-10)
 		}
 		blocks = append(blocks,
-			slack.NewSectionBlock(mrkdwn(fitEscaped(text, SlackMaxSectionText)), nil, nil,
-				slack.SectionBlockOptionBlockID(SlackOutcomeBlockID)),
+			slack.NewSectionBlock(slackPlain(text), nil, nil, slack.SectionBlockOptionBlockID(SlackOutcomeBlockID)),
 			slack.NewContextBlock("approval_context", mrkdwn(l.T("label.request_lc")+" "+c.RequestID)))
 		fallback += ": " + c.StatusLine
 	}
-	return SlackMessage{Text: fitEscaped(EscapeMrkdwn(fallback), SlackMaxFallbackText), Blocks: blocks}
+	if cs.any() {
+		blocks = append(blocks, slack.NewContextBlock("approval_cut", mrkdwn(slackCutLine(&cs, c))))
+	}
+	blocks = append(blocks, tail...)
+	var none cuts
+	return SlackMessage{Text: fitMrkdwn(&none, "", oneLine(fallback), SlackMaxFallbackText), Blocks: blocks}
+}
+
+// slackCutLine says what was cut and where the whole request is: a link
+// when web.public_url is set, else the path on the gateway's web page.
+func slackCutLine(cs *cuts, c Card) string {
+	line := EscapeMrkdwn(cs.line(c.Locale))
+	if c.Linked() {
+		return line + "<" + EscapeMrkdwn(c.PageURL) + "|" + EscapeMrkdwn(c.PageURL) + ">"
+	}
+	return line + "`" + EscapeMrkdwn(c.PageURL) + "`" + EscapeMrkdwn(c.Locale.T("card.not_linked"))
 }
 
 // slackButtons are the card's buttons, in the order of Card.Buttons.
@@ -289,7 +339,7 @@ func slackButtons(c Card) []slack.BlockElement {
 			// Allow always writes a standing grant: say exactly what, once more.
 			btn = btn.WithConfirm(slack.NewConfirmationBlockObject(
 				plain(l.T("slack.confirm_allow_always_title")),
-				plain(fitPlain(c.GrantPreview+".", SlackMaxConfirmText)),
+				slackPlain(fitPlain(oneLine(c.GrantPreview)+".", SlackMaxConfirmText)),
 				plain(l.T("slack.confirm_allow_always")),
 				plain(l.T("slack.cancel"))))
 		}
@@ -327,11 +377,20 @@ func SlackHomeView(h SlackHome) slack.HomeTabViewRequest {
 		add(slack.NewSectionBlock(mrkdwn(l.T("slack.home_nothing_pending")), nil, nil))
 	}
 	for _, c := range h.Pending {
-		text := fmt.Sprintf("*%s*\n%s · %s", EscapeMrkdwn(c.Title), codeSpan(c.Target, 1500), slackExpires(c.ExpiresAt, l))
+		var cs cuts
+		text := cs.cut(l.T("label.agent"), oneLine(c.Title), 200) + "\n" + cs.cut(l.T("label.target"), oneLine(c.Target), 1500)
 		if c.Intent != "" {
-			text += "\n" + fitEscaped(EscapeMrkdwn(c.Intent), 1000)
+			text += "\n" + cs.cut(l.T("label.intent"), oneLine(c.Intent), 1000)
 		}
-		add(slack.NewSectionBlock(mrkdwn(fitEscaped(text, SlackMaxSectionText)), nil, nil))
+		add(slack.NewSectionBlock(slackPlain(text), nil, nil))
+		ctx := slackExpires(c.ExpiresAt, l) + " · " + l.T("label.request_lc") + " " + c.RequestID
+		if w := c.Warnings(); len(w) > 0 {
+			ctx += " · " + EscapeMrkdwn(strings.Join(w, " · "))
+		}
+		if cs.any() {
+			ctx += "\n" + slackCutLine(&cs, c)
+		}
+		add(slack.NewContextBlock("", mrkdwn(ctx)))
 		if h.Approver {
 			add(slack.NewActionBlock(SlackDecisionBlockID(c.RequestID), slackButtons(c)...))
 		}
@@ -347,8 +406,8 @@ func SlackHomeView(h SlackHome) slack.HomeTabViewRequest {
 			btn := slack.NewButtonBlockElement(SlackActionRevoke, strconv.FormatInt(g.ID, 10), plain(l.T("slack.revoke"))).
 				WithStyle(slack.StyleDanger).
 				WithConfirm(slack.NewConfirmationBlockObject(plain(l.T("slack.confirm_revoke_title")),
-					plain(fitPlain(l.T("slack.confirm_revoke", g.ID, g.Capability, g.Target, g.Channel+"/"+g.SenderID),
-						SlackMaxConfirmText)),
+					slackPlain(fitPlain(oneLine(l.T("slack.confirm_revoke", g.ID, Safe(g.Capability), Safe(g.Target),
+						Safe(g.Channel+"/"+g.SenderID))), SlackMaxConfirmText)),
 					plain(l.T("slack.revoke")), plain(l.T("slack.cancel"))))
 			acc = slack.NewAccessory(btn)
 		}
@@ -371,8 +430,11 @@ func more(b bool) string {
 
 // SlackGrantLine is one grant as the Home tab and /approvals grants list it.
 func SlackGrantLine(g policy.Grant, l locale.Locale) string {
-	s := fmt.Sprintf("*#%d* %s %s %s", g.ID, l.T("grants.on", EscapeMrkdwn(g.Capability)), codeSpan(g.Target, 1000),
-		l.T("grants.for_by", EscapeMrkdwn(g.Channel+"/"+g.SenderID), EscapeMrkdwn(DisplayName(g.GrantedBy))))
+	var cs cuts
+	s := fmt.Sprintf("*#%d* %s %s %s", g.ID, l.T("grants.on", codeSpan(&cs, "", Safe(g.Capability), 100)),
+		codeSpan(&cs, "", Safe(g.Target), 1000),
+		l.T("grants.for_by", codeSpan(&cs, "", Safe(g.Channel+"/"+g.SenderID), 300),
+			codeSpan(&cs, "", Safe(DisplayName(g.GrantedBy)), 300)))
 	if g.ExpiresAt != nil {
 		s += " · " + l.T("grants.until", l.Date(*g.ExpiresAt))
 	}
@@ -381,7 +443,7 @@ func SlackGrantLine(g policy.Grant, l locale.Locale) string {
 	} else {
 		s += " · " + l.T("grants.never_used")
 	}
-	return fitEscaped(s, SlackMaxSectionText)
+	return s
 }
 
 // SlackPendingText is the answer to /approvals pending (mrkdwn).
@@ -391,9 +453,13 @@ func SlackPendingText(pending []Card, morePending bool, l locale.Locale) string 
 	}
 	var b strings.Builder
 	b.WriteString("*" + l.T("slack.pending_title", len(pending), more(morePending)) + "*")
+	var cs cuts
 	for _, c := range pending {
-		fmt.Fprintf(&b, "\n• `%s` %s %s · %s", c.RequestID, EscapeMrkdwn(c.Title), codeSpan(c.Target, 300),
+		fmt.Fprintf(&b, "\n• `%s` %s %s · %s", c.RequestID, codeSpan(&cs, "", c.Title, 120), codeSpan(&cs, "", c.Target, 300),
 			slackExpires(c.ExpiresAt, l))
+	}
+	if cs.any() {
+		b.WriteString("\n" + EscapeMrkdwn(l.T("card.cut_list")))
 	}
 	return fitEscaped(b.String(), SlackMaxSectionText)
 }

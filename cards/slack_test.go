@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -308,22 +309,26 @@ func TestEscapeMrkdwn(t *testing.T) {
 	}
 }
 
-func TestSlack_TruncationNeverSplitsAnEntity(t *testing.T) {
-	const marker = "… [truncated]"
-	for n := 1000; n < 1012; n++ {
-		r := slackRequest(func(r *approvals.Request) { r.Summary = strings.Repeat("x", n) + strings.Repeat("<é&", 1000) })
-		var text string
-		for _, b := range Slack(New(r, slackLocale)).Blocks {
-			if s, ok := b.(*slack.SectionBlock); ok && s.BlockID == "approval_summary" {
-				text = s.Text.Text
+var cutMarkerRE = regexp.MustCompile(` ⟦… [0-9,]+ characters cut …⟧ `)
+
+func TestSlack_CutNeverSplitsAnEntityOrEscape(t *testing.T) {
+	for n := 280; n < 300; n++ {
+		c := New(slackRequest(func(r *approvals.Request) {
+			r.Target = strings.Repeat("x", n) + strings.Repeat("<é&\u202e", 200)
+		}), slackLocale)
+		text := SlackPendingText([]Card{c}, false, slackLocale)
+		start := strings.Index(text, "`x")
+		span := text[start : start+1+strings.Index(text[start+1:], "`")+1]
+		if !strings.Contains(span, "characters cut") || !utf8.ValidString(span) || len(span) > 300 {
+			t.Fatalf("n=%d: bad cut, %d bytes: %q", n, len(span), span)
+		}
+		for _, part := range cutMarkerRE.Split(span, -1) {
+			if i := strings.LastIndexByte(part, '&'); i >= 0 && !strings.Contains(part[i:], ";") {
+				t.Fatalf("n=%d: split entity in %q", n, part)
 			}
-		}
-		if !strings.HasSuffix(text, marker) || len(text) > SlackMaxSectionText || !utf8.ValidString(text) {
-			t.Fatalf("n=%d: bad cut, %d bytes, ends %q", n, len(text), text[len(text)-30:])
-		}
-		body := strings.TrimSuffix(text, marker)
-		if i := strings.LastIndexByte(body, '&'); i >= 0 && !strings.Contains(body[i:], ";") {
-			t.Fatalf("n=%d: split entity at the end of %q", n, body[len(body)-20:])
+			if strings.Count(part, "⟦") != strings.Count(part, "⟧") {
+				t.Fatalf("n=%d: split escape in %q", n, part)
+			}
 		}
 	}
 }

@@ -40,7 +40,7 @@ type TelegramMessage struct {
 // marker until the text fits TelegramMaxText.
 func Telegram(c Card) TelegramMessage {
 	var m TelegramMessage
-	for limit := TelegramMaxText; ; limit /= 2 {
+	for limit := TelegramMaxText; ; limit = limit * 3 / 4 {
 		m = renderTelegram(c, max(limit, telegramFieldFloor))
 		if UTF16Len(m.Plain) <= TelegramMaxText || limit <= telegramFieldFloor {
 			break
@@ -94,17 +94,22 @@ func (t *tgText) tag(name, s string) {
 func (t *tgText) nl() { t.text("\n") }
 
 func renderTelegram(c Card, limit int) TelegramMessage {
-	cut := func(s string) string { return Truncate(oneLine(s), limit) }
 	l := c.Locale
+	var cs cuts
+	cut := func(field, s string) string { return cs.cut(field, oneLine(s), limit) }
 	var t tgText
 	if c.Pending {
 		t.text("🔐 ")
 	}
-	t.tag("b", cut(c.Title))
+	t.tag("b", cut(l.T("label.agent"), c.Title))
 	t.nl()
+	for _, w := range c.Warnings() {
+		t.tag("b", w)
+		t.nl()
+	}
 	t.nl()
 	t.text(l.T("label.agent") + ": ")
-	t.tag("b", cut(c.Agent))
+	t.tag("b", cut(l.T("label.agent"), c.Agent))
 	t.text(" · " + l.T("label.level_lc") + " ")
 	t.tag("b", c.Level)
 	t.nl()
@@ -116,7 +121,7 @@ func renderTelegram(c Card, limit int) TelegramMessage {
 		t.text(" · " + l.T("label.not_critical"))
 	}
 	t.nl()
-	if target := Truncate(c.Target, limit); strings.ContainsAny(target, "\r\n") {
+	if target := cs.cut(l.T("label.target"), c.Target, limit); strings.Contains(target, "\n") {
 		// A multi-line command is shown as a block, line breaks and all:
 		// they matter, and the block cannot pass for more card lines.
 		t.text(l.T("label.target") + ":")
@@ -127,27 +132,34 @@ func renderTelegram(c Card, limit int) TelegramMessage {
 		t.tag("code", target)
 	}
 	t.nl()
+	if c.HostASCII != "" {
+		t.text(l.T("label.host") + ": ")
+		t.tag("code", cut(l.T("label.host"), c.Host))
+		t.text(" → ")
+		t.tag("code", c.HostASCII)
+		t.nl()
+	}
 	if c.Intent != "" {
-		t.text(l.T("label.intent") + ": " + cut(c.Intent))
+		t.text(l.T("label.intent") + ": " + cut(l.T("label.intent"), c.Intent))
 		t.nl()
 	}
 	if c.Executor != "" {
 		t.text(l.T("label.executor") + ": ")
-		t.tag("code", cut(c.Executor))
+		t.tag("code", cut(l.T("label.executor"), c.Executor))
 		t.nl()
 	}
 	if c.Summary != "" {
-		t.text(l.T("label.summary") + ": " + cut(c.Summary))
+		t.text(l.T("label.summary") + ": " + cut(l.T("label.summary"), c.Summary))
 		t.nl()
 	}
 	if c.HasVaglio {
-		t.text(l.T("label.vaglio") + ": " + c.Vaglio)
+		t.text(l.T("label.vaglio") + ": " + cut(l.T("label.vaglio"), c.Vaglio))
 		t.nl()
 	}
 	t.nl()
 	if c.Pending {
 		if c.AllowAlways {
-			t.text("♾ " + cut(c.GrantPreview))
+			t.text("♾ " + cut(l.T("button.allow_always"), c.GrantPreview))
 		} else {
 			t.text("♾ " + l.T("card.no_allow_always", c.Capability))
 		}
@@ -159,15 +171,27 @@ func renderTelegram(c Card, limit int) TelegramMessage {
 			t.nl()
 		}
 		if c.Progress != "" {
-			t.tag("b", cut(c.Progress))
+			t.tag("b", cut(l.T("label.request"), c.Progress))
 			t.nl()
 		}
 	} else {
-		t.tag("b", cut(c.StatusLine))
+		t.tag("b", cut(l.T("label.request"), c.StatusLine))
 		t.nl()
 	}
 	if c.Note != "" {
-		t.text("📝 " + l.T("label.note") + ": " + Truncate(c.Note, limit))
+		t.text("📝 " + l.T("label.note") + ": " + cs.cut(l.T("label.note"), c.Note, limit))
+		t.nl()
+	}
+	if cs.any() {
+		t.text(cs.line(l))
+		if c.Linked() {
+			t.html.WriteString(`<a href="` + html.EscapeString(c.PageURL) + `">`)
+			t.text(c.PageURL)
+			t.html.WriteString("</a>")
+		} else {
+			t.tag("code", c.PageURL)
+			t.text(l.T("card.not_linked"))
+		}
 		t.nl()
 	}
 	t.text(l.T("label.request") + " ")
@@ -231,7 +255,13 @@ func TelegramGrants(grants []policy.Grant, more bool, l locale.Locale) TelegramM
 }
 
 func renderTelegramGrants(grants []policy.Grant, more bool, l locale.Locale, limit int) TelegramMessage {
-	cut := func(s string) string { return Truncate(oneLine(s), limit) }
+	var n Notice
+	cut := func(s string) string {
+		d, k := Display(s)
+		n |= k
+		d, _ = Cut(oneLine(d), limit)
+		return d
+	}
 	var t tgText
 	if len(grants) == 0 {
 		t.text(l.T("grants.none"))
@@ -242,7 +272,7 @@ func renderTelegramGrants(grants []policy.Grant, more bool, l locale.Locale, lim
 	for _, g := range grants {
 		t.nl()
 		t.tag("b", fmt.Sprintf("#%d", g.ID))
-		t.text(" " + l.T("grants.on", g.Capability) + " ")
+		t.text(" " + l.T("grants.on", cut(g.Capability)) + " ")
 		t.tag("code", cut(g.Target))
 		t.nl()
 		t.text(l.T("grants.for_by", cut(g.Channel+"/"+g.SenderID), cut(DisplayName(g.GrantedBy))))
@@ -254,6 +284,13 @@ func renderTelegramGrants(grants []policy.Grant, more bool, l locale.Locale, lim
 		} else {
 			t.text(" · " + l.T("grants.never_used"))
 		}
+		t.nl()
+	}
+	for _, w := range n.Warnings(l) {
+		t.nl()
+		t.tag("b", w)
+	}
+	if n != 0 {
 		t.nl()
 	}
 	if more {

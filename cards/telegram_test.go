@@ -185,11 +185,15 @@ func visibleText(s string) (string, error) {
 		case xml.StartElement:
 			switch tok.Name.Local {
 			case "card", "b", "i", "code", "pre":
+				if len(tok.Attr) > 0 {
+					return "", errors.New("attributes on <" + tok.Name.Local + ">")
+				}
+			case "a": // only the link to the request's own web page
+				if len(tok.Attr) != 1 || tok.Attr[0].Name.Local != "href" || !strings.Contains(tok.Attr[0].Value, "/r/") {
+					return "", errors.New("unexpected link")
+				}
 			default:
 				return "", errors.New("unexpected tag <" + tok.Name.Local + ">")
-			}
-			if len(tok.Attr) > 0 {
-				return "", errors.New("unexpected attribute")
 			}
 		case xml.CharData:
 			b.Write(tok)
@@ -336,14 +340,15 @@ func TestTelegram_FitsTheLimit(t *testing.T) {
 	r.Vaglio.Reason = huge
 	m := cards.Telegram(cards.New(r, tgLocale))
 	checkTelegram(t, m)
-	if !strings.Contains(m.Plain, "… [truncated]") {
-		t.Errorf("no visible truncation marker:\n%s", m.Plain)
+	if !strings.Contains(m.Plain, "characters cut …⟧") || !strings.Contains(m.Plain, "✂ Cut to fit: Target ") ||
+		!strings.Contains(m.Plain, "/r/"+r.ID) {
+		t.Errorf("no visible truncation marker, count or link:\n%s", m.Plain)
 	}
 	if !strings.Contains(m.Plain, "⏳ expires in 9 min, 15:12 CET") || !strings.Contains(m.Plain, r.ID) {
 		t.Errorf("truncation lost the fixed lines:\n%s", m.Plain)
 	}
 	small := cards.Telegram(cards.New(pending("fs:write", "/tmp/x"), tgLocale))
-	if strings.Contains(small.Plain, "[truncated]") {
+	if strings.Contains(small.Plain, "characters cut") || strings.Contains(small.Plain, "✂") {
 		t.Errorf("a short card was truncated:\n%s", small.Plain)
 	}
 }
@@ -351,8 +356,8 @@ func TestTelegram_FitsTheLimit(t *testing.T) {
 func TestTelegram_InvalidUTF8(t *testing.T) {
 	m := cards.Telegram(cards.New(pending("fs:write", "/tmp/\xff\xfe"), tgLocale))
 	checkTelegram(t, m)
-	if !strings.Contains(m.HTML, "/tmp/\uFFFD<") {
-		t.Errorf("invalid bytes not replaced:\n%s", m.HTML)
+	if !strings.Contains(m.HTML, "/tmp/⟦0xFF⟧⟦0xFE⟧<") || !strings.Contains(m.Plain, cards.WarnEscaped) {
+		t.Errorf("invalid bytes not shown as escapes:\n%s", m.HTML)
 	}
 }
 

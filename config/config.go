@@ -370,6 +370,11 @@ type Web struct {
 	AdminToken string
 	// Language of the web page: "en" (the default) or "it".
 	Language string
+	// PublicURL is the address people reach the web page at
+	// (web.public_url, e.g. "https://gateway.example.com"). Cards link
+	// there to a request's own page, /r/{id}, where every field is shown
+	// whole; empty means cards name the path only.
+	PublicURL string
 }
 
 // Telegram is the [telegram] table. It is enabled by setting token_env.

@@ -346,6 +346,8 @@ func TestLoad_Refused(t *testing.T) {
 			[]string{"telegram.webhook_secret_env: TELEGRAM_WEBHOOK_SECRET is empty"}},
 		{"telegram bad webhook url", "[telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\nchat_id = 1\napprovers = [1]\nwebhook_url = \"gw.example.com\"\nwebhook_secret_env = \"TELEGRAM_WEBHOOK_SECRET\"\n", nil,
 			[]string{"telegram.webhook_url:"}},
+		{"web public_url not a URL", "[web]\npublic_url = \"gw.example.com\"\n", nil, []string{"web.public_url:"}},
+		{"web public_url with a query", "[web]\npublic_url = \"https://gw.example.com/?x=1\"\n", nil, []string{"web.public_url:"}},
 		{"telegram bad endpoint", "[telegram]\napi_endpoint = \"http://127.0.0.1:1/bot\"\n", nil,
 			[]string{"telegram.api_endpoint:"}},
 

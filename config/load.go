@@ -207,6 +207,7 @@ type (
 	fileWeb struct {
 		AdminTokenEnv *string `toml:"admin_token_env"`
 		Language      *string `toml:"language"`
+		PublicURL     *string `toml:"public_url"`
 	}
 	fileTelegram struct {
 		TokenEnv         *string  `toml:"token_env"`
@@ -335,6 +336,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 	if s := f.Web; s != nil {
 		set(&cfg.Web.AdminTokenEnv, s.AdminTokenEnv)
 		set(&cfg.Web.Language, s.Language)
+		set(&cfg.Web.PublicURL, s.PublicURL)
 	}
 	if s := f.Telegram; s != nil {
 		set(&cfg.Telegram.TokenEnv, s.TokenEnv)

@@ -54,6 +54,13 @@ func (c *Config) validate(p *problems) {
 	language(p, "web.language", c.Web.Language)
 	language(p, "telegram.language", c.Telegram.Language)
 	language(p, "slack.language", c.Slack.Language)
+	if u := c.Web.PublicURL; u != "" {
+		if err := httpURL(u); err != nil {
+			p.add("web.public_url", "%q: %v", u, err)
+		} else if strings.ContainsAny(u, "?#|<> ") {
+			p.add("web.public_url", "%q: want a base URL (scheme, host, optional path), no query or fragment", u)
+		}
+	}
 	c.validateTelegram(p)
 	c.validateSlack(p)
 	c.validateHooks(p)

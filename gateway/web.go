@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +69,7 @@ func newWeb(s *Server) *web {
 		"buttonCSS": buttonClass,
 		// The vaglio line in plain words; the judge's exact reason goes under it.
 		"vaglioWords": func(v *vaglio.Verdict) string { return cards.VaglioWords(*v, l) },
+		"cardView":    func(c pendingCard, csrf string, whole bool) cardView { return cardView{C: c, CSRF: csrf, Whole: whole} },
 	}
 	tmpl := template.Must(template.New("web").Funcs(funcs).ParseFS(webTemplates, "templates/*.html"))
 	return &web{s: s, tmpl: tmpl, loc: l, key: key, loggedOut: map[string]time.Time{}}
@@ -81,7 +83,9 @@ func (s *Server) webRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /{$}", w.access(hf(w.page)))
 	mux.Handle("GET /web/state", w.access(hf(w.state)))
 	mux.Handle("GET /history", w.access(hf(w.history)))
+	// A request's own page: /r/{id} is the short form cards link to.
 	mux.Handle("GET /requests/{id}", w.access(hf(w.request)))
+	mux.Handle("GET /r/{id}", w.access(hf(w.request)))
 	mux.Handle("POST /web/decide", w.access(w.csrf(hf(w.decide))))
 	mux.Handle("POST /web/revoke", w.access(w.csrf(hf(w.revoke))))
 	mux.Handle("POST /web/rules/add", w.access(w.csrf(hf(w.addRule))))
@@ -91,12 +95,39 @@ func (s *Server) webRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /logout", w.csrf(hf(w.logout)))
 }
 
-// pendingCard is one pending request as the page shows it.
+// pendingCard is one request as the page shows it: every agent-supplied
+// string went through cards.Display (in cards.New).
 type pendingCard struct {
 	cards.Card
 	Buttons   []cards.Button
 	Principal string // whose grants Allow always writes: "web/owner"
-	ArgKeys   []string
+	PagePath  string // the request's own page, /r/{id}
+}
+
+// cardView is what the card template reads: the card, the CSRF token of
+// its forms, and whether it is the request's own page (Whole).
+type cardView struct {
+	C     pendingCard
+	CSRF  string
+	Whole bool
+}
+
+// cardOf builds the card of r. Allow always writes its grant at the tap,
+// for grant_ttl from then: that is the expiry a pending card shows,
+// whatever was computed at submission.
+func (w *web) cardOf(ctx context.Context, r approvals.Request) pendingCard {
+	switch {
+	case r.Status == approvals.StatusPending && r.AllowAlwaysOffered() && w.s.cfg.Policy.GrantTTL > 0:
+		t := w.s.now().Add(w.s.cfg.Policy.GrantTTL)
+		r.GrantExpiresAt = &t
+	case r.GrantID != nil && r.GrantExpiresAt == nil:
+		if g, err := w.s.grants.Get(ctx, *r.GrantID); err == nil {
+			r.GrantExpiresAt = g.ExpiresAt
+		}
+	}
+	c := cards.New(r, w.loc)
+	return pendingCard{Card: c, Buttons: c.Buttons(), Principal: cards.Safe(r.Channel + "/" + r.SenderID),
+		PagePath: cards.RequestPath(r.ID)}
 }
 
 // grantRow is one active grant.
@@ -107,6 +138,7 @@ type grantRow struct {
 
 // recentRow is one finished request.
 type recentRow struct {
+	ID         string
 	Title      string
 	Target     string
 	StatusLine string
@@ -153,19 +185,12 @@ func (w *web) load(ctx context.Context) (pageData, error) {
 	}
 	h := sha256.New()
 	for _, r := range pending {
-		// Allow always writes its grant at the tap, for grant_ttl from then:
-		// that is the expiry to show, whatever was computed at submission.
-		if r.AllowAlwaysOffered() && w.s.cfg.Policy.GrantTTL > 0 {
-			t := w.s.now().Add(w.s.cfg.Policy.GrantTTL)
-			r.GrantExpiresAt = &t
-		}
-		c := cards.New(r, w.loc)
-		d.Pending = append(d.Pending, pendingCard{Card: c, Buttons: c.Buttons(),
-			Principal: r.Channel + "/" + r.SenderID, ArgKeys: r.ArgKeys})
+		d.Pending = append(d.Pending, w.cardOf(ctx, r))
 		fmt.Fprintf(h, "p%s.%d.%d;", r.ID, len(r.Approvals), r.Rev)
 	}
 	for _, g := range grants {
-		d.Grants = append(d.Grants, grantRow{Grant: g, Principal: g.Channel + "/" + g.SenderID})
+		g.Capability, g.Target, g.GrantedBy = cards.Safe(g.Capability), cards.Safe(g.Target), cards.Safe(g.GrantedBy)
+		d.Grants = append(d.Grants, grantRow{Grant: g, Principal: cards.Safe(g.Channel + "/" + g.SenderID)})
 		fmt.Fprintf(h, "g%d;", g.ID)
 	}
 	for _, r := range recent {
@@ -174,8 +199,9 @@ func (w *web) load(ctx context.Context) (pageData, error) {
 				r.GrantExpiresAt = g.ExpiresAt
 			}
 		}
-		d.Recent = append(d.Recent, recentRow{Title: w.loc.T("card.title", r.Agent, r.Capability), Target: r.Target,
-			StatusLine: cards.StatusLine(r, w.loc), Note: r.Note, Status: r.Status})
+		d.Recent = append(d.Recent, recentRow{ID: r.ID, Title: cards.Safe(w.loc.T("card.title", r.Agent, r.Capability)),
+			Target: cards.Safe(r.Target), StatusLine: cards.Safe(cards.StatusLine(r, w.loc)), Note: cards.Safe(r.Note),
+			Status: r.Status})
 		fmt.Fprintf(h, "r%s%s;", r.ID, r.Status)
 	}
 	if err := w.loadRules(ctx, &d, h); err != nil {
@@ -212,9 +238,13 @@ func (w *web) state(rw http.ResponseWriter, r *http.Request) {
 	_, _ = rw.Write([]byte(d.State))
 }
 
-// decide is POST /web/decide: one of the three buttons.
+// decide is POST /web/decide: one of the three buttons, on the page or
+// on a request's own page (from=request), where it then returns.
 func (w *web) decide(rw http.ResponseWriter, r *http.Request) {
 	id := r.PostFormValue("id")
+	if r.PostFormValue("from") == "request" && id != "" {
+		rw = backTo{rw, cards.RequestPath(url.PathEscape(id))}
+	}
 	d, err := approvals.ParseDecision(r.PostFormValue("decision"))
 	if err != nil || id == "" {
 		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.bad_decision")})
@@ -234,13 +264,12 @@ func (w *web) decide(rw http.ResponseWriter, r *http.Request) {
 		w.redirect(rw, r, w.decideFailure(err))
 		return
 	}
+	target, _ := cards.Cut(cards.Safe(req.Target), 200)
 	if !req.Status.Finished() {
-		w.redirect(rw, r, flash{Text: w.loc.T("web.decided", cards.Progress(req, w.loc), req.Capability,
-			cards.Truncate(req.Target, 200))})
+		w.redirect(rw, r, flash{Text: w.loc.T("web.decided", cards.Safe(cards.Progress(req, w.loc)), req.Capability, target)})
 		return
 	}
-	w.redirect(rw, r, flash{Text: w.loc.T("web.decided", cards.StatusLine(req, w.loc), req.Capability,
-		cards.Truncate(req.Target, 200))})
+	w.redirect(rw, r, flash{Text: w.loc.T("web.decided", cards.Safe(cards.StatusLine(req, w.loc)), req.Capability, target)})
 }
 
 // decideFailure is what the owner reads when a decision was not recorded.
@@ -312,10 +341,22 @@ func (w *web) revoke(rw http.ResponseWriter, r *http.Request) {
 }
 
 // redirect ends a POST: the flash in a cookie, then 303 back to the page
-// (so a reload never re-posts).
+// (so a reload never re-posts), or to the request's own page for a
+// decision taken there.
 func (w *web) redirect(rw http.ResponseWriter, r *http.Request, f flash) {
+	to := "/"
+	if b, ok := rw.(backTo); ok {
+		rw, to = b.ResponseWriter, b.path
+	}
 	w.setFlash(rw, r, f)
-	http.Redirect(rw, r, "/", http.StatusSeeOther)
+	http.Redirect(rw, r, to, http.StatusSeeOther)
+}
+
+// backTo carries where redirect should return to: always a path on this
+// server (/r/{id}, the id path-escaped), never a URL from the form.
+type backTo struct {
+	http.ResponseWriter
+	path string
 }
 
 // render executes a template into a buffer first, so a template error is a

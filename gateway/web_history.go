@@ -47,19 +47,29 @@ type historyData struct {
 }
 
 // requestData is what request.html reads: one request (nil when pruned)
-// and its audit rows.
+// as its card with every field whole and, while pending, the decision
+// buttons (the page cards link to when they cut a field), and its audit
+// rows.
 type requestData struct {
 	ID      string
 	Request *approvals.Request
-	Title   string
-	Status  string
+	Card    pendingCard
+	Reason  string
 	Rows    []historyRow
+	CSRF    string
+	Flash   *flash
+	Remote  bool
 }
 
 func historyRows(rows []storage.AuditEvent, l locale.Locale) []historyRow {
 	out := make([]historyRow, 0, len(rows))
 	for _, e := range rows {
-		out = append(out, historyRow{AuditEvent: e, Facts: cards.AuditFacts(e, l)})
+		facts := cards.AuditFacts(e, l)
+		for i := range facts { // audit rows carry agent-supplied call ids, reasons, names
+			facts[i].Value = cards.Safe(facts[i].Value)
+		}
+		e.Actor = cards.Safe(e.Actor)
+		out = append(out, historyRow{AuditEvent: e, Facts: facts})
 	}
 	return out
 }
@@ -114,8 +124,10 @@ func (w *web) history(rw http.ResponseWriter, r *http.Request) {
 	w.render(rw, r, http.StatusOK, "history.html", &d)
 }
 
-// request is GET /requests/{id}: one request and its audit trail, also
-// after the request itself was pruned.
+// request is GET /requests/{id} (and /r/{id}, the short form cards link
+// to): one request with every field whole, hidden characters escaped, the
+// same buttons as / while it is pending, and its audit trail, also after
+// the request itself was pruned.
 func (w *web) request(rw http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	d := requestData{ID: id}
@@ -123,8 +135,7 @@ func (w *web) request(rw http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		d.Request = &req
-		d.Title = w.loc.T("card.title", req.Agent, req.Capability)
-		d.Status = cards.StatusLine(req, w.loc)
+		d.Card, d.Reason = w.cardOf(r.Context(), req), cards.Safe(req.Reason)
 	case !errors.Is(err, approvals.ErrNotFound):
 		w.fail(rw, r, fmt.Errorf("web request %s: %w", id, err))
 		return
@@ -139,5 +150,6 @@ func (w *web) request(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Rows = historyRows(rows, w.loc)
+	d.CSRF, d.Flash, d.Remote = w.csrfToken(rw, r), w.takeFlash(rw, r), !w.isLocal(r)
 	w.render(rw, r, http.StatusOK, "request.html", &d)
 }

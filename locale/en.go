@@ -341,4 +341,14 @@ Each card shows what an agent wants to do. Tap ✅ Allow once, ♾ Allow always 
 	"audit.capability": "capability",
 	"audit.request":    "request",
 	"audit.grant":      "grant",
+	// Honest cards (issue 11): what Display escaped, what a renderer cut.
+	"card.warn_escaped": "⚠ hidden characters shown as ⟦U+…⟧",
+	"card.warn_blanks":  "⚠ long runs of blank space shown as ⟦N spaces⟧",
+	"card.cut":          "✂ Cut to fit: %s. The whole request: ",
+	"card.cut_field":    "%s %s characters",
+	"card.not_linked":   " on the gateway's web page",
+	"card.cut_list":     "Cut texts are whole on each request's web page, /r/ID.",
+	"label.host":        "Host",
+	"web.all_requests":  "All requests",
+	"web.whole":         "Every field is shown whole; characters a person could not see are shown as ⟦U+…⟧.",
 }

@@ -1345,3 +1345,41 @@ func TestValidateTarget_HostsExecutorsCannotReadDifferently(t *testing.T) {
 		}
 	}
 }
+
+// TestHosts_IDNMatchedInASCII: an internationalized host is matched, granted
+// and ruled on in its ASCII (xn--) form, whichever way it is written, so a
+// look-alike never matches the name it imitates.
+func TestHosts_IDNMatchedInASCII(t *testing.T) {
+	c, _ := policy.Lookup("network:http")
+	n := policy.Normalizer{}
+	for target, want := range map[string]string{
+		"https://раураl.com/login":      "xn--l-7sba6dbr.com",
+		"https://API.münchen.de:8443/x": "api.xn--mnchen-3ya.de",
+		"xn--mnchen-3ya.de":             "xn--mnchen-3ya.de",
+		"ＥＸＡＭＰＬＥ.com":                   "example.com",
+	} {
+		if err := policy.ValidateRequestTarget(c, target); err != nil {
+			t.Errorf("%q refused: %v", target, err)
+		}
+		if got := n.Normalize(policy.KindHost, target); got != want {
+			t.Errorf("Normalize(%q) = %q, want %q", target, got, want)
+		}
+	}
+	if !n.MatchGrant(policy.KindHost, "*.münchen.de", "https://api.xn--mnchen-3ya.de/") ||
+		!n.MatchGrant(policy.KindHost, "*.xn--mnchen-3ya.de", "https://api.münchen.de/") {
+		t.Error("a Unicode grant and its xn-- form do not cover each other's targets")
+	}
+	if n.MatchGrant(policy.KindHost, "paypal.com", "https://раураl.com/") ||
+		n.MatchRule(policy.KindHost, "*paypal*", "https://раураl.com/") {
+		t.Error("a look-alike matched paypal.com")
+	}
+	if !n.MatchRule(policy.KindHost, "*.münchen.de", "api.xn--mnchen-3ya.de") {
+		t.Error("a Unicode rule does not match its xn-- target")
+	}
+	if g, ok := n.GrantTarget(policy.KindHost, "api.münchen.de", "*.MÜNCHEN.de"); !ok || g != "*.xn--mnchen-3ya.de" {
+		t.Errorf("grant target %q %v", g, ok)
+	}
+	if err := policy.ValidateRequestTarget(c, "ex\u202eample.com"); err == nil {
+		t.Error("a host with a bidi control was accepted")
+	}
+}

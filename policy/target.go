@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"golang.org/x/net/idna"
 )
 
 // MaxTargetBytes is the longest target accepted anywhere. A longer one is
@@ -109,8 +110,19 @@ func (n Normalizer) cleanPath(p string) string {
 	return p
 }
 
-// hostOf reduces a URL or host[:port] to a lower-case host name.
-func hostOf(t string) string {
+// HostOf returns the host a host target names: as written (lower-cased,
+// without scheme, user, port or path) and in the ASCII form rules and
+// grants are matched against ("раураl.com", "xn--l-7sba6dbr.com").
+func HostOf(target string) (asWritten, ascii string) {
+	h := writtenHost(target)
+	return h, asciiHost(h)
+}
+
+// hostOf reduces a URL or host[:port] to a lower-case ASCII host name.
+func hostOf(t string) string { return asciiHost(writtenHost(t)) }
+
+// writtenHost reduces a URL or host[:port] to a lower-case host name.
+func writtenHost(t string) string {
 	t = strings.TrimSpace(t)
 	if strings.Contains(t, "://") {
 		if u, err := url.Parse(t); err == nil && u.Host != "" {
@@ -137,6 +149,37 @@ func hostOf(t string) string {
 	return strings.TrimSuffix(strings.ToLower(t), ".")
 }
 
+// asciiHost turns an internationalized host name into its ASCII (xn--)
+// form, label by label, as browsers and curl look it up (UTS #46, no
+// transitional mapping), so rules and grants always match the name the
+// request really goes to. A label that is already ASCII, or that holds a
+// wildcard, stays as it is; one IDNA refuses is left as is and then fails
+// validHost.
+func asciiHost(h string) string {
+	if isASCII(h) {
+		return h
+	}
+	labels := strings.Split(h, ".")
+	for i, l := range labels {
+		if isASCII(l) || strings.ContainsAny(l, "*?[{") {
+			continue
+		}
+		if a, err := idna.Lookup.ToASCII(l); err == nil && a != "" {
+			labels[i] = a
+		}
+	}
+	return strings.Join(labels, ".")
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
 // hasMeta reports whether a pattern uses glob syntax.
 func hasMeta(p string) bool { return strings.ContainsAny(p, "*?[{") }
 
@@ -155,7 +198,7 @@ func (n Normalizer) MatchGrant(kind TargetKind, pattern, target string) bool {
 		}
 		return globMatch(p, t)
 	case KindHost:
-		return matchHost(strings.ToLower(pattern), hostOf(target))
+		return matchHost(asciiHost(strings.ToLower(pattern)), hostOf(target))
 	}
 	return pattern == target
 }
@@ -191,7 +234,7 @@ func (n Normalizer) MatchRule(kind TargetKind, pattern, target string) bool {
 		}
 		return wildcard(pattern, t)
 	case KindHost:
-		h, p := hostOf(target), strings.ToLower(pattern)
+		h, p := hostOf(target), asciiHost(strings.ToLower(pattern))
 		if strings.HasPrefix(p, "*.") && !strings.ContainsAny(p[2:], "*?") {
 			return matchHost(p, h)
 		}
@@ -301,7 +344,7 @@ func (n Normalizer) GrantTarget(kind TargetKind, target, suggested string) (stri
 		}
 		return p, true
 	case KindHost:
-		p := strings.ToLower(suggested)
+		p := asciiHost(strings.ToLower(suggested))
 		if rest, ok := strings.CutPrefix(p, "*."); ok {
 			if strings.Count(rest, ".") < 1 || hasMeta(rest) {
 				return norm, false

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/client"
 	"github.com/metnos/gateway/hooks"
 	"github.com/metnos/gateway/locale"
@@ -226,7 +227,7 @@ func verdict(r client.Request, l locale.Locale) string {
 	if r.Note != "" {
 		s += fmt.Sprintf("; note: %q", r.Note)
 	}
-	return s + " (request " + r.ID + ")"
+	return cards.Safe(s + " (request " + r.ID + ")")
 }
 
 // isTerminal reports whether w is a terminal (the status line is for
@@ -268,11 +269,7 @@ func startStatus(w io.Writer, r client.Request, start time.Time, l locale.Locale
 
 // statusLine: "waiting for approval of fs:write /x (expires in 9 min, 14:12 CET)… 1m20s".
 func statusLine(r client.Request, elapsed time.Duration, l locale.Locale) string {
-	target := r.Target
-	if n := []rune(target); len(n) > 60 {
-		target = string(n[:59]) + "…"
-	}
-	target = strings.Join(strings.Fields(target), " ")
+	target, _ := cards.Cut(strings.Join(strings.Fields(cards.Safe(r.Target)), " "), 60)
 	exp := ""
 	if !r.ExpiresAt.IsZero() {
 		exp = " (" + l.Expires(r.ExpiresAt) + ")"

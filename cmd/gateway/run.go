@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,10 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/metnos/gateway/cards"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -197,6 +202,42 @@ func printJSONLine(w io.Writer, v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
+	_, err = fmt.Fprintf(w, "%s\n", jsonVisible(b))
 	return err
+}
+
+// jsonVisible rewrites every character a person could not see on a
+// terminal (bidi controls, zero-width, other format and control
+// characters: cards.Hidden) as a JSON \u escape. The JSON means the same;
+// a person reading it sees "notes\u202e\u2066hs.txt", not reordered text.
+func jsonVisible(b []byte) []byte {
+	if utf8Printable(b) {
+		return b
+	}
+	var out bytes.Buffer
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r != utf8.RuneError && cards.Hidden(r) {
+			if r > 0xFFFF {
+				r1, r2 := utf16.EncodeRune(r)
+				fmt.Fprintf(&out, "\\u%04x\\u%04x", r1, r2)
+			} else {
+				fmt.Fprintf(&out, "\\u%04x", r)
+			}
+		} else {
+			out.Write(b[i : i+size])
+		}
+		i += size
+	}
+	return out.Bytes()
+}
+
+// utf8Printable reports whether b is printable ASCII, the common case.
+func utf8Printable(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }

@@ -119,7 +119,8 @@ func (h *harness) start() {
 	app, err := gateway.NewApp(context.Background(), h.cfg, gateway.AppOptions{
 		Logger: logger, Now: h.now,
 		Messengers: []gateway.MessengerFactory{slack.Factory(h.cfg.Slack,
-			slack.Options{Logger: logger, Location: h.cfg.Server.Zone(), Now: h.now, Backoff: 50 * time.Millisecond})},
+			slack.Options{Logger: logger, Location: h.cfg.Server.Zone(), Now: h.now, Backoff: 50 * time.Millisecond,
+				PublicURL: h.cfg.Web.PublicURL})},
 	})
 	if err != nil {
 		t.Fatal(err)

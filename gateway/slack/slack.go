@@ -67,6 +67,9 @@ type Options struct {
 	// Backoff is the first pause before a Socket Mode restart after a
 	// failure; it doubles up to a minute. Default one second.
 	Backoff time.Duration
+	// PublicURL is web.public_url: a card that had to cut a field links
+	// to the request's page under it.
+	PublicURL string
 }
 
 // Messenger is the Slack adapter: a gateway.Messenger.
@@ -95,6 +98,11 @@ type Messenger struct {
 }
 
 var _ gateway.Messenger = (*Messenger)(nil)
+
+// card is the neutral card of r, linked to its web page.
+func (m *Messenger) card(r approvals.Request) cards.Card {
+	return cards.New(r, m.loc).WithPage(m.opts.PublicURL)
+}
 
 // Factory returns the gateway.MessengerFactory that builds the adapter
 // once the approvals service exists.
@@ -182,9 +190,9 @@ func (m *Messenger) Name() string { return Name }
 // (https://docs.slack.dev/reference/methods/chat.postMessage). The ref is
 // "channel:ts", which chat.update needs; the dispatcher persists it.
 func (m *Messenger) Post(ctx context.Context, r approvals.Request) (string, error) {
-	msg := cards.Slack(cards.New(r, m.loc))
+	msg := cards.Slack(m.card(r))
 	ch, ts, err := m.api.PostMessageContext(ctx, m.cfg.ChannelID,
-		slackapi.MsgOptionText(msg.Text, false), slackapi.MsgOptionBlocks(msg.Blocks...))
+		slackapi.MsgOptionText(msg.Text, false), slackapi.MsgOptionDisableMarkdown(), slackapi.MsgOptionBlocks(msg.Blocks...))
 	if err != nil {
 		return "", apiError("chat.postMessage", err)
 	}
@@ -201,9 +209,9 @@ func (m *Messenger) Update(ctx context.Context, r approvals.Request, ref string)
 		m.log.Error("card ref is not channel:ts; not retrying", "request_id", r.ID, "ref", ref)
 		return nil
 	}
-	msg := cards.Slack(cards.New(r, m.loc))
+	msg := cards.Slack(m.card(r))
 	_, _, _, err := m.api.UpdateMessageContext(ctx, ch, ts,
-		slackapi.MsgOptionText(msg.Text, false), slackapi.MsgOptionBlocks(msg.Blocks...))
+		slackapi.MsgOptionText(msg.Text, false), slackapi.MsgOptionDisableMarkdown(), slackapi.MsgOptionBlocks(msg.Blocks...))
 	var se slackapi.SlackErrorResponse
 	if errors.As(err, &se) && (se.Err == "message_not_found" || se.Err == "cant_update_message") {
 		// Someone deleted the card; retrying cannot bring it back.

@@ -187,6 +187,7 @@ func (h *harness) start() {
 		Messengers: []gateway.MessengerFactory{telegram.Factory(telegram.Options{
 			Config: h.cfg.Telegram, Logger: log, Location: h.cfg.Server.Zone(), Now: h.clock.Now,
 			GrantTTL: h.cfg.Policy.GrantTTL, PollTimeout: h.pollTimeout, CallTimeout: h.callTimeout,
+			PublicURL: h.cfg.Web.PublicURL,
 		})},
 	})
 	if err != nil {

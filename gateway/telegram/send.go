@@ -228,7 +228,7 @@ func (b *Bot) render(ctx context.Context, r approvals.Request) cards.TelegramMes
 			r.GrantExpiresAt = &t
 		}
 	}
-	return cards.Telegram(cards.New(r, b.loc))
+	return cards.Telegram(cards.New(r, b.loc).WithPage(b.publicURL))
 }
 
 // cardRef is how a card is referenced in the cards table.

