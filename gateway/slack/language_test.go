@@ -22,7 +22,7 @@ func TestSlack_Italian(t *testing.T) {
 	id, ts, post := h.posted()
 	blocks := post.Form.Get("blocks")
 	for _, want := range []string{`"✅ Consenti una volta"`, `"♾ Consenti sempre"`, `"⛔ Nega"`, "Consentire sempre?",
-		"a1 chiede fs:write", `*Agente*\na1`, `*Obiettivo*\n`, `*Intento*\nwrite the quarterly report`,
+		"a1 chiede fs:write", "Agente: a1", "Obiettivo: /srv/reports/q1.txt", "Intento: write the quarterly report",
 		"⏳ scade tra 9 min, ", " JST", "Consenti sempre autorizza fs:write su /srv/reports/q1.txt per web/owner fino al "} {
 		wantContains(t, "card", blocks, want)
 	}

@@ -65,7 +65,7 @@ func TestTelegram_HonestCards(t *testing.T) {
 	card = h.card(r.ID)
 	noInvisible(t, "long card", card.HTML)
 	link := "https://gw.example.com/r/" + r.ID
-	for _, want := range []string{"/TARGET-END", "INTENT-END", "characters cut …⟧", "✂ Cut to fit: target ", "intent ", link} {
+	for _, want := range []string{"/TARGET-END", "INTENT-END", "characters cut …⟧", "✂ Cut to fit: Target ", "Intent ", link} {
 		if !strings.Contains(card.Text, want) {
 			t.Errorf("long card lacks %q:\n%s", want, card.Text)
 		}
