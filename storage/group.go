@@ -129,22 +129,23 @@ func (db *DB) commitGroup(batch []*groupOp) {
 			}
 		}
 	} else {
+		q := db.Tx(tx) // the savepoint statements, prepared once
 		for i, op := range batch {
 			if errs[i] != nil {
 				continue
 			}
-			if _, err := tx.ExecContext(ctx, `SAVEPOINT group_op`); err != nil {
+			if _, err := q.ExecContext(ctx, `SAVEPOINT group_op`); err != nil {
 				fail(fmt.Errorf("group commit: %w", err))
 				return
 			}
 			errs[i] = op.fn(tx)
 			if errs[i] != nil {
-				if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT group_op`); err != nil {
+				if _, err := q.ExecContext(ctx, `ROLLBACK TO SAVEPOINT group_op`); err != nil {
 					fail(fmt.Errorf("group commit: %w", err))
 					return
 				}
 			}
-			if _, err := tx.ExecContext(ctx, `RELEASE SAVEPOINT group_op`); err != nil {
+			if _, err := q.ExecContext(ctx, `RELEASE SAVEPOINT group_op`); err != nil {
 				fail(fmt.Errorf("group commit: %w", err))
 				return
 			}

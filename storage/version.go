@@ -27,6 +27,7 @@ type GrantsVersion struct {
 
 	mu      sync.Mutex
 	conn    *sql.Conn // data_version is per connection: always ask the same one
+	stmt    *sql.Stmt // query, prepared on conn
 	mapTry  bool      // the mapping was tried with conn open
 	dataVer int64
 	grants  int64
@@ -79,12 +80,24 @@ func (v *GrantsVersion) walHeader() (walHeader, bool) {
 func (v *GrantsVersion) slow(ctx context.Context) (int64, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	// Decisions that queued here behind the one that just read the
+	// counter need not read it again.
+	if s := v.snap.Load(); s != nil {
+		if h, ok := v.walHeader(); ok && h == s.hdr {
+			return s.grants, nil
+		}
+	}
 	if v.conn == nil {
 		c, err := v.db.DB.Conn(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("grants version: %w", err)
 		}
-		v.conn = c
+		st, err := c.PrepareContext(ctx, v.query)
+		if err != nil {
+			c.Close()
+			return 0, fmt.Errorf("grants version: %w", err)
+		}
+		v.conn, v.stmt = c, st
 	}
 	if !v.mapTry && v.db.Path != "" {
 		// Map only while conn is open: it keeps the -shm file in place.
@@ -93,7 +106,21 @@ func (v *GrantsVersion) slow(ctx context.Context) (int64, error) {
 			v.wal.Store(w)
 		}
 	}
-	hdr, hdrOK := v.walHeader() // read before the counter: a commit in between makes it stale, never wrong
+	if hdr, ok := v.walHeader(); ok {
+		// The header moved since the last snapshot (some commit): read the
+		// counter. The header is read first, so a commit in between makes
+		// the snapshot stale (read again next time), never wrong.
+		var n int64
+		if err := v.stmt.QueryRowContext(ctx).Scan(&n); err != nil {
+			v.reset()
+			return 0, fmt.Errorf("grants version: %w", err)
+		}
+		v.grants, v.known = n, false
+		v.snap.Store(&versionSnap{hdr: hdr, grants: n})
+		return n, nil
+	}
+	// No mapping: data_version moves when another connection commits.
+	v.snap.Store(nil)
 	var dv int64
 	if err := v.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&dv); err != nil {
 		v.reset()
@@ -101,16 +128,11 @@ func (v *GrantsVersion) slow(ctx context.Context) (int64, error) {
 	}
 	if !(v.known && dv == v.dataVer) {
 		var n int64
-		if err := v.conn.QueryRowContext(ctx, v.query).Scan(&n); err != nil {
+		if err := v.stmt.QueryRowContext(ctx).Scan(&n); err != nil {
 			v.reset()
 			return 0, fmt.Errorf("grants version: %w", err)
 		}
 		v.dataVer, v.grants, v.known = dv, n, true
-	}
-	if hdrOK {
-		v.snap.Store(&versionSnap{hdr: hdr, grants: v.grants})
-	} else {
-		v.snap.Store(nil)
 	}
 	return v.grants, nil
 }
@@ -123,6 +145,10 @@ func (v *GrantsVersion) reset() {
 	v.snap.Store(nil)
 	v.wal.Store(nil)
 	v.mapTry = false
+	if v.stmt != nil {
+		v.stmt.Close()
+		v.stmt = nil
+	}
 	if v.conn != nil {
 		v.conn.Close()
 		v.conn = nil
