@@ -210,7 +210,9 @@ func TestAudit_ConcurrentAppends(t *testing.T) {
 					write = db.GroupTx // group commit: several writers' rows in one transaction
 				}
 				err := write(ctx, func(tx *sql.Tx) error {
-					if err := storage.AppendAudit(ctx, tx, storage.AuditEvent{Actor: fmt.Sprintf("w%d", w), Event: "note",
+					// Through the statement cache (on SQLite chained at once) and
+					// through the plain transaction (sealed at commit): both join.
+					if err := storage.AppendAudit(ctx, db.Tx(tx), storage.AuditEvent{Actor: fmt.Sprintf("w%d", w), Event: "note",
 						Detail: map[string]any{"i": i}}); err != nil {
 						return err
 					}
