@@ -20,7 +20,8 @@ import (
 // Codex's PreToolUse may only deny ("permissionDecision":"allow" or "ask"
 // are refused as unsupported): an allowed call gets an empty answer and
 // goes on to Codex's own sandbox and approval rules; when those would ask,
-// Codex fires PermissionRequest, whose answer may allow or deny. So:
+// Codex fires PermissionRequest ({command, description}, no tool call id),
+// a request of its own, whose answer may allow or deny. So:
 //
 //	verdict  PreToolUse                           PermissionRequest
 //	allow    {} (go on)                           decision.behavior = allow
@@ -78,7 +79,22 @@ func mapCodex(ev Event, tools map[string]string) ([]Call, error) {
 	if err != nil {
 		return nil, err
 	}
-	return calls(ev, "Codex", "codex", cs), nil
+	cs = calls(ev, "Codex", "codex", cs)
+	if ev.HookEventName == CodexPermissionRequest {
+		// Codex asks this on top of PreToolUse (to leave its sandbox, or
+		// because its approval policy asks), without the tool call's id:
+		// it is a request of its own, and the card says why.
+		for i := range cs {
+			cs[i].Summary = "Codex · permission request: " + ev.ToolName
+			if d := str(ev.ToolInput, "description"); d != "" {
+				cs[i].Summary += " (" + d + ")"
+			}
+			if ev.Cwd != "" {
+				cs[i].Summary += " in " + ev.Cwd
+			}
+		}
+	}
+	return cs, nil
 }
 
 // patchCalls is one fs:write per path of an apply_patch patch.

@@ -23,6 +23,11 @@ import (
 // (the one carrying the function_call_output) ends the turn quoting the
 // tool's output.
 func codexModel(t *testing.T, cmd string) *agenttest.Model {
+	return codexModelArgs(t, map[string]any{"cmd": cmd})
+}
+
+// codexModelArgs is codexModel with the exec_command arguments given whole.
+func codexModelArgs(t *testing.T, args map[string]any) *agenttest.Model {
 	return agenttest.NewModel(t, func(w http.ResponseWriter, r *http.Request, body []byte, n int) {
 		if r.URL.Path != "/v1/responses" {
 			http.NotFound(w, r)
@@ -55,7 +60,7 @@ func codexModel(t *testing.T, cmd string) *agenttest.Model {
 		}
 		ev("response.created", map[string]any{"response": map[string]any{"id": fmt.Sprintf("resp_%d", n)}})
 		item := map[string]any{"type": "function_call", "id": "fc_1", "call_id": "call_gw1", "name": "exec_command",
-			"arguments": mustJSON(map[string]any{"cmd": cmd})}
+			"arguments": mustJSON(args)}
 		if done {
 			item = map[string]any{"type": "message", "role": "assistant", "id": "msg_1",
 				"content": []any{map[string]any{"type": "output_text", "text": "TOOL RESULT: " + result}}}
@@ -97,7 +102,22 @@ timeout = 600
 // and returns the project directory and Codex's output.
 func codexRun(t *testing.T, g *agenttest.Gateway, gatewayURL string, model *agenttest.Model) (proj, out string) {
 	t.Helper()
-	codex := agenttest.Bin(t, "codex")
+	codex, proj, env := codexHome(t, g, gatewayURL, model)
+	stdout, stderr, err := agenttest.Run(t, 90*time.Second, proj, env, codex,
+		"exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", "do the task")
+	if err != nil {
+		t.Fatalf("codex exec: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	return proj, stdout + stderr
+}
+
+// codexHome makes a fresh HOME with ~/.codex/config.toml pointing at
+// model and holding the hooks of docs/agents.md, trusted, and a key in
+// ~/.ssh; it returns the codex binary, the project directory and the
+// environment to run it in.
+func codexHome(t *testing.T, g *agenttest.Gateway, gatewayURL string, model *agenttest.Model) (codex, proj string, env []string) {
+	t.Helper()
+	codex = agenttest.Bin(t, "codex")
 	home := t.TempDir()
 	proj = filepath.Join(home, "proj")
 	for _, d := range []string{proj, filepath.Join(home, ".codex"), filepath.Join(home, ".ssh")} {
@@ -116,18 +136,13 @@ wire_api = "responses"
 env_key = "STANDIN_API_KEY"
 %s`, model.URL, codexHookConfig)
 	writeTestFile(t, filepath.Join(home, ".codex", "config.toml"), cfg)
-	env := g.Env(home, "CODEX_HOME="+filepath.Join(home, ".codex"), "STANDIN_API_KEY=x",
+	env = g.Env(home, "CODEX_HOME="+filepath.Join(home, ".codex"), "STANDIN_API_KEY=x",
 		"PATH="+filepath.Dir(g.Bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	if gatewayURL != g.URL {
 		env = append(env, "GATEWAY_URL="+gatewayURL)
 	}
 	codexTrustHooks(t, codex, env, proj, filepath.Join(home, ".codex", "config.toml"))
-	stdout, stderr, err := agenttest.Run(t, 90*time.Second, proj, env, codex,
-		"exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", "do the task")
-	if err != nil {
-		t.Fatalf("codex exec: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
-	}
-	return proj, stdout + stderr
+	return codex, proj, env
 }
 
 // codexTrustHooks trusts the configured hooks the way Codex's /hooks
@@ -283,6 +298,138 @@ action = "approve"
 		}
 		if !m.Saw("not consulted") {
 			t.Fatalf("the model was not told the gateway was not consulted:\n%s", out)
+		}
+	})
+}
+
+// codexAppTurn runs one turn in Codex's app server (what its IDE
+// extension and desktop app drive) with the thread settings given, and
+// returns the approval prompts Codex sent its client (each declined, as a
+// person saying no would).
+func codexAppTurn(t *testing.T, codex, proj string, env []string, thread map[string]any) (prompts []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, codex, "app-server")
+	cmd.Env, cmd.Dir = env, proj
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); cancel(); cmd.Wait() }()
+	send := func(v any) {
+		if _, err := io.WriteString(in, mustJSON(v)+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 4<<20), 4<<20)
+	// next reads messages until done says stop, declining every request
+	// Codex makes of its client.
+	next := func(done func(id int, method string, m map[string]json.RawMessage) bool) map[string]json.RawMessage {
+		for sc.Scan() {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(sc.Bytes(), &m) != nil {
+				continue
+			}
+			var id int
+			_ = json.Unmarshal(m["id"], &id)
+			var method string
+			_ = json.Unmarshal(m["method"], &method)
+			if m["id"] != nil && method != "" {
+				prompts = append(prompts, method)
+				send(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(m["id"]), "result": map[string]any{"decision": "decline"}})
+			}
+			if done(id, method, m) {
+				return m
+			}
+		}
+		t.Fatalf("codex app-server stopped: %v", sc.Err())
+		return nil
+	}
+	send(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{"clientInfo": map[string]any{"name": "gateway-test", "version": "1"}}})
+	next(func(id int, method string, _ map[string]json.RawMessage) bool { return id == 1 && method == "" })
+	send(map[string]any{"jsonrpc": "2.0", "method": "initialized"})
+	thread["cwd"] = proj
+	send(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "thread/start", "params": thread})
+	m := next(func(id int, method string, _ map[string]json.RawMessage) bool { return id == 2 && method == "" })
+	var started struct {
+		Thread struct{ ID string } `json:"thread"`
+	}
+	if err := json.Unmarshal(m["result"], &started); err != nil || started.Thread.ID == "" {
+		t.Fatalf("thread/start: %s", m["result"])
+	}
+	send(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "turn/start", "params": map[string]any{"threadId": started.Thread.ID,
+		"input": []any{map[string]any{"type": "text", "text": "do the task"}}}})
+	next(func(_ int, method string, _ map[string]json.RawMessage) bool { return method == "turn/completed" })
+	return prompts
+}
+
+// TestCodexAppServer_PermissionRequest: in Codex's app server, with its
+// sandbox read-only and approval on request, a command that asks to leave
+// the sandbox goes through PreToolUse and then PermissionRequest; the
+// gateway's answer to the second replaces Codex's own approval prompt.
+func TestCodexAppServer_PermissionRequest(t *testing.T) {
+	agenttest.Bin(t, "codex")
+	g := agenttest.StartGateway(t, `
+[hooks.codex]
+wait = "60s"
+
+[[policy.rules]]
+capability = "code:exec"
+target = "printf gateway-%s escalated"
+action = "approve"
+`)
+	thread := func() map[string]any { return map[string]any{"approvalPolicy": "on-request", "sandbox": "read-only"} }
+	escalate := func(cmd string) map[string]any {
+		return map[string]any{"cmd": cmd, "sandbox_permissions": "require_escalated", "justification": "needs to leave the sandbox"}
+	}
+
+	t.Run("allowed without Codex's prompt", func(t *testing.T) {
+		m := codexModelArgs(t, escalate("printf gateway-%s escalated"))
+		codex, proj, env := codexHome(t, g, g.URL, m)
+		prompts := codexAppTurn(t, codex, proj, env, thread())
+		if len(prompts) != 0 {
+			t.Fatalf("Codex still asked its client: %v", prompts)
+		}
+		if !m.Saw("gateway-escalated") {
+			t.Fatal("the escalated command did not run")
+		}
+	})
+
+	t.Run("a person allows the call, then denies leaving the sandbox", func(t *testing.T) {
+		m := codexModelArgs(t, escalate("touch escalated.txt"))
+		codex, proj, env := codexHome(t, g, g.URL, m)
+		first := g.DecideNext(60*time.Second, client.AllowOnce)
+		prompts := make(chan []string, 1)
+		go func() { prompts <- codexAppTurn(t, codex, proj, env, thread()) }()
+		// One reader of the event stream at a time: the second request
+		// comes only once the first is decided.
+		e1 := <-first
+		e2 := <-g.DecideNext(60*time.Second, client.Deny)
+		if e1.ID == "" || e2.ID == "" || e1.ID == e2.ID {
+			t.Fatalf("want two requests, got %q and %q", e1.ID, e2.ID)
+		}
+		select {
+		case p := <-prompts:
+			if len(p) != 0 {
+				t.Fatalf("Codex still asked its client: %v", p)
+			}
+		case <-time.After(100 * time.Second):
+			t.Fatal("the turn did not end")
+		}
+		if _, err := os.Stat(filepath.Join(proj, "escalated.txt")); err == nil {
+			t.Fatal("the command ran though leaving the sandbox was denied")
+		}
+		if !m.Saw("denied by") {
+			t.Fatal("the model was not told who denied it")
 		}
 	})
 }
