@@ -9,7 +9,8 @@ import (
 )
 
 // GrantsVersion tells whether the grants table changed, in any process,
-// cheaply enough to ask before every decision.
+// cheaply enough to ask before every decision. NewChangeVersion gives the
+// same check over another counter (the run-time rules').
 //
 // On SQLite the fast path reads the WAL-index header from a shared mapping
 // of the -shm file (see walIndex): every commit by any process changes it
