@@ -370,6 +370,10 @@ func TestRoutes_QuorumTelegramAndSlack(t *testing.T) {
 		// Refused: not an approver at all; a Slack approver the route leaves out.
 		wantIn(t, "Mallory's answer", g.tap(rtMallory, card, "Allow once").Text, telegram.NotApprover)
 		wantIn(t, "a left-out approver's answer", g.click(rtSlackOp, id, scard, cards.SlackActionAllowOnce, true), "not among the approvers")
+		// An admin agent the route does not name: 403 over the API.
+		if st, b := g.call("POST", "/v1/requests/"+id+"/decision", rtAdminToken, map[string]any{"decision": "allow_once"}); st != http.StatusForbidden || !strings.Contains(string(b), "not_approver") {
+			t.Fatalf("admin agent outside the route: %d %s", st, b)
+		}
 		if r, _ := g.app.Service.Get(context.Background(), id); r.Status != approvals.StatusPending || len(r.Approvals) != 0 {
 			t.Fatalf("refused taps changed the request: %s %+v", r.Status, r.Approvals)
 		}
@@ -386,6 +390,10 @@ func TestRoutes_QuorumTelegramAndSlack(t *testing.T) {
 			t.Fatalf("slack card lost its buttons: %s", scard.Blocks)
 		}
 		wantIn(t, "Roberto again", g.tap(rtRoberto, card, "Allow once").Text, "Already counted")
+		// The web page shows the progress too.
+		if st, page := g.call("GET", "/", "", nil); st != http.StatusOK || !strings.Contains(string(page), progress) {
+			t.Fatalf("web page (%d) does not show %q", st, progress)
+		}
 
 		// Anna decides on Slack.
 		g.click(rtAnna, id, scard, tc.slackAction, false)
