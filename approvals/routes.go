@@ -54,7 +54,7 @@ func (s *Service) route(agent, capability string, critical bool) (Route, bool) {
 }
 
 // applyRoute fills what the route says into a new pending request.
-func (s *Service) applyRoute(r *Request, notify []string, now time.Time) {
+func (s *Service) applyRoute(r *Request, notify []string) {
 	r.Quorum = 1
 	rt, ok := s.route(r.Agent, r.Capability, r.Critical)
 	if ok {
@@ -73,7 +73,6 @@ func (s *Service) applyRoute(r *Request, notify []string, now time.Time) {
 			r.Notify = append(r.Notify, n)
 		}
 	}
-	_ = now
 }
 
 // authorize checks that by may decide r: one of the route's approvers (a

@@ -246,7 +246,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	case policy.ApprovalRequired:
 		r.Status = StatusPending
 		r.ExpiresAt = now.Add(s.ClampTimeout(sub.Timeout))
-		s.applyRoute(&r, sub.Notify, now)
+		s.applyRoute(&r, sub.Notify)
 		if s.opts.GrantTTL > 0 && r.AllowAlwaysOffered() {
 			t := now.Add(s.opts.GrantTTL)
 			r.GrantExpiresAt = &t
