@@ -9,6 +9,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/storage/storagetest"
 )
 
 func (f *fixture) grant(t *testing.T, target string, ttl time.Duration) policy.Grant {
@@ -182,5 +183,54 @@ func TestStartPruner_RunsAtStart(t *testing.T) {
 	}
 	if _, err := f.svc.StartPruner(context.Background(), "every now and then"); err == nil {
 		t.Error("a bad schedule was accepted")
+	}
+}
+
+// TestPrune_AuditRetentionKeepsChain: the prune job removes audit rows
+// older than the retention with the requests they describe, leaves a
+// checkpoint, and the chain still verifies (and still catches a row
+// removed later).
+func TestPrune_AuditRetentionKeepsChain(t *testing.T) {
+	db := storagetest.Open(t)
+	f := newFixtureOn(t, db, &clock{now: time.Now().UTC()}) // the genesis row is written at the real now
+	ctx := context.Background()
+	old := f.submit(t, "old", "/srv/old.txt", time.Hour)
+	if _, err := f.svc.Decide(ctx, old.ID, approvals.Deny, approvals.Actor{Channel: "web", ID: "owner"}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Add(400 * day)
+	fresh := f.submit(t, "fresh", "/srv/fresh.txt", time.Hour)
+	dry, err := f.svc.Prune(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := f.svc.Prune(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.AuditDeleted < 3 || dry.AuditDeleted != rep.AuditDeleted {
+		t.Fatalf("audit rows deleted %d (dry run said %d), want the genesis, outcome and decision at least",
+			rep.AuditDeleted, dry.AuditDeleted)
+	}
+	if ev := f.auditEvents(t, old.ID); len(ev) != 0 {
+		t.Errorf("the old request's audit rows survived: %v", ev)
+	}
+	if ev := f.auditEvents(t, fresh.ID); ev[storage.AuditOutcome] != 1 {
+		t.Errorf("the fresh request's audit rows: %v", ev)
+	}
+	v, err := db.VerifyAudit(ctx, nil)
+	if err != nil || !v.OK {
+		t.Fatalf("verify after prune: %v %q", err, v.Summary())
+	}
+	first, err := db.QueryAudit(ctx, storage.AuditFilter{Limit: 1})
+	if err != nil || len(first) != 1 || first[0].Event != storage.AuditCheckpoint {
+		t.Fatalf("first row after prune: %+v %v, want the checkpoint", first, err)
+	}
+	// Removing a row the prune job kept is caught.
+	if _, err := db.ExecContext(ctx, `DELETE FROM audit WHERE seq = $1`, first[0].Seq+1); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := db.VerifyAudit(ctx, nil); err != nil || v.OK || v.BadSeq != first[0].Seq+1 || v.Problem != "removed" {
+		t.Fatalf("verify after a deletion: %v %+v", err, v)
 	}
 }
