@@ -99,6 +99,12 @@ func claudeCode(e *env, cfgPath, urlFlag, tokenFlag string, wait time.Duration) 
 	ctx, cancel := context.WithTimeout(e.ctx, limit+hookMargin)
 	defer cancel()
 	body, err := c.Hook(ctx, "claude-code", raw, wait)
+	var conflict *client.CallIDConflictError
+	if errors.As(err, &conflict) {
+		// A tool_use_id that named an earlier, different call: the server
+		// refused it (409) and so does the hook.
+		return hooks.Answer(hooks.Deny, "approval gateway: "+conflict.API.Message), err
+	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && e.ctx.Err() == nil {
 			err = fmt.Errorf("%w: no answer within %s", client.ErrUnreachable, limit+hookMargin)
