@@ -20,7 +20,8 @@ const webMaxHistory = 200
 
 // auditEvents are the event names the History view suggests for its event
 // filter (any name can be typed: newer kinds of rows too).
-var auditEvents = []string{storage.AuditOutcome, storage.AuditDecision, storage.AuditExpired, storage.AuditCancelled,
+var auditEvents = []string{storage.AuditOutcome, storage.AuditApproval, storage.AuditDecision, storage.AuditEscalated,
+	storage.AuditExpired, storage.AuditCancelled,
 	storage.AuditNote, storage.AuditGrantWritten, storage.AuditGrantRevoked, storage.AuditRateLimited,
 	storage.AuditRuleAdded, storage.AuditRuleChanged, storage.AuditRuleRemoved, storage.AuditTokenCreated,
 	storage.AuditTokenRevoked, storage.AuditPrune, storage.AuditGenesis, storage.AuditCheckpoint}
