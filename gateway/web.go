@@ -126,7 +126,7 @@ func (w *web) cardOf(ctx context.Context, r approvals.Request) pendingCard {
 		}
 	}
 	c := cards.New(r, w.loc)
-	return pendingCard{Card: c, Buttons: c.Buttons(), Principal: cards.Safe(r.Channel + "/" + r.SenderID),
+	return pendingCard{Card: c, Buttons: c.Buttons(), Principal: cards.SafeIn(r.Channel+"/"+r.SenderID, w.loc),
 		PagePath: cards.RequestPath(r.ID)}
 }
 
@@ -189,8 +189,8 @@ func (w *web) load(ctx context.Context) (pageData, error) {
 		fmt.Fprintf(h, "p%s.%d.%d;", r.ID, len(r.Approvals), r.Rev)
 	}
 	for _, g := range grants {
-		g.Capability, g.Target, g.GrantedBy = cards.Safe(g.Capability), cards.Safe(g.Target), cards.Safe(g.GrantedBy)
-		d.Grants = append(d.Grants, grantRow{Grant: g, Principal: cards.Safe(g.Channel + "/" + g.SenderID)})
+		g.Capability, g.Target, g.GrantedBy = cards.SafeIn(g.Capability, w.loc), cards.SafeIn(g.Target, w.loc), cards.SafeIn(g.GrantedBy, w.loc)
+		d.Grants = append(d.Grants, grantRow{Grant: g, Principal: cards.SafeIn(g.Channel+"/"+g.SenderID, w.loc)})
 		fmt.Fprintf(h, "g%d;", g.ID)
 	}
 	for _, r := range recent {
@@ -199,8 +199,8 @@ func (w *web) load(ctx context.Context) (pageData, error) {
 				r.GrantExpiresAt = g.ExpiresAt
 			}
 		}
-		d.Recent = append(d.Recent, recentRow{ID: r.ID, Title: cards.Safe(w.loc.T("card.title", r.Agent, r.Capability)),
-			Target: cards.Safe(r.Target), StatusLine: cards.Safe(cards.StatusLine(r, w.loc)), Note: cards.Safe(r.Note),
+		d.Recent = append(d.Recent, recentRow{ID: r.ID, Title: cards.SafeIn(w.loc.T("card.title", r.Agent, r.Capability), w.loc),
+			Target: cards.SafeIn(r.Target, w.loc), StatusLine: cards.SafeIn(cards.StatusLine(r, w.loc), w.loc), Note: cards.SafeIn(r.Note, w.loc),
 			Status: r.Status})
 		fmt.Fprintf(h, "r%s%s;", r.ID, r.Status)
 	}
@@ -264,12 +264,12 @@ func (w *web) decide(rw http.ResponseWriter, r *http.Request) {
 		w.redirect(rw, r, w.decideFailure(err))
 		return
 	}
-	target, _ := cards.Cut(cards.Safe(req.Target), 200)
+	target, _ := cards.CutIn(cards.SafeIn(req.Target, w.loc), 200, w.loc)
 	if !req.Status.Finished() {
-		w.redirect(rw, r, flash{Text: w.loc.T("web.decided", cards.Safe(cards.Progress(req, w.loc)), req.Capability, target)})
+		w.redirect(rw, r, flash{Text: w.loc.T("web.decided", cards.SafeIn(cards.Progress(req, w.loc), w.loc), req.Capability, target)})
 		return
 	}
-	w.redirect(rw, r, flash{Text: w.loc.T("web.decided", cards.Safe(cards.StatusLine(req, w.loc)), req.Capability, target)})
+	w.redirect(rw, r, flash{Text: w.loc.T("web.decided", cards.SafeIn(cards.StatusLine(req, w.loc), w.loc), req.Capability, target)})
 }
 
 // decideFailure is what the owner reads when a decision was not recorded.

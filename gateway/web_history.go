@@ -67,9 +67,9 @@ func historyRows(rows []storage.AuditEvent, l locale.Locale) []historyRow {
 	for _, e := range rows {
 		facts := cards.AuditFacts(e, l)
 		for i := range facts { // audit rows carry agent-supplied call ids, reasons, names
-			facts[i].Value = cards.Safe(facts[i].Value)
+			facts[i].Value = cards.SafeIn(facts[i].Value, l)
 		}
-		e.Actor = cards.Safe(e.Actor)
+		e.Actor = cards.SafeIn(e.Actor, l)
 		out = append(out, historyRow{AuditEvent: e, Facts: facts})
 	}
 	return out
@@ -136,7 +136,7 @@ func (w *web) request(rw http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		d.Request = &req
-		d.Card, d.Reason = w.cardOf(r.Context(), req), cards.Safe(req.Reason)
+		d.Card, d.Reason = w.cardOf(r.Context(), req), cards.SafeIn(req.Reason, w.loc)
 	case !errors.Is(err, approvals.ErrNotFound):
 		w.fail(rw, r, fmt.Errorf("web request %s: %w", id, err))
 		return

@@ -351,4 +351,12 @@ Each card shows what an agent wants to do. Tap ✅ Allow once, ♾ Allow always 
 	"label.host":        "Host",
 	"web.all_requests":  "All requests",
 	"web.whole":         "Every field is shown whole; characters a person could not see are shown as ⟦U+…⟧.",
+
+	// Escapes inside agent-supplied text (cards.Display) and the mark of a cut.
+	"display.spaces":      "%s spaces",
+	"display.tabs":        "%s tabs",
+	"display.blanks":      "%s spaces and tabs",
+	"display.line_breaks": "%s line breaks",
+	"display.cut":         "%s characters cut",
+	"number.thousands":    ",",
 }

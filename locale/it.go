@@ -340,7 +340,7 @@ Ogni scheda mostra che cosa un agente vuole fare. Tocca ✅ Consenti una volta, 
 	"audit.grant":      "autorizzazione",
 	// Honest cards (issue 11): what Display escaped, what a renderer cut.
 	"card.warn_escaped": "⚠ caratteri nascosti mostrati come ⟦U+…⟧",
-	"card.warn_blanks":  "⚠ lunghe sequenze di spazi mostrate come ⟦N spaces⟧",
+	"card.warn_blanks":  "⚠ lunghe sequenze di spazi mostrate come ⟦N spazi⟧",
 	"card.cut":          "✂ Tagliato per starci: %s. La richiesta intera: ",
 	"card.cut_field":    "%s %s caratteri",
 	"card.not_linked":   " sulla pagina web del gateway",
@@ -348,4 +348,12 @@ Ogni scheda mostra che cosa un agente vuole fare. Tocca ✅ Consenti una volta, 
 	"label.host":        "Host",
 	"web.all_requests":  "Tutte le richieste",
 	"web.whole":         "Ogni campo è mostrato intero; i caratteri che non si vedrebbero sono mostrati come ⟦U+…⟧.",
+
+	// Escape nel testo degli agenti (cards.Display) e il segno di un taglio.
+	"display.spaces":      "%s spazi",
+	"display.tabs":        "%s tabulazioni",
+	"display.blanks":      "%s spazi e tabulazioni",
+	"display.line_breaks": "%s a capo",
+	"display.cut":         "%s caratteri tagliati",
+	"number.thousands":    ".",
 }
