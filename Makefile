@@ -44,7 +44,8 @@ FUZZ_TARGETS := \
 	./policy:FuzzMatchRule \
 	./policy:FuzzWildcard \
 	./vaglio:FuzzGuard \
-	./hooks:FuzzMap
+	./hooks:FuzzMap \
+	./hooks:FuzzAdapters
 FUZZTIME  ?= 30s
 FUZZFLAGS ?= -parallel=1
 
