@@ -15,8 +15,8 @@ import (
 // execution blocked: …"); ask forces Gemini CLI's own confirmation.
 //
 //	run_shell_command                    code:exec     tool_input.command (description is the intent)
-//	write_file, replace                  fs:write      tool_input.file_path
-//	read_file                            fs:read       tool_input.file_path
+//	write_file, replace                  fs:write      tool_input.file_path (older versions: absolute_path)
+//	read_file                            fs:read       tool_input.file_path (older versions: absolute_path)
 //	read_many_files                      fs:read       each of tool_input.include / paths (a glob: its fixed leading directories)
 //	glob                                 fs:read       path (else cwd) joined with the pattern's fixed leading directories
 //	search_file_content, grep_search     fs:read       path / dir_path, else cwd
@@ -47,9 +47,9 @@ func decodeGemini(raw []byte) (Event, error) {
 
 var geminiTools = map[string]func(*Call, Event) error{
 	"run_shell_command": builtin["Bash"],
-	"write_file":        filePath("fs:write", "file_path"),
-	"replace":           filePath("fs:write", "file_path"),
-	"read_file":         filePath("fs:read", "file_path"),
+	"write_file":        pathField("fs:write", "file_path", "absolute_path", "path"),
+	"replace":           pathField("fs:write", "file_path", "absolute_path", "path"),
+	"read_file":         pathField("fs:read", "file_path", "absolute_path", "path"),
 	"glob":              builtin["Glob"],
 	"search_file_content": func(c *Call, ev Event) error {
 		return dirOrCwd(c, ev, "path", "dir_path")
