@@ -21,7 +21,6 @@ import (
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
-	"github.com/metnos/gateway/vaglio"
 )
 
 // The web page's limits: how much of each list one page shows.
@@ -67,9 +66,7 @@ func newWeb(s *Server) *web {
 		"score":     func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
 		"until":     func(t time.Time) string { return l.In(t.Sub(s.now())) },
 		"buttonCSS": buttonClass,
-		// The vaglio line in plain words; the judge's exact reason goes under it.
-		"vaglioWords": func(v *vaglio.Verdict) string { return cards.VaglioWords(*v, l) },
-		"cardView":    func(c pendingCard, csrf string, whole bool) cardView { return cardView{C: c, CSRF: csrf, Whole: whole} },
+		"cardView":  func(c pendingCard, csrf string, whole bool) cardView { return cardView{C: c, CSRF: csrf, Whole: whole} },
 	}
 	tmpl := template.Must(template.New("web").Funcs(funcs).ParseFS(webTemplates, "templates/*.html"))
 	return &web{s: s, tmpl: tmpl, loc: l, key: key, loggedOut: map[string]time.Time{}}
