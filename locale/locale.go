@@ -144,11 +144,13 @@ func (l Locale) Expires(t time.Time) string {
 }
 
 // In is a duration from now: "in 40 s", "in 9 min", "in 3 h 5 min",
-// "in 3 days" ("tra 9 min").
+// "in 3 days" ("tra 9 min"); "now" when it is not in the future.
 func (l Locale) In(d time.Duration) string {
 	switch {
+	case d <= 0:
+		return l.T("time.now")
 	case d < time.Minute:
-		return l.T("time.in_s", int(max(d, 0)/time.Second))
+		return l.T("time.in_s", int(d/time.Second))
 	case d < time.Hour:
 		return l.T("time.in_min", int(d/time.Minute))
 	case d < 48*time.Hour:

@@ -159,6 +159,7 @@ func TestTimes(t *testing.T) {
 		{"it date", it.Date(at), "23 nov 2026"},
 		{"in hours", en.In(3*time.Hour + 5*time.Minute), "in 3 h 5 min"},
 		{"in days", it.In(72 * time.Hour), "tra 3 giorni"},
+		{"past is now", it.In(-time.Minute), "ora"},
 		{"utc by default", Locale{}.Clock(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)), "1 Jan 2000 00:00 UTC"},
 	}
 	for _, c := range cases {
