@@ -28,8 +28,9 @@ type AuditFact struct{ Key, Value string }
 func AuditFacts(e storage.AuditEvent, l locale.Locale) []AuditFact {
 	var out []AuditFact
 	add := func(k, v string) {
-		if v != "" {
-			out = append(out, AuditFact{k, Truncate(oneLine(v), auditDetailMax)})
+		if v != "" { // agent-supplied names and reasons: shown through Display
+			v, _ = CutIn(oneLine(SafeIn(v, l)), auditDetailMax, l)
+			out = append(out, AuditFact{k, v})
 		}
 	}
 	add(l.T("audit.agent"), e.Agent)
@@ -58,8 +59,15 @@ func AuditFacts(e storage.AuditEvent, l locale.Locale) []AuditFact {
 	return out
 }
 
+// auditActor is who wrote an audit row, shown through Display.
+func auditActor(a string, l locale.Locale) string {
+	out, _ := CutIn(oneLine(SafeIn(a, l)), auditDetailMax, l)
+	return out
+}
+
 // auditScope is what an audit listing is of, in l's language.
 func auditScope(sc approvals.AuditScope, l locale.Locale) string {
+	sc.Value = SafeIn(sc.Value, l)
 	switch sc.Kind {
 	case "all":
 		return l.T("audit.scope_all")
@@ -93,7 +101,7 @@ func SlackAuditText(rows []storage.AuditEvent, scope approvals.AuditScope, l loc
 	b.WriteString("*" + l.T("audit.title", len(rows), what) + "* " + l.T("audit.oldest_first"))
 	for _, e := range rows {
 		fmt.Fprintf(&b, "\n• `#%d` %s — *%s* %s %s", e.Seq, EscapeMrkdwn(l.Clock(e.At)), EscapeMrkdwn(e.Event),
-			l.T("audit.by"), EscapeMrkdwn(Truncate(oneLine(e.Actor), auditDetailMax)))
+			l.T("audit.by"), EscapeMrkdwn(auditActor(e.Actor, l)))
 		if facts := auditFactsText(e, l); facts != "" {
 			b.WriteString(" · " + EscapeMrkdwn(facts))
 		}
@@ -118,7 +126,7 @@ func TelegramAudit(rows []storage.AuditEvent, scope approvals.AuditScope, l loca
 			t.nl()
 			t.text(fmt.Sprintf("#%d %s — ", e.Seq, l.Clock(e.At)))
 			t.tag("b", e.Event)
-			t.text(" " + l.T("audit.by") + " " + Truncate(oneLine(e.Actor), auditDetailMax))
+			t.text(" " + l.T("audit.by") + " " + auditActor(e.Actor, l))
 			if facts := auditFactsText(e, l); facts != "" {
 				t.text(" · " + facts)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/storage"
 )
 
 // The probes of issue 11: what an agent that wants to slip something past
@@ -274,4 +275,19 @@ func outsideCode(t *testing.T, name, text string) {
 			}
 		}
 	}
+}
+
+// TestProbes_AuditListings: Telegram's /history and Slack's /approvals
+// audit show an audit row's agent-supplied parts through Display.
+func TestProbes_AuditListings(t *testing.T) {
+	rows := []storage.AuditEvent{{Seq: 7, At: created, Actor: "telegram:Rob\u200Berto (42)", Event: "outcome",
+		Agent: "a1", Capability: "code:exec", RequestID: "rabc",
+		Detail: map[string]any{"reason": "cat notes\u202E\u2066hs.txt", "status": "denied"}}}
+	scope := approvals.AuditScope{Kind: "person", Value: "Rob\u202Eerto"}
+	tg := cards.TelegramAudit(rows, scope, tgLocale)
+	noInvisible(t, "/history", tg.HTML)
+	mustContain(t, "/history", tg.Plain, "cat notes⟦U+202E⟧⟦U+2066⟧hs.txt", "Rob⟦U+200B⟧erto", "@Rob⟦U+202E⟧erto")
+	sl := cards.SlackAuditText(rows, scope, slackLocale)
+	noInvisible(t, "/approvals audit", sl)
+	mustContain(t, "/approvals audit", sl, "cat notes⟦U+202E⟧⟦U+2066⟧hs.txt", "Rob⟦U+200B⟧erto")
 }

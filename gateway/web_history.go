@@ -65,12 +65,8 @@ type requestData struct {
 func historyRows(rows []storage.AuditEvent, l locale.Locale) []historyRow {
 	out := make([]historyRow, 0, len(rows))
 	for _, e := range rows {
-		facts := cards.AuditFacts(e, l)
-		for i := range facts { // audit rows carry agent-supplied call ids, reasons, names
-			facts[i].Value = cards.SafeIn(facts[i].Value, l)
-		}
-		e.Actor = cards.SafeIn(e.Actor, l)
-		out = append(out, historyRow{AuditEvent: e, Facts: facts})
+		e.Actor = cards.SafeIn(e.Actor, l) // the facts went through cards.Display in AuditFacts
+		out = append(out, historyRow{AuditEvent: e, Facts: cards.AuditFacts(e, l)})
 	}
 	return out
 }
