@@ -138,3 +138,48 @@ func TestTimers_RunTimers(t *testing.T) {
 		t.Fatalf("posted %v", sl.posts)
 	}
 }
+
+// TestReplicas_TimersOnce: three replicas on PostgreSQL passing over the
+// same due times at once escalate once and remind once.
+func TestReplicas_TimersOnce(t *testing.T) {
+	route := approvals.Route{Capability: "*", Notify: []string{"tg"}, EscalateAfter: time.Minute,
+		EscalateTo: []string{"sl"}, RemindEvery: time.Minute}
+	notifiers := make([]*remindingNotifier, 3)
+	rs := replicasWith(t, 3, []approvals.Route{route}, func(i int, f *fixture) {
+		notifiers[i] = newReminding("tg")
+		f.svc.AddNotifier(notifiers[i])
+		f.svc.AddNotifier(newReminding("sl"))
+	})
+	ctx := context.Background()
+	r := rs[0].submit(t, "timers", "/srv/t.txt", time.Hour)
+	if _, err := rs[0].db.ExecContext(ctx, `UPDATE cards SET ref = 'm1' WHERE request_id = $1`, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	rs[0].clock.Add(time.Minute + time.Second)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	escalated, reminded := 0, 0
+	for _, f := range rs {
+		wg.Go(func() {
+			e, err1 := f.svc.EscalateDue(ctx)
+			m, err2 := f.svc.RemindDue(ctx)
+			if err1 != nil || err2 != nil {
+				t.Errorf("timers: %v, %v", err1, err2)
+			}
+			mu.Lock()
+			escalated, reminded = escalated+e, reminded+m
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	sent := 0
+	for _, n := range notifiers {
+		sent += n.reminded()
+	}
+	if escalated != 1 || reminded != 1 || sent != 1 {
+		t.Fatalf("escalated %d, reminded %d, reminders sent %d; want 1, 1, 1", escalated, reminded, sent)
+	}
+	if n := rs[0].count(t, `SELECT COUNT(*) FROM audit WHERE request_id = $1 AND event = 'escalated'`, r.ID); n != 1 {
+		t.Fatalf("%d escalated rows", n)
+	}
+}
