@@ -156,15 +156,21 @@ func (n Normalizer) Narrow(parent TokenProfile, parentExpires *time.Time, req To
 		for _, name := range names {
 			c, _ := Lookup(name)
 			have, limited := parent.Targets[name]
-			kept := []string{}
+			kept, refused := []string{}, []string{}
 			for _, r := range dedupe(req.Targets[name]) {
 				if !limited || n.covers(c, have, r) {
 					kept = append(kept, r)
 				} else {
-					narrowed = append(narrowed, Narrowed{"targets." + name, r, have})
+					refused = append(refused, r)
 				}
 			}
 			child.Targets[name] = kept
+			// given is what the child holds for the capability (possibly
+			// nothing), not the parent's patterns: the caller must not read
+			// a refusal as the parent's wider patterns handed down.
+			for _, r := range refused {
+				narrowed = append(narrowed, Narrowed{"targets." + name, r, slices.Clone(kept)})
+			}
 		}
 	}
 	// max_requests: the minimum.

@@ -57,6 +57,22 @@ func TestNarrow_RestrictiveOnly(t *testing.T) {
 	if !slices.Equal(fields, want) {
 		t.Errorf("narrowed\n got %v\nwant %v", fields, want)
 	}
+	// What a refused pattern reports as given is what the child holds for
+	// that capability, never the parent's (wider) patterns.
+	for _, n := range narrowed {
+		if strings.HasPrefix(n.Field, "targets.") {
+			if g, ok := n.Given.([]string); !ok || !slices.Equal(g, child.Targets[strings.TrimPrefix(n.Field, "targets.")]) {
+				t.Errorf("%s asked %v: given %v, the child holds %v", n.Field, n.Asked, n.Given, child.Targets["fs:write"])
+			}
+		}
+	}
+	// A pattern wider than the parent's, alone: the child holds nothing for
+	// the capability, and says so.
+	_, _, narrowed, _ = testNorm.Narrow(parent, &parentExp, policy.TokenRequest{TTL: time.Hour,
+		Targets: map[string][]string{"fs:write": {"/**"}}}, t0)
+	if len(narrowed) != 1 || fmt.Sprint(narrowed[0].Given) != "[]" {
+		t.Errorf("a refused /** reports %+v, want given []", narrowed)
+	}
 
 	// Nothing asked beyond the parent: nothing narrowed; absent fields inherit.
 	child, exp, narrowed, err = testNorm.Narrow(parent, &parentExp, policy.TokenRequest{TTL: time.Hour}, t0)
