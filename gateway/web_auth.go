@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -102,7 +103,13 @@ func (w *web) access(h http.Handler) http.Handler {
 			return
 		case !w.validSession(r):
 			if r.Method == http.MethodGet {
-				http.Redirect(rw, r, "/login", http.StatusSeeOther)
+				// Back to the page asked for after the login: a card's link
+				// to /r/{id} lands on that request, not on the list.
+				to := "/login"
+				if next := safeNext(r.URL.RequestURI()); next != "/" {
+					to += "?next=" + url.QueryEscape(next)
+				}
+				http.Redirect(rw, r, to, http.StatusSeeOther)
 				return
 			}
 			w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.log_in_title"), w.loc.T("web.log_in"), linkLogin)
@@ -221,17 +228,40 @@ func (w *web) validSession(r *http.Request) bool {
 type loginData struct {
 	CSRF  string
 	Error string
+	Next  string // where a successful login goes (a page of this site)
+}
+
+// safeNext returns next when it is one of the web page's own GET pages (a
+// path on this host: "/", "/history…", "/r/…", "/requests/…"), else "/":
+// a login never redirects anywhere else (no open redirect).
+func safeNext(next string) string {
+	if len(next) > 512 || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
+		strings.ContainsAny(next, "\\\x00\r\n") {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return "/"
+	}
+	switch p := u.Path; {
+	case path.Clean(p) != p:
+		return "/"
+	case p == "/", p == "/history", strings.HasPrefix(p, "/r/"), strings.HasPrefix(p, "/requests/"):
+		return u.RequestURI()
+	}
+	return "/"
 }
 
 // loginPage is GET /login.
 func (w *web) loginPage(rw http.ResponseWriter, r *http.Request) {
+	next := safeNext(r.URL.Query().Get("next"))
 	switch {
 	case w.isLocal(r), w.validSession(r):
-		http.Redirect(rw, r, "/", http.StatusSeeOther)
+		http.Redirect(rw, r, next, http.StatusSeeOther)
 	case w.s.cfg.Web.AdminToken == "":
 		w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.login_off_title"), w.loc.T("web.login_off"), linkNone)
 	default:
-		w.render(rw, r, http.StatusOK, "login.html", loginData{CSRF: w.csrfToken(rw, r)})
+		w.render(rw, r, http.StatusOK, "login.html", loginData{CSRF: w.csrfToken(rw, r), Next: next})
 	}
 }
 
@@ -246,7 +276,7 @@ func (w *web) login(rw http.ResponseWriter, r *http.Request) {
 	if w.lockedOut() {
 		rw.Header().Set("Retry-After", strconv.Itoa(int(loginLockout/time.Second)))
 		w.render(rw, r, http.StatusTooManyRequests, "login.html", loginData{CSRF: w.csrfToken(rw, r),
-			Error: w.loc.T("web.login_locked")})
+			Error: w.loc.T("web.login_locked"), Next: safeNext(r.PostForm.Get("next"))})
 		return
 	}
 	got := sha256.Sum256([]byte(r.PostForm.Get("token")))
@@ -255,7 +285,7 @@ func (w *web) login(rw http.ResponseWriter, r *http.Request) {
 		w.recordFailure()
 		w.s.log.Warn("web login failed", "remote", r.RemoteAddr) // never the token
 		w.render(rw, r, http.StatusUnauthorized, "login.html", loginData{CSRF: w.csrfToken(rw, r),
-			Error: w.loc.T("web.login_wrong")})
+			Error: w.loc.T("web.login_wrong"), Next: safeNext(r.PostForm.Get("next"))})
 		return
 	}
 	v, exp := w.newSession()
@@ -263,7 +293,7 @@ func (w *web) login(rw http.ResponseWriter, r *http.Request) {
 	c.Expires = exp
 	http.SetCookie(rw, c)
 	w.s.log.Info("web login", "remote", r.RemoteAddr)
-	http.Redirect(rw, r, "/", http.StatusSeeOther)
+	http.Redirect(rw, r, safeNext(r.PostForm.Get("next")), http.StatusSeeOther)
 }
 
 // logout is POST /logout: the session ends here and now, also for a copy

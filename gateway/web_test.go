@@ -610,3 +610,49 @@ func TestWeb_DoubleTap(t *testing.T) {
 		t.Errorf("the same button twice should read as done, not as a conflict:\n%s", page)
 	}
 }
+
+// A card's link to /r/{id} opened on a phone that is not logged in goes
+// through the login and lands on that request, never on another site.
+func TestWeb_LoginReturnsToThePageAsked(t *testing.T) {
+	const adminToken = "correct-horse-battery-staple-0123456789"
+	app := newWebApp(t, func(c *config.Config) {
+		c.Web.AdminTokenEnv, c.Web.AdminToken = "GATEWAY_WEB_TOKEN", adminToken
+	})
+	const remote, base = "203.0.113.9:1234", "http://gw.example"
+	r, _, err := app.Service.Submit(context.Background(), approvals.Submission{
+		Profile: app.Server.AgentByID("a1").Profile(), Capability: "fs:write", Target: "/home/u/x",
+		Channel: "web", SenderID: "owner"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	login := func(next string) *httptest.ResponseRecorder {
+		jar := cookieJar{}
+		rec := serve(app, httptest.NewRequest("GET", base+"/login?next="+url.QueryEscape(next), nil), remote)
+		jar.add(rec)
+		v := url.Values{"token": {adminToken}, "csrf": {csrfOf(t, rec.Body.String())}, "next": {next}}
+		p := httptest.NewRequest("POST", base+"/login", strings.NewReader(v.Encode()))
+		p.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		p.Header.Set("Origin", base)
+		return serve(app, jar.on(p), remote)
+	}
+	for _, page := range []string{"/r/" + r.ID, "/requests/" + r.ID, "/history?agent=a1"} {
+		rec := serve(app, httptest.NewRequest("GET", base+page, nil), remote)
+		want := "/login?next=" + url.QueryEscape(page)
+		if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != want {
+			t.Errorf("GET %s before login: %d to %q, want 303 to %q", page, rec.Code, rec.Header().Get("Location"), want)
+		}
+		form := serve(app, httptest.NewRequest("GET", base+want, nil), remote).Body.String()
+		if !strings.Contains(form, `name="next"`) {
+			t.Errorf("the login form for %s does not carry it", page)
+		}
+		if rec := login(page); rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != page {
+			t.Errorf("login with next=%s: %d to %q", page, rec.Code, rec.Header().Get("Location"))
+		}
+	}
+	for _, next := range []string{"//evil.example/r/x", "https://evil.example/", "/\\evil.example", "/web/decide",
+		"/r/../../\\evil", "javascript:alert(1)", "", "/login?next=//evil.example"} {
+		if rec := login(next); rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/" {
+			t.Errorf("login with next=%q: %d to %q, want /", next, rec.Code, rec.Header().Get("Location"))
+		}
+	}
+}
