@@ -1,10 +1,12 @@
-// Package hooks turns a Claude Code PreToolUse hook event into the
-// approval request the gateway is asked about, and the gateway's answer
-// into the JSON Claude Code reads back (SPEC §9). It does no I/O: the
-// `gateway hook claude-code` command and the POST /v1/hooks/claude-code
-// endpoint both do the asking and use this package on either side of it.
+// Package hooks turns a coding agent's hook event into the approval
+// requests the gateway is asked about, and the gateway's answer into the
+// JSON the agent reads back: Claude Code here (SPEC §9), and Codex,
+// Gemini CLI and Cursor in codex.go, gemini.go and cursor.go (each an
+// Adapter). It does no I/O: the `gateway hook NAME` commands and the
+// POST /v1/hooks/NAME endpoints do the asking and use this package on
+// either side of it.
 //
-// The mapping of tools to capabilities and targets:
+// Claude Code's mapping of tools to capabilities and targets:
 //
 //	Bash                              code:exec     the command
 //	Write, Edit, MultiEdit            fs:write      tool_input.file_path
