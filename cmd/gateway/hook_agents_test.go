@@ -138,6 +138,16 @@ func TestAgentHooks(t *testing.T) {
 			t.Fatalf("--no-ask: %v", m)
 		}
 	})
+	t.Run("--wait only shortens the server's wait", func(t *testing.T) {
+		ev := agentEvent(t, map[string]any{"session_id": "g2", "cwd": "/home/r/proj", "hook_event_name": "BeforeTool",
+			"tool_name": "write_file", "tool_input": map[string]any{"file_path": "b.txt", "content": "x"}})
+		if m := run(t, ev, "gemini", "--wait", "1s"); !strings.Contains(field(m, "reason"), "no answer within 1s") {
+			t.Fatalf("--wait 1s: %v", m)
+		}
+		if m := run(t, ev, "gemini", "--wait", "1h"); !strings.Contains(field(m, "reason"), "no answer within 2s") {
+			t.Fatalf("--wait 1h: %v", m)
+		}
+	})
 	t.Run("gemini mapped MCP tool allowed", func(t *testing.T) {
 		ev := agentEvent(t, map[string]any{"session_id": "g1", "cwd": "/home/r/proj", "hook_event_name": "BeforeTool",
 			"tool_name": "mcp_acme_summarize", "tool_input": map[string]any{"text": "x"}})
