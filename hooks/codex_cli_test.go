@@ -28,6 +28,11 @@ func codexModel(t *testing.T, cmd string) *agenttest.Model {
 
 // codexModelArgs is codexModel with the exec_command arguments given whole.
 func codexModelArgs(t *testing.T, args map[string]any) *agenttest.Model {
+	return codexModelTool(t, "exec_command", args)
+}
+
+// codexModelTool is codexModel calling any function tool.
+func codexModelTool(t *testing.T, tool string, args map[string]any) *agenttest.Model {
 	return agenttest.NewModel(t, func(w http.ResponseWriter, r *http.Request, body []byte, n int) {
 		if r.URL.Path != "/v1/responses" {
 			http.NotFound(w, r)
@@ -59,8 +64,11 @@ func codexModelArgs(t *testing.T, args map[string]any) *agenttest.Model {
 			agenttest.SSE(w, typ, b)
 		}
 		ev("response.created", map[string]any{"response": map[string]any{"id": fmt.Sprintf("resp_%d", n)}})
-		item := map[string]any{"type": "function_call", "id": "fc_1", "call_id": "call_gw1", "name": "exec_command",
+		item := map[string]any{"type": "function_call", "id": "fc_1", "call_id": "call_gw1", "name": tool,
 			"arguments": mustJSON(args)}
+		if ns, name, ok := strings.Cut(tool, "/"); ok {
+			item["namespace"], item["name"] = ns, name // a tool of a namespace (an MCP server's)
+		}
 		if done {
 			item = map[string]any{"type": "message", "role": "assistant", "id": "msg_1",
 				"content": []any{map[string]any{"type": "output_text", "text": "TOOL RESULT: " + result}}}
@@ -115,7 +123,7 @@ func codexRun(t *testing.T, g *agenttest.Gateway, gatewayURL string, model *agen
 // model and holding the hooks of docs/agents.md, trusted, and a key in
 // ~/.ssh; it returns the codex binary, the project directory and the
 // environment to run it in.
-func codexHome(t *testing.T, g *agenttest.Gateway, gatewayURL string, model *agenttest.Model) (codex, proj string, env []string) {
+func codexHome(t *testing.T, g *agenttest.Gateway, gatewayURL string, model *agenttest.Model, extra ...string) (codex, proj string, env []string) {
 	t.Helper()
 	codex = agenttest.Bin(t, "codex")
 	home := t.TempDir()
@@ -134,7 +142,7 @@ name = "stand-in"
 base_url = "%s/v1"
 wire_api = "responses"
 env_key = "STANDIN_API_KEY"
-%s`, model.URL, codexHookConfig)
+%s%s`, model.URL, codexHookConfig, strings.Join(extra, "\n"))
 	writeTestFile(t, filepath.Join(home, ".codex", "config.toml"), cfg)
 	env = g.Env(home, "CODEX_HOME="+filepath.Join(home, ".codex"), "STANDIN_API_KEY=x",
 		"PATH="+filepath.Dir(g.Bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -430,6 +438,52 @@ action = "approve"
 		}
 		if !m.Saw("denied by") {
 			t.Fatal("the model was not told who denied it")
+		}
+	})
+}
+
+// TestCodexCLI_MCPTool: an MCP tool (here the gateway's own `gateway mcp`
+// as one of Codex's MCP servers) reaches PreToolUse as
+// mcp__server__tool and is decided by the server's [hooks.codex.tools];
+// one the map does not name is blocked (unknown_tool ask: Codex cannot ask).
+func TestCodexCLI_MCPTool(t *testing.T) {
+	codex := agenttest.Bin(t, "codex")
+	g := agenttest.StartGateway(t, `
+[hooks.codex]
+wait = "60s"
+
+[hooks.codex.tools]
+"mcp__gateway__check" = "time:read"
+`)
+	mcp := `
+[mcp_servers.gateway]
+command = "gateway"
+args = ["mcp"]
+env_vars = ["GATEWAY_URL", "GATEWAY_TOKEN"]
+`
+	run := func(model *agenttest.Model) string {
+		_, proj, env := codexHome(t, g, g.URL, model, mcp)
+		stdout, stderr, err := agenttest.Run(t, 90*time.Second, proj, env, codex,
+			"exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", "do the task")
+		if err != nil {
+			t.Fatalf("codex exec: %v\n%s\n%s", err, stdout, stderr)
+		}
+		return stdout + stderr
+	}
+
+	t.Run("mapped MCP tool runs", func(t *testing.T) {
+		m := codexModelTool(t, "mcp__gateway/check", map[string]any{"capability": "llm:local"})
+		out := run(m)
+		// check's own answer (policy's outcome for llm:local) reached the model.
+		if !m.Saw(`llm:local is allowed`) {
+			t.Fatalf("the mapped MCP tool did not run:\n%s", out)
+		}
+	})
+	t.Run("unmapped MCP tool blocked", func(t *testing.T) {
+		m := codexModelTool(t, "mcp__gateway/request_approval", map[string]any{"capability": "llm:local"})
+		out := run(m)
+		if !m.Saw("no capability mapping") || !m.Saw("hooks.codex.tools") {
+			t.Fatalf("the unmapped MCP tool was not blocked:\n%s", out)
 		}
 	})
 }
