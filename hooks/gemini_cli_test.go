@@ -90,6 +90,18 @@ const geminiSettings = `{
 // gateway at gatewayURL, and returns the project directory and output.
 func geminiRun(t *testing.T, g *agenttest.Gateway, gatewayURL string, model *agenttest.Model) (proj, out string) {
 	t.Helper()
+	return geminiRunIn(t, g, gatewayURL, model, geminiSettings)
+}
+
+// geminiRunWith is geminiRun with other settings.json contents.
+func geminiRunWith(t *testing.T, g *agenttest.Gateway, model *agenttest.Model, settings string) string {
+	t.Helper()
+	_, out := geminiRunIn(t, g, g.URL, model, settings)
+	return out
+}
+
+func geminiRunIn(t *testing.T, g *agenttest.Gateway, gatewayURL string, model *agenttest.Model, settings string) (proj, out string) {
+	t.Helper()
 	gemini := agenttest.Bin(t, "gemini")
 	home := t.TempDir()
 	proj = filepath.Join(home, "proj")
@@ -99,7 +111,7 @@ func geminiRun(t *testing.T, g *agenttest.Gateway, gatewayURL string, model *age
 		}
 	}
 	writeTestFile(t, filepath.Join(home, ".ssh", "id_rsa"), "-----BEGIN OPENSSH PRIVATE KEY----- SECRET-KEY-MATERIAL-4711\n")
-	writeTestFile(t, filepath.Join(home, ".gemini", "settings.json"), geminiSettings)
+	writeTestFile(t, filepath.Join(home, ".gemini", "settings.json"), settings)
 	env := g.Env(home, "GEMINI_API_KEY=x", "GOOGLE_GEMINI_BASE_URL="+model.URL, "GEMINI_CLI_TRUST_WORKSPACE=true",
 		"PATH="+filepath.Dir(g.Bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	if gatewayURL != g.URL {
@@ -179,6 +191,40 @@ action = "approve"
 		}
 		if !m.Saw("not consulted") {
 			t.Fatalf("the model was not told the gateway was not consulted:\n%s", out)
+		}
+	})
+}
+
+// TestGeminiCLI_MCPTool: an MCP tool (the gateway's own `gateway mcp` as
+// one of Gemini CLI's MCP servers) reaches BeforeTool as mcp_server_tool
+// and is decided by the server's [hooks.gemini.tools]; one the map does
+// not name is refused (unknown_tool ask, headless: --no-ask).
+func TestGeminiCLI_MCPTool(t *testing.T) {
+	agenttest.Bin(t, "gemini")
+	g := agenttest.StartGateway(t, `
+[hooks.gemini]
+wait = "60s"
+
+[hooks.gemini.tools]
+"mcp_gateway_check" = "time:read"
+`)
+	settings := strings.Replace(geminiSettings, `"hooks": {`, `"mcpServers": {
+    "gateway": { "command": "gateway", "args": ["mcp"], "env": { "GATEWAY_URL": "$GATEWAY_URL", "GATEWAY_TOKEN": "$GATEWAY_TOKEN" } }
+  },
+  "hooks": {`, 1)
+
+	t.Run("mapped MCP tool runs", func(t *testing.T) {
+		m := geminiModel(t, "mcp_gateway_check", map[string]any{"capability": "llm:local"})
+		out := geminiRunWith(t, g, m, settings)
+		if !m.Saw("llm:local is allowed") {
+			t.Fatalf("the mapped MCP tool did not run:\n%s", out)
+		}
+	})
+	t.Run("unmapped MCP tool refused", func(t *testing.T) {
+		m := geminiModel(t, "mcp_gateway_request_approval", map[string]any{"capability": "llm:local"})
+		out := geminiRunWith(t, g, m, settings)
+		if !m.Saw("no capability mapping") || !m.Saw("hooks.gemini.tools") {
+			t.Fatalf("the unmapped MCP tool was not refused:\n%s", out)
 		}
 	})
 }
