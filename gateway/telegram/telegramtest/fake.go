@@ -416,26 +416,38 @@ func (s *Server) Pending() int {
 // know, for forged callbacks), without delivering it: a test can then
 // deliver it twice. It has its update id and a fresh query id.
 func (s *Server) Callback(from tgbotapi.User, chatID int64, messageID int, data string) tgbotapi.Update {
+	u := s.callback(from, chatID, messageID, data)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextUpdate++
+	u.UpdateID = s.nextUpdate
+	return u
+}
+
+// callback is Callback without an update id (Enqueue gives it one).
+func (s *Server) callback(from tgbotapi.User, chatID int64, messageID int, data string) tgbotapi.Update {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nextQuery++
 	qid := fmt.Sprintf("q%d", s.nextQuery)
 	s.queries[qid] = false
-	s.nextUpdate++
 	msg := &tgbotapi.Message{MessageID: messageID, Chat: &tgbotapi.Chat{ID: chatID, Type: chatType(chatID)},
 		From: &s.Bot, Date: int(time.Now().Unix())}
 	if m, ok := s.messages[msgKey{chatID, messageID}]; ok {
 		msg.Text, msg.ReplyMarkup = m.Text, m.Keyboard
 	}
-	return tgbotapi.Update{UpdateID: s.nextUpdate, CallbackQuery: &tgbotapi.CallbackQuery{
+	return tgbotapi.Update{CallbackQuery: &tgbotapi.CallbackQuery{
 		ID: qid, From: &from, Message: msg, ChatInstance: strconv.FormatInt(chatID, 10), Data: data,
 	}}
 }
 
 // Press simulates a user tapping an inline button: it delivers the
-// Callback update and returns the query id.
+// callback update and returns the query id. The update id is given as the
+// update is queued, in one step, as Telegram does: two taps at the same
+// moment are queued in the order of their ids, so a getUpdates offset that
+// confirms the later one never drops the earlier one unseen.
 func (s *Server) Press(from tgbotapi.User, chatID int64, messageID int, data string) string {
-	u := s.Callback(from, chatID, messageID, data)
+	u := s.callback(from, chatID, messageID, data)
 	s.Enqueue(u)
 	return u.CallbackQuery.ID
 }
