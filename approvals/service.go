@@ -497,8 +497,12 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision, by Actor) (
 		return r, nil
 	}
 	s.finished(r)
+	decision := "" // the value, not the pointer (a text log printed its address)
+	if r.Decision != nil {
+		decision = string(*r.Decision)
+	}
 	s.log.Info("decision", "request_id", r.ID, "agent", r.Agent, "capability", r.Capability,
-		"decision", r.Decision, "decided_by", r.DecidedBy)
+		"decision", decision, "decided_by", r.DecidedBy)
 	return r, nil
 }
 

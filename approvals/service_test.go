@@ -1,12 +1,15 @@
 package approvals_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -530,5 +533,26 @@ func TestCards_PostRetryUpdate(t *testing.T) {
 	n.waitFor(t, "the card to be edited", func() bool { return len(n.updates) == 1 })
 	if n.updates[0] != "msg-"+r.ID+"=allowed" {
 		t.Errorf("update %q", n.updates[0])
+	}
+}
+
+// The decision log line names the decision in words, in a text log too
+// (not the address of the request's pointer field).
+func TestDecide_LogLineNamesTheDecision(t *testing.T) {
+	var buf bytes.Buffer
+	db := storagetest.Open(t)
+	norm := policy.Normalizer{Home: "/home/owner"}
+	c := newClock()
+	grants := policy.NewGrantStore(db, norm, c.Now)
+	svc := approvals.New(db, grants, &policy.Decider{Grants: grants, Norm: norm}, approvals.Options{
+		GrantTTL: grantTTL, StaleAfter: staleTTL, Retention: retention, Now: c.Now,
+		Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	f := &fixture{svc: svc, db: db, grants: grants, clock: c}
+	r := f.submit(t, "log-1", "/tmp/log", time.Minute)
+	if _, err := svc.Decide(context.Background(), r.ID, approvals.Deny, approvals.Actor{Channel: "api", ID: "boss"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "msg=decision ") || !strings.Contains(buf.String(), " decision=deny ") {
+		t.Errorf("the decision line does not say deny:\n%s", buf.String())
 	}
 }
