@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -48,5 +49,29 @@ func TestPolicyCheck_NoTarget(t *testing.T) {
 	r := runCLI(context.Background(), getenv, "", "policy", "check", "Full", "fs:read", "--target", "/etc/shadow.old")
 	if r.code != 0 || !strings.Contains(r.stdout, `"outcome":"denied"`) || !strings.Contains(r.stdout, "guard") {
 		t.Errorf("check with a target = %d %s %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestGlobalConfigFlag: --config may also stand before the command, as in
+// `gateway --config f.toml policy rules`.
+func TestGlobalConfigFlag(t *testing.T) {
+	home := t.TempDir()
+	getenv := func(k string) string { return map[string]string{"HOME": home, "XDG_STATE_HOME": home + "/state"}[k] }
+	path := home + "/gw.toml"
+	if err := os.WriteFile(path, []byte("[storage]\npath = \""+home+"/gw.db\"\n\n[[policy.rules]]\ncapability = \"fs:read\"\ntarget = \"/srv/**\"\naction = \"block\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--config", path, "policy", "rules"},
+		{"--config=" + path, "policy", "rules"},
+		{"policy", "rules", "--config", path},
+	} {
+		r := runCLI(context.Background(), getenv, "", args...)
+		if r.code != 0 || !strings.Contains(r.stdout, `"id":"config:1"`) {
+			t.Errorf("%q: exit %d, %s %s", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	if r := runCLI(context.Background(), getenv, "", "--config", path); r.code != exitUsage {
+		t.Errorf("--config without a command: exit %d", r.code)
 	}
 }

@@ -95,6 +95,7 @@ func commands() map[string]command {
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	args = hoistConfig(args)
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)
 		if len(args) == 0 {
@@ -127,6 +128,28 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "gateway %s: %s\n", args[0], oneLine(err.Error()))
 		return exitFail
 	}
+}
+
+// hoistConfig moves a leading --config FILE (or --config=FILE), which
+// every command takes, after the command name: `gateway --config f.toml
+// policy rules` is `gateway policy rules --config f.toml`.
+func hoistConfig(args []string) []string {
+	var global []string
+	for len(args) > 0 {
+		switch a := args[0]; {
+		case (a == "--config" || a == "-config") && len(args) > 1:
+			global, args = append(global, args[:2]...), args[2:]
+			continue
+		case strings.HasPrefix(a, "--config=") || strings.HasPrefix(a, "-config="):
+			global, args = append(global, a), args[1:]
+			continue
+		}
+		break
+	}
+	if len(global) == 0 || len(args) == 0 {
+		return append(global, args...)
+	}
+	return append(append([]string{args[0]}, args[1:]...), global...)
 }
 
 func oneLine(s string) string {
