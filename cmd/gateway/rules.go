@@ -19,6 +19,22 @@ func openRules(e *env, cfg config.Config) (*storage.DB, *policy.RuleStore, error
 	return db, policy.NewRuleStore(db, cfg.PolicyRules(), cfg.HasAgent, nil), nil
 }
 
+// withRules loads the config at cfgPath, opens the rule store over its
+// database, runs fn with it and closes both.
+func withRules(e *env, cfgPath string, fn func(*policy.RuleStore) error) error {
+	cfg, err := loadConfig(e, cfgPath)
+	if err != nil {
+		return err
+	}
+	db, rules, err := openRules(e, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	defer rules.Close()
+	return fn(rules)
+}
+
 // policyRules is `gateway policy rules [add|update|rm]`: it works on the
 // database directly, with or without a running server, whose very next
 // decision sees the change.
@@ -42,26 +58,18 @@ func policyRules(e *env, args []string) error {
 	if len(pos) > 0 {
 		return usagef("rules: unknown subcommand %q (add, update, rm; none to list)", pos[0])
 	}
-	cfg, err := loadConfig(e, *cfgPath)
-	if err != nil {
-		return err
-	}
-	db, rules, err := openRules(e, cfg)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	defer rules.Close()
-	list, err := rules.List(e.ctx)
-	if err != nil {
-		return err
-	}
-	for _, ri := range list {
-		if err := printJSONLine(e.stdout, ri); err != nil {
+	return withRules(e, *cfgPath, func(rules *policy.RuleStore) error {
+		list, err := rules.List(e.ctx)
+		if err != nil {
 			return err
 		}
-	}
-	return nil
+		for _, ri := range list {
+			if err := printJSONLine(e.stdout, ri); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // ruleFlags are the flags of add and update.
@@ -120,23 +128,15 @@ func rulesAdd(e *env, args []string) error {
 	if err != nil {
 		return ruleError("rules add", err)
 	}
-	cfg, err := loadConfig(e, *cfgPath)
-	if err != nil {
-		return err
-	}
-	db, rules, err := openRules(e, cfg)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	defer rules.Close()
-	ri, err := rules.Add(e.ctx, policy.NewRule{Capability: *f.capability, Target: *f.target,
-		Action: policy.Action(*f.action), SenderID: *f.sender, Agent: *f.agent, Channel: *f.channel, Position: where},
-		cliActor(e))
-	if err != nil {
-		return ruleError("rules add", err)
-	}
-	return printJSONLine(e.stdout, ri)
+	return withRules(e, *cfgPath, func(rules *policy.RuleStore) error {
+		ri, err := rules.Add(e.ctx, policy.NewRule{Capability: *f.capability, Target: *f.target,
+			Action: policy.Action(*f.action), SenderID: *f.sender, Agent: *f.agent, Channel: *f.channel, Position: where},
+			cliActor(e))
+		if err != nil {
+			return ruleError("rules add", err)
+		}
+		return printJSONLine(e.stdout, ri)
+	})
 }
 
 func rulesUpdate(e *env, args []string) error {
@@ -177,21 +177,13 @@ func rulesUpdate(e *env, args []string) error {
 	if bad != nil {
 		return ruleError("rules update", bad)
 	}
-	cfg, err := loadConfig(e, *cfgPath)
-	if err != nil {
-		return err
-	}
-	db, rules, err := openRules(e, cfg)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	defer rules.Close()
-	ri, err := rules.Update(e.ctx, pos[0], p, cliActor(e))
-	if err != nil {
-		return ruleError("rules update", err)
-	}
-	return printJSONLine(e.stdout, ri)
+	return withRules(e, *cfgPath, func(rules *policy.RuleStore) error {
+		ri, err := rules.Update(e.ctx, pos[0], p, cliActor(e))
+		if err != nil {
+			return ruleError("rules update", err)
+		}
+		return printJSONLine(e.stdout, ri)
+	})
 }
 
 func rulesRemove(e *env, args []string) error {
@@ -204,18 +196,10 @@ func rulesRemove(e *env, args []string) error {
 	if len(pos) != 1 {
 		return usagef("rules rm: want one rule ID, got %d argument(s)", len(pos))
 	}
-	cfg, err := loadConfig(e, *cfgPath)
-	if err != nil {
-		return err
-	}
-	db, rules, err := openRules(e, cfg)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	defer rules.Close()
-	if err := rules.Remove(e.ctx, pos[0], cliActor(e)); err != nil {
-		return ruleError("rules rm", err)
-	}
-	return printJSONLine(e.stdout, map[string]any{"removed": true, "id": pos[0]})
+	return withRules(e, *cfgPath, func(rules *policy.RuleStore) error {
+		if err := rules.Remove(e.ctx, pos[0], cliActor(e)); err != nil {
+			return ruleError("rules rm", err)
+		}
+		return printJSONLine(e.stdout, map[string]any{"removed": true, "id": pos[0]})
+	})
 }
