@@ -304,11 +304,7 @@ func auditVerify(e *env, args []string) error {
 		}
 		anchor = &storage.AuditAnchor{Seq: n, Hash: strings.ToLower(hash)}
 	}
-	cfg, err := loadConfig(e, *cfgPath)
-	if err != nil {
-		return err
-	}
-	db, err := storage.OpenConfig(e.ctx, storageConfig(cfg))
+	db, err := openDB(e, *cfgPath)
 	if err != nil {
 		return err
 	}

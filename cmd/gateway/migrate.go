@@ -35,11 +35,7 @@ func cmdMigrate(e *env, args []string) error {
 	if err := noPositional("migrate", pos); err != nil {
 		return err
 	}
-	cfg, err := loadConfig(e, *cfgPath)
-	if err != nil {
-		return err
-	}
-	db, err := storage.OpenConfig(e.ctx, storageConfig(cfg))
+	db, err := openDB(e, *cfgPath)
 	if err != nil {
 		return err
 	}

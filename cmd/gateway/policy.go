@@ -34,6 +34,15 @@ func loadConfig(e *env, path string) (config.Config, error) {
 	return cfg, nil
 }
 
+// openDB loads the config at path, as loadConfig does, and opens its database.
+func openDB(e *env, path string) (*storage.DB, error) {
+	cfg, err := loadConfig(e, path)
+	if err != nil {
+		return nil, err
+	}
+	return storage.OpenConfig(e.ctx, storageConfig(cfg))
+}
+
 func normalizer(e *env) policy.Normalizer { return policy.Normalizer{Home: e.getenv("HOME")} }
 
 // openGrants opens the database and its grants store.
