@@ -217,7 +217,7 @@ func (c *Config) validateRoute(p *problems, key string, rt Route) {
 			p.add(key+".agent", "no agent %q in [[agents]]", rt.Agent)
 		}
 	}
-	c.routeChannels(p, key+".notify", rt.Notify)
+	c.notifyChannels(p, key+".notify", rt.Notify)
 	seen := map[string]bool{}
 	groups := false
 	for j, ap := range rt.Approvers {
@@ -278,15 +278,16 @@ func (c *Config) validateRoute(p *problems, key string, rt Route) {
 		case len(rt.EscalateTo) == 0:
 			p.add(key+".escalate_to", "required when escalate_after is set (the channels the card also goes to)")
 		}
-		c.routeChannels(p, key+".escalate_to", rt.EscalateTo)
+		c.notifyChannels(p, key+".escalate_to", rt.EscalateTo)
 	}
 	if rt.RemindEvery != 0 && rt.RemindEvery < MinRouteInterval {
 		p.add(key+".remind_every", "must be at least %v, got %v", MinRouteInterval, rt.RemindEvery)
 	}
 }
 
-// routeChannels checks a route's notify or escalate_to list.
-func (c *Config) routeChannels(p *problems, key string, list []string) {
+// notifyChannels checks a list of channels a card goes to: an agent's or a
+// route's notify, a route's escalate_to.
+func (c *Config) notifyChannels(p *problems, key string, list []string) {
 	seen := map[string]bool{}
 	for j, n := range list {
 		nk := fmt.Sprintf("%s[%d]", key, j)
@@ -347,21 +348,7 @@ func (c *Config) validateAgents(p *problems) {
 		if a.SenderID == "" {
 			p.add(key+".sender_id", "required (the default principal, e.g. \"owner\")")
 		}
-		seen := map[string]bool{}
-		for j, n := range a.Notify {
-			nk := fmt.Sprintf("%s.notify[%d]", key, j)
-			switch {
-			case n != NotifyWeb && n != NotifyTelegram && n != NotifySlack:
-				p.add(nk, "unknown channel %q (want web, telegram or slack)", n)
-			case seen[n]:
-				p.add(nk, "%q is listed twice", n)
-			case n == NotifyTelegram && !c.Telegram.Enabled():
-				p.add(nk, "telegram is not configured (set telegram.token_env)")
-			case n == NotifySlack && !c.Slack.Enabled():
-				p.add(nk, "slack is not configured (set slack.bot_token_env)")
-			}
-			seen[n] = true
-		}
+		c.notifyChannels(p, key+".notify", a.Notify)
 		if n, per, err := ParseRate(a.Rate); err != nil {
 			p.wrap(key+".rate", err)
 		} else {
