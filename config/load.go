@@ -272,9 +272,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 		cfg.Policy.Rules = s.Rules
 	}
 	if s := f.Vaglio; s != nil {
-		if s.JudgeThreshold != nil {
-			cfg.Vaglio.JudgeThreshold = *s.JudgeThreshold
-		}
+		set(&cfg.Vaglio.JudgeThreshold, s.JudgeThreshold)
 		if s.LogDir != nil {
 			cfg.Vaglio.LogDir = filePath(*s.LogDir, dir, getenv)
 		}
@@ -285,12 +283,8 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 			set(&cfg.Vaglio.LLM.Model, l.Model)
 			set(&cfg.Vaglio.LLM.APIKeyEnv, l.APIKeyEnv)
 			duration(p, "vaglio.llm.timeout", l.Timeout, &cfg.Vaglio.LLM.Timeout)
-			if l.MaxCallsPerDay != nil {
-				cfg.Vaglio.LLM.MaxCallsPerDay = *l.MaxCallsPerDay
-			}
-			if l.SendArgValues != nil {
-				cfg.Vaglio.LLM.SendArgValues = *l.SendArgValues
-			}
+			set(&cfg.Vaglio.LLM.MaxCallsPerDay, l.MaxCallsPerDay)
+			set(&cfg.Vaglio.LLM.SendArgValues, l.SendArgValues)
 		}
 	}
 	if s := f.Approvals; s != nil {
@@ -301,9 +295,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 			key := fmt.Sprintf("approvals.routes[%d]", i)
 			rt := Route{Capability: fr.Capability, Agent: fr.Agent, Critical: fr.Critical, Notify: fr.Notify,
 				Approvers: fr.Approvers, Quorum: 1, EscalateTo: fr.EscalateTo}
-			if fr.Quorum != nil {
-				rt.Quorum = *fr.Quorum
-			}
+			set(&rt.Quorum, fr.Quorum)
 			duration(p, key+".escalate_after", fr.EscalateAfter, &rt.EscalateAfter)
 			duration(p, key+".remind_every", fr.RemindEvery, &rt.RemindEvery)
 			cfg.Approvals.Routes = append(cfg.Approvals.Routes, rt)
@@ -321,9 +313,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 		}
 		set(&a.Channel, fa.Channel)
 		set(&a.SenderID, fa.SenderID)
-		if fa.Notify != nil {
-			a.Notify = *fa.Notify
-		}
+		set(&a.Notify, fa.Notify)
 		if fa.Rate != nil {
 			a.Rate, a.RateCount, a.RatePer = *fa.Rate, 0, 0
 		}
@@ -340,12 +330,8 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 	}
 	if s := f.Telegram; s != nil {
 		set(&cfg.Telegram.TokenEnv, s.TokenEnv)
-		if s.ChatID != nil {
-			cfg.Telegram.ChatID = *s.ChatID
-		}
-		if s.Approvers != nil {
-			cfg.Telegram.Approvers = *s.Approvers
-		}
+		set(&cfg.Telegram.ChatID, s.ChatID)
+		set(&cfg.Telegram.Approvers, s.Approvers)
 		if s.APIEndpoint != nil && *s.APIEndpoint != "" { // "" = the default, as SPEC §10 shows
 			cfg.Telegram.APIEndpoint = *s.APIEndpoint
 		}
@@ -358,12 +344,8 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 		set(&cfg.Slack.SigningSecretEnv, s.SigningSecretEnv)
 		set(&cfg.Slack.AppTokenEnv, s.AppTokenEnv)
 		set(&cfg.Slack.ChannelID, s.ChannelID)
-		if s.Approvers != nil {
-			cfg.Slack.Approvers = *s.Approvers
-		}
-		if s.Admins != nil {
-			cfg.Slack.Admins = *s.Admins
-		}
+		set(&cfg.Slack.Approvers, s.Approvers)
+		set(&cfg.Slack.Admins, s.Admins)
 		if s.APIURL != nil && *s.APIURL != "" { // "" = the default, as SPEC §10 shows
 			cfg.Slack.APIURL = *s.APIURL
 		}
@@ -397,7 +379,9 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 	return nil
 }
 
-func set(dst *string, v *string) {
+// set copies a value the file gives over the default; an absent key (nil)
+// keeps it.
+func set[T any](dst *T, v *T) {
 	if v != nil {
 		*dst = *v
 	}
@@ -598,26 +582,26 @@ func locate(node any, k toml.Key, prefix string) []string {
 		return nil
 	}
 	here := joinKey(prefix, k[0])
-	var out []string
 	switch arr := v.(type) {
 	case []map[string]any:
-		if len(k) == 1 {
-			return []string{here}
-		}
-		for i, e := range arr {
-			out = append(out, locate(e, k[1:], fmt.Sprintf("%s[%d]", here, i))...)
-		}
-		return out
+		return locateEach(arr, k, here)
 	case []any:
-		if len(k) == 1 {
-			return []string{here}
-		}
-		for i, e := range arr {
-			out = append(out, locate(e, k[1:], fmt.Sprintf("%s[%d]", here, i))...)
-		}
-		return out
+		return locateEach(arr, k, here)
 	}
 	return locate(v, k[1:], here)
+}
+
+// locateEach is locate for an array: the key's paths in each of its elements
+// (the array itself when k names it).
+func locateEach[E any](arr []E, k toml.Key, here string) []string {
+	if len(k) == 1 {
+		return []string{here}
+	}
+	var out []string
+	for i, e := range arr {
+		out = append(out, locate(e, k[1:], fmt.Sprintf("%s[%d]", here, i))...)
+	}
+	return out
 }
 
 func keyPath(k toml.Key) string {
