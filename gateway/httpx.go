@@ -57,11 +57,7 @@ func (s *Server) errorResponse(w http.ResponseWriter, r *http.Request, err error
 	case errors.As(err, &conflict):
 		writeJSON(w, http.StatusConflict, callIDConflictBody(conflict))
 	case errors.As(err, &already):
-		var e apiError
-		e.Error.Code, e.Error.Message = "already_decided", already.Error()
-		req := already.Request
-		e.Request = &req
-		writeJSON(w, http.StatusConflict, e)
+		writeJSON(w, http.StatusConflict, requestConflict("already_decided", already.Error(), already.Request))
 	case errors.Is(err, policy.ErrRuleFromConfig):
 		writeError(w, http.StatusConflict, "rule_from_config", cleanMsg(err))
 	case errors.Is(err, policy.ErrTokenExhausted):
@@ -69,11 +65,7 @@ func (s *Server) errorResponse(w http.ResponseWriter, r *http.Request, err error
 	case errors.Is(err, policy.ErrTokenRevoked):
 		writeError(w, http.StatusUnauthorized, "unauthorized", "the token (or one it was made from) was revoked or expired")
 	case errors.As(err, &counted):
-		var e apiError
-		e.Error.Code, e.Error.Message = "already_counted", counted.Error()
-		req := counted.Request
-		e.Request = &req
-		writeJSON(w, http.StatusConflict, e)
+		writeJSON(w, http.StatusConflict, requestConflict("already_counted", counted.Error(), counted.Request))
 	case errors.Is(err, approvals.ErrNotApprover):
 		writeError(w, http.StatusForbidden, "not_approver", "not an approver for this request (its route names who may decide)")
 	case errors.Is(err, errForeignPrincipal):
@@ -98,10 +90,17 @@ func (s *Server) errorResponse(w http.ResponseWriter, r *http.Request, err error
 // callIDConflictBody is the 409 of a reused call_id: the code, a message
 // naming call_id and the fields that differ, and the earlier request.
 func callIDConflictBody(c *approvals.CallIDConflictError) apiError {
+	e := requestConflict("call_id_conflict", c.Error(), c.Earlier)
+	e.CallID = c.CallID
+	return e
+}
+
+// requestConflict is the body of a 409 about a request: the error and the
+// request itself (finished, or the earlier one).
+func requestConflict(code, msg string, req approvals.Request) apiError {
 	var e apiError
-	e.Error.Code, e.Error.Message = "call_id_conflict", c.Error()
-	req := c.Earlier
-	e.Request, e.CallID = &req, c.CallID
+	e.Error.Code, e.Error.Message = code, msg
+	e.Request = &req
 	return e
 }
 
