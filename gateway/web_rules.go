@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -51,12 +52,15 @@ func (w *web) loadRules(ctx context.Context, d *pageData, h hash.Hash) error {
 		for _, kv := range [][2]string{{w.loc.T("rules.agent"), ri.Agent}, {w.loc.T("rules.channel"), ri.Channel},
 			{w.loc.T("rules.sender"), ri.SenderID}} {
 			if kv[1] != "" {
-				scope = append(scope, kv[0]+" "+kv[1])
+				scope = append(scope, kv[0]+" "+cards.SafeIn(kv[1], w.loc))
 			}
 		}
+		fmt.Fprintf(h, "u%s%d%s%s;", ri.ID, ri.Position, ri.Action, ri.Target)
+		// A rule may come from an admin agent over the API: its target and
+		// scope are shown as the cards show agent text (no hidden characters).
+		ri.Target, ri.CreatedBy = cards.SafeIn(ri.Target, w.loc), cards.SafeIn(ri.CreatedBy, w.loc)
 		d.Rules = append(d.Rules, ruleRow{RuleInfo: ri, DOMID: "rule-" + strings.ReplaceAll(ri.ID, ":", "-"),
 			Scope: strings.Join(scope, " · ")})
-		fmt.Fprintf(h, "u%s%d%s%s;", ri.ID, ri.Position, ri.Action, ri.Target)
 	}
 	return nil
 }
@@ -84,13 +88,13 @@ func (w *web) addRule(rw http.ResponseWriter, r *http.Request) {
 		if err == nil {
 			w.s.log.Info("rule added", "rule_id", ri.ID, "by", w.webActor(r))
 			w.redirect(rw, r, flash{Text: w.loc.T("web.rule_added",
-				ri.ID, ri.Action, ri.Capability, ri.Target, ri.Owner, ri.Position)})
+				ri.ID, ri.Action, ri.Capability, cards.SafeIn(ri.Target, w.loc), ri.Owner, ri.Position)})
 			return
 		}
 	}
 	var fe *policy.FieldError
 	if errors.As(err, &fe) {
-		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.rule_not_added", fe.Error())})
+		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.rule_not_added", cards.SafeIn(fe.Error(), w.loc))})
 		return
 	}
 	w.s.log.Error("web add rule failed", "err", err)
@@ -105,11 +109,11 @@ func (w *web) removeRule(rw http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		w.s.log.Info("rule removed", "rule_id", id, "by", w.webActor(r))
-		w.redirect(rw, r, flash{Text: w.loc.T("web.rule_removed", id)})
+		w.redirect(rw, r, flash{Text: w.loc.T("web.rule_removed", cards.SafeIn(id, w.loc))})
 	case errors.Is(err, policy.ErrRuleFromConfig):
-		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.rule_from_config", id)})
+		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.rule_from_config", cards.SafeIn(id, w.loc))})
 	case errors.Is(err, policy.ErrNotFound), errors.As(err, &fe):
-		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.rule_not_found", id)})
+		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.rule_not_found", cards.SafeIn(id, w.loc))})
 	default:
 		w.s.log.Error("web remove rule failed", "rule_id", id, "err", err)
 		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.rule_remove_failed")})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/policy"
 )
 
 func TestWeb_RulesListAddRemove(t *testing.T) {
@@ -163,4 +164,31 @@ func apiSubmit(t *testing.T, baseURL string, body map[string]any) approvals.Requ
 		t.Fatalf("decode request: %v", err)
 	}
 	return r
+}
+
+// A rule an admin agent added over the API is agent text: the page shows
+// its target and scope with hidden characters escaped, as on the cards,
+// and so does the flash of an add from the form.
+func TestWeb_RulesShowNoHiddenCharacters(t *testing.T) {
+	app := newWebApp(t, nil)
+	if _, err := app.Rules.Add(context.Background(), policy.NewRule{Capability: "fs:write",
+		Target: "/srv/a\u202eb/**", Action: policy.ActionApprove, SenderID: "own\u200ber"}, "api:admin"); err != nil {
+		t.Fatal(err)
+	}
+	srv, c := webServer(t, app)
+	page := getPage(t, c, srv.URL)
+	i := strings.Index(page, `id="rule-api-1"`)
+	if i < 0 {
+		t.Fatalf("the rule is not listed:\n%s", page)
+	}
+	row := page[i:min(len(page), i+800)]
+	if strings.ContainsAny(row, "\u202e\u200b") || !strings.Contains(row, "/srv/a⟦U&#43;202E⟧b/**") ||
+		!strings.Contains(row, "own⟦U&#43;200B⟧er") {
+		t.Errorf("the rule row shows hidden characters raw or not escaped:\n%s", row)
+	}
+	_, page = postForm(t, c, srv.URL+"/web/rules/add", url.Values{"csrf": {csrfOf(t, page)},
+		"capability": {"fs:read"}, "target": {"/x\u2066y/**"}, "action": {"block"}}, nil)
+	if strings.ContainsAny(page, "\u202e\u200b\u2066") || !strings.Contains(page, "/x⟦U&#43;2066⟧y/**") {
+		t.Errorf("after an add the page shows hidden characters raw")
+	}
 }
