@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/storage"
 )
 
@@ -253,7 +254,10 @@ func auditLine(r storage.AuditEvent, zone *time.Location) string {
 		zone = time.UTC
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%6d  %s  %-13s  %s", r.Seq, r.At.In(zone).Format("2006-01-02 15:04:05 MST"), r.Event, r.Actor)
+	// Agent and person text (targets, names) shows as on the cards: hidden
+	// characters as ⟦U+…⟧. jsonl and csv stay exact: the chain is
+	// recomputed from them.
+	fmt.Fprintf(&b, "%6d  %s  %-13s  %s", r.Seq, r.At.In(zone).Format("2006-01-02 15:04:05 MST"), r.Event, cards.Safe(r.Actor))
 	if r.RequestID != "" {
 		fmt.Fprintf(&b, "  request=%s", r.RequestID)
 	}
@@ -269,15 +273,15 @@ func auditLine(r storage.AuditEvent, zone *time.Location) string {
 		v := r.Detail[k]
 		var s string
 		if str, ok := v.(string); ok {
-			s = str
+			s = cards.Safe(str)
 			if s == "" || strings.ContainsAny(s, " \t\"=") {
 				s = strconv.Quote(s)
 			}
 		} else {
 			j, _ := json.Marshal(v)
-			s = string(j)
+			s = cards.Safe(string(j))
 		}
-		fmt.Fprintf(&b, "  %s=%s", k, s)
+		fmt.Fprintf(&b, "  %s=%s", cards.Safe(k), s)
 	}
 	return b.String()
 }

@@ -341,3 +341,21 @@ func TestAuditLine_Zone(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// The text format is for people: a target or a name with hidden
+// characters shows them as ⟦U+…⟧, like the cards (jsonl and csv stay
+// exact, for the chain).
+func TestAuditLine_HiddenCharactersVisible(t *testing.T) {
+	r := storage.AuditEvent{Seq: 7, At: time.Date(2026, 11, 23, 19, 0, 0, 0, time.UTC), Event: "rule_added",
+		Actor: "telegram:Rob\u202eerto (42)", Detail: map[string]any{"target": "/srv/a\u202eb/**", "rule_id": "api:1",
+			"list": []any{"x\u200by"}}}
+	got := auditLine(r, time.UTC)
+	if strings.ContainsAny(got, "\u202e\u200b") {
+		t.Fatalf("auditLine shows hidden characters raw: %q", got)
+	}
+	for _, want := range []string{"telegram:Rob⟦U+202E⟧erto (42)", "target=/srv/a⟦U+202E⟧b/**", `x⟦U+200B⟧y`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("auditLine %q lacks %q", got, want)
+		}
+	}
+}
