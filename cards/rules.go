@@ -17,7 +17,7 @@ func SlackRuleLine(r policy.RuleInfo, l locale.Locale) string {
 	var scope []string
 	for _, kv := range [][2]string{{l.T("rules.agent"), r.Agent}, {l.T("rules.channel"), r.Channel}, {l.T("rules.sender"), r.SenderID}} {
 		if kv[1] != "" {
-			scope = append(scope, kv[0]+" "+EscapeMrkdwn(kv[1]))
+			scope = append(scope, kv[0]+" "+EscapeMrkdwn(SafeIn(kv[1], l)))
 		}
 	}
 	if len(scope) > 0 {
@@ -26,7 +26,7 @@ func SlackRuleLine(r policy.RuleInfo, l locale.Locale) string {
 	if r.Source == policy.SourceConfig {
 		s += " · `" + EscapeMrkdwn(r.ID) + "` " + l.T("rules.from_config")
 	} else {
-		s += " · `" + EscapeMrkdwn(r.ID) + "` " + l.T("rules.by", EscapeMrkdwn(r.CreatedBy))
+		s += " · `" + EscapeMrkdwn(r.ID) + "` " + l.T("rules.by", EscapeMrkdwn(SafeIn(r.CreatedBy, l)))
 	}
 	return fitEscaped(s, SlackMaxSectionText)
 }
