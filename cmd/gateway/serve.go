@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/metnos/gateway/config"
@@ -129,6 +130,7 @@ func cmdServe(e *env, args []string) error {
 		return err
 	}
 	defer flushLog(log)
+	tuneGC(e.getenv)
 	tokenPath, created, err := ensureLocalAgent(&cfg)
 	if err != nil {
 		return err
@@ -208,4 +210,19 @@ func cmdPrune(e *env, args []string) error {
 		return err
 	}
 	return printJSONLine(e.stdout, rep)
+}
+
+// serveGCPercent is the garbage collector's target for `gateway serve`
+// unless GOGC is set. A decision allocates only short-lived garbage over a
+// small live heap (tens of MiB), so letting the heap grow to five times
+// the live data instead of twice cuts collection work by about a sixth of
+// a decision's CPU (BenchmarkCheck64: 71 → 60 µs per request) for about
+// 20 MiB more with 10,000 requests pending (BenchmarkRSS: 77 → 98 MiB).
+const serveGCPercent = 400
+
+// tuneGC applies serveGCPercent unless the operator set GOGC.
+func tuneGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(serveGCPercent)
+	}
 }
