@@ -2,9 +2,7 @@ package gateway_test
 
 import (
 	"context"
-	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -24,20 +22,7 @@ func TestWebBrowser_History(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	app := newWebApp(t, nil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvCtx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- app.Serve(srvCtx, ln) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	base := "http://" + ln.Addr().String()
+	base := serveWeb(t, ctx, app)
 	write := apiRequest(t, base, fsWrite("/home/u/invoices/05.pdf"))
 	exec := apiRequest(t, base, codeExec("git status"))
 	other := apiRequest(t, base, codeExec("git log"))
@@ -55,18 +40,10 @@ func TestWebBrowser_History(t *testing.T) {
 		}
 	}
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(412, 900),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	browser, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
+	browser, closeBrowser := newBrowser(ctx, chromium, t.TempDir())
+	defer closeBrowser()
 
-	err = chromedp.Do(browser,
+	err := chromedp.Do(browser,
 		chromedp.Navigate(base+"/"),
 		chromedp.Click(chromedp.CSS("#history-link")),
 		chromedp.WaitVisible(chromedp.CSS("#history-filter")),

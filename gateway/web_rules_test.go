@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -79,31 +78,12 @@ func TestWebBrowser_Rules(t *testing.T) {
 	app := newWebApp(t, func(cfg *config.Config) {
 		cfg.Policy.Rules = []config.Rule{{Capability: "*", Target: "*password*", Action: "block"}}
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvCtx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- app.Serve(srvCtx, ln) }()
-	t.Cleanup(func() {
-		stop()
-		<-served
-	})
-	base := "http://" + ln.Addr().String()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(412, 900),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	browser, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
+	base := serveWeb(t, ctx, app)
+	browser, closeBrowser := newBrowser(ctx, chromium, t.TempDir())
+	defer closeBrowser()
 
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
-	err = chromedp.Do(browser,
+	err := chromedp.Do(browser,
 		chromedp.Navigate(base+"/"),
 		chromedp.WaitVisible(css("#rule-config-1")),
 		chromedp.SetValue(css("#rule-capability"), "fs:write"),
