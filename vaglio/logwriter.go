@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,6 +24,7 @@ const (
 type logWriter struct {
 	dir   string
 	onErr func(error) // reports write failures; never sees a line's content
+	month atomic.Pointer[monthName]
 
 	mu      sync.Mutex
 	buf     []byte // lines for bufName, not yet written
@@ -130,4 +132,22 @@ func (w *logWriter) write(name string, data []byte) error {
 // logName is the month's file for a line written at ts.
 func logName(dir string, ts time.Time) string {
 	return filepath.Join(dir, ts.UTC().Format("2006-01")+".jsonl")
+}
+
+// nameFor is logName for w's directory, computed once a month.
+func (w *logWriter) nameFor(ts time.Time) string {
+	y, m, _ := ts.UTC().Date()
+	month := y*12 + int(m)
+	if c := w.month.Load(); c != nil && c.month == month {
+		return c.name
+	}
+	c := &monthName{month: month, name: logName(w.dir, ts)}
+	w.month.Store(c)
+	return c.name
+}
+
+// monthName caches the file name of one month.
+type monthName struct {
+	month int
+	name  string
 }

@@ -10,7 +10,6 @@ package vaglio
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
@@ -306,11 +305,6 @@ func (v *Vaglio) log(r Request, verdict Verdict) {
 	if verdict.BlockedBy != "" {
 		rec.BlockedBy = &verdict.BlockedBy
 	}
-	line, err := json.Marshal(rec)
-	if err != nil {
-		v.logger.Warn("vaglio: encode decision log line", "error", err, "agent", r.Agent, "capability", r.Capability)
-		return
-	}
-	line = append(line, '\n')
-	v.logs.add(logName(v.logDir, verdict.TS), line)
+	line := append(rec.appendTo(make([]byte, 0, 512)), '\n')
+	v.logs.add(v.logs.nameFor(verdict.TS), line)
 }
