@@ -69,7 +69,7 @@ func (s *Server) updateRule(w http.ResponseWriter, r *http.Request) {
 		a := policy.Action(*b.Action)
 		p.Action = &a
 	}
-	if len(b.Position) > 0 {
+	if len(b.Position) > 0 && string(b.Position) != "null" { // null, like an absent field, leaves it where it is
 		pos, err := policy.ParsePositionJSON(b.Position)
 		if err != nil {
 			s.errorResponse(w, r, err)

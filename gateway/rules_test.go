@@ -115,6 +115,12 @@ func TestAPI_Rules_CRUDTakesEffectAtOnce(t *testing.T) {
 	if counts[storage.AuditRuleAdded] != 5 || counts[storage.AuditRuleChanged] != 2 || counts[storage.AuditRuleRemoved] != 1 {
 		t.Errorf("audit counts %v", counts)
 	}
+	// "position": null is no position: the rule stays where it is.
+	stay := decodeRule(t, g.want(t, http.StatusOK, "PATCH", "/v1/policy/rules/"+c.ID, tokAdmin,
+		jsonBody{"position": nil, "action": "block"}))
+	if stay.Position != 4 || stay.Action != "block" {
+		t.Errorf("PATCH with position null: at %d, %s; want 4 (unmoved), block", stay.Position, stay.Action)
+	}
 }
 
 func TestAPI_Rules_Errors(t *testing.T) {
