@@ -75,3 +75,13 @@ func TestGlobalConfigFlag(t *testing.T) {
 		t.Errorf("--config without a command: exit %d", r.code)
 	}
 }
+
+// TestUnknownFlag: a mistyped flag is named as a flag (it was the bare word).
+func TestUnknownFlag(t *testing.T) {
+	home := t.TempDir()
+	getenv := func(k string) string { return map[string]string{"HOME": home, "XDG_STATE_HOME": home + "/state"}[k] }
+	r := runCLI(context.Background(), getenv, "", "policy", "rules", "update", "api:1", "--capability", "fs:read")
+	if r.code != exitUsage || r.stderr != "gateway policy: unknown flag --capability\n" {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}

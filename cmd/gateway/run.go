@@ -166,7 +166,10 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, usagef("%s", strings.TrimPrefix(err.Error(), "flag provided but not defined: -"))
+			if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+				return nil, usagef("unknown flag --%s", name) // was the bare name: "gateway serve: lisen"
+			}
+			return nil, usagef("%s", err.Error())
 		}
 		args = fs.Args()
 		if len(args) == 0 {
