@@ -82,14 +82,15 @@ func TestAPI_Tokens_ChildActsAsRootNarrowed(t *testing.T) {
 	}
 
 	// Never wider: outside its allow list, in its deny list, outside its targets → denied.
-	for _, tc := range []struct{ capability, target string }{
-		{"network:http", "api.example.com"}, // not in its allow list
-		{"llm:local", ""},                   // in its deny list
-		{"fs:write", "/srv/other/x"},        // outside its targets
+	// The reason names the token whose narrowing refused it, not the agent.
+	for _, tc := range []struct{ capability, target, reason string }{
+		{"network:http", "api.example.com", "network:http is outside the allowed capabilities of token refactor-bot of agent a1"},
+		{"llm:local", "", "llm:local is denied to token refactor-bot of agent a1"},
+		{"fs:write", "/srv/other/x", "the target is outside the targets token refactor-bot may ask for with fs:write"},
 	} {
 		r := g.do(t, "POST", "/v1/requests", child.Token, jsonBody{"capability": tc.capability, "target": tc.target}).request(t)
-		if r.Status != approvals.StatusDenied {
-			t.Errorf("child %s %s: %s (%s)", tc.capability, tc.target, r.Status, r.Reason)
+		if r.Status != approvals.StatusDenied || r.Reason != tc.reason {
+			t.Errorf("child %s %s: %s (%s), want denied (%s)", tc.capability, tc.target, r.Status, r.Reason, tc.reason)
 		}
 	}
 	// What may I use, as the child.

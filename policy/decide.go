@@ -199,13 +199,18 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	dec.Autonomy = level
 	trace("profile", "", "agent %q: requested %s, ceiling %s, effective %s", in.Profile.Agent,
 		levelOr(in.Requested, "default"), in.Profile.Ceiling, level)
+	// Whose lists these are: the agent's, or a child token's (narrowed).
+	who, whose := "agent "+in.Profile.Agent, "the agent's"
+	if in.Profile.Token != "" {
+		who, whose = "token "+in.Profile.Token+" of agent "+in.Profile.Agent, "the token's"
+	}
 	if slices.Contains(in.Profile.Deny, c.Name) {
-		trace("profile", Denied, "%s is in the agent's deny_capabilities", c.Name)
-		return deny(BlockedByPolicy, fmt.Sprintf("%s is denied to agent %s", c.Name, in.Profile.Agent)), nil
+		trace("profile", Denied, "%s is in %s deny_capabilities", c.Name, whose)
+		return deny(BlockedByPolicy, fmt.Sprintf("%s is denied to %s", c.Name, who)), nil
 	}
 	if in.Profile.AllowNone || len(in.Profile.Allow) > 0 && !slices.Contains(in.Profile.Allow, c.Name) {
-		trace("profile", Denied, "%s is not in the agent's allow_capabilities", c.Name)
-		return deny(BlockedByPolicy, fmt.Sprintf("%s is outside agent %s's allowed capabilities", c.Name, in.Profile.Agent)), nil
+		trace("profile", Denied, "%s is not in %s allow_capabilities", c.Name, whose)
+		return deny(BlockedByPolicy, fmt.Sprintf("%s is outside the allowed capabilities of %s", c.Name, who)), nil
 	}
 	if !in.Profile.PermitsTarget(d.Norm, c, in.Target) {
 		trace("profile", Denied, "the target is outside token %s's targets for %s", in.Profile.Token, c.Name)
