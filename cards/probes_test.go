@@ -64,24 +64,28 @@ func slackTexts(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			if s, ok := v["text"].(string); ok {
-				b.WriteString(s + "\n")
-			}
-			for _, x := range v {
-				walk(x)
-			}
-		case []any:
-			for _, x := range v {
-				walk(x)
-			}
+	eachObject(tree, func(v map[string]any) {
+		if s, ok := v["text"].(string); ok {
+			b.WriteString(s + "\n")
+		}
+	})
+	return b.String()
+}
+
+// eachObject calls fn with every JSON object in tree, an object before
+// those inside it.
+func eachObject(tree any, fn func(map[string]any)) {
+	switch v := tree.(type) {
+	case map[string]any:
+		fn(v)
+		for _, x := range v {
+			eachObject(x, fn)
+		}
+	case []any:
+		for _, x := range v {
+			eachObject(x, fn)
 		}
 	}
-	walk(tree)
-	return b.String()
 }
 
 type probe struct {
@@ -231,29 +235,17 @@ func TestSlack_AgentTextStaysPlain(t *testing.T) {
 		raw, _ := json.Marshal(p)
 		var tree any
 		_ = json.Unmarshal(raw, &tree)
-		var walk func(v any)
-		walk = func(v any) {
-			switch v := v.(type) {
-			case map[string]any:
-				text, _ := v["text"].(string)
-				switch v["type"] {
-				case slack.PlainTextType:
-					if strings.Contains(text, "*bold*") && v["emoji"] != false {
-						t.Errorf("%s: plain_text with emoji on: %q", name, text)
-					}
-				case slack.MarkdownType:
-					outsideCode(t, name, text)
+		eachObject(tree, func(v map[string]any) {
+			text, _ := v["text"].(string)
+			switch v["type"] {
+			case slack.PlainTextType:
+				if strings.Contains(text, "*bold*") && v["emoji"] != false {
+					t.Errorf("%s: plain_text with emoji on: %q", name, text)
 				}
-				for _, x := range v {
-					walk(x)
-				}
-			case []any:
-				for _, x := range v {
-					walk(x)
-				}
+			case slack.MarkdownType:
+				outsideCode(t, name, text)
 			}
-		}
-		walk(tree)
+		})
 	}
 	for name, text := range map[string]string{
 		"pending": cards.SlackPendingText([]cards.Card{c}, false, slackLocale),
