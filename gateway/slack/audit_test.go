@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/metnos/gateway/approvals"
 )
@@ -24,24 +23,17 @@ func TestCommands_Audit(t *testing.T) {
 		approvals.Actor{Channel: "slack", ID: approverID, Name: "roberto"}); err != nil {
 		t.Fatal(err)
 	}
-	say := func(user, text string) string {
-		t.Helper()
-		if st, _ := h.signedPost("/slack/commands", h.command(user, text), time.Now(), secret); st != http.StatusOK {
-			t.Fatalf("answered %d", st)
-		}
-		return h.answer("response_url")
-	}
-	all := say(adminID, "audit")
+	all := h.say(adminID, "audit")
 	for _, w := range []string{"*The last ", "audit rows for everything* (oldest first)", "*chain_genesis*", "*outcome* by agent:a1",
 		"*decision* by slack:roberto (" + approverID + ")", "decision deny", "request " + id, "JST"} {
 		wantContains(t, "audit", all, w)
 	}
-	one := say(adminID, "audit "+id)
+	one := h.say(adminID, "audit "+id)
 	wantContains(t, "audit request", one, "The last 2 audit rows for request "+id)
-	wantContains(t, "audit person", say(approverID, "audit <@"+approverID+"|roberto>"), "The last 1 audit rows for @roberto")
-	wantContains(t, "audit agent", say(adminID, "audit a1"), "for agent a1")
-	wantContains(t, "audit nothing", say(adminID, "audit nobody-at-all"), "No audit rows for nobody-at-all.")
-	wantContains(t, "usage", say(adminID, "audit a b"), "Usage: `/approvals audit")
-	wantContains(t, "refused to strangers", say(strangerID, "audit"), "slack.admins")
-	wantContains(t, "help", say(strangerID, "help"), "/approvals audit")
+	wantContains(t, "audit person", h.say(approverID, "audit <@"+approverID+"|roberto>"), "The last 1 audit rows for @roberto")
+	wantContains(t, "audit agent", h.say(adminID, "audit a1"), "for agent a1")
+	wantContains(t, "audit nothing", h.say(adminID, "audit nobody-at-all"), "No audit rows for nobody-at-all.")
+	wantContains(t, "usage", h.say(adminID, "audit a b"), "Usage: `/approvals audit")
+	wantContains(t, "refused to strangers", h.say(strangerID, "audit"), "slack.admins")
+	wantContains(t, "help", h.say(strangerID, "help"), "/approvals audit")
 }

@@ -310,6 +310,16 @@ func (h *harness) command(userID, text string) []byte {
 		ResponseURL: h.fake.ResponseURL("cmd")}.Form()
 }
 
+// say posts the slash command /approvals text as user and returns its
+// private answer.
+func (h *harness) say(user, text string) string {
+	h.t.Helper()
+	if st, _ := h.signedPost("/slack/commands", h.command(user, text), time.Now(), secret); st != http.StatusOK {
+		h.t.Fatalf("answered %d", st)
+	}
+	return h.answer("response_url")
+}
+
 // answer waits for the private answer to a command or click.
 func (h *harness) answer(method string) string {
 	h.t.Helper()

@@ -2,9 +2,7 @@ package slack_test
 
 import (
 	"context"
-	"net/http"
 	"testing"
-	"time"
 
 	"github.com/metnos/gateway/policy"
 )
@@ -20,26 +18,19 @@ func TestCommands_Rules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	say := func(user, text string) string {
-		t.Helper()
-		if st, _ := h.signedPost("/slack/commands", h.command(user, text), time.Now(), secret); st != http.StatusOK {
-			t.Fatalf("answered %d", st)
-		}
-		return h.answer("response_url")
-	}
-	got := say(adminID, "rules")
+	got := h.say(adminID, "rules")
 	for _, w := range []string{"Rules (", "*block* fs:write on `/srv/**`", "sender owner", "`" + ri.ID + "` by api:admin"} {
 		wantContains(t, "rules", got, w)
 	}
-	wantContains(t, "refused to approvers", say("U0OTHER", "rules"), "slack.admins")
-	wantContains(t, "refused to strangers", say(strangerID, "rules rm "+ri.ID), "slack.admins")
-	wantContains(t, "help", say(strangerID, "help"), "/approvals rules")
-	wantContains(t, "usage", say(adminID, "rules add x"), "Usage: `/approvals rules`")
+	wantContains(t, "refused to approvers", h.say("U0OTHER", "rules"), "slack.admins")
+	wantContains(t, "refused to strangers", h.say(strangerID, "rules rm "+ri.ID), "slack.admins")
+	wantContains(t, "help", h.say(strangerID, "help"), "/approvals rules")
+	wantContains(t, "usage", h.say(adminID, "rules add x"), "Usage: `/approvals rules`")
 	if list, _ := h.app.Rules.List(ctx); len(list) == 0 || list[0].ID != ri.ID {
 		t.Fatalf("rule gone after refused commands: %+v", list)
 	}
-	wantContains(t, "rm", say(adminID, "rules rm "+ri.ID), "Removed rule `"+ri.ID+"`")
-	wantContains(t, "rm again", say(adminID, "rules rm "+ri.ID), "There is no rule")
+	wantContains(t, "rm", h.say(adminID, "rules rm "+ri.ID), "Removed rule `"+ri.ID+"`")
+	wantContains(t, "rm again", h.say(adminID, "rules rm "+ri.ID), "There is no rule")
 	if list, _ := h.app.Rules.List(ctx); len(list) > 0 && list[0].ID == ri.ID {
 		t.Fatalf("rule still listed: %+v", list)
 	}
