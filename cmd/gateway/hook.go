@@ -88,17 +88,10 @@ func claudeCode(e *env, cfgPath, urlFlag, tokenFlag string, wait time.Duration) 
 	if err != nil {
 		return hooks.Failed(err), err
 	}
-	// The server answers by its wait (at most gateway.HookMaxWait); the
-	// margin covers the network. Past it the hook answers ask itself, so
+	// Past the server's wait and the margin the hook answers ask itself, so
 	// Claude Code's 600 s hook timeout never turns a hung connection into
 	// its non-blocking error (which goes on without asking).
-	limit := gateway.HookMaxWait
-	if wait > 0 {
-		limit = min(wait, limit)
-	}
-	ctx, cancel := context.WithTimeout(e.ctx, limit+hookMargin)
-	defer cancel()
-	body, err := c.Hook(ctx, "claude-code", raw, wait)
+	body, err := askHook(e, c, "claude-code", raw, wait)
 	var conflict *client.CallIDConflictError
 	if errors.As(err, &conflict) {
 		// A tool_use_id that named an earlier, different call: the server
@@ -106,9 +99,6 @@ func claudeCode(e *env, cfgPath, urlFlag, tokenFlag string, wait time.Duration) 
 		return hooks.Answer(hooks.Deny, "approval gateway: "+conflict.API.Message), err
 	}
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && e.ctx.Err() == nil {
-			err = fmt.Errorf("%w: no answer within %s", client.ErrUnreachable, limit+hookMargin)
-		}
 		return hooks.Failed(err), err
 	}
 	if err := json.Unmarshal(body, &out); err != nil || !validAnswer(out) {
@@ -124,6 +114,24 @@ func claudeCode(e *env, cfgPath, urlFlag, tokenFlag string, wait time.Duration) 
 // hookMargin is how much longer than the wait the hook gives the gateway
 // to answer.
 const hookMargin = 10 * time.Second
+
+// askHook hands an agent's hook event to the gateway's POST
+// /v1/hooks/name. The server answers by its wait (at most
+// gateway.HookMaxWait); the margin covers the network, and no answer by
+// then is client.ErrUnreachable.
+func askHook(e *env, c *client.Client, name string, event []byte, wait time.Duration) ([]byte, error) {
+	limit := gateway.HookMaxWait
+	if wait > 0 {
+		limit = min(wait, limit)
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, limit+hookMargin)
+	defer cancel()
+	body, err := c.Hook(ctx, name, event, wait)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && e.ctx.Err() == nil {
+		err = fmt.Errorf("%w: no answer within %s", client.ErrUnreachable, limit+hookMargin)
+	}
+	return body, err
+}
 
 // validAnswer: only the three decisions Claude Code knows are relayed.
 func validAnswer(o hooks.Output) bool {

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"time"
 
-	"github.com/metnos/gateway/client"
 	"github.com/metnos/gateway/config"
-	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/hooks"
 )
 
@@ -70,24 +66,15 @@ func agentHookReply(e *env, ad hooks.Adapter, cfgPath, urlFlag, tokenFlag string
 	if err != nil {
 		return failed(err)
 	}
-	// The server answers by its wait (at most gateway.HookMaxWait); past
-	// it and a margin the hook answers by itself, before the agent's own
-	// hook timeout turns a hung connection into a failed hook.
-	limit := gateway.HookMaxWait
-	if wait > 0 {
-		limit = min(wait, limit)
-	}
-	ctx, cancel := context.WithTimeout(e.ctx, limit+hookMargin)
-	defer cancel()
 	relay := raw
 	if ad.Relay != nil {
 		relay = ad.Relay(raw)
 	}
-	body, err := c.Hook(ctx, ad.Name, relay, wait)
+	// Past the server's wait and a margin the hook answers by itself,
+	// before the agent's own hook timeout turns a hung connection into a
+	// failed hook.
+	body, err := askHook(e, c, ad.Name, relay, wait)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && e.ctx.Err() == nil {
-			err = fmt.Errorf("%w: no answer within %s", client.ErrUnreachable, limit+hookMargin)
-		}
 		return failed(err)
 	}
 	var obj map[string]json.RawMessage
