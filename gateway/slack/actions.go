@@ -176,7 +176,7 @@ func (m *Messenger) decideRefusal(err error, id string) string {
 	case errors.As(err, &counted):
 		return m.loc.T("slack.already_counted", cards.EscapeMrkdwn(cards.Progress(counted.Request, m.loc)))
 	case errors.As(err, &already):
-		return m.loc.T("slack.already_finished", cards.EscapeMrkdwn(cards.Safe(cards.StatusLine(already.Request, m.loc))))
+		return m.loc.T("slack.already_finished", cards.EscapeMrkdwn(cards.SafeIn(cards.StatusLine(already.Request, m.loc), m.loc)))
 	case errors.Is(err, approvals.ErrAllowAlwaysRefused):
 		return m.loc.T("slack.allow_always_refused")
 	case errors.Is(err, approvals.ErrNotFound):

@@ -111,7 +111,7 @@ func alreadyText(r approvals.Request, l locale.Locale) string {
 	if r.DecidedAt != nil {
 		at = l.T("tg.at", l.Clock(*r.DecidedAt))
 	}
-	who := cards.Safe(cards.DisplayName(r.DecidedBy))
+	who := cards.SafeIn(cards.DisplayName(r.DecidedBy), l)
 	switch r.Status {
 	case approvals.StatusExpired:
 		return l.T("tg.already_expired") + at
