@@ -851,3 +851,35 @@ judge_kind = "llm-v1"
 		})
 	}
 }
+
+// TestLoadWith_SkipAgentTokens: the database-only load neither reads nor
+// requires the agents' token variables, still checks their names, and
+// leaves every other check as strict; plain Load still names the empty one.
+func TestLoadWith_SkipAgentTokens(t *testing.T) {
+	body := "[[agents]]\nid = \"a1\"\ntoken_env = \"A1_TOKEN\"\n[[agents]]\nid = \"a2\"\ntoken_env = \"A2_TOKEN\"\n"
+	path := writeFile(t, body)
+	getenv := env(map[string]string{"A2_TOKEN": "a2-SECRET", "HOME": t.TempDir()})
+	cfg, err := LoadWith(path, true, getenv, LoadOptions{SkipAgentTokens: true})
+	if err != nil {
+		t.Fatalf("skip agent tokens: %v", err)
+	}
+	for _, a := range cfg.Agents {
+		if a.Token != "" {
+			t.Errorf("agent %s: token %q resolved, want none read", a.ID, a.Token)
+		}
+	}
+	if _, err := Load(path, true, getenv); err == nil || !strings.Contains(err.Error(), "agents[0].token_env: A1_TOKEN is empty") {
+		t.Errorf("Load: %v, want agents[0].token_env: A1_TOKEN is empty", err)
+	}
+	bad := writeFile(t, "[[agents]]\nid = \"a1\"\ntoken_env = \"not a name\"\n[policy]\ngrant_ttl = \"10x\"\n")
+	_, err = LoadWith(bad, true, getenv, LoadOptions{SkipAgentTokens: true})
+	if err == nil || !strings.Contains(err.Error(), "agents[0].token_env: not an environment variable name") ||
+		!strings.Contains(err.Error(), "policy.grant_ttl") {
+		t.Errorf("bad name with skip: %v, want the name and policy.grant_ttl refused", err)
+	}
+	missing := writeFile(t, "[[agents]]\nid = \"a1\"\n")
+	if _, err := LoadWith(missing, true, getenv, LoadOptions{SkipAgentTokens: true}); err == nil ||
+		!strings.Contains(err.Error(), "agents[0].token_env: required") {
+		t.Errorf("no token_env with skip: %v, want required", err)
+	}
+}

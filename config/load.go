@@ -37,6 +37,21 @@ const (
 //
 // Every problem found is returned in one *Error; on error the Config is zero.
 func Load(path string, explicit bool, getenv func(string) string) (Config, error) {
+	return LoadWith(path, explicit, getenv, LoadOptions{})
+}
+
+// LoadOptions relaxes Load for commands that never serve nor authenticate agents.
+type LoadOptions struct {
+	// SkipAgentTokens leaves every agents[].token_env unresolved: Agent.Token
+	// stays empty and an unset variable is no error (the name must still be a
+	// valid variable name). For the database-only commands (policy, audit,
+	// prune, migrate), which an admin may run without the agents' secrets.
+	// Never for serve or config check.
+	SkipAgentTokens bool
+}
+
+// LoadWith is Load with options; LoadWith(…, LoadOptions{}) is Load.
+func LoadWith(path string, explicit bool, getenv func(string) string, opt LoadOptions) (Config, error) {
 	getenv = orEnv(getenv)
 	cfg := defaults(getenv)
 	var p problems
@@ -60,8 +75,8 @@ func Load(path string, explicit bool, getenv func(string) string) (Config, error
 			return Config{}, fmt.Errorf("read config file: %w", err)
 		}
 	}
-	applyEnv(&cfg, getenv, &p)
-	cfg.validate(&p)
+	applyEnv(&cfg, getenv, opt, &p)
+	cfg.validate(&p, opt)
 	if len(p) > 0 {
 		return Config{}, &Error{File: file, Problems: p}
 	}
@@ -627,7 +642,8 @@ func joinKey(prefix, piece string) string {
 
 // applyEnv applies the environment overrides and resolves every secret a
 // *_env key names. Empty secrets are left for Validate to report.
-func applyEnv(cfg *Config, getenv func(string) string, p *problems) {
+// With opt.SkipAgentTokens the agents' tokens are not read.
+func applyEnv(cfg *Config, getenv func(string) string, opt LoadOptions, p *problems) {
 	if v := getenv(EnvListen); v != "" {
 		cfg.Server.Listen = v
 	}
@@ -663,7 +679,9 @@ func applyEnv(cfg *Config, getenv func(string) string, p *problems) {
 		}
 	}
 	for i := range cfg.Agents {
-		resolve(cfg.Agents[i].TokenEnv, &cfg.Agents[i].Token)
+		if !opt.SkipAgentTokens {
+			resolve(cfg.Agents[i].TokenEnv, &cfg.Agents[i].Token)
+		}
 	}
 	resolve(cfg.Web.AdminTokenEnv, &cfg.Web.AdminToken)
 	resolve(cfg.Vaglio.LLM.APIKeyEnv, &cfg.Vaglio.LLM.APIKey)

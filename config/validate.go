@@ -26,7 +26,7 @@ import (
 // code (the generated local agent) may carry Token with no TokenEnv.
 func (c *Config) Validate() error {
 	var p problems
-	c.validate(&p)
+	c.validate(&p, LoadOptions{})
 	if len(p) > 0 {
 		return &Error{Problems: p}
 	}
@@ -43,13 +43,13 @@ var (
 	tgSecretRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
 )
 
-func (c *Config) validate(p *problems) {
+func (c *Config) validate(p *problems, opt LoadOptions) {
 	c.validateServer(p)
 	c.validateStorage(p)
 	c.validatePolicy(p)
 	c.validateVaglio(p)
 	c.validateApprovals(p)
-	c.validateAgents(p)
+	c.validateAgents(p, opt.SkipAgentTokens)
 	secret(p, "web.admin_token_env", c.Web.AdminTokenEnv, c.Web.AdminToken, false)
 	language(p, "web.language", c.Web.Language)
 	language(p, "telegram.language", c.Telegram.Language)
@@ -311,7 +311,9 @@ func positive(p *problems, key string, d time.Duration) {
 	}
 }
 
-func (c *Config) validateAgents(p *problems) {
+// With skipTokens (LoadOptions.SkipAgentTokens) a token_env is checked as a
+// name only: its variable was not read.
+func (c *Config) validateAgents(p *problems, skipTokens bool) {
 	ids := map[string]int{}
 	tokens := map[string]int{}
 	for i := range c.Agents {
@@ -329,7 +331,10 @@ func (c *Config) validateAgents(p *problems) {
 				ids[a.ID] = i
 			}
 		}
-		if a.TokenEnv != "" || a.Token == "" {
+		switch {
+		case skipTokens && a.TokenEnv != "":
+			validEnvName(p, key+".token_env", a.TokenEnv)
+		case a.TokenEnv != "" || a.Token == "":
 			secret(p, key+".token_env", a.TokenEnv, a.Token, true)
 		}
 		if a.Token != "" {
@@ -396,11 +401,19 @@ func secret(p *problems, key, envName, value string, required bool) {
 			p.add(key, "required (the name of an environment variable holding the secret)")
 		}
 	case envName == "":
-	case !envNameRE.MatchString(envName):
-		p.add(key, "not an environment variable name (want letters, digits and _, e.g. SLACK_BOT_TOKEN; the secret itself belongs in the environment, not in this file)")
+	case !validEnvName(p, key, envName):
 	case value == "":
 		p.add(key, "%s is empty", envName)
 	}
+}
+
+// validEnvName reports a *_env key whose value is not a variable name.
+func validEnvName(p *problems, key, name string) bool {
+	if !envNameRE.MatchString(name) {
+		p.add(key, "not an environment variable name (want letters, digits and _, e.g. SLACK_BOT_TOKEN; the secret itself belongs in the environment, not in this file)")
+		return false
+	}
+	return true
 }
 
 func (c *Config) validateTelegram(p *problems) {

@@ -87,7 +87,7 @@ func cmdAudit(e *env, args []string) error {
 			f.After = max(f.After, n)
 		}
 	}
-	cfg, err := loadConfig(e, *cfgPath)
+	cfg, err := loadDBConfig(e, *cfgPath)
 	if err != nil {
 		return err
 	}

@@ -23,20 +23,31 @@ func configFlag(fs *flag.FlagSet) *string {
 // loadConfig loads the config named by --config or GATEWAY_CONFIG (which
 // must exist), else the default path if it exists, else the defaults.
 func loadConfig(e *env, path string) (config.Config, error) {
+	return loadConfigWith(e, path, config.LoadOptions{})
+}
+
+// loadDBConfig is loadConfig for the database-only commands (policy, audit,
+// prune, migrate): they never serve nor authenticate agents, so the agents'
+// token variables are not read and need not be set.
+func loadDBConfig(e *env, path string) (config.Config, error) {
+	return loadConfigWith(e, path, config.LoadOptions{SkipAgentTokens: true})
+}
+
+func loadConfigWith(e *env, path string, opt config.LoadOptions) (config.Config, error) {
 	explicit := path != "" || e.getenv("GATEWAY_CONFIG") != ""
 	if path == "" {
 		path = config.DefaultPath(e.getenv)
 	}
-	cfg, err := config.Load(path, explicit, e.getenv)
+	cfg, err := config.LoadWith(path, explicit, e.getenv, opt)
 	if err != nil {
 		return config.Config{}, exitError{exitUsage, "config: " + err.Error()}
 	}
 	return cfg, nil
 }
 
-// openDB loads the config at path, as loadConfig does, and opens its database.
+// openDB loads the config at path, as loadDBConfig does, and opens its database.
 func openDB(e *env, path string) (*storage.DB, error) {
-	cfg, err := loadConfig(e, path)
+	cfg, err := loadDBConfig(e, path)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +164,7 @@ func policyCheck(e *env, args []string) error {
 	if err := policy.ValidateTarget(c, *target); err != nil {
 		return usagef("check: --target: %v", err)
 	}
-	cfg, err := loadConfig(e, *cfgPath)
+	cfg, err := loadDBConfig(e, *cfgPath)
 	if err != nil {
 		return err
 	}
@@ -240,7 +251,7 @@ func policyGrants(e *env, args []string) error {
 	if err := noPositional("grants", pos); err != nil {
 		return err
 	}
-	cfg, err := loadConfig(e, *cfgPath)
+	cfg, err := loadDBConfig(e, *cfgPath)
 	if err != nil {
 		return err
 	}
@@ -291,7 +302,7 @@ func policyGrant(e *env, args []string) error {
 	if err := policy.ValidateTarget(c, *target); err != nil {
 		return usagef("grant: --target: %v", err)
 	}
-	cfg, err := loadConfig(e, *cfgPath)
+	cfg, err := loadDBConfig(e, *cfgPath)
 	if err != nil {
 		return err
 	}
@@ -330,7 +341,7 @@ func policyRevoke(e *env, args []string) error {
 	if err != nil || id <= 0 {
 		return usagef("revoke: ID: %q is not a grant id", pos[0])
 	}
-	cfg, err := loadConfig(e, *cfgPath)
+	cfg, err := loadDBConfig(e, *cfgPath)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func openRules(e *env, cfg config.Config) (*storage.DB, *policy.RuleStore, error
 // withRules loads the config at cfgPath, opens the rule store over its
 // database, runs fn with it and closes both.
 func withRules(e *env, cfgPath string, fn func(*policy.RuleStore) error) error {
-	cfg, err := loadConfig(e, cfgPath)
+	cfg, err := loadDBConfig(e, cfgPath)
 	if err != nil {
 		return err
 	}

@@ -196,7 +196,7 @@ func cmdPrune(e *env, args []string) error {
 	if err := noPositional("prune", pos); err != nil {
 		return err
 	}
-	cfg, err := loadConfig(e, *cfgPath)
+	cfg, err := loadDBConfig(e, *cfgPath)
 	if err != nil {
 		return err
 	}
