@@ -70,6 +70,22 @@ func TestCodex_Map(t *testing.T) {
 			[]target{{"fs:write", "/home/r/proj/a.txt"}, {"code:exec", "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: a.txt\n+x\n*** End Patch\nEOF\nrm -rf /tmp/x"}}},
 		{"patch path escaping with ..", codexEvent("PreToolUse", "apply_patch", map[string]any{"command": "*** Begin Patch\n*** Add File: ../../.ssh/authorized_keys\n+k\n*** End Patch"}),
 			[]target{{"fs:write", "/home/.ssh/authorized_keys"}}},
+		// Codex's shell tool under its other names and argument shapes: the
+		// same code:exec on the same command line as Bash.
+		{"shell argv bash -lc", codexEvent("PreToolUse", "shell", map[string]any{"command": []any{"bash", "-lc", "npm test"}, "workdir": "/home/r/proj"}),
+			[]target{{"code:exec", "npm test"}}},
+		{"shell argv words", codexEvent("PreToolUse", "shell", map[string]any{"command": []any{"rm", "-rf", "/tmp/a b", "it's"}}),
+			[]target{{"code:exec", `rm -rf '/tmp/a b' 'it'\''s'`}}},
+		{"local_shell argv", codexEvent("PreToolUse", "local_shell", map[string]any{"command": []any{"/bin/zsh", "-c", "make"}}),
+			[]target{{"code:exec", "make"}}},
+		{"shell_command string", codexEvent("PreToolUse", "shell_command", map[string]any{"command": "npm test"}),
+			[]target{{"code:exec", "npm test"}}},
+		{"exec_command cmd", codexEvent("PreToolUse", "exec_command", map[string]any{"cmd": "npm test"}),
+			[]target{{"code:exec", "npm test"}}},
+		{"shell argv apply_patch, in workdir", codexEvent("PreToolUse", "shell", map[string]any{"command": []any{"apply_patch", "*** Begin Patch\n*** Add File: a.txt\n+x\n*** End Patch"}, "workdir": "sub"}),
+			[]target{{"fs:write", "/home/r/proj/sub/a.txt"}}},
+		{"shell argv heredoc patch", codexEvent("PreToolUse", "shell", map[string]any{"command": []any{"bash", "-lc", "apply_patch <<'EOF'\n" + patch + "EOF\n"}}),
+			[]target{{"fs:write", "/home/r/proj/a.txt"}, {"fs:write", "/home/r/proj/src/b.go"}, {"fs:write", "/home/r/proj/src/c.go"}, {"fs:write", "/etc/d"}}},
 		{"mcp exact", codexEvent("PreToolUse", "mcp__gmail__send", map[string]any{"to": "a@x.org"}),
 			[]target{{"mail:send", "a@x.org"}}},
 		{"mcp glob", codexEvent("PreToolUse", "mcp__fs__read", map[string]any{"path": "n.txt"}),
@@ -86,6 +102,29 @@ func TestCodex_Map(t *testing.T) {
 				t.Errorf("call id %q", cs[0].CallID)
 			}
 		})
+	}
+}
+
+// TestCodex_ShellBadInput: a shell call with no command, or an argv that is
+// not all strings, is a bad event (blocked), never an unmapped tool nor a
+// call on an empty command line.
+func TestCodex_ShellBadInput(t *testing.T) {
+	for _, in := range []map[string]any{
+		{},
+		{"command": []any{}},
+		{"command": []any{"ls", 3}},
+		{"command": "  "},
+	} {
+		for _, tool := range []string{"Bash", "shell", "local_shell", "shell_command", "exec_command"} {
+			ev, err := hooks.Codex.Decode([]byte(codexEvent("PreToolUse", tool, in)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ut *hooks.UnknownToolError
+			if _, err := hooks.Codex.Map(ev, nil); !errors.Is(err, hooks.ErrBadEvent) || errors.As(err, &ut) {
+				t.Errorf("%s %v: err %v, want ErrBadEvent", tool, in, err)
+			}
+		}
 	}
 }
 

@@ -12,8 +12,10 @@ import (
 // arrive on stdin as {session_id, turn_id, cwd, hook_event_name, model,
 // permission_mode, tool_name, tool_input, tool_use_id}.
 //
-//	Bash                                  code:exec  tool_input.command
-//	Bash running an apply_patch heredoc   fs:write   every path the patch adds, updates, deletes or moves to
+//	Bash, shell, local_shell,             code:exec  the command line: tool_input.command (a string, or an argv
+//	shell_command, exec_command                      list, ["bash", "-lc", S] read as S) or exec_command's cmd
+//	a shell running an apply_patch heredoc fs:write  every path the patch adds, updates, deletes or moves to
+//	(or argv ["apply_patch", PATCH])
 //	apply_patch (Edit, Write)             fs:write   every path of the patch in tool_input.command
 //	mcp__server__tool, anything else      [hooks.codex.tools], else unknown_tool
 //
@@ -58,8 +60,94 @@ func decodeCodex(raw []byte) (Event, error) {
 	return ev, nil
 }
 
-var codexTools = map[string]func(*Call, Event) error{
-	"Bash": builtin["Bash"],
+// codexShells are the names Codex gives its shell tool across versions and
+// models: Bash (as PreToolUse names it), shell and local_shell (an argv
+// list in command), shell_command (a string in command), exec_command (a
+// string in cmd). All are one tool to the gateway: code:exec on the same
+// command line, so a rule or grant matches whatever name the call came in.
+var codexShells = map[string]bool{"Bash": true, "shell": true, "local_shell": true, "shell_command": true, "exec_command": true}
+
+var codexTools = map[string]func(*Call, Event) error{}
+
+func init() {
+	for name := range codexShells {
+		codexTools[name] = codexExec
+	}
+}
+
+// codexExec maps a shell call to code:exec on its command line.
+func codexExec(c *Call, ev Event) error {
+	cmd, _ := codexCommand(ev.ToolInput)
+	if strings.TrimSpace(cmd) == "" {
+		return fmt.Errorf("%w: %s: tool_input.command is missing or empty", ErrBadEvent, ev.ToolName)
+	}
+	c.Capability, c.Target = "code:exec", cmd
+	c.Intent = str(ev.ToolInput, "description")
+	c.Args = map[string]any{"command": cmd}
+	return nil
+}
+
+// codexCommand is a shell call's command line: command as a string, else
+// command as an argv list (["bash", "-lc", S] is S; any other list is its
+// words, shell-quoted where needed, so the line means what the list runs),
+// else exec_command's cmd. argv is the list, when command is one.
+func codexCommand(in map[string]any) (cmd string, argv []string) {
+	switch v := in["command"].(type) {
+	case string:
+		return v, nil
+	case []any:
+		for _, x := range v {
+			s, ok := x.(string)
+			if !ok {
+				return "", nil // not an argv: refused as missing
+			}
+			argv = append(argv, s)
+		}
+		if len(argv) == 3 && shellNames[path.Base(argv[0])] && (argv[1] == "-c" || argv[1] == "-lc" || argv[1] == "-cl") {
+			return argv[2], argv
+		}
+		words := make([]string, len(argv))
+		for i, a := range argv {
+			words[i] = shellQuote(a)
+		}
+		return strings.Join(words, " "), argv
+	}
+	return str(in, "cmd"), nil
+}
+
+var shellNames = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true}
+
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+
+// shellQuote quotes a word for a POSIX shell, only when it needs it.
+func shellQuote(w string) string {
+	if shellSafe.MatchString(w) {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}
+
+// codexShellCalls maps a shell call: fs:write per path when it applies a
+// patch (argv ["apply_patch", PATCH], or a heredoc, see shellPatchCalls),
+// else code:exec on the command line. Paths resolve against tool_input.workdir
+// when the call names one.
+func codexShellCalls(ev Event) ([]Call, error) {
+	cmd, argv := codexCommand(ev.ToolInput)
+	in := ev
+	if w := str(ev.ToolInput, "workdir"); w != "" {
+		in.Cwd = resolve(ev.Cwd, w)
+	}
+	switch {
+	case len(argv) == 2 && (argv[0] == "apply_patch" || argv[0] == "applypatch"):
+		return patchCallsIn(ev, in.Cwd, argv[1])
+	case isApplyPatch(cmd):
+		return shellPatchCalls(in, cmd)
+	}
+	var c Call
+	if err := codexExec(&c, ev); err != nil {
+		return nil, err
+	}
+	return []Call{c}, nil
 }
 
 func mapCodex(ev Event, tools map[string]string) ([]Call, error) {
@@ -71,8 +159,8 @@ func mapCodex(ev Event, tools map[string]string) ([]Call, error) {
 	case ev.ToolName == "apply_patch" || ev.ToolName == "Edit" || ev.ToolName == "Write":
 		patch := first(ev.ToolInput, []string{"command", "input", "patch"})
 		cs, err = patchCalls(ev, patch)
-	case ev.ToolName == "Bash" && isApplyPatch(str(ev.ToolInput, "command")):
-		cs, err = shellPatchCalls(ev, str(ev.ToolInput, "command"))
+	case codexShells[ev.ToolName]:
+		cs, err = codexShellCalls(ev)
 	default:
 		cs, err = one(ev, tools, codexTools, "hooks.codex.tools")
 	}
