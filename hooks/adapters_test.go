@@ -364,3 +364,29 @@ func TestDocsConfig(t *testing.T) {
 		t.Error("the Gemini CLI test does not use the documented headless hook")
 	}
 }
+
+// TestCursor_BadEventNamesTheEvent: a bad Cursor event is described by the
+// Cursor event it is (or as a Cursor hook event when it is none Cursor
+// sends), never as Claude Code's PreToolUse, and stays ErrBadEvent.
+func TestCursor_BadEventNamesTheEvent(t *testing.T) {
+	for _, tc := range []struct{ name, raw, want string }{
+		{"not json", `{`, "bad Cursor hook event: "},
+		{"unknown event", `{"hook_event_name":"afterFileEdit"}`, `bad Cursor hook event: hook_event_name is "afterFileEdit"`},
+		{"no event name", `{"command":"ls"}`, "bad Cursor hook event: "},
+		{"MCP input not JSON", `{"hook_event_name":"beforeMCPExecution","tool_name":"send_email","tool_input":"{nope"}`,
+			"bad Cursor beforeMCPExecution event: tool_input is a string but not a JSON object"},
+		{"preToolUse without tool", `{"hook_event_name":"preToolUse","tool_input":{}}`, "bad Cursor preToolUse event: no tool_name"},
+		{"shell without command (map)", `{"hook_event_name":"beforeShellExecution","cwd":"/p"}`, "bad Cursor beforeShellExecution event: Shell: "},
+		{"read without path (map)", `{"hook_event_name":"beforeReadFile","cwd":"/p"}`, "bad Cursor beforeReadFile event: Read: "},
+		{"preToolUse Write without path (map)", `{"hook_event_name":"preToolUse","tool_name":"Write","tool_input":{}}`,
+			"bad Cursor preToolUse event: Write: "},
+	} {
+		ev, err := hooks.Cursor.Decode([]byte(tc.raw))
+		if err == nil {
+			_, err = hooks.Cursor.Map(ev, nil)
+		}
+		if !errors.Is(err, hooks.ErrBadEvent) || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "PreToolUse") {
+			t.Errorf("%s: err %v, want ErrBadEvent starting %q", tc.name, err, tc.want)
+		}
+	}
+}

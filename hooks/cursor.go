@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -54,12 +55,42 @@ type cursorEvent struct {
 // and read events become the Shell and Read tools. A file's content is
 // never kept.
 func decodeCursor(raw []byte) (Event, error) {
+	ev, err := decodeCursorEvent(raw)
+	return ev, cursorBad(ev.HookEventName, err)
+}
+
+// cursorBad describes a bad event by the Cursor event at hand ("bad Cursor
+// beforeReadFile event: …"), or as "bad Cursor hook event: …" when it is
+// none Cursor sends; ErrBadEvent's own words name Claude Code's PreToolUse.
+// errors.Is still finds ErrBadEvent, errors.As what err wraps.
+func cursorBad(event string, err error) error {
+	if err == nil || !errors.Is(err, ErrBadEvent) {
+		return err
+	}
+	what := "Cursor hook event"
+	switch event {
+	case CursorShell, CursorMCP, CursorRead, CursorPreTool:
+		what = "Cursor " + event + " event"
+	}
+	return &describedError{text: strings.Replace(err.Error(), ErrBadEvent.Error(), "bad "+what, 1), err: err}
+}
+
+// describedError is err under other words.
+type describedError struct {
+	text string
+	err  error
+}
+
+func (e *describedError) Error() string { return e.text }
+func (e *describedError) Unwrap() error { return e.err }
+
+func decodeCursorEvent(raw []byte) (Event, error) {
 	var ce cursorEvent
 	if len(raw) > MaxEventBytes {
 		return Event{}, fmt.Errorf("%w: over %d bytes", ErrBadEvent, MaxEventBytes)
 	}
 	if err := json.Unmarshal(raw, &ce); err != nil {
-		return Event{}, fmt.Errorf("%w: Cursor hook event: %v", ErrBadEvent, err)
+		return Event{}, fmt.Errorf("%w: %v", ErrBadEvent, err)
 	}
 	ev := Event{SessionID: ce.ConversationID, HookEventName: ce.HookEventName, Cwd: ce.Cwd, ToolUseID: ce.ToolUseID}
 	if ev.Cwd == "" && len(ce.WorkspaceRoots) > 0 {
@@ -83,7 +114,7 @@ func decodeCursor(raw []byte) (Event, error) {
 		return ev, fmt.Errorf("%w: hook_event_name is %q; want beforeShellExecution, beforeMCPExecution, beforeReadFile or preToolUse", ErrBadEvent, ce.HookEventName)
 	}
 	if ev.ToolName == "" {
-		return ev, fmt.Errorf("%w: %s: no tool", ErrBadEvent, ce.HookEventName)
+		return ev, fmt.Errorf("%w: no tool_name", ErrBadEvent)
 	}
 	return ev, nil
 }
@@ -158,7 +189,7 @@ func mapCursor(ev Event, tools map[string]string) ([]Call, error) {
 	}
 	cs, err := one(ev, tools, table, "hooks.cursor.tools")
 	if err != nil {
-		return nil, err
+		return nil, cursorBad(ev.HookEventName, err)
 	}
 	return calls(ev, "Cursor", "cursor", cs), nil
 }
