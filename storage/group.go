@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
-	"time"
 )
 
 // maxGroup bounds how many write functions share one transaction.
@@ -97,17 +96,12 @@ func (db *DB) commitGroup(batch []*groupOp) {
 	// The group's own context: it must not end with any one caller's.
 	ctx, cancel := context.WithTimeout(context.Background(), writeWait)
 	defer cancel()
-	if db.writeLock != nil {
-		wait := time.NewTimer(writeWait)
-		select {
-		case db.writeLock <- struct{}{}:
-			wait.Stop()
-		case <-wait.C:
-			fail(ErrBusy)
-			return
-		}
-		defer func() { <-db.writeLock }()
+	unlock, err := db.lockWrite(context.Background()) // not ctx: its deadline is writeWait too
+	if err != nil {
+		fail(err)
+		return
 	}
+	defer unlock()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		fail(err)

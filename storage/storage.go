@@ -325,19 +325,11 @@ func (db *DB) Ping(ctx context.Context) error {
 // before the commit the audit rows fn appended are sealed into the hash
 // chain (see audit.go).
 func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	if db.writeLock != nil {
-		wait := time.NewTimer(writeWait)
-		select {
-		case db.writeLock <- struct{}{}:
-			wait.Stop()
-		case <-ctx.Done():
-			wait.Stop()
-			return ctx.Err()
-		case <-wait.C: // as busy_timeout: fail, never hang (a nested InTx would)
-			return ErrBusy
-		}
-		defer func() { <-db.writeLock }()
+	unlock, err := db.lockWrite(ctx)
+	if err != nil {
+		return err
 	}
+	defer unlock()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -351,6 +343,25 @@ func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// lockWrite takes this process's write slot (see DB.writeLock), waiting
+// at most writeWait, as busy_timeout would, so a nested write fails
+// instead of hanging. The returned function gives the slot back.
+func (db *DB) lockWrite(ctx context.Context) (unlock func(), err error) {
+	if db.writeLock == nil {
+		return func() {}, nil
+	}
+	wait := time.NewTimer(writeWait)
+	defer wait.Stop()
+	select {
+	case db.writeLock <- struct{}{}:
+		return func() { <-db.writeLock }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-wait.C:
+		return nil, ErrBusy
+	}
 }
 
 // stmt returns the cached prepared statement of query, preparing it on
