@@ -199,10 +199,19 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	}
 	agent := sub.Profile.Agent
 	if sub.CallID != "" {
-		if r, err := getByCallID(ctx, s.db, agent, sub.CallID); err == nil {
-			return s.repeated(sub, r)
-		} else if !errors.Is(err, ErrNotFound) {
+		// Most call_ids are new: ask first whether it is taken, which is a
+		// fraction of the cost of reading the whole request.
+		taken, err := callIDTaken(ctx, s.db, agent, sub.CallID)
+		if err != nil {
 			return Request{}, false, err
+		}
+		if taken {
+			r, err := getByCallID(ctx, s.db, agent, sub.CallID)
+			if err == nil {
+				return s.repeated(sub, r)
+			} else if !errors.Is(err, ErrNotFound) {
+				return Request{}, false, err
+			}
 		}
 	}
 	if sub.Admit != nil {

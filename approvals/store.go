@@ -80,6 +80,16 @@ func getByCallID(ctx context.Context, q storage.Querier, agent, callID string) (
 	return r, err
 }
 
+// callIDTaken says whether agent has a request under callID.
+func callIDTaken(ctx context.Context, q storage.Querier, agent, callID string) (bool, error) {
+	var one int
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM requests WHERE agent = $1 AND call_id = $2`, agent, callID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 type rowScanner interface{ Scan(dest ...any) error }
 
 func scanRequest(sc rowScanner) (Request, error) {

@@ -192,28 +192,80 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
 
 // appendChained inserts a row already numbered and hashed after the
 // chain's head, and moves the head: what sealAudit does at commit, done at
-// once where no other writer can come between (SQLite).
+// once where no other writer can come between (SQLite). Within a
+// transaction begun by InTx or GroupTx the head is read once and written
+// back once, by sealAudit (see chainCursor); elsewhere it is read and
+// written on every row.
 func appendChained(ctx context.Context, q txQuerier, e AuditEvent, detail []byte, agent, capability string) error {
-	seq, prev, err := q.db.lockHead(ctx, q)
-	if err != nil {
-		return err
+	c := q.db.cursor.Load()
+	if c == nil || c.tx != q.tx {
+		c = &chainCursor{tx: q.tx} // this row's alone: written back below
+	}
+	if !c.loaded {
+		seq, prev, err := q.db.lockHead(ctx, q)
+		if err != nil {
+			return err
+		}
+		c.seq, c.hash, c.loaded = seq, prev, true
 	}
 	at := FormatTime(e.At)
 	grant := ""
 	if e.GrantID != 0 {
 		grant = strconv.FormatInt(e.GrantID, 10)
 	}
-	hash, err := chainHash(prev, canonical(at, e.Actor, e.Event, e.RequestID, grant, string(detail)))
+	hash, err := chainHash(c.hash, canonical(at, e.Actor, e.Event, e.RequestID, grant, string(detail)))
 	if err != nil {
 		return err
 	}
-	seq++
+	seq := c.seq + 1
 	if _, err := q.ExecContext(ctx, insertAuditChained, at, e.Actor, e.Event, nullString(e.RequestID), nullInt(e.GrantID),
 		nullBytes(detail), nullString(agent), nullString(capability), seq, hash); err != nil {
 		return err
 	}
-	_, err = q.ExecContext(ctx, moveHead, seq, hash)
-	return err
+	c.seq, c.hash, c.dirty = seq, hash, true
+	if q.db.cursor.Load() != c {
+		return c.flush(ctx, q)
+	}
+	return nil
+}
+
+// chainCursor is the audit chain's head as the open SQLite write
+// transaction tx has moved it. The rows appended in tx are numbered and
+// hashed at once (appendChained), but the head row (audit_chain) is read at
+// the first of them and written back once, when sealAudit runs just before
+// the commit: two statements per transaction instead of two per row. It
+// lives in DB.cursor while InTx or GroupTx hold the write slot; a savepoint
+// rolled back restores the copy taken when it began.
+type chainCursor struct {
+	tx     *sql.Tx
+	loaded bool // seq and hash were read from the head row
+	dirty  bool // seq and hash moved since
+	seq    int64
+	hash   string
+}
+
+// flush writes the cursor back to the head row, when it moved.
+func (c *chainCursor) flush(ctx context.Context, q Querier) error {
+	if !c.dirty {
+		return nil
+	}
+	if _, err := q.ExecContext(ctx, moveHead, c.seq, c.hash); err != nil {
+		return err
+	}
+	c.dirty = false
+	return nil
+}
+
+// openCursor starts the chain cursor of tx, a SQLite write transaction of
+// InTx or GroupTx (which hold the write slot); the returned function ends
+// it, whether tx committed or not.
+func (db *DB) openCursor(tx *sql.Tx) (c *chainCursor, end func()) {
+	if db.writeLock == nil {
+		return nil, func() {}
+	}
+	c = &chainCursor{tx: tx}
+	db.cursor.Store(c)
+	return c, func() { db.cursor.CompareAndSwap(c, nil) }
 }
 
 func cmpOr(a, b string) string {
@@ -282,6 +334,13 @@ func (db *DB) lockHead(ctx context.Context, q Querier) (seq int64, hash string, 
 // every commit.
 func (db *DB) sealAudit(ctx context.Context, tx *sql.Tx) error {
 	q := db.Tx(tx)
+	if c := db.cursor.Load(); c != nil && c.tx == tx {
+		// The rows appended in tx are sealed already; move the head past
+		// them first, so the rows sealed below follow them.
+		if err := c.flush(ctx, q); err != nil {
+			return fmt.Errorf("audit chain head: %w", err)
+		}
+	}
 	pending, err := scanUnsealed(ctx, q)
 	if err != nil || len(pending) == 0 {
 		return err

@@ -4,23 +4,28 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sync"
+	"slices"
+	"sync/atomic"
 )
 
 // maxGroup bounds how many write functions share one transaction.
 const maxGroup = 256
 
-// groupCommit queues the write functions given to GroupTx.
+// groupCommit queues the write functions given to GroupTx. The queue is a
+// lock-free stack: with a mutex, the writer parked on it whenever a caller
+// held it, and then waited behind the callers in the scheduler's queue
+// while every queued call waited for it.
 type groupCommit struct {
-	mu      sync.Mutex
-	queue   []*groupOp
-	running bool // a goroutine is running batches
+	head    atomic.Pointer[groupOp] // the calls queued, newest first
+	running atomic.Bool             // a goroutine is running batches
 }
 
 type groupOp struct {
 	ctx  context.Context
 	fn   func(tx *sql.Tx) error
-	done chan error
+	next *groupOp // the call queued before this one
+	err  error
+	done chan struct{}
 }
 
 // GroupTx runs fn in a write transaction, as InTx does, but shares that
@@ -36,50 +41,76 @@ func (db *DB) GroupTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	op := &groupOp{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	op := &groupOp{ctx: ctx, fn: fn, done: make(chan struct{})}
 	g := &db.group
-	g.mu.Lock()
-	g.queue = append(g.queue, op)
-	lead := !g.running
-	g.running = true
-	g.mu.Unlock()
-	if lead {
-		db.runGroup()
-	}
-	return <-op.done
-}
-
-// runGroup commits one group, then hands on to a new goroutine if more
-// calls queued meanwhile, so the caller that led is answered at once.
-func (db *DB) runGroup() {
-	g := &db.group
-	g.mu.Lock()
-	n := min(len(g.queue), maxGroup)
-	batch := g.queue[:n:n]
-	g.queue = g.queue[n:]
-	if len(g.queue) == 0 {
-		g.queue = nil
-	}
-	g.mu.Unlock()
-
-	db.commitGroup(batch)
-
-	g.mu.Lock()
-	if len(g.queue) > 0 {
-		go db.runGroup()
-	} else {
-		g.running = false
-	}
-	g.mu.Unlock()
-}
-
-// commitGroup runs batch in one transaction and answers every call in it.
-func (db *DB) commitGroup(batch []*groupOp) {
-	errs := make([]error, len(batch))
-	fail := func(err error) {
-		for _, op := range batch {
-			op.done <- err
+	for {
+		op.next = g.head.Load()
+		if g.head.CompareAndSwap(op.next, op) {
+			break
 		}
+	}
+	if g.running.CompareAndSwap(false, true) {
+		// The caller that found no writer commits what is queued itself
+		// (no goroutine to wake when the gateway is quiet); what queues
+		// meanwhile goes to a writer of its own, so this caller is
+		// answered at once.
+		db.runBatches()
+		if g.resume() {
+			go db.writeLoop()
+		}
+	}
+	<-op.done
+	return op.err
+}
+
+// resume is called by the writer that found the queue empty: it stops,
+// unless a call queued just as it stopped (then it goes on: true).
+func (g *groupCommit) resume() bool {
+	g.running.Store(false)
+	return g.head.Load() != nil && g.running.CompareAndSwap(false, true)
+}
+
+// runBatches commits what is queued, oldest first, maxGroup calls per
+// transaction, and answers each call.
+func (db *DB) runBatches() {
+	var batch []*groupOp
+	for op := db.group.head.Swap(nil); op != nil; op = op.next {
+		batch = append(batch, op)
+	}
+	slices.Reverse(batch)
+	for len(batch) > 0 {
+		n := min(len(batch), maxGroup)
+		errs := db.commitGroup(batch[:n])
+		for i, op := range batch[:n] {
+			op.err = errs[i]
+			close(op.done)
+		}
+		batch = batch[n:]
+	}
+}
+
+// writeLoop commits batches until none is queued. One goroutine runs them
+// back to back: handing each batch to a new goroutine put the writer
+// behind the callers it had just woken, in the scheduler's queue.
+func (db *DB) writeLoop() {
+	g := &db.group
+	for {
+		db.runBatches()
+		if g.head.Load() == nil && !g.resume() {
+			return
+		}
+	}
+}
+
+// commitGroup runs batch in one transaction and says how each call in it
+// ended: nil when its work committed.
+func (db *DB) commitGroup(batch []*groupOp) []error {
+	errs := make([]error, len(batch))
+	fail := func(err error) []error {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
 	}
 	live := 0
 	for i, op := range batch {
@@ -88,37 +119,30 @@ func (db *DB) commitGroup(batch []*groupOp) {
 		}
 	}
 	if live == 0 {
-		for i, op := range batch {
-			op.done <- errs[i]
-		}
-		return
+		return errs
 	}
 	// The group's own context: it must not end with any one caller's.
 	ctx, cancel := context.WithTimeout(context.Background(), writeWait)
 	defer cancel()
 	unlock, err := db.lockWrite(context.Background()) // not ctx: its deadline is writeWait too
 	if err != nil {
-		fail(err)
-		return
+		return fail(err)
 	}
 	defer unlock()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		fail(err)
-		return
+		return fail(err)
 	}
 	defer tx.Rollback()
+	cursor, endCursor := db.openCursor(tx)
+	defer endCursor()
 	if live == 1 {
 		// No savepoint needed: the transaction is fn's alone, and a
 		// failing fn rolls all of it back, as in InTx.
 		for i, op := range batch {
 			if errs[i] == nil {
-				if err := op.fn(tx); err != nil {
-					errs[i] = err
-					for i, op := range batch {
-						op.done <- errs[i]
-					}
-					return
+				if errs[i] = op.fn(tx); errs[i] != nil {
+					return errs
 				}
 			}
 		}
@@ -129,33 +153,36 @@ func (db *DB) commitGroup(batch []*groupOp) {
 				continue
 			}
 			if _, err := q.ExecContext(ctx, `SAVEPOINT group_op`); err != nil {
-				fail(fmt.Errorf("group commit: %w", err))
-				return
+				return fail(fmt.Errorf("group commit: %w", err))
+			}
+			var saved chainCursor
+			if cursor != nil {
+				saved = *cursor
 			}
 			errs[i] = op.fn(tx)
 			if errs[i] != nil {
 				if _, err := q.ExecContext(ctx, `ROLLBACK TO SAVEPOINT group_op`); err != nil {
-					fail(fmt.Errorf("group commit: %w", err))
-					return
+					return fail(fmt.Errorf("group commit: %w", err))
+				}
+				if cursor != nil {
+					*cursor = saved // the chain rows fn appended are gone with it
 				}
 			}
 			if _, err := q.ExecContext(ctx, `RELEASE SAVEPOINT group_op`); err != nil {
-				fail(fmt.Errorf("group commit: %w", err))
-				return
+				return fail(fmt.Errorf("group commit: %w", err))
 			}
 		}
 	}
 	// The group's audit rows join the hash chain as it commits (as in InTx).
 	if err := db.sealAudit(ctx, tx); err != nil {
-		fail(fmt.Errorf("group commit: %w", err))
-		return
+		return fail(fmt.Errorf("group commit: %w", err))
 	}
-	cerr := tx.Commit()
-	for i, op := range batch {
-		if errs[i] != nil {
-			op.done <- errs[i]
-		} else {
-			op.done <- cerr
+	if err := tx.Commit(); err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
 		}
 	}
+	return errs
 }

@@ -31,8 +31,9 @@ func countItems(t *testing.T, db *storage.DB, where string) int {
 }
 
 // TestGroupTx_Concurrent: many concurrent calls, some failing after a
-// first write: every call that returned nil is stored whole, every call
-// that failed left nothing, whatever group it shared.
+// first write and an audit row: every call that returned nil is stored
+// whole, every call that failed left nothing, whatever group it shared,
+// and the audit chain holds exactly the rows of the calls that succeeded.
 func TestGroupTx_Concurrent(t *testing.T) {
 	db := openGroupT(t)
 	ctx := context.Background()
@@ -46,6 +47,10 @@ func TestGroupTx_Concurrent(t *testing.T) {
 					return err
 				}
 				if _, err := tx.ExecContext(ctx, `INSERT INTO items (k, v) VALUES ($1, 2)`, fmt.Sprint("b", i)); err != nil {
+					return err
+				}
+				if err := storage.AppendAudit(ctx, db.Tx(tx), storage.AuditEvent{Actor: "test", Event: storage.AuditNote,
+					RequestID: fmt.Sprint("r", i)}); err != nil {
 					return err
 				}
 				if i%7 == 0 {
@@ -65,6 +70,15 @@ func TestGroupTx_Concurrent(t *testing.T) {
 			t.Errorf("call %d: err %v, %d rows; want nil and 2", i, err, a)
 		}
 	}
+	ok := n - (n+6)/7
+	var audited int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM audit WHERE actor = 'test'`).Scan(&audited); err != nil {
+		t.Fatal(err)
+	}
+	if audited != ok {
+		t.Errorf("%d audit rows, want %d (one per call that succeeded)", audited, ok)
+	}
+	wantIntact(t, db, ok+1) // and the genesis row
 }
 
 // TestGroupTx_ConstraintFailure: a call failing on a constraint (a

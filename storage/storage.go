@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver: pure Go, no cgo
@@ -85,6 +86,10 @@ type DB struct {
 
 	group groupCommit // see GroupTx
 
+	// cursor is the audit chain head of the SQLite write transaction in
+	// progress (InTx, GroupTx), nil between them: see chainCursor.
+	cursor atomic.Pointer[chainCursor]
+
 	stmtMu  sync.RWMutex
 	stmts   map[string]*sql.Stmt
 	warming sync.Map // queries of transactions being (or once) prepared in the background
@@ -134,7 +139,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)" +
-		"&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		"&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)&_txlock=immediate"
 	sqldb, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
@@ -335,6 +340,8 @@ func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	defer tx.Rollback()
+	_, endCursor := db.openCursor(tx)
+	defer endCursor()
 	if err := fn(tx); err != nil {
 		return err
 	}
