@@ -31,11 +31,13 @@ type groupOp struct {
 // GroupTx runs fn in a write transaction, as InTx does, but shares that
 // transaction with the other GroupTx calls that arrive while the one before
 // is committing (group commit): one BEGIN and one COMMIT, and one write of
-// each changed page, for the whole group. Each fn runs inside its own
-// savepoint, so a fn that fails is rolled back alone and the others go on;
+// each changed page, for the whole group. A fn that fails is rolled back
+// alone and the others go on;
 // GroupTx returns only after the transaction holding fn's work committed
-// (nil) or did not (an error, and none of fn's work is kept). fn runs once,
-// on another goroutine than the caller's, and must not call InTx or GroupTx.
+// (nil) or did not (an error, and none of fn's work is kept). fn runs on
+// another goroutine than the caller's and must not call InTx or GroupTx. It
+// may run twice (when another call of its group fails, see commitGroup), so
+// it must change nothing but through tx, and set its results afresh.
 // A call whose ctx ends before its turn comes is not run.
 func (db *DB) GroupTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
@@ -103,15 +105,14 @@ func (db *DB) writeLoop() {
 }
 
 // commitGroup runs batch in one transaction and says how each call in it
-// ended: nil when its work committed.
+// ended: nil when its work committed. The calls run one after the other,
+// without savepoints: failures are rare, and a savepoint per call cost two
+// statements and a copy of every page it changed. When a call fails (and
+// it is not alone), the transaction is rolled back and the batch runs again
+// with each call in its own savepoint, so the failing one is rolled back
+// alone and the others still commit.
 func (db *DB) commitGroup(batch []*groupOp) []error {
 	errs := make([]error, len(batch))
-	fail := func(err error) []error {
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
-	}
 	live := 0
 	for i, op := range batch {
 		if errs[i] = op.ctx.Err(); errs[i] == nil {
@@ -126,62 +127,91 @@ func (db *DB) commitGroup(batch []*groupOp) []error {
 	defer cancel()
 	unlock, err := db.lockWrite(context.Background()) // not ctx: its deadline is writeWait too
 	if err != nil {
-		return fail(err)
+		return failAll(errs, err)
 	}
 	defer unlock()
+	if ok := db.tryGroup(ctx, batch, errs, live > 1 /* retry on failure */, false); !ok {
+		db.tryGroup(ctx, batch, errs, false, true)
+	}
+	return errs
+}
+
+// tryGroup runs the live calls of batch (errs[i] == nil) in one
+// transaction, each in its own savepoint when savepoints is set, and
+// commits; it fills in errs. When orRetry is set and a call fails, it
+// stops, rolls everything back, leaves errs as they were and returns false.
+func (db *DB) tryGroup(ctx context.Context, batch []*groupOp, errs []error, orRetry, savepoints bool) bool {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return fail(err)
+		failAll(errs, err)
+		return true
 	}
 	defer tx.Rollback()
 	cursor, endCursor := db.openCursor(tx)
 	defer endCursor()
-	if live == 1 {
-		// No savepoint needed: the transaction is fn's alone, and a
-		// failing fn rolls all of it back, as in InTx.
-		for i, op := range batch {
-			if errs[i] == nil {
-				if errs[i] = op.fn(tx); errs[i] != nil {
-					return errs
+	q := db.Tx(tx) // the savepoint statements, prepared once
+	ran := make([]error, len(batch))
+	for i, op := range batch {
+		if errs[i] != nil {
+			continue
+		}
+		if !savepoints {
+			if ran[i] = op.fn(tx); ran[i] != nil {
+				if orRetry {
+					return false
 				}
+				// Alone in its transaction: its failure rolls back all.
+				errs[i] = ran[i]
+				return true
+			}
+			continue
+		}
+		if _, err := q.ExecContext(ctx, `SAVEPOINT group_op`); err != nil {
+			failAll(errs, fmt.Errorf("group commit: %w", err))
+			return true
+		}
+		var saved chainCursor
+		if cursor != nil {
+			saved = *cursor
+		}
+		if ran[i] = op.fn(tx); ran[i] != nil {
+			if _, err := q.ExecContext(ctx, `ROLLBACK TO SAVEPOINT group_op`); err != nil {
+				failAll(errs, fmt.Errorf("group commit: %w", err))
+				return true
+			}
+			if cursor != nil {
+				*cursor = saved // the chain rows fn appended are gone with it
 			}
 		}
-	} else {
-		q := db.Tx(tx) // the savepoint statements, prepared once
-		for i, op := range batch {
-			if errs[i] != nil {
-				continue
-			}
-			if _, err := q.ExecContext(ctx, `SAVEPOINT group_op`); err != nil {
-				return fail(fmt.Errorf("group commit: %w", err))
-			}
-			var saved chainCursor
-			if cursor != nil {
-				saved = *cursor
-			}
-			errs[i] = op.fn(tx)
-			if errs[i] != nil {
-				if _, err := q.ExecContext(ctx, `ROLLBACK TO SAVEPOINT group_op`); err != nil {
-					return fail(fmt.Errorf("group commit: %w", err))
-				}
-				if cursor != nil {
-					*cursor = saved // the chain rows fn appended are gone with it
-				}
-			}
-			if _, err := q.ExecContext(ctx, `RELEASE SAVEPOINT group_op`); err != nil {
-				return fail(fmt.Errorf("group commit: %w", err))
-			}
+		if _, err := q.ExecContext(ctx, `RELEASE SAVEPOINT group_op`); err != nil {
+			failAll(errs, fmt.Errorf("group commit: %w", err))
+			return true
 		}
 	}
 	// The group's audit rows join the hash chain as it commits (as in InTx).
-	if err := db.sealAudit(ctx, tx); err != nil {
-		return fail(fmt.Errorf("group commit: %w", err))
+	err = db.sealAudit(ctx, tx)
+	if err != nil {
+		err = fmt.Errorf("group commit: %w", err)
+	} else {
+		err = tx.Commit()
 	}
-	if err := tx.Commit(); err != nil {
-		for i := range errs {
-			if errs[i] == nil {
-				errs[i] = err
-			}
+	for i := range errs {
+		switch {
+		case errs[i] != nil:
+		case ran[i] != nil:
+			errs[i] = ran[i] // rolled back to its savepoint
+		default:
+			errs[i] = err // nil when the commit went through
+		}
+	}
+	return true
+}
+
+// failAll gives err to every call of a batch that had no error yet.
+func failAll(errs []error, err error) []error {
+	for i := range errs {
+		if errs[i] == nil {
+			errs[i] = err
 		}
 	}
 	return errs
