@@ -390,7 +390,7 @@ func (db *DB) stmt(ctx context.Context, query string) *sql.Stmt {
 	}
 	// Prepare without the lock: preparing needs a connection, and the
 	// holders of every connection may be waiting for this lock.
-	st, err := db.DB.PrepareContext(ctx, query)
+	st, err := db.DB.PrepareContext(ctx, anonymous(query))
 	if err != nil {
 		return nil // the unprepared call reports the error
 	}
@@ -402,6 +402,42 @@ func (db *DB) stmt(ctx context.Context, query string) *sql.Stmt {
 	}
 	db.stmts[query] = st
 	return st
+}
+
+// anonymous returns query with its parameters $1 … $n written "?" when
+// they appear in that order, each once (outside quoted text), and query
+// as it is otherwise. SQLite binds "$1" by name, and the driver looks up
+// and copies every parameter's name on every call: a tenth of the cost of
+// a wide INSERT.
+func anonymous(query string) string {
+	var b strings.Builder
+	next := 1
+	var quote byte
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '$':
+			j := i + 1
+			for j < len(query) && query[j] >= '0' && query[j] <= '9' {
+				j++
+			}
+			if n, err := strconv.Atoi(query[i+1 : j]); err != nil || n != next {
+				return query
+			}
+			next++
+			b.WriteByte('?')
+			i = j - 1
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // ExecContext is sql.DB.ExecContext through the statement cache.
