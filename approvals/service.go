@@ -268,18 +268,35 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		r.Status, r.DecidedBy, r.DecidedAt, r.ExpiresAt = StatusDenied, "policy", &now, now
 	}
 	r.Approvals = []Approval{}
+	// Everything the transaction writes is encoded before it: the group
+	// commit's writer holds the write lock while it runs.
+	row := requestRow(r)
+	detail := map[string]any{"agent": agent, "capability": r.Capability, "outcome": string(r.Outcome), "status": string(r.Status),
+		"reason": r.Reason, "call_id": r.CallID}
+	if r.TokenID != "" {
+		detail["token_id"] = r.TokenID // a child token's request: which one
+	}
+	audit, err := storage.PrepareAudit(storage.AuditEvent{
+		At: now, Actor: "agent:" + agent, Event: storage.AuditOutcome, RequestID: r.ID, Detail: detail,
+	})
+	if err != nil {
+		return Request{}, false, fmt.Errorf("submit: %w", err)
+	}
+	// The writer runs this on behalf of the whole group: one caller's
+	// hanging up must not interrupt the statements of the others.
+	wctx := context.WithoutCancel(ctx)
 	var inserted bool
 	// Group commit: the submissions arriving while the previous commit runs
-	// share one transaction (each in its own savepoint), and each is
-	// answered only after the commit that holds its row and audit row.
+	// share one transaction, and each is answered only after the commit
+	// that holds its row and audit row.
 	err = s.db.GroupTx(ctx, func(sqltx *sql.Tx) error {
 		tx := s.db.Tx(sqltx)
 		var err error
-		if inserted, err = insertRequestTx(ctx, tx, r); err != nil || !inserted {
+		if inserted, err = insertRequestRow(wctx, tx, row); err != nil || !inserted {
 			return err
 		}
 		for _, n := range r.Notify {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO cards (request_id, channel, next_at) VALUES ($1, $2, $3)`,
+			if _, err := tx.ExecContext(wctx, `INSERT INTO cards (request_id, channel, next_at) VALUES ($1, $2, $3)`,
 				r.ID, n, storage.FormatTime(now)); err != nil {
 				return fmt.Errorf("insert card: %w", err)
 			}
@@ -287,18 +304,11 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		if r.Status == StatusPending {
 			// Other replicas' SSE streams and the leader's dispatchers
 			// hear of it at commit (a decided-now request has no watchers).
-			if err := s.db.Notify(ctx, tx, noticeRequest+r.ID); err != nil {
+			if err := s.db.Notify(wctx, tx, noticeRequest+r.ID); err != nil {
 				return err
 			}
 		}
-		detail := map[string]any{"agent": agent, "capability": r.Capability, "outcome": string(r.Outcome), "status": string(r.Status),
-			"reason": r.Reason, "call_id": r.CallID}
-		if r.TokenID != "" {
-			detail["token_id"] = r.TokenID // a child token's request: which one
-		}
-		return storage.AppendAudit(ctx, tx, storage.AuditEvent{
-			At: now, Actor: "agent:" + agent, Event: storage.AuditOutcome, RequestID: r.ID, Detail: detail,
-		})
+		return storage.AppendPrepared(wctx, tx, audit)
 	})
 	if err != nil {
 		return Request{}, false, fmt.Errorf("submit: %w", err)

@@ -28,16 +28,17 @@ $32,$33,$34,$35,$36,$37,$38,$39,$40,$41)
 ON CONFLICT (agent, call_id) DO NOTHING`
 
 func insertRequestTx(ctx context.Context, q storage.Querier, r Request) (bool, error) {
-	vj, _ := json.Marshal(r.Vaglio)
-	if r.Vaglio == nil {
-		vj = nil
+	return insertRequestRow(ctx, q, requestRow(r))
+}
+
+// requestRow is r as the arguments of insertRequest, encoded beforehand so
+// that the transaction, which holds the write lock, spends none of it
+// encoding.
+func requestRow(r Request) []any {
+	var vj []byte
+	if r.Vaglio != nil {
+		vj, _ = json.Marshal(r.Vaglio)
 	}
-	keys, _ := json.Marshal(nonNil(r.ArgKeys))
-	trace, _ := json.Marshal(r.Trace)
-	notify, _ := json.Marshal(nonNil(r.Notify))
-	approvers, _ := json.Marshal(nonNil(r.Approvers))
-	approvals, _ := json.Marshal(nonNilApprovals(r.Approvals))
-	escalateTo, _ := json.Marshal(nonNil(r.EscalateTo))
 	var escalateAt, remindAt any
 	if r.Status == StatusPending && r.EscalateAfter > 0 {
 		escalateAt = storage.FormatTime(r.CreatedAt.Add(r.EscalateAfter))
@@ -45,20 +46,40 @@ func insertRequestTx(ctx context.Context, q storage.Querier, r Request) (bool, e
 	if r.Status == StatusPending && r.RemindEvery > 0 {
 		remindAt = storage.FormatTime(r.CreatedAt.Add(r.RemindEvery))
 	}
-	res, err := q.ExecContext(ctx, insertRequest,
+	return []any{
 		r.ID, r.CallID, r.Agent, string(r.Status), nullDecision(r.Decision), string(r.Outcome), r.Reason,
 		nullStr(r.BlockedBy), nullBytes(vj), r.Capability, r.Target, r.GrantTarget, r.Autonomy.String(),
-		r.Channel, r.SenderID, r.Intent, r.Executor, r.Summary, string(keys), string(trace), string(notify),
+		r.Channel, r.SenderID, r.Intent, r.Executor, r.Summary, jsonList(r.ArgKeys), jsonText(r.Trace), jsonList(r.Notify),
 		r.CallbackURL, r.DecidedBy, nullTime(r.DecidedAt), storage.FormatTime(r.CreatedAt),
 		storage.FormatTime(r.ExpiresAt), nullInt(r.GrantID), r.Note, nullTime(r.GrantExpiresAt),
 		sql.NullString{String: r.TokenID, Valid: r.TokenID != ""}, r.TokenName,
-		max(r.Quorum, 1), string(approvers), string(approvals), r.Rev, r.EscalateAfter.Milliseconds(), string(escalateTo),
-		nullTime(r.EscalatedAt), r.RemindEvery.Milliseconds(), escalateAt, remindAt)
+		max(r.Quorum, 1), jsonList(r.Approvers), jsonList(r.Approvals), r.Rev, r.EscalateAfter.Milliseconds(),
+		jsonList(r.EscalateTo), nullTime(r.EscalatedAt), r.RemindEvery.Milliseconds(), escalateAt, remindAt,
+	}
+}
+
+// insertRequestRow inserts a requestRow; false when the agent's call_id
+// is taken.
+func insertRequestRow(ctx context.Context, q storage.Querier, row []any) (bool, error) {
+	res, err := q.ExecContext(ctx, insertRequest, row...)
 	if err != nil {
 		return false, fmt.Errorf("insert request: %w", err)
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
+}
+
+// jsonList is the stored JSON array of s: "[]" when empty (never "null").
+func jsonList[T any](s []T) string {
+	if len(s) == 0 {
+		return "[]"
+	}
+	return jsonText(s)
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 func getRequest(ctx context.Context, q storage.Querier, id string) (Request, error) {
@@ -177,13 +198,6 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func nonNilApprovals(a []Approval) []Approval {
-	if a == nil {
-		return []Approval{}
-	}
-	return a
-}
-
 func nullStr(s *string) any {
 	if s == nil {
 		return nil
@@ -217,4 +231,11 @@ func nullInt(n *int64) any {
 		return nil
 	}
 	return *n
+}
+
+func nonNilApprovals(a []Approval) []Approval {
+	if a == nil {
+		return []Approval{}
+	}
+	return a
 }

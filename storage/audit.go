@@ -118,6 +118,41 @@ func AppendAudit(ctx context.Context, q Querier, e AuditEvent) error {
 	case *sql.DB:
 		return fmt.Errorf("audit %s: %w", e.Event, ErrAuditNeedsTx)
 	}
+	rec, err := newAuditRecord(ctx, q, e)
+	if err != nil {
+		return err
+	}
+	return rec.append(ctx, q)
+}
+
+// AuditRecord is an audit event encoded for the trail (PrepareAudit),
+// ready to be appended by a transaction that holds the write lock and
+// should spend none of it encoding.
+type AuditRecord struct {
+	e                 AuditEvent
+	detail            []byte
+	agent, capability string
+}
+
+// PrepareAudit encodes e for AppendPrepared. Unlike AppendAudit it reads
+// nothing: the agent and capability columns come from e's fields, its
+// Detail, or its actor ("agent:…"), not from the request or grant it names.
+func PrepareAudit(e AuditEvent) (AuditRecord, error) {
+	return newAuditRecord(context.Background(), nil, e)
+}
+
+// AppendPrepared appends rec through q, as AppendAudit does.
+func AppendPrepared(ctx context.Context, q Querier, rec AuditRecord) error {
+	switch q.(type) {
+	case *DB, *sql.DB:
+		return AppendAudit(ctx, q, rec.e)
+	}
+	return rec.append(ctx, q)
+}
+
+// newAuditRecord fills in e's agent and capability (reading them through
+// q, when not nil, from the grant or request e names) and encodes it.
+func newAuditRecord(ctx context.Context, q Querier, e AuditEvent) (AuditRecord, error) {
 	if e.At.IsZero() {
 		e.At = time.Now()
 	}
@@ -129,29 +164,29 @@ func AppendAudit(ctx context.Context, q Querier, e AuditEvent) error {
 		capability = s
 	}
 	requestID := e.RequestID
-	if (agent == "" || capability == "") && e.GrantID != 0 {
+	if q != nil && (agent == "" || capability == "") && e.GrantID != 0 {
 		// A grant's row: the capability, and the agent of the request
 		// that wrote the grant (Allow always), if any.
 		var c, rid string
 		err := q.QueryRowContext(ctx, `SELECT capability, COALESCE(request_id, '') FROM grants WHERE id = $1`,
 			e.GrantID).Scan(&c, &rid)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("audit %s: %w", e.Event, err)
+			return AuditRecord{}, fmt.Errorf("audit %s: %w", e.Event, err)
 		}
 		capability, requestID = cmpOr(capability, c), cmpOr(requestID, rid)
 	}
-	if (agent == "" || capability == "") && requestID != "" {
+	if q != nil && (agent == "" || capability == "") && requestID != "" {
 		var a, c string
 		err := q.QueryRowContext(ctx, `SELECT agent, capability FROM requests WHERE id = $1`, requestID).Scan(&a, &c)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("audit %s: %w", e.Event, err)
+			return AuditRecord{}, fmt.Errorf("audit %s: %w", e.Event, err)
 		}
 		agent, capability = cmpOr(agent, a), cmpOr(capability, c)
 	}
 	if agent == "" && strings.HasPrefix(e.Actor, "agent:") {
 		agent = strings.TrimPrefix(e.Actor, "agent:")
 	}
-	if agent != "" || capability != "" {
+	if (agent != "" && e.Detail["agent"] != agent) || (capability != "" && e.Detail["capability"] != capability) {
 		e.Detail = maps.Clone(e.Detail)
 		if e.Detail == nil {
 			e.Detail = map[string]any{}
@@ -163,24 +198,30 @@ func AppendAudit(ctx context.Context, q Querier, e AuditEvent) error {
 			e.Detail["capability"] = capability
 		}
 	}
-	var detail []byte
+	rec := AuditRecord{e: e, agent: agent, capability: capability}
 	if len(e.Detail) > 0 {
 		var err error
-		if detail, err = json.Marshal(e.Detail); err != nil {
-			return fmt.Errorf("audit %s: %w", e.Event, err)
+		if rec.detail, err = json.Marshal(e.Detail); err != nil {
+			return AuditRecord{}, fmt.Errorf("audit %s: %w", e.Event, err)
 		}
 	}
+	return rec, nil
+}
+
+// append inserts rec through q, a transaction.
+func (rec AuditRecord) append(ctx context.Context, q Querier) error {
+	e := rec.e
 	if tq, ok := q.(txQuerier); ok && tq.db.Dialect == SQLite {
 		// SQLite has one writer, whose transaction holds the database from
 		// its BEGIN: the row can join the chain now, in one insert, instead
 		// of being inserted and then rewritten by the seal at commit.
-		if err := appendChained(ctx, tq, e, detail, agent, capability); err != nil {
+		if err := appendChained(ctx, tq, e, rec.detail, rec.agent, rec.capability); err != nil {
 			return fmt.Errorf("audit %s: %w", e.Event, err)
 		}
 		return nil
 	}
 	_, err := q.ExecContext(ctx, insertAudit, FormatTime(e.At), e.Actor, e.Event,
-		nullString(e.RequestID), nullInt(e.GrantID), nullBytes(detail), nullString(agent), nullString(capability))
+		nullString(e.RequestID), nullInt(e.GrantID), nullBytes(rec.detail), nullString(rec.agent), nullString(rec.capability))
 	if err != nil {
 		return fmt.Errorf("audit %s: %w", e.Event, err)
 	}

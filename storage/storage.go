@@ -86,6 +86,11 @@ type DB struct {
 
 	group groupCommit // see GroupTx
 
+	// checkpointStop ends the WAL checkpointer (SQLite; see runCheckpoints).
+	checkpointStop chan struct{}
+	checkpointDone chan struct{}
+	checkpointOnce sync.Once
+
 	// cursor is the audit chain head of the SQLite write transaction in
 	// progress (InTx, GroupTx), nil between them: see chainCursor.
 	cursor atomic.Pointer[chainCursor]
@@ -113,9 +118,11 @@ const maxStmts = 256
 func maxConns() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
 
 // Open opens (creating if needed) the SQLite file at path: parent directory
-// 0700, file 0600, WAL, a busy timeout, foreign keys and immediate
-// transactions (deferred ones fail with SQLITE_BUSY under concurrent
-// read-then-write, which busy_timeout does not cure), then migrates.
+// 0700, file 0600, WAL, a busy timeout, foreign keys, statement journals
+// in memory, checkpoints beside the writes (see runCheckpoints) and
+// immediate transactions (deferred ones fail with SQLITE_BUSY under
+// concurrent read-then-write, which busy_timeout does not cure), then
+// migrates.
 func Open(ctx context.Context, path string) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("storage: empty database path")
@@ -139,7 +146,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)" +
-		"&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)&_txlock=immediate"
+		"&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(0)&_txlock=immediate"
 	sqldb, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
@@ -147,8 +154,11 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	n := maxConns()
 	sqldb.SetMaxOpenConns(n)
 	sqldb.SetMaxIdleConns(n)
-	db := &DB{DB: sqldb, Path: path, Dialect: SQLite, writeLock: make(chan struct{}, 1), stmts: map[string]*sql.Stmt{}}
+	db := &DB{DB: sqldb, Path: path, Dialect: SQLite, writeLock: make(chan struct{}, 1), stmts: map[string]*sql.Stmt{},
+		checkpointStop: make(chan struct{}), checkpointDone: make(chan struct{})}
+	go db.runCheckpoints()
 	if err := db.migrate(ctx); err != nil {
+		db.stopCheckpoints()
 		sqldb.Close()
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
 	}
@@ -517,6 +527,7 @@ func (q txQuerier) QueryRowContext(ctx context.Context, query string, args ...an
 
 // Close closes the cached statements and the database.
 func (db *DB) Close() error {
+	db.stopCheckpoints()
 	db.stmtMu.Lock()
 	for q, st := range db.stmts {
 		st.Close()
