@@ -198,15 +198,19 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		return Request{}, false, invalidf("call_id", "over %d bytes", MaxCallIDBytes)
 	}
 	agent := sub.Profile.Agent
+	// The reads below are short; a context that can be cancelled costs
+	// each of them two goroutines (the driver's and database/sql's
+	// watchers), more than the read itself.
+	qctx := context.WithoutCancel(ctx)
 	if sub.CallID != "" {
 		// Most call_ids are new: ask first whether it is taken, which is a
 		// fraction of the cost of reading the whole request.
-		taken, err := callIDTaken(ctx, s.db, agent, sub.CallID)
+		taken, err := callIDTaken(qctx, s.db, agent, sub.CallID)
 		if err != nil {
 			return Request{}, false, err
 		}
 		if taken {
-			r, err := getByCallID(ctx, s.db, agent, sub.CallID)
+			r, err := getByCallID(qctx, s.db, agent, sub.CallID)
 			if err == nil {
 				return s.repeated(sub, r)
 			} else if !errors.Is(err, ErrNotFound) {
@@ -220,7 +224,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		}
 	}
 	start := s.now()
-	dec, err := s.decider.Decide(ctx, policy.Input{
+	dec, err := s.decider.Decide(qctx, policy.Input{
 		Profile: sub.Profile, Capability: sub.Capability, Target: sub.Target, Requested: sub.Autonomy,
 		Channel: sub.Channel, SenderID: sub.SenderID, Intent: sub.Intent, Executor: sub.Executor, Args: sub.Args,
 		Context: sub.Context,
@@ -284,7 +288,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	}
 	// The writer runs this on behalf of the whole group: one caller's
 	// hanging up must not interrupt the statements of the others.
-	wctx := context.WithoutCancel(ctx)
+	wctx := qctx
 	var inserted bool
 	// Group commit: the submissions arriving while the previous commit runs
 	// share one transaction, and each is answered only after the commit
@@ -314,7 +318,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		return Request{}, false, fmt.Errorf("submit: %w", err)
 	}
 	if !inserted { // a concurrent submit with the same call_id won
-		existing, err := getByCallID(ctx, s.db, agent, sub.CallID)
+		existing, err := getByCallID(qctx, s.db, agent, sub.CallID)
 		if err != nil {
 			return Request{}, false, err
 		}

@@ -259,7 +259,9 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request) {
 		s.errorResponse(w, r, err)
 		return
 	}
-	dec, err := s.decider.Decide(r.Context(), policy.Input{
+	// Not cancellable: the decision's reads are short, and a context that
+	// can be cancelled costs each one two watcher goroutines.
+	dec, err := s.decider.Decide(context.WithoutCancel(r.Context()), policy.Input{
 		Profile: sub.Profile, Capability: sub.Capability, Target: sub.Target, Requested: sub.Autonomy,
 		Channel: sub.Channel, SenderID: sub.SenderID, Intent: sub.Intent, Executor: sub.Executor,
 		Args: sub.Args, Context: sub.Context, DryRun: true,
