@@ -122,10 +122,12 @@ func (db *DB) commitGroup(batch []*groupOp) []error {
 	if live == 0 {
 		return errs
 	}
-	// The group's own context: it must not end with any one caller's.
-	ctx, cancel := context.WithTimeout(context.Background(), writeWait)
-	defer cancel()
-	unlock, err := db.lockWrite(context.Background()) // not ctx: its deadline is writeWait too
+	// The group's own context: it must not end with any one caller's. It
+	// cannot be cancelled at all: every statement run under a context that
+	// can costs a watcher goroutine, and the waits are bounded already (the
+	// write slot by writeWait, another process's lock by busy_timeout).
+	ctx := context.Background()
+	unlock, err := db.lockWrite(ctx)
 	if err != nil {
 		return failAll(errs, err)
 	}
