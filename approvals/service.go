@@ -138,10 +138,16 @@ type Submission struct {
 	// TokenID and TokenName name the child token the agent used, if any.
 	TokenID   string
 	TokenName string
-	// Admit, when set, is asked once the submission is known to create a
-	// request (not for a repeated call_id, which returns the existing one):
-	// the rate limit lives here. Its error refuses the submission as is.
+	// Admit, when set, is asked before a request is created (a repeated
+	// call_id returns the existing request and takes nothing): the rate
+	// limit lives here. Its error refuses the submission as is, unless the
+	// call_id turns out to repeat an earlier one.
 	Admit func() error
+	// Refund, when set, gives back what a successful Admit took. With it,
+	// Submit asks Admit before it knows whether the call_id is new (and
+	// calls Refund when it was not, or nothing was created); without it,
+	// Submit looks the call_id up first, which costs every new call a read.
+	Refund func()
 }
 
 func newID() string {
@@ -202,26 +208,41 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	// each of them two goroutines (the driver's and database/sql's
 	// watchers), more than the read itself.
 	qctx := context.WithoutCancel(ctx)
-	if sub.CallID != "" {
-		// Most call_ids are new: ask first whether it is taken, which is a
-		// fraction of the cost of reading the whole request.
-		taken, err := callIDTaken(qctx, s.db, agent, sub.CallID)
-		if err != nil {
-			return Request{}, false, err
-		}
-		if taken {
-			r, err := getByCallID(qctx, s.db, agent, sub.CallID)
-			if err == nil {
-				return s.repeated(sub, r)
-			} else if !errors.Is(err, ErrNotFound) {
+	// Most call_ids are new. When what Admit takes can be given back
+	// (Refund), the call_id is not looked up first: the insert finds a
+	// repeat (ON CONFLICT), and Refund gives the token back. Otherwise a
+	// repeat is found before Admit runs, as it must take nothing.
+	lookupLater := sub.CallID != "" && sub.Admit != nil && sub.Refund != nil
+	if sub.CallID != "" && !lookupLater {
+		if r, found, err := s.earlier(qctx, agent, sub.CallID); err != nil || found {
+			if err != nil {
 				return Request{}, false, err
 			}
+			return s.repeated(sub, r)
 		}
+	}
+	// refuse answers a submission that creates nothing: a repeat of an
+	// earlier call_id after all (whatever the rate), else err.
+	admitted := false
+	refuse := func(err error) (Request, bool, error) {
+		if admitted {
+			sub.Refund()
+		}
+		if lookupLater {
+			if r, found, lerr := s.earlier(qctx, agent, sub.CallID); lerr != nil || found {
+				if lerr != nil {
+					return Request{}, false, lerr
+				}
+				return s.repeated(sub, r)
+			}
+		}
+		return Request{}, false, err
 	}
 	if sub.Admit != nil {
 		if err := sub.Admit(); err != nil {
-			return Request{}, false, err
+			return refuse(err)
 		}
+		admitted = lookupLater
 	}
 	start := s.now()
 	dec, err := s.decider.Decide(qctx, policy.Input{
@@ -233,9 +254,9 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		var fe *policy.FieldError
 		if errors.As(err, &fe) {
 			// Keep fe in the chain: the API's error code names its field.
-			return Request{}, false, fmt.Errorf("%w: %w", ErrInvalid, fe)
+			return refuse(fmt.Errorf("%w: %w", ErrInvalid, fe))
 		}
-		return Request{}, false, err
+		return refuse(err)
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
 	r := Request{
@@ -315,9 +336,12 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		return storage.AppendPrepared(wctx, tx, audit)
 	})
 	if err != nil {
-		return Request{}, false, fmt.Errorf("submit: %w", err)
+		return refuse(fmt.Errorf("submit: %w", err))
 	}
-	if !inserted { // a concurrent submit with the same call_id won
+	if !inserted { // an earlier (or concurrent) submission has this call_id
+		if admitted {
+			sub.Refund()
+		}
 		existing, err := getByCallID(qctx, s.db, agent, sub.CallID)
 		if err != nil {
 			return Request{}, false, err
@@ -338,6 +362,21 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		s.callbacks.send(r)
 	}
 	return r, true, nil
+}
+
+// earlier returns agent's request under callID, if there is one.
+func (s *Service) earlier(ctx context.Context, agent, callID string) (Request, bool, error) {
+	// Asking first whether it is taken is a fraction of the cost of
+	// reading the whole request.
+	taken, err := callIDTaken(ctx, s.db, agent, callID)
+	if err != nil || !taken {
+		return Request{}, false, err
+	}
+	r, err := getByCallID(ctx, s.db, agent, callID)
+	if errors.Is(err, ErrNotFound) {
+		return Request{}, false, nil
+	}
+	return r, err == nil, err
 }
 
 // repeated answers a submission whose call_id names the existing request

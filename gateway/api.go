@@ -92,36 +92,51 @@ func (e *rateLimitError) Error() string {
 
 func (e *rateLimitError) retrySeconds() int { return max(int(e.wait.Seconds()+0.999), 1) }
 
-// admit returns the Submission.Admit of agent a: a token from its bucket
-// for the capability, taken only when a request is really created.
-func (s *Server) admit(ctx context.Context, a *Agent, capability string) func() error {
-	return func() error {
-		if wait, over := s.overRate(ctx, a, capability); over {
-			return &rateLimitError{agent: a.ID, rate: a.Rate, capability: capability, wait: wait}
+// submit submits sub for agent a, with the agent's rate limit (and a child
+// token's max_requests) as its Admit: a token from the agent's bucket for
+// the capability, taken only when a request is really created. A refusal
+// for the rate is counted and audited here, once Submit has found the
+// call_id new (a repeat returns its request whatever the rate).
+func (s *Server) submit(ctx context.Context, a *Agent, sub approvals.Submission) (approvals.Request, error) {
+	var give func()
+	sub.Admit = func() error {
+		wait, over, g := s.overRate(a, sub.Capability)
+		if over {
+			return &rateLimitError{agent: a.ID, rate: a.Rate, capability: sub.Capability, wait: wait}
 		}
+		give = g
 		if a.Child != nil && s.tokens != nil {
 			return s.tokens.Consume(ctx, a.Child) // its max_requests, and its ancestors'
 		}
 		return nil
 	}
+	if a.Child == nil || s.tokens == nil || a.Child.Profile.MaxRequests == nil {
+		// Only the rate's token to give back (a child's count is not).
+		sub.Refund = func() {
+			if give != nil {
+				give()
+			}
+		}
+	}
+	req, _, err := s.svc.Submit(ctx, sub)
+	if limited := (*rateLimitError)(nil); errors.As(err, &limited) {
+		s.metrics.rateLimited.WithLabelValues(a.ID, limited.capability).Inc()
+		_ = storage.AppendAudit(ctx, s.svc.DB(), storage.AuditEvent{
+			At: s.now(), Actor: "agent:" + a.ID, Event: storage.AuditRateLimited,
+			Detail: map[string]any{"capability": limited.capability, "rate": a.Rate},
+		})
+	}
+	return req, err
 }
 
 // overRate takes a token from the agent's bucket for capability; when
-// there is none it counts and audits the refusal and says how long to wait.
-func (s *Server) overRate(ctx context.Context, a *Agent, capability string) (time.Duration, bool) {
+// there is none it says how long to wait. give gives the token back.
+func (s *Server) overRate(a *Agent, capability string) (wait time.Duration, over bool, give func()) {
 	if _, err := policy.Lookup(capability); err != nil {
-		return 0, false // validation answers 400 later
+		return 0, false, nil // validation answers 400 later
 	}
-	wait, ok := s.limiter.allow(a, capability)
-	if ok {
-		return 0, false
-	}
-	s.metrics.rateLimited.WithLabelValues(a.ID, capability).Inc()
-	_ = storage.AppendAudit(ctx, s.svc.DB(), storage.AuditEvent{
-		At: s.now(), Actor: "agent:" + a.ID, Event: storage.AuditRateLimited,
-		Detail: map[string]any{"capability": capability, "rate": a.Rate},
-	})
-	return wait, true
+	wait, ok, give := s.limiter.allow(a, capability)
+	return wait, !ok, give
 }
 
 func (s *Server) createRequest(w http.ResponseWriter, r *http.Request) {
@@ -140,9 +155,7 @@ func (s *Server) createRequest(w http.ResponseWriter, r *http.Request) {
 		s.errorResponse(w, r, err)
 		return
 	}
-	// A repeated call_id returns the existing request and takes no token.
-	sub.Admit = s.admit(r.Context(), a, b.Capability)
-	req, _, err := s.svc.Submit(r.Context(), sub)
+	req, err := s.submit(r.Context(), a, sub)
 	if err != nil {
 		s.errorResponse(w, r, err)
 		return

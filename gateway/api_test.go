@@ -1186,6 +1186,27 @@ func TestAPI_RateLimited(t *testing.T) {
 	g.want(t, http.StatusTooManyRequests, "POST", "/v1/requests", tokLimited, decidedNowBody("rl-4"))
 }
 
+// TestAPI_RateLimitRepeatTakesNoToken: a repeated call_id, whether it
+// asks for the same thing or conflicts, gives back the token it took on
+// the way in (Submit no longer looks the call_id up first), so the bucket
+// still holds the tokens of the requests really made.
+func TestAPI_RateLimitRepeatTakesNoToken(t *testing.T) {
+	t.Parallel()
+	g := startE2E(t, e2eOptions{clock: newTestClock()})
+	g.want(t, http.StatusOK, "POST", "/v1/requests", tokLimited, decidedNowBody("rt-0"))
+	for range 5 {
+		g.want(t, http.StatusOK, "POST", "/v1/requests", tokLimited, decidedNowBody("rt-0"))
+		conflict := decidedNowBody("rt-0")
+		conflict["target"] = "elsewhere"
+		g.want(t, http.StatusConflict, "POST", "/v1/requests", tokLimited, conflict)
+	}
+	g.want(t, http.StatusOK, "POST", "/v1/requests", tokLimited, decidedNowBody("rt-1")) // the second of 2/m
+	g.want(t, http.StatusTooManyRequests, "POST", "/v1/requests", tokLimited, decidedNowBody("rt-2"))
+	if n := g.countRows(t, `SELECT COUNT(*) FROM requests WHERE call_id LIKE 'rt-%'`); n != 2 {
+		t.Errorf("%d requests stored, want 2", n)
+	}
+}
+
 func TestAPI_AgentIsolation(t *testing.T) {
 	t.Parallel()
 	g := startE2E(t, e2eOptions{clock: newTestClock()})

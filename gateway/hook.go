@@ -76,8 +76,7 @@ func (s *Server) hookAnswer(w http.ResponseWriter, r *http.Request, conflict **a
 		return hooks.Failed(err)
 	}
 	// A repeated tool_use_id returns the existing request and takes no token.
-	sub.Admit = s.admit(r.Context(), a, call.Capability)
-	req, _, err := s.svc.Submit(r.Context(), sub)
+	req, err := s.submit(r.Context(), a, sub)
 	if errors.As(err, conflict) {
 		return hooks.Answer(hooks.Deny, "approval gateway: "+err.Error())
 	}

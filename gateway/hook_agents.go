@@ -78,8 +78,7 @@ func (s *Server) askAll(ctx context.Context, a *Agent, calls []hooks.Call, wait 
 			withdrawAll()
 			return hooks.VerdictOf(hooks.Failed(err))
 		}
-		sub.Admit = s.admit(ctx, a, c.Capability)
-		req, _, err := s.svc.Submit(ctx, sub)
+		req, err := s.submit(ctx, a, sub)
 		var conflict *approvals.CallIDConflictError
 		if errors.As(err, &conflict) {
 			withdrawAll()

@@ -21,9 +21,10 @@ func newLimiter(now func() time.Time) *limiter {
 }
 
 // allow takes a token; when none is left it says how long until one is.
-func (l *limiter) allow(a *Agent, capability string) (time.Duration, bool) {
+// give gives the token back (when ok).
+func (l *limiter) allow(a *Agent, capability string) (wait time.Duration, ok bool, give func()) {
 	if a.RateCount <= 0 || a.RatePer <= 0 {
-		return 0, true // no limit configured
+		return 0, true, func() {} // no limit configured
 	}
 	key := a.ID + "\x00" + capability
 	l.mu.Lock()
@@ -36,11 +37,11 @@ func (l *limiter) allow(a *Agent, capability string) (time.Duration, bool) {
 	now := l.now()
 	res := b.ReserveN(now, 1)
 	if !res.OK() {
-		return a.RatePer, false
+		return a.RatePer, false, nil
 	}
 	if d := res.DelayFrom(now); d > 0 {
 		res.CancelAt(now)
-		return d, false
+		return d, false, nil
 	}
-	return 0, true
+	return 0, true, func() { res.CancelAt(l.now()) }
 }
