@@ -37,7 +37,9 @@ type groupOp struct {
 // (nil) or did not (an error, and none of fn's work is kept). fn runs on
 // another goroutine than the caller's and must not call InTx or GroupTx. It
 // may run twice (when another call of its group fails, see commitGroup), so
-// it must change nothing but through tx, and set its results afresh.
+// it must change nothing but through tx, and set its results afresh. fn
+// must not change grants or run-time rules: the group's commits are
+// trusted to leave their version counters alone (see owncommits.go).
 // A call whose ctx ends before its turn comes is not run.
 func (db *DB) GroupTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
@@ -195,7 +197,12 @@ func (db *DB) tryGroup(ctx context.Context, batch []*groupOp, errs []error, orRe
 	if err != nil {
 		err = fmt.Errorf("group commit: %w", err)
 	} else {
-		err = tx.Commit()
+		before, ok := db.headerNow() // no one else can commit now: we hold the write lock
+		if err = tx.Commit(); err == nil && ok {
+			if after, ok := db.headerNow(); ok {
+				db.vouchCommit(before, after)
+			}
+		}
 	}
 	for i := range errs {
 		switch {

@@ -91,6 +91,8 @@ type DB struct {
 	checkpointDone chan struct{}
 	checkpointOnce sync.Once
 
+	ownState // the group writer's own commits (owncommits.go)
+
 	// cursor is the audit chain head of the SQLite write transaction in
 	// progress (InTx, GroupTx), nil between them: see chainCursor.
 	cursor atomic.Pointer[chainCursor]
@@ -528,6 +530,9 @@ func (q txQuerier) QueryRowContext(ctx context.Context, query string, args ...an
 // Close closes the cached statements and the database.
 func (db *DB) Close() error {
 	db.stopCheckpoints()
+	if w := db.wal.Swap(nil); w != nil {
+		defer w.close() // after the connections: they keep the -shm file
+	}
 	db.stmtMu.Lock()
 	for q, st := range db.stmts {
 		st.Close()

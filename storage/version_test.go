@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,4 +128,86 @@ func BenchmarkGrantsVersion_Current(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestGrantsVersion_GroupCommitsVouched: the group writer's own commits
+// move the version's snapshot without a question to SQLite, and a commit
+// by anyone else between them (another handle, as another process would;
+// this process's InTx) breaks the chain: the very next call reads the
+// counter and sees the change.
+func TestGrantsVersion_GroupCommitsVouched(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no shared mapping of the -shm file here")
+	}
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v.db")
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	other, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE items (k INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	v := NewGrantsVersion(db)
+	defer v.Close()
+	group := func() {
+		t.Helper()
+		if err := db.GroupTx(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO items (k) VALUES (1)`)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := v.Current(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// With its statement closed, a question to SQLite would fail: the
+	// calls below must not ask.
+	v.mu.Lock()
+	v.stmt.Close()
+	v.mu.Unlock()
+	for range 3 {
+		group()
+		got, err := v.Current(ctx)
+		if err != nil || got != want {
+			t.Fatalf("after a group commit: %d, %v (want %d, without asking SQLite)", got, err, want)
+		}
+		if h, _ := v.walHeader(); v.snap.Load().hdr != h {
+			t.Fatal("the snapshot did not move to the group commit's header")
+		}
+	}
+	v.mu.Lock()
+	v.reset() // a working statement again, for the calls that must ask
+	v.mu.Unlock()
+	if got, err := v.Current(ctx); err != nil || got != want {
+		t.Fatalf("after reset: %d, %v (want %d)", got, err, want)
+	}
+	for name, foreign := range map[string]func(){
+		"another handle": func() { bumpGrants(t, other) },
+		"this process's InTx": func() {
+			if err := db.InTx(ctx, func(tx *sql.Tx) error {
+				_, err := tx.ExecContext(ctx, `UPDATE grants_version SET n = n + 1 WHERE id = 1`)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		group()
+		foreign()
+		group()
+		got, err := v.Current(ctx)
+		if err != nil || got == want {
+			t.Fatalf("%s changed grants between group commits: version %d, %v (was %d)", name, got, err, want)
+		}
+		want = got
+	}
 }

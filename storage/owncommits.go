@@ -1,0 +1,95 @@
+package storage
+
+import "sync/atomic"
+
+// Under a steady stream of decided-now requests every decision found the
+// WAL-index header moved (by the group commits of this very process) and
+// read the grants and rules counters again. The group commit's writes
+// change neither (see GroupTx), so it vouches for its commits: it reads
+// the header just before COMMIT, while it holds SQLite's write lock and no
+// other connection of any process can commit, and again just after; when
+// the change counter in the header (iChange, which every commit and only
+// a commit adds one to) moved by exactly one, the commit in between was
+// its own, and the pair (before, after) is recorded. A version whose
+// snapshot is at "before" may then move to "after" without a query. A
+// commit of anyone else (a revoke by `gateway policy revoke`, a grant
+// written by this process's InTx) is never recorded, so it breaks every
+// chain that would step over it, and the next decision reads the counter.
+
+// ownCommitsKept bounds the chain of recorded commits.
+const ownCommitsKept = 16
+
+// ownCommit is one recorded commit of the group writer.
+type ownCommit struct {
+	before, after walHeader
+}
+
+// ownCommits is the newest recorded commits, oldest first (immutable; the
+// writer replaces it).
+type ownCommits []ownCommit
+
+// walChange is the word of the header that holds iChange (byte 8).
+const walChange = 2
+
+// headerNow reads the WAL-index header through the DB's own mapping,
+// made on first use. ok is false without one (not SQLite, not mapped).
+func (db *DB) headerNow() (walHeader, bool) {
+	if db.Path == "" || db.pg != nil {
+		return walHeader{}, false
+	}
+	w := db.wal.Load()
+	if w == nil {
+		if w = openWALIndex(db.Path); w == nil {
+			return walHeader{}, false
+		}
+		if !db.wal.CompareAndSwap(nil, w) {
+			w.close()
+			w = db.wal.Load()
+		}
+	}
+	return w.header()
+}
+
+// vouchCommit records the commit between before and after if it was the
+// only one (see above).
+func (db *DB) vouchCommit(before, after walHeader) {
+	if after[walChange] != before[walChange]+1 {
+		return
+	}
+	old := db.own.Load()
+	var cur ownCommits
+	if old != nil {
+		cur = *old
+	}
+	next := make(ownCommits, 0, ownCommitsKept)
+	if len(cur) >= ownCommitsKept {
+		cur = cur[len(cur)-ownCommitsKept+1:]
+	}
+	next = append(append(next, cur...), ownCommit{before: before, after: after})
+	db.own.Store(&next)
+}
+
+// vouched says whether the header went from "from" to "to" through
+// recorded commits only.
+func (db *DB) vouched(from, to walHeader) bool {
+	p := db.own.Load()
+	if p == nil {
+		return false
+	}
+	cur := from
+	for _, c := range *p {
+		if c.before == cur {
+			cur = c.after
+			if cur == to {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ownState is the DB's part of the above.
+type ownState struct {
+	wal atomic.Pointer[walIndex]
+	own atomic.Pointer[ownCommits]
+}
