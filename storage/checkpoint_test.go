@@ -2,8 +2,8 @@ package storage_test
 
 import (
 	"context"
-	"encoding/binary"
 	"database/sql"
+	"encoding/binary"
 	"os"
 	"strings"
 	"testing"
