@@ -1,0 +1,83 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestCheckpoints_RestartDespiteReaders: with readers always overlapping
+// (as under load), a PASSIVE checkpoint never lets the WAL start again;
+// once the WAL is past restartFrames a RESTART checkpoint does, and the
+// WAL's frame count falls back.
+func TestCheckpoints_RestartDespiteReaders(t *testing.T) {
+	old := restartFrames
+	restartFrames = 1000
+	t.Cleanup(func() { restartFrames = old })
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE blobs (id INTEGER PRIMARY KEY, b TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 3 { // readers, one always in a read transaction
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+				if err != nil {
+					continue
+				}
+				var n int
+				_ = tx.QueryRowContext(ctx, `SELECT count(*) FROM blobs`).Scan(&n)
+				time.Sleep(2 * time.Millisecond)
+				_ = tx.Rollback()
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+	frames := func() uint32 {
+		shm, err := os.ReadFile(db.Path + "-shm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return binary.NativeEndian.Uint32(shm[16:])
+	}
+	row := strings.Repeat("x", 4<<10)
+	var most uint32
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := db.InTx(ctx, func(tx *sql.Tx) error {
+			for range 64 {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (b) VALUES ($1)`, row); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		f := frames()
+		if most > uint32(restartFrames) && f < most/2 {
+			return // started again
+		}
+		most = max(most, f)
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("the WAL never started again: %d frames at most, restartFrames %d", most, restartFrames)
+}
