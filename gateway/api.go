@@ -119,7 +119,8 @@ func (s *Server) submit(ctx context.Context, a *Agent, sub approvals.Submission)
 		}
 	}
 	req, _, err := s.svc.Submit(ctx, sub)
-	if limited := (*rateLimitError)(nil); errors.As(err, &limited) {
+	var limited *rateLimitError
+	if errors.As(err, &limited) {
 		s.metrics.rateLimited.WithLabelValues(a.ID, limited.capability).Inc()
 		_ = storage.AppendAudit(ctx, s.svc.DB(), storage.AuditEvent{
 			At: s.now(), Actor: "agent:" + a.ID, Event: storage.AuditRateLimited,

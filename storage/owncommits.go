@@ -33,6 +33,10 @@ const walChange = 2
 
 // headerNow reads the WAL-index header through the DB's own mapping,
 // made on first use. ok is false without one (not SQLite, not mapped).
+// Unlike GrantsVersion's, this mapping has no connection of its own
+// keeping the -shm file in place; if SQLite ever replaced the file, the
+// header read here would stop moving, and a commit whose header did not
+// move by exactly one is never vouched for: it fails closed.
 func (db *DB) headerNow() (walHeader, bool) {
 	if db.Path == "" || db.pg != nil {
 		return walHeader{}, false
