@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
 )
@@ -110,8 +111,12 @@ func (s *Server) submit(ctx context.Context, a *Agent, sub approvals.Submission)
 		}
 		return nil
 	}
-	if a.Child == nil || s.tokens == nil || a.Child.Profile.MaxRequests == nil {
-		// Only the rate's token to give back (a child's count is not).
+	// With Refund, a repeated call_id is found by the insert, after the
+	// request was decided again: free with the rule-based judge, a model
+	// call with the LLM one, which a retry must not cost. And a child's
+	// count, unlike the rate's token, cannot be given back.
+	llmJudge := s.cfg.Vaglio.JudgeKind == config.JudgeLLM
+	if !llmJudge && (a.Child == nil || s.tokens == nil || a.Child.Profile.MaxRequests == nil) {
 		sub.Refund = func() {
 			if give != nil {
 				give()

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"github.com/metnos/gateway/vaglio/llmjudge"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -170,5 +171,41 @@ func TestAPI_Check_LLMJudge(t *testing.T) {
 	decodeInto(t, string(g.want(t, http.StatusOK, "POST", "/v1/check", tokA1, body).Body), &ans)
 	if ans.Outcome != "denied" || ans.BlockedBy == nil || *ans.BlockedBy != "guard" {
 		t.Errorf("guard: %+v", ans)
+	}
+}
+
+// TestAPI_Requests_LLMJudgeRepeatAsksNoModel: with the LLM judge, a
+// repeated call_id returns the earlier request without a second model call
+// (the call_id is looked up before the request is decided), also once the
+// judge's own cache of identical asks has expired.
+func TestAPI_Requests_LLMJudgeRepeatAsksNoModel(t *testing.T) {
+	t.Parallel()
+	clock := newTestClock()
+	var calls atomic.Int64
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"{\"score\": 0.91, \"reason\": \"Reading notes fits.\"}"}}]}`)
+	}))
+	t.Cleanup(model.Close)
+	g := startE2E(t, e2eOptions{clock: clock, mutate: func(cfg *config.Config) {
+		cfg.Agents[1].Autonomy = policy.Full
+		cfg.Vaglio.JudgeKind = config.JudgeLLM
+		cfg.Vaglio.LLM.URL = model.URL + "/v1"
+		cfg.Vaglio.LLM.Timeout = 2 * time.Second
+	}})
+	body := jsonBody{"call_id": "llm-once", "capability": "fs:read", "target": "/srv/notes/n.txt", "autonomy": "Full",
+		"intent": "read my notes", "executor": "fs_read"}
+	first := g.want(t, http.StatusOK, "POST", "/v1/requests", tokA1, body).request(t)
+	if calls.Load() != 1 {
+		t.Fatalf("%d model calls for the first request, want 1", calls.Load())
+	}
+	for range 3 {
+		clock.Add(llmjudge.CacheTTL + time.Second)
+		if again := g.want(t, http.StatusOK, "POST", "/v1/requests", tokA1, body).request(t); again.ID != first.ID {
+			t.Fatalf("repeat gave %s, want %s", again.ID, first.ID)
+		}
+	}
+	if calls.Load() != 1 {
+		t.Errorf("%d model calls after three repeats, want still 1", calls.Load())
 	}
 }
