@@ -49,7 +49,7 @@ func TestClaudeCodePromptTool_ApprovedCommandRuns(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(c.Cwd, "made-by-claude")); err != nil {
 		t.Fatalf("the command did not run: %+v", res)
 	}
-	if !strings.Contains(g.Log(), "capability=code:exec outcome=allowed") {
+	if !g.LogHas("capability=code:exec outcome=allowed") {
 		t.Fatalf("the gateway did not allow it:\n%s", g.Log())
 	}
 }

@@ -215,6 +215,20 @@ admin = true
 // Log is what the server wrote on stderr so far.
 func (g *Gateway) Log() string { return g.stderr.String() }
 
+// LogHas waits up to 5 s for the server's log to contain s: the server
+// writes its info lines in batches, at most 100 ms after them (see
+// cmd/gateway/logsink.go), so a line may come after the answer it logs.
+func (g *Gateway) LogHas(s string) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(g.Log(), s) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}
+
 // NextPending waits up to d for the next request that waits for a person
 // (an approval_required event).
 func (g *Gateway) NextPending(t testing.TB, d time.Duration) client.Event {
