@@ -214,11 +214,8 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	// repeat is found before Admit runs, as it must take nothing.
 	lookupLater := sub.CallID != "" && sub.Admit != nil && sub.Refund != nil
 	if sub.CallID != "" && !lookupLater {
-		if r, found, err := s.earlier(qctx, agent, sub.CallID); err != nil || found {
-			if err != nil {
-				return Request{}, false, err
-			}
-			return s.repeated(sub, r)
+		if r, found, err := s.earlier(qctx, sub); found || err != nil {
+			return r, false, err
 		}
 	}
 	// refuse answers a submission that creates nothing: a repeat of an
@@ -229,11 +226,8 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 			sub.Refund()
 		}
 		if lookupLater {
-			if r, found, lerr := s.earlier(qctx, agent, sub.CallID); lerr != nil || found {
-				if lerr != nil {
-					return Request{}, false, lerr
-				}
-				return s.repeated(sub, r)
+			if r, found, lerr := s.earlier(qctx, sub); found || lerr != nil {
+				return r, false, lerr
 			}
 		}
 		return Request{}, false, err
@@ -307,21 +301,20 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	if err != nil {
 		return Request{}, false, fmt.Errorf("submit: %w", err)
 	}
-	// The writer runs this on behalf of the whole group: one caller's
-	// hanging up must not interrupt the statements of the others.
-	wctx := qctx
 	var inserted bool
 	// Group commit: the submissions arriving while the previous commit runs
 	// share one transaction, and each is answered only after the commit
-	// that holds its row and audit row.
+	// that holds its row and audit row. The writer runs fn on behalf of the
+	// whole group, under qctx: one caller's hanging up must not interrupt
+	// the statements of the others.
 	err = s.db.GroupTx(ctx, func(sqltx *sql.Tx) error {
 		tx := s.db.Tx(sqltx)
 		var err error
-		if inserted, err = insertRequestRow(wctx, tx, row); err != nil || !inserted {
+		if inserted, err = insertRequestRow(qctx, tx, row); err != nil || !inserted {
 			return err
 		}
 		for _, n := range r.Notify {
-			if _, err := tx.ExecContext(wctx, `INSERT INTO cards (request_id, channel, next_at) VALUES ($1, $2, $3)`,
+			if _, err := tx.ExecContext(qctx, `INSERT INTO cards (request_id, channel, next_at) VALUES ($1, $2, $3)`,
 				r.ID, n, storage.FormatTime(now)); err != nil {
 				return fmt.Errorf("insert card: %w", err)
 			}
@@ -329,11 +322,11 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		if r.Status == StatusPending {
 			// Other replicas' SSE streams and the leader's dispatchers
 			// hear of it at commit (a decided-now request has no watchers).
-			if err := s.db.Notify(wctx, tx, noticeRequest+r.ID); err != nil {
+			if err := s.db.Notify(qctx, tx, noticeRequest+r.ID); err != nil {
 				return err
 			}
 		}
-		return storage.AppendPrepared(wctx, tx, audit)
+		return storage.AppendPrepared(qctx, tx, audit)
 	})
 	if err != nil {
 		return refuse(fmt.Errorf("submit: %w", err))
@@ -364,19 +357,25 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	return r, true, nil
 }
 
-// earlier returns agent's request under callID, if there is one.
-func (s *Service) earlier(ctx context.Context, agent, callID string) (Request, bool, error) {
+// earlier answers sub from the agent's earlier request under its call_id,
+// if there is one (found): that request, or a *CallIDConflictError when
+// sub asks for something else (see repeated).
+func (s *Service) earlier(ctx context.Context, sub Submission) (r Request, found bool, err error) {
 	// Asking first whether it is taken is a fraction of the cost of
 	// reading the whole request.
-	taken, err := callIDTaken(ctx, s.db, agent, callID)
+	taken, err := callIDTaken(ctx, s.db, sub.Profile.Agent, sub.CallID)
 	if err != nil || !taken {
 		return Request{}, false, err
 	}
-	r, err := getByCallID(ctx, s.db, agent, callID)
+	prev, err := getByCallID(ctx, s.db, sub.Profile.Agent, sub.CallID)
 	if errors.Is(err, ErrNotFound) {
 		return Request{}, false, nil
 	}
-	return r, err == nil, err
+	if err != nil {
+		return Request{}, false, err
+	}
+	r, _, err = s.repeated(sub, prev)
+	return r, true, err
 }
 
 // repeated answers a submission whose call_id names the existing request

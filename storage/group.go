@@ -134,21 +134,25 @@ func (db *DB) commitGroup(batch []*groupOp) []error {
 		return failAll(errs, err)
 	}
 	defer unlock()
-	if ok := db.tryGroup(ctx, batch, errs, live > 1 /* retry on failure */, false); !ok {
-		db.tryGroup(ctx, batch, errs, false, true)
+	if failed := db.tryGroup(ctx, batch, errs, false); failed != nil {
+		if live == 1 {
+			return failAll(errs, failed) // alone in its transaction: nothing else to keep
+		}
+		db.tryGroup(ctx, batch, errs, true)
 	}
 	return errs
 }
 
 // tryGroup runs the live calls of batch (errs[i] == nil) in one
-// transaction, each in its own savepoint when savepoints is set, and
-// commits; it fills in errs. When orRetry is set and a call fails, it
-// stops, rolls everything back, leaves errs as they were and returns false.
-func (db *DB) tryGroup(ctx context.Context, batch []*groupOp, errs []error, orRetry, savepoints bool) bool {
+// transaction and commits; it fills in errs. With savepoints each call
+// runs in its own, and one that fails is rolled back alone. Without, the
+// first call that fails stops it: everything is rolled back, errs are left
+// as they were, and that call's error is returned.
+func (db *DB) tryGroup(ctx context.Context, batch []*groupOp, errs []error, savepoints bool) (failed error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		failAll(errs, err)
-		return true
+		return nil
 	}
 	defer tx.Rollback()
 	cursor, endCursor := db.openCursor(tx)
@@ -160,19 +164,14 @@ func (db *DB) tryGroup(ctx context.Context, batch []*groupOp, errs []error, orRe
 			continue
 		}
 		if !savepoints {
-			if ran[i] = op.fn(tx); ran[i] != nil {
-				if orRetry {
-					return false
-				}
-				// Alone in its transaction: its failure rolls back all.
-				errs[i] = ran[i]
-				return true
+			if err := op.fn(tx); err != nil {
+				return err
 			}
 			continue
 		}
 		if _, err := q.ExecContext(ctx, `SAVEPOINT group_op`); err != nil {
 			failAll(errs, fmt.Errorf("group commit: %w", err))
-			return true
+			return nil
 		}
 		var saved chainCursor
 		if cursor != nil {
@@ -181,7 +180,7 @@ func (db *DB) tryGroup(ctx context.Context, batch []*groupOp, errs []error, orRe
 		if ran[i] = op.fn(tx); ran[i] != nil {
 			if _, err := q.ExecContext(ctx, `ROLLBACK TO SAVEPOINT group_op`); err != nil {
 				failAll(errs, fmt.Errorf("group commit: %w", err))
-				return true
+				return nil
 			}
 			if cursor != nil {
 				*cursor = saved // the chain rows fn appended are gone with it
@@ -189,7 +188,7 @@ func (db *DB) tryGroup(ctx context.Context, batch []*groupOp, errs []error, orRe
 		}
 		if _, err := q.ExecContext(ctx, `RELEASE SAVEPOINT group_op`); err != nil {
 			failAll(errs, fmt.Errorf("group commit: %w", err))
-			return true
+			return nil
 		}
 	}
 	// The group's audit rows join the hash chain as it commits (as in InTx).
@@ -213,7 +212,7 @@ func (db *DB) tryGroup(ctx context.Context, batch []*groupOp, errs []error, orRe
 			errs[i] = err // nil when the commit went through
 		}
 	}
-	return true
+	return nil
 }
 
 // failAll gives err to every call of a batch that had no error yet.
