@@ -16,41 +16,75 @@ var restartFrames = 16384 // 64 MiB of 4 KiB pages
 // SQLite's own checkpoint (wal_autocheckpoint) runs inside the COMMIT that
 // takes the WAL past 1000 pages: that writer copies the pages and waits for
 // two fsyncs while every write queued behind it waits too. The connections
-// are opened with it off, and a goroutine of each open database runs a
-// PASSIVE checkpoint (one that never waits for a reader or writer) every
-// checkpointEvery instead, beside the writes. SQLite starts the WAL again
-// from the top at the first write after a checkpoint that copied
-// everything, but only when no reader is still using it: under a steady
-// stream of short reads there always is one, and the WAL grew without end
-// (6.8 GB in a benchmark of three minutes, its old pages read back from
-// disk). So when a checkpoint leaves the WAL longer than restartFrames,
-// the next is a RESTART: it waits (within busy_timeout) for the readers of
-// the moment to finish and makes the next write start the WAL again, which
-// journal_size_limit then cuts back to its limit. When the last connection
-// to the file closes (of this process or the last one using it), SQLite
+// are opened with it off, and a goroutine of each open database checkpoints
+// every checkpointEvery instead, beside the writes, in two passes:
+//
+//   - a PASSIVE checkpoint (one that never waits for a reader or writer)
+//     copies what was committed since the last round, while this process
+//     goes on writing;
+//   - then, holding this process's write slot (lockWrite), a second one
+//     copies the little committed during the first.
+//
+// The WAL is then copied to its end while no writer of this process can
+// add to it, and SQLite starts it again from the top at the next write
+// (when no reader is still using it): the WAL stays a few MiB long and its
+// pages stay in the page cache. Without the second pass, a stream of group
+// commits always left the last few frames uncopied, so SQLite never started
+// the WAL again; it grew to restartFrames and only a RESTART checkpoint,
+// which holds SQLite's write lock while it copies and waits for readers
+// (about 35 ms here, with the writers asleep in their busy handler), cut it
+// back. The second pass holds the writes of this process for a few
+// milliseconds (it copies the pages of a few dozen commits and syncs).
+//
+// Writers of another process (the CLI, a second gateway) or long readers
+// can still keep the WAL from starting again; when a checkpoint leaves it
+// longer than restartFrames, the next second pass is a RESTART, which
+// waits (within busy_timeout) for the readers of the moment to finish.
+// journal_size_limit then cuts the file back. When the last connection to
+// the file closes (of this process or the last one using it), SQLite
 // checkpoints and removes the WAL itself.
 func (db *DB) runCheckpoints() {
 	defer close(db.checkpointDone)
 	t := time.NewTicker(checkpointEvery)
 	defer t.Stop()
-	mode := "PASSIVE"
+	stopped, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		<-db.checkpointStop
+		stop()
+	}()
 	for {
 		select {
-		case <-db.checkpointStop:
+		case <-stopped.Done():
 			return
 		case <-t.C:
 		}
 		// Errors (SQLITE_BUSY while another process checkpoints, a closed
 		// pool) leave the pages for the next round.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		var busy, log, done int
-		err := db.DB.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &log, &done)
-		cancel()
-		mode = "PASSIVE"
-		if err == nil && log > restartFrames {
+		frames, err := db.checkpoint(stopped, "PASSIVE")
+		if err != nil || frames == 0 {
+			continue
+		}
+		mode := "PASSIVE"
+		if frames > restartFrames {
 			mode = "RESTART"
 		}
+		unlock, err := db.lockWrite(stopped)
+		if err != nil {
+			continue
+		}
+		db.checkpoint(stopped, mode)
+		unlock()
 	}
+}
+
+// checkpoint runs one checkpoint and returns the WAL's length in frames.
+func (db *DB) checkpoint(ctx context.Context, mode string) (frames int, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var busy, copied int
+	err = db.DB.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &frames, &copied)
+	return frames, err
 }
 
 // stopCheckpoints ends runCheckpoints and waits for it.

@@ -81,3 +81,64 @@ func TestCheckpoints_RestartDespiteReaders(t *testing.T) {
 	}
 	t.Fatalf("the WAL never started again: %d frames at most, restartFrames %d", most, restartFrames)
 }
+
+// TestCheckpoints_StartAgainUnderSteadyWrites: group commits back to back
+// from several goroutines, with no pause in which a checkpoint could catch
+// up on its own: the checkpointer's second pass, which holds the write
+// slot, copies the WAL to its end, and SQLite starts it again from the top
+// well before it is long enough for a RESTART (turned off here).
+func TestCheckpoints_StartAgainUnderSteadyWrites(t *testing.T) {
+	old := restartFrames
+	restartFrames = 1 << 30
+	t.Cleanup(func() { restartFrames = old })
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE blobs (id INTEGER PRIMARY KEY, b TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	frames := func() uint32 {
+		shm, err := os.ReadFile(db.Path + "-shm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return binary.NativeEndian.Uint32(shm[16:])
+	}
+	row := strings.Repeat("x", 2<<10)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				err := db.GroupTx(ctx, func(tx *sql.Tx) error {
+					_, err := tx.ExecContext(ctx, `INSERT INTO blobs (b) VALUES ($1)`, row)
+					return err
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+	var most uint32
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		f := frames()
+		if most > 0 && f < most/2 {
+			return // started again
+		}
+		most = max(most, f)
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("the WAL never started again under steady writes: %d frames at most", most)
+}
