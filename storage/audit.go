@@ -478,41 +478,60 @@ type AuditFilter struct {
 const auditColumns = `id, COALESCE(seq, 0), at, actor, event, COALESCE(request_id, ''), grant_id,
 COALESCE(detail, ''), COALESCE(hash, ''), COALESCE(agent, ''), COALESCE(capability, '')`
 
-const selectAuditFiltered = `SELECT ` + auditColumns + ` FROM audit
-WHERE seq IS NOT NULL AND seq > $1
-AND ($2 = '' OR at >= $2) AND ($3 = '' OR at < $3)
-AND ($4 = '' OR agent = $4) AND ($5 = '' OR request_id = $5) AND ($6 = '' OR event = $6)
-AND ($7 = '' OR ACTOR_MATCH) AND ($8 = '' OR capability = $8)
-ORDER BY seq ORDER LIMIT $9`
-
-// auditQuery is selectAuditFiltered in db's dialect.
-func auditQuery(d Dialect, newest bool) string {
-	match := `instr(actor, $7) > 0`
-	if d == Postgres {
-		match = `strpos(actor, $7) > 0`
+// auditQuery is the query of f in dialect d and its arguments. Only the
+// filters f sets are written into it, so that the planner can use an
+// index for them: audit_request for one request, audit_agent (agent, seq)
+// for one agent, audit_seq for the rest, which walk the chain in order.
+func auditQuery(d Dialect, f AuditFilter) (string, []any) {
+	var b strings.Builder
+	args := []any{f.After}
+	b.WriteString(`SELECT ` + auditColumns + ` FROM audit WHERE seq IS NOT NULL AND seq > $1`)
+	where := func(cond string, arg any) {
+		args = append(args, arg)
+		b.WriteString(" AND ")
+		b.WriteString(strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
 	}
-	order := "ASC"
-	if newest {
-		order = "DESC"
+	if !f.Since.IsZero() {
+		where("at >= ?", FormatTime(f.Since))
 	}
-	return strings.Replace(strings.Replace(selectAuditFiltered, "ACTOR_MATCH", match, 1), "ORDER LIMIT", order+" LIMIT", 1)
+	if !f.Until.IsZero() {
+		where("at < ?", FormatTime(f.Until))
+	}
+	if f.Agent != "" {
+		where("agent = ?", f.Agent)
+	}
+	if f.RequestID != "" {
+		where("request_id = ?", f.RequestID)
+	}
+	if f.Event != "" {
+		where("event = ?", f.Event)
+	}
+	if f.Actor != "" {
+		if d == Postgres {
+			where("strpos(actor, ?) > 0", f.Actor)
+		} else {
+			where("instr(actor, ?) > 0", f.Actor)
+		}
+	}
+	if f.Capability != "" {
+		where("capability = ?", f.Capability)
+	}
+	if f.Newest {
+		b.WriteString(" ORDER BY seq DESC")
+	} else {
+		b.WriteString(" ORDER BY seq ASC")
+	}
+	if f.Limit > 0 {
+		args = append(args, int64(f.Limit))
+		b.WriteString(" LIMIT $" + strconv.Itoa(len(args)))
+	}
+	return b.String(), args
 }
 
 // QueryAudit returns the audit rows f selects, oldest first.
 func (db *DB) QueryAudit(ctx context.Context, f AuditFilter) ([]AuditEvent, error) {
-	var since, until string
-	if !f.Since.IsZero() {
-		since = FormatTime(f.Since)
-	}
-	if !f.Until.IsZero() {
-		until = FormatTime(f.Until)
-	}
-	limit := int64(f.Limit)
-	if limit <= 0 {
-		limit = 1 << 62
-	}
-	rows, err := db.QueryContext(ctx, auditQuery(db.Dialect, f.Newest), f.After, since, until,
-		f.Agent, f.RequestID, f.Event, f.Actor, f.Capability, limit)
+	query, args := auditQuery(db.Dialect, f)
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query audit: %w", err)
 	}

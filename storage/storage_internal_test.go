@@ -1,6 +1,11 @@
 package storage
 
-import "testing"
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
 
 // TestAnonymous: $1 … $n in order become "?"; anything else is left as it
 // is, so the statement binds exactly as it was written.
@@ -18,6 +23,47 @@ func TestAnonymous(t *testing.T) {
 	} {
 		if got := anonymous(c.in); got != c.want {
 			t.Errorf("anonymous(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestAuditQuery_UsesIndexes: a request's trail is read through
+// audit_request and an agent's through audit_agent, not by walking the
+// whole chain (the filters used to be written as "$n = '' OR column = $n",
+// which no index can serve).
+func TestAuditQuery_UsesIndexes(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "a.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, c := range []struct {
+		f     AuditFilter
+		index string
+	}{
+		{AuditFilter{RequestID: "r1"}, "audit_request"},
+		{AuditFilter{RequestID: "r1", Newest: true, Limit: 5}, "audit_request"},
+		{AuditFilter{Agent: "a1", Limit: 20}, "audit_agent"},
+		{AuditFilter{Event: "decided", After: 10}, "audit_seq"},
+	} {
+		query, args := auditQuery(db.Dialect, c.f)
+		rows, err := db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+anonymous(query), args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		if got := strings.Join(plan, "; "); !strings.Contains(got, "USING INDEX "+c.index) {
+			t.Errorf("%+v: plan %q, want it to use %s", c.f, got, c.index)
 		}
 	}
 }
