@@ -78,23 +78,29 @@ func (c *callbacker) send(r Request) {
 	body, _ := json.Marshal(CallbackBody{ID: r.ID, CallID: r.CallID, Command: r.Target, Decision: r.Decision, Status: r.Status})
 	sig := Sign(key, body)
 	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		delay := callbackFirst
-		for attempt := 1; attempt <= callbackAttempts; attempt++ {
-			err := c.post(r.CallbackURL, body, sig)
-			if err == nil {
-				return
-			}
-			c.log.Warn("callback failed", "request_id", r.ID, "agent", r.Agent, "attempt", attempt, "err", err)
-			select {
-			case <-c.ctx.Done():
-				return
-			case <-time.After(delay):
-			}
-			delay *= 2
+	go c.deliver(r.CallbackURL, r.ID, r.Agent, body, sig)
+}
+
+// deliver posts one callback, retrying with backoff (a goroutine of its
+// own, counted in c.wg). It takes the few fields it needs, not the
+// Request: a closure over r made every call of send, which mostly returns
+// at once (no callback_url), copy the whole Request to the heap.
+func (c *callbacker) deliver(url, id, agent string, body []byte, sig string) {
+	defer c.wg.Done()
+	delay := callbackFirst
+	for attempt := 1; attempt <= callbackAttempts; attempt++ {
+		err := c.post(url, body, sig)
+		if err == nil {
+			return
 		}
-	}()
+		c.log.Warn("callback failed", "request_id", id, "agent", agent, "attempt", attempt, "err", err)
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay *= 2
+	}
 }
 
 func (c *callbacker) post(url string, body []byte, sig string) error {

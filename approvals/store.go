@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/metnos/gateway/internal/jsonw"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
 	"github.com/metnos/gateway/vaglio"
@@ -37,7 +38,7 @@ func insertRequestTx(ctx context.Context, q storage.Querier, r Request) (bool, e
 func requestRow(r Request) []any {
 	var vj []byte
 	if r.Vaglio != nil {
-		vj, _ = json.Marshal(r.Vaglio)
+		vj = r.Vaglio.AppendJSON(nil)
 	}
 	var escalateAt, remindAt any
 	if r.Status == StatusPending && r.EscalateAfter > 0 {
@@ -49,12 +50,12 @@ func requestRow(r Request) []any {
 	return []any{
 		r.ID, r.CallID, r.Agent, string(r.Status), nullDecision(r.Decision), string(r.Outcome), r.Reason,
 		nullStr(r.BlockedBy), nullBytes(vj), r.Capability, r.Target, r.GrantTarget, r.Autonomy.String(),
-		r.Channel, r.SenderID, r.Intent, r.Executor, r.Summary, jsonList(r.ArgKeys), jsonText(r.Trace), jsonList(r.Notify),
+		r.Channel, r.SenderID, r.Intent, r.Executor, r.Summary, stringList(r.ArgKeys), string(policy.AppendTraceJSON(nil, r.Trace)), stringList(r.Notify),
 		r.CallbackURL, r.DecidedBy, nullTime(r.DecidedAt), storage.FormatTime(r.CreatedAt),
 		storage.FormatTime(r.ExpiresAt), nullInt(r.GrantID), r.Note, nullTime(r.GrantExpiresAt),
 		sql.NullString{String: r.TokenID, Valid: r.TokenID != ""}, r.TokenName,
-		max(r.Quorum, 1), jsonList(r.Approvers), jsonList(r.Approvals), r.Rev, r.EscalateAfter.Milliseconds(),
-		jsonList(r.EscalateTo), nullTime(r.EscalatedAt), r.RemindEvery.Milliseconds(), escalateAt, remindAt,
+		max(r.Quorum, 1), stringList(r.Approvers), jsonList(r.Approvals), r.Rev, r.EscalateAfter.Milliseconds(),
+		stringList(r.EscalateTo), nullTime(r.EscalatedAt), r.RemindEvery.Milliseconds(), escalateAt, remindAt,
 	}
 }
 
@@ -75,6 +76,14 @@ func jsonList[T any](s []T) string {
 		return "[]"
 	}
 	return jsonText(s)
+}
+
+// stringList is jsonList for strings, without reflection.
+func stringList(s []string) string {
+	if len(s) == 0 {
+		return "[]"
+	}
+	return string(jsonw.Strings(nil, s))
 }
 
 func jsonText(v any) string {

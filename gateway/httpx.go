@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/metnos/gateway/approvals"
@@ -31,10 +32,26 @@ type apiError struct {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
+	if a, ok := v.(jsonAppender); ok {
+		// The same bytes as the encoder below (see approvals.Request.AppendJSON).
+		bp := jsonBufs.Get().(*[]byte)
+		b := append(a.AppendJSON((*bp)[:0]), '\n')
+		_, _ = w.Write(b)
+		if cap(b) <= 64<<10 {
+			*bp = b
+			jsonBufs.Put(bp)
+		}
+		return
+	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 }
+
+// jsonAppender is a value that writes its own JSON, as encoding/json would.
+type jsonAppender interface{ AppendJSON([]byte) []byte }
+
+var jsonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
 	var e apiError

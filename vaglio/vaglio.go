@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/metnos/gateway/internal/jsonw"
 )
 
 // Request is what vaglio looks at: the fields of an approval request that
@@ -59,6 +61,33 @@ type Verdict struct {
 	// failed): what a card says in plain words. Absent when the guard
 	// blocked, or the judge names none (the LLM judge).
 	Factors []string `json:"factors,omitempty"`
+}
+
+// AppendJSON appends v as encoding/json writes it (see internal/jsonw).
+func (v *Verdict) AppendJSON(b []byte) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '{')
+	b = jsonw.Key(b, "approved", true)
+	b = jsonw.Bool(b, v.Approved)
+	b = jsonw.Key(b, "reason", false)
+	b = jsonw.String(b, v.Reason)
+	b = jsonw.Key(b, "ts", false)
+	b = jsonw.Time(b, v.TS)
+	b = jsonw.Key(b, "judge_kind", false)
+	b = jsonw.String(b, v.JudgeKind)
+	b = jsonw.Key(b, "score", false)
+	b = jsonw.Float(b, v.Score)
+	if v.BlockedBy != "" {
+		b = jsonw.Key(b, "blocked_by", false)
+		b = jsonw.String(b, v.BlockedBy)
+	}
+	if len(v.Factors) > 0 {
+		b = jsonw.Key(b, "factors", false)
+		b = jsonw.Strings(b, v.Factors)
+	}
+	return append(b, '}')
 }
 
 // The values of Verdict.BlockedBy; the HTTP API reports them unchanged.
