@@ -23,19 +23,43 @@ capability, target, grant_target, autonomy, channel, sender_id, intent, executor
 trace, notify, callback_url, decided_by, decided_at, created_at, expires_at, grant_id, note, grant_expires_at,
 token_id, token_name, quorum, approvers, approvals, rev, escalate_after_ms, escalate_to, escalated_at, remind_every_ms`
 
-const insertRequest = `INSERT INTO requests (` + requestColumns + `, escalate_at, remind_at)
+const insertRequest = `INSERT INTO requests (id, call_id, agent, status, outcome, reason, blocked_by, vaglio,
+capability, target, grant_target, autonomy, channel, sender_id, intent, executor, summary, arg_keys,
+trace, notify, callback_url, decided_by, decided_at, created_at, expires_at,
+decision, grant_id, note, grant_expires_at, token_id, token_name, quorum, approvers, approvals, rev,
+escalate_after_ms, escalate_to, escalated_at, remind_every_ms, escalate_at, remind_at)
 VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,
 $32,$33,$34,$35,$36,$37,$38,$39,$40,$41)
 ON CONFLICT (agent, call_id) DO NOTHING`
+
+// insertRequestShort is insertRequest without the columns that a request
+// with no route, grant, token or decision of a person leaves at their
+// defaults (the table's DEFAULT or NULL): most requests, and every one
+// decided on arrival. Each bound argument cost the group commit's writer,
+// which holds the write lock, a copy and a call into SQLite.
+const insertRequestShort = `INSERT INTO requests (id, call_id, agent, status, outcome, reason, blocked_by, vaglio,
+capability, target, grant_target, autonomy, channel, sender_id, intent, executor, summary, arg_keys,
+trace, notify, callback_url, decided_by, decided_at, created_at, expires_at)
+VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25)
+ON CONFLICT (agent, call_id) DO NOTHING`
+
+// requestInsert is a request's INSERT statement and its arguments.
+type requestInsert struct {
+	query string
+	args  []any
+}
 
 func insertRequestTx(ctx context.Context, q storage.Querier, r Request) (bool, error) {
 	return insertRequestRow(ctx, q, requestRow(r))
 }
 
-// requestRow is r as the arguments of insertRequest, encoded beforehand so
-// that the transaction, which holds the write lock, spends none of it
-// encoding.
-func requestRow(r Request) []any {
+// requestRow is r as an INSERT into requests, encoded beforehand so that
+// the transaction, which holds the write lock, spends none of it encoding.
+func requestRow(r Request) requestInsert { return requestRowAs(r, false) }
+
+// requestRowAs is requestRow; full asks for insertRequest even where
+// insertRequestShort would do (a test compares the two).
+func requestRowAs(r Request, full bool) requestInsert {
 	var vj []byte
 	if r.Vaglio != nil {
 		vj = r.Vaglio.AppendJSON(nil)
@@ -47,22 +71,30 @@ func requestRow(r Request) []any {
 	if r.Status == StatusPending && r.RemindEvery > 0 {
 		remindAt = storage.FormatTime(r.CreatedAt.Add(r.RemindEvery))
 	}
-	return []any{
-		r.ID, r.CallID, r.Agent, string(r.Status), nullDecision(r.Decision), string(r.Outcome), r.Reason,
-		nullStr(r.BlockedBy), nullBytes(vj), r.Capability, r.Target, r.GrantTarget, r.Autonomy.String(),
-		r.Channel, r.SenderID, r.Intent, r.Executor, r.Summary, stringList(r.ArgKeys), string(policy.AppendTraceJSON(nil, r.Trace)), stringList(r.Notify),
-		r.CallbackURL, r.DecidedBy, nullTime(r.DecidedAt), storage.FormatTime(r.CreatedAt),
-		storage.FormatTime(r.ExpiresAt), nullInt(r.GrantID), r.Note, nullTime(r.GrantExpiresAt),
+	args := []any{
+		r.ID, r.CallID, r.Agent, string(r.Status), string(r.Outcome), r.Reason, nullStr(r.BlockedBy), nullBytes(vj),
+		r.Capability, r.Target, r.GrantTarget, r.Autonomy.String(), r.Channel, r.SenderID, r.Intent, r.Executor,
+		r.Summary, stringList(r.ArgKeys), string(policy.AppendTraceJSON(nil, r.Trace)), stringList(r.Notify),
+		r.CallbackURL, r.DecidedBy, nullTime(r.DecidedAt), storage.FormatTime(r.CreatedAt), storage.FormatTime(r.ExpiresAt),
+	}
+	if r.Decision == nil && r.GrantID == nil && r.Note == "" && r.GrantExpiresAt == nil && r.TokenID == "" &&
+		r.TokenName == "" && r.Quorum <= 1 && len(r.Approvers) == 0 && len(r.Approvals) == 0 && r.Rev == 0 &&
+		r.EscalateAfter.Milliseconds() == 0 && len(r.EscalateTo) == 0 && r.EscalatedAt == nil &&
+		r.RemindEvery.Milliseconds() == 0 && escalateAt == nil && remindAt == nil && !full {
+		return requestInsert{insertRequestShort, args}
+	}
+	return requestInsert{insertRequest, append(args,
+		nullDecision(r.Decision), nullInt(r.GrantID), r.Note, nullTime(r.GrantExpiresAt),
 		sql.NullString{String: r.TokenID, Valid: r.TokenID != ""}, r.TokenName,
 		max(r.Quorum, 1), stringList(r.Approvers), jsonList(r.Approvals), r.Rev, r.EscalateAfter.Milliseconds(),
 		stringList(r.EscalateTo), nullTime(r.EscalatedAt), r.RemindEvery.Milliseconds(), escalateAt, remindAt,
-	}
+	)}
 }
 
 // insertRequestRow inserts a requestRow; false when the agent's call_id
 // is taken.
-func insertRequestRow(ctx context.Context, q storage.Querier, row []any) (bool, error) {
-	res, err := q.ExecContext(ctx, insertRequest, row...)
+func insertRequestRow(ctx context.Context, q storage.Querier, row requestInsert) (bool, error) {
+	res, err := q.ExecContext(ctx, row.query, row.args...)
 	if err != nil {
 		return false, fmt.Errorf("insert request: %w", err)
 	}

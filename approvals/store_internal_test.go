@@ -1,0 +1,93 @@
+package approvals
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/vaglio"
+)
+
+// TestInsertRequestShort_SameRow: a request stored with the short INSERT
+// (the columns at their defaults left out) reads back, column by column,
+// as the full INSERT stores it; a request with any of those columns set
+// takes the full one.
+func TestInsertRequestShort_SameRow(t *testing.T) {
+	ctx := context.Background()
+	db, err := storage.Open(ctx, filepath.Join(t.TempDir(), "r.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.Date(2026, 11, 24, 1, 2, 3, 456789000, time.UTC)
+	r := Request{
+		ID: "r-short", CallID: "c-short", Agent: "a1", Status: StatusAllowed, Outcome: policy.Allowed,
+		Reason: "llm:local is allowed", Capability: "llm:local", GrantTarget: "*", Autonomy: policy.Full,
+		Channel: "telegram", SenderID: "42", Intent: "summarise", Executor: "perf", ArgKeys: []string{"path"},
+		DecidedBy: "policy", DecidedAt: &now, CreatedAt: now, ExpiresAt: now, Approvals: []Approval{},
+		Trace:  []policy.Step{{Layer: "table", Outcome: policy.Allowed, Detail: "llm:local at Full"}},
+		Vaglio: &vaglio.Verdict{Approved: true, Reason: "ok", TS: now, JudgeKind: "rule-based-v1", Score: 0.7},
+		Quorum: 1,
+	}
+	short := requestRow(r)
+	if short.query != insertRequestShort {
+		t.Fatalf("a request decided on arrival takes the full INSERT")
+	}
+	full := r
+	full.ID, full.CallID = "r-full", "c-full"
+	if _, err := insertRequestTx(ctx, db, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := insertRequestRow(ctx, db, requestRowAs(full, true)); err != nil {
+		t.Fatal(err)
+	}
+	row := func(id string) map[string]any {
+		rows, err := db.QueryContext(ctx, `SELECT * FROM requests WHERE id = $1`, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		cols, _ := rows.Columns()
+		if !rows.Next() {
+			t.Fatalf("no row %s", id)
+		}
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]any{}
+		for i, c := range cols {
+			if c != "id" && c != "call_id" {
+				m[c] = vals[i]
+			}
+		}
+		return m
+	}
+	if a, b := row("r-short"), row("r-full"); !reflect.DeepEqual(a, b) {
+		t.Fatalf("short INSERT stored\n%v\nfull INSERT stored\n%v", a, b)
+	}
+	// Any column outside the short INSERT set takes the full one.
+	d := Deny
+	for name, change := range map[string]func(*Request){
+		"decision": func(r *Request) { r.Decision = &d }, "note": func(r *Request) { r.Note = "n" },
+		"token": func(r *Request) { r.TokenID = "t1" }, "quorum": func(r *Request) { r.Quorum = 2 },
+		"approvers": func(r *Request) { r.Approvers = []string{"telegram:1"} },
+		"escalation": func(r *Request) { r.Status, r.EscalateAfter = StatusPending, time.Minute },
+		"reminder": func(r *Request) { r.Status, r.RemindEvery = StatusPending, time.Minute },
+		"grant_expires_at": func(r *Request) { r.GrantExpiresAt = &now },
+	} {
+		c := r
+		change(&c)
+		if requestRow(c).query != insertRequest {
+			t.Errorf("%s set: want the full INSERT", name)
+		}
+	}
+}
