@@ -279,10 +279,49 @@ func appendChained(ctx context.Context, q txQuerier, e AuditEvent, detail []byte
 // rolled back restores the copy taken when it began.
 type chainCursor struct {
 	tx     *sql.Tx
-	loaded bool // seq and hash were read from the head row
+	loaded bool // seq and hash are the head's (read from its row, or known: see groupHead)
 	dirty  bool // seq and hash moved since
 	seq    int64
 	hash   string
+	// clean says no committed row is left unsealed: the last commit was
+	// the group writer's own, whose seal left none (see groupHead).
+	clean bool
+	// others says sealAudit sealed rows appended outside the cursor, and
+	// moved the head past it.
+	others bool
+}
+
+// groupHead carries the chain's head from one group commit to the next.
+// When the WAL-index header at the next group's BEGIN is still the one
+// the last group's COMMIT left (no commit of anyone came between, see
+// owncommits.go), the head row holds what the cursor held at that commit,
+// and no row is unsealed: the group neither reads the head row nor looks
+// for unsealed rows. Any other commit changes the header, and the group
+// reads both again.
+type groupHead struct {
+	ok    bool
+	after walHeader
+	seq   int64
+	hash  string
+}
+
+// resume loads c from h if the header is still the one h was taken at.
+func (h *groupHead) resume(db *DB, c *chainCursor) {
+	if !h.ok || c == nil {
+		return
+	}
+	h.ok = false
+	if now, ok := db.headerNow(); ok && now == h.after {
+		c.seq, c.hash, c.loaded, c.clean = h.seq, h.hash, true, true
+	}
+}
+
+// keep records the head c left, after the group's commit moved the header
+// from before to after and was the only commit in between.
+func (h *groupHead) keep(c *chainCursor, before, after walHeader) {
+	if c != nil && c.loaded && !c.others && after[walChange] == before[walChange]+1 {
+		*h = groupHead{ok: true, after: after, seq: c.seq, hash: c.hash}
+	}
 }
 
 // flush writes the cursor back to the head row, when it moved.
@@ -375,16 +414,23 @@ func (db *DB) lockHead(ctx context.Context, q Querier) (seq int64, hash string, 
 // every commit.
 func (db *DB) sealAudit(ctx context.Context, tx *sql.Tx) error {
 	q := db.Tx(tx)
-	if c := db.cursor.Load(); c != nil && c.tx == tx {
+	c := db.cursor.Load()
+	if c != nil && c.tx == tx {
 		// The rows appended in tx are sealed already; move the head past
 		// them first, so the rows sealed below follow them.
 		if err := c.flush(ctx, q); err != nil {
 			return fmt.Errorf("audit chain head: %w", err)
 		}
+		if c.clean {
+			return nil // and no committed row is unsealed (see groupHead)
+		}
 	}
 	pending, err := scanUnsealed(ctx, q)
 	if err != nil || len(pending) == 0 {
 		return err
+	}
+	if c != nil && c.tx == tx {
+		c.others = true
 	}
 	seq, prev, err := db.lockHead(ctx, q)
 	if err != nil {

@@ -39,7 +39,10 @@ type groupOp struct {
 // may run twice (when another call of its group fails, see commitGroup), so
 // it must change nothing but through tx, and set its results afresh. fn
 // must not change grants or run-time rules: the group's commits are
-// trusted to leave their version counters alone (see owncommits.go).
+// trusted to leave their version counters alone (see owncommits.go). It
+// appends audit rows only through DB.Tx(tx), which chains them at once:
+// a group that follows the writer's own commit does not look for
+// unsealed rows (see groupHead).
 // A call whose ctx ends before its turn comes is not run.
 func (db *DB) GroupTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
@@ -157,6 +160,7 @@ func (db *DB) tryGroup(ctx context.Context, batch []*groupOp, errs []error, save
 	defer tx.Rollback()
 	cursor, endCursor := db.openCursor(tx)
 	defer endCursor()
+	db.groupHead.resume(db, cursor)
 	q := db.Tx(tx) // the savepoint statements, prepared once
 	ran := make([]error, len(batch))
 	for i, op := range batch {
@@ -199,6 +203,7 @@ func (db *DB) tryGroup(ctx context.Context, batch []*groupOp, errs []error, save
 		before, ok := db.headerNow() // no one else can commit now: we hold the write lock
 		if err = tx.Commit(); err == nil && ok {
 			if after, ok := db.headerNow(); ok {
+				db.groupHead.keep(cursor, before, after)
 				db.vouchCommit(before, after)
 			}
 		}

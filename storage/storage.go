@@ -96,6 +96,9 @@ type DB struct {
 	// cursor is the audit chain head of the SQLite write transaction in
 	// progress (InTx, GroupTx), nil between them: see chainCursor.
 	cursor atomic.Pointer[chainCursor]
+	// groupHead is the chain's head as the group writer's last commit left
+	// it; only the holder of the write slot touches it (see tryGroup).
+	groupHead groupHead
 
 	stmtMu  sync.RWMutex
 	stmts   map[string]*sql.Stmt

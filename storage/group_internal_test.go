@@ -1,0 +1,72 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+)
+
+// TestGroupHead_CarriedOnlyAcrossOwnCommits: a group commit that follows
+// the writer's own commit starts with the chain's head known (no read of
+// the head row); after any other commit (an InTx of this process, a write
+// of another handle on the file) it reads the head again, and the chain
+// verifies whole at the end.
+func TestGroupHead_CarriedOnlyAcrossOwnCommits(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "h.db")
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	other, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	group := func(step string) (known bool) {
+		t.Helper()
+		err := db.GroupTx(ctx, func(tx *sql.Tx) error {
+			c := db.cursor.Load()
+			known = c != nil && c.tx == tx && c.loaded
+			return AppendAudit(ctx, db.Tx(tx), AuditEvent{Actor: "group", Event: "note", Detail: map[string]any{"step": step}})
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		return known
+	}
+	inTx := func(on *DB, actor string) {
+		t.Helper()
+		// A raw *sql.Tx: the row is sealed at the commit, after the head.
+		if err := on.InTx(ctx, func(tx *sql.Tx) error {
+			return AppendAudit(ctx, tx, AuditEvent{Actor: actor, Event: "note"})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	group("first")
+	if !group("after own") {
+		t.Error("a group after the writer's own commit read the head again")
+	}
+	inTx(db, "intx")
+	if group("after InTx") {
+		t.Error("a group after an InTx commit trusted the head it had carried")
+	}
+	if !group("after own again") {
+		t.Error("the head was not carried again")
+	}
+	inTx(other, "other handle")
+	if group("after the other handle") {
+		t.Error("a group after another handle's commit trusted the head it had carried")
+	}
+	group("last")
+	v, err := db.VerifyAudit(ctx, nil)
+	if err != nil || !v.OK {
+		t.Fatalf("chain: %+v, %v", v, err)
+	}
+	if v.Rows != 1+8 { // genesis, six groups, two InTx
+		t.Fatalf("chain has %d rows, want 9", v.Rows)
+	}
+}
