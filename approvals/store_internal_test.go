@@ -79,9 +79,9 @@ func TestInsertRequestShort_SameRow(t *testing.T) {
 	for name, change := range map[string]func(*Request){
 		"decision": func(r *Request) { r.Decision = &d }, "note": func(r *Request) { r.Note = "n" },
 		"token": func(r *Request) { r.TokenID = "t1" }, "quorum": func(r *Request) { r.Quorum = 2 },
-		"approvers": func(r *Request) { r.Approvers = []string{"telegram:1"} },
-		"escalation": func(r *Request) { r.Status, r.EscalateAfter = StatusPending, time.Minute },
-		"reminder": func(r *Request) { r.Status, r.RemindEvery = StatusPending, time.Minute },
+		"approvers":        func(r *Request) { r.Approvers = []string{"telegram:1"} },
+		"escalation":       func(r *Request) { r.Status, r.EscalateAfter = StatusPending, time.Minute },
+		"reminder":         func(r *Request) { r.Status, r.RemindEvery = StatusPending, time.Minute },
 		"grant_expires_at": func(r *Request) { r.GrantExpiresAt = &now },
 	} {
 		c := r

@@ -29,7 +29,7 @@ func TestAnonymous(t *testing.T) {
 
 // TestAuditQuery_UsesIndexes: a request's trail is read through
 // audit_request and an agent's through audit_agent, not by walking the
-// whole chain (the filters used to be written as "$n = '' OR column = $n",
+// whole chain (the filters used to be written as "$n = ” OR column = $n",
 // which no index can serve).
 func TestAuditQuery_UsesIndexes(t *testing.T) {
 	ctx := context.Background()
