@@ -1,6 +1,6 @@
 // Package jsonw appends JSON values to a byte slice, byte for byte as
 // encoding/json writes them with HTML escaping off (json.Encoder with
-// SetEscapeHTML(false)). It serves the few types written on every request,
+// SetEscapeHTML(false)), or on (json.Marshal: the HTML variants). It serves the few types written on every request,
 // where encoding/json's reflection was a tenth of the handler's time; the
 // tests hold the output to encoding/json's.
 package jsonw
@@ -16,13 +16,19 @@ const hex = "0123456789abcdef"
 
 // String appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, and
 // U+2028 and U+2029 are escaped, as encoding/json does.
-func String(b []byte, s string) []byte {
+func String(b []byte, s string) []byte { return appendString(b, s, false) }
+
+// StringHTML is String with <, > and & escaped as well, as json.Marshal
+// writes them.
+func StringHTML(b []byte, s string) []byte { return appendString(b, s, true) }
+
+func appendString(b []byte, s string, html bool) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+			if c >= 0x20 && c != '"' && c != '\\' && (!html || c != '<' && c != '>' && c != '&') {
 				i++
 				continue
 			}
@@ -30,6 +36,8 @@ func String(b []byte, s string) []byte {
 			switch c {
 			case '"', '\\':
 				b = append(b, '\\', c)
+			case '<', '>', '&':
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 			case '\b':
 				b = append(b, '\\', 'b')
 			case '\f':
@@ -69,7 +77,12 @@ func String(b []byte, s string) []byte {
 }
 
 // Strings appends a JSON array of strings; nil is null.
-func Strings(b []byte, s []string) []byte {
+func Strings(b []byte, s []string) []byte { return appendStrings(b, s, false) }
+
+// StringsHTML is Strings with StringHTML's escapes.
+func StringsHTML(b []byte, s []string) []byte { return appendStrings(b, s, true) }
+
+func appendStrings(b []byte, s []string, html bool) []byte {
 	if s == nil {
 		return append(b, "null"...)
 	}
@@ -78,7 +91,7 @@ func Strings(b []byte, s []string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = String(b, v)
+		b = appendString(b, v, html)
 	}
 	return append(b, ']')
 }

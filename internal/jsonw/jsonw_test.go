@@ -1,6 +1,7 @@
 package jsonw_test
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -72,6 +73,23 @@ func TestStrings_AsEncodingJSON(t *testing.T) {
 		}
 		if got, want := string(jsonw.Strings(nil, s)), jsonwtest.EncodingJSON(t, s); got != want {
 			t.Fatalf("Strings(%q) = %s, encoding/json %s", s, got, want)
+		}
+	}
+}
+
+// TestStringHTML_AsMarshal: the HTML variants are json.Marshal's strings.
+func TestStringHTML_AsMarshal(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 20000 {
+		s := jsonwtest.RandomString(r)
+		want, _ := json.Marshal(s)
+		if got := jsonw.StringHTML(nil, s); string(got) != string(want) {
+			t.Fatalf("StringHTML(%q) = %s, json.Marshal %s", s, got, want)
+		}
+		list := []string{s, jsonwtest.RandomString(r)}
+		want, _ = json.Marshal(list)
+		if got := jsonw.StringsHTML(nil, list); string(got) != string(want) {
+			t.Fatalf("StringsHTML(%q) = %s, json.Marshal %s", list, got, want)
 		}
 	}
 }
