@@ -9,9 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/metnos/gateway/internal/jsonw"
 )
 
 // The audit trail is a hash chain. Every row has a position, seq (1, 2, 3 …
@@ -201,11 +204,46 @@ func newAuditRecord(ctx context.Context, q Querier, e AuditEvent) (AuditRecord, 
 	rec := AuditRecord{e: e, agent: agent, capability: capability}
 	if len(e.Detail) > 0 {
 		var err error
-		if rec.detail, err = json.Marshal(e.Detail); err != nil {
+		if rec.detail, err = marshalDetail(e.Detail); err != nil {
 			return AuditRecord{}, fmt.Errorf("audit %s: %w", e.Event, err)
 		}
 	}
 	return rec, nil
+}
+
+// marshalDetail is json.Marshal(detail). A detail of strings only (every
+// request's outcome row) is written by hand, keys sorted, the same bytes
+// json.Marshal writes; the hash covers them, and anything else goes to
+// json.Marshal.
+func marshalDetail(detail map[string]any) ([]byte, error) {
+	var keys [12]string
+	if len(detail) > len(keys) {
+		return json.Marshal(detail)
+	}
+	n := 0
+	size := 2
+	for k, v := range detail {
+		s, ok := v.(string)
+		if !ok {
+			return json.Marshal(detail)
+		}
+		keys[n] = k
+		n++
+		size += len(k) + len(s) + 6
+	}
+	sorted := keys[:n]
+	slices.Sort(sorted)
+	b := make([]byte, 0, size+size/8)
+	b = append(b, '{')
+	for i, k := range sorted {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonw.StringHTML(b, k)
+		b = append(b, ':')
+		b = jsonw.StringHTML(b, detail[k].(string))
+	}
+	return append(b, '}'), nil
 }
 
 // append inserts rec through q, a transaction.
@@ -289,6 +327,8 @@ type chainCursor struct {
 	// others says sealAudit sealed rows appended outside the cursor, and
 	// moved the head past it.
 	others bool
+	// stmts are the cached statements bound to tx (see txQuerier.bound).
+	stmts map[*sql.Stmt]*sql.Stmt
 }
 
 // groupHead carries the chain's head from one group commit to the next.

@@ -509,23 +509,43 @@ func (q txQuerier) txStmt(query string) *sql.Stmt {
 	return st
 }
 
+// bound is st bound to the transaction. A transaction of InTx or GroupTx
+// binds each statement once (the group's writer ran the same two inserts
+// for every call of its group, and each binding is an allocation and a
+// trip through database/sql's locks).
+func (q txQuerier) bound(ctx context.Context, st *sql.Stmt) *sql.Stmt {
+	c := q.db.cursor.Load()
+	if c == nil || c.tx != q.tx {
+		return q.tx.StmtContext(ctx, st)
+	}
+	if b := c.stmts[st]; b != nil {
+		return b
+	}
+	b := q.tx.StmtContext(ctx, st)
+	if c.stmts == nil {
+		c.stmts = map[*sql.Stmt]*sql.Stmt{}
+	}
+	c.stmts[st] = b
+	return b
+}
+
 func (q txQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if st := q.txStmt(query); st != nil {
-		return q.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		return q.bound(ctx, st).ExecContext(ctx, args...)
 	}
 	return q.tx.ExecContext(ctx, query, args...)
 }
 
 func (q txQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if st := q.txStmt(query); st != nil {
-		return q.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+		return q.bound(ctx, st).QueryContext(ctx, args...)
 	}
 	return q.tx.QueryContext(ctx, query, args...)
 }
 
 func (q txQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if st := q.txStmt(query); st != nil {
-		return q.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+		return q.bound(ctx, st).QueryRowContext(ctx, args...)
 	}
 	return q.tx.QueryRowContext(ctx, query, args...)
 }

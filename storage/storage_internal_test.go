@@ -2,9 +2,13 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/metnos/gateway/internal/jsonw/jsonwtest"
 )
 
 // TestAnonymous: $1 … $n in order become "?"; anything else is left as it
@@ -64,6 +68,27 @@ func TestAuditQuery_UsesIndexes(t *testing.T) {
 		rows.Close()
 		if got := strings.Join(plan, "; "); !strings.Contains(got, "USING INDEX "+c.index) {
 			t.Errorf("%+v: plan %q, want it to use %s", c.f, got, c.index)
+		}
+	}
+}
+
+// TestMarshalDetail_AsMarshal: the hand-written detail of strings is
+// json.Marshal's, byte for byte (the chain's hash covers it); other
+// details go to json.Marshal.
+func TestMarshalDetail_AsMarshal(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for range 5000 {
+		d := map[string]any{}
+		for range r.IntN(14) {
+			d[jsonwtest.RandomString(r)] = jsonwtest.RandomString(r)
+		}
+		if r.IntN(5) == 0 {
+			d["n"] = r.IntN(100)
+		}
+		got, err := marshalDetail(d)
+		want, _ := json.Marshal(d)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("marshalDetail(%q) = %s, %v; json.Marshal %s", d, got, err, want)
 		}
 	}
 }
