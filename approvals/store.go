@@ -74,7 +74,7 @@ func requestRowAs(r Request, full bool) requestInsert {
 	args := []any{
 		r.ID, r.CallID, r.Agent, string(r.Status), string(r.Outcome), r.Reason, nullStr(r.BlockedBy), nullBytes(vj),
 		r.Capability, r.Target, r.GrantTarget, r.Autonomy.String(), r.Channel, r.SenderID, r.Intent, r.Executor,
-		r.Summary, stringList(r.ArgKeys), string(policy.AppendTraceJSON(nil, r.Trace)), stringList(r.Notify),
+		r.Summary, stringList(r.ArgKeys), traceJSON(r.Trace), stringList(r.Notify),
 		r.CallbackURL, r.DecidedBy, nullTime(r.DecidedAt), storage.FormatTime(r.CreatedAt), storage.FormatTime(r.ExpiresAt),
 	}
 	if r.Decision == nil && r.GrantID == nil && r.Note == "" && r.GrantExpiresAt == nil && r.TokenID == "" &&
@@ -108,6 +108,15 @@ func jsonList[T any](s []T) string {
 		return "[]"
 	}
 	return jsonText(s)
+}
+
+// traceJSON is the stored JSON of a trace, in a buffer sized for it.
+func traceJSON(trace []policy.Step) string {
+	n := 2
+	for _, st := range trace {
+		n += len(st.Layer) + len(st.Outcome) + len(st.Detail) + 48
+	}
+	return string(policy.AppendTraceJSON(make([]byte, 0, n+n/8), trace))
 }
 
 // stringList is jsonList for strings, without reflection.

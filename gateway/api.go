@@ -191,7 +191,7 @@ func (s *Server) answerRequest(w http.ResponseWriter, r *http.Request, req appro
 	if !req.Status.Finished() {
 		status = http.StatusAccepted
 	}
-	writeJSON(w, status, req)
+	writeRequest(w, status, &req)
 }
 
 // ownRequest loads a request the calling agent may see: its own, or any
@@ -232,7 +232,7 @@ func (s *Server) cancelRequest(w http.ResponseWriter, r *http.Request) {
 		s.errorResponse(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, req)
+	writeRequest(w, http.StatusOK, &req)
 }
 
 func (s *Server) decideRequest(w http.ResponseWriter, r *http.Request) {

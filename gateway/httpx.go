@@ -33,19 +33,32 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	if a, ok := v.(jsonAppender); ok {
-		// The same bytes as the encoder below (see approvals.Request.AppendJSON).
-		bp := jsonBufs.Get().(*[]byte)
-		b := append(a.AppendJSON((*bp)[:0]), '\n')
-		_, _ = w.Write(b)
-		if cap(b) <= 64<<10 {
-			*bp = b
-			jsonBufs.Put(bp)
-		}
+		writeAppended(w, a.AppendJSON)
 		return
 	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
+}
+
+// writeRequest is writeJSON for a request, which it does not copy into an
+// interface (a heap copy of the whole Request per answer).
+func writeRequest(w http.ResponseWriter, status int, r *approvals.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	writeAppended(w, r.AppendJSON)
+}
+
+// writeAppended writes what appendJSON appends and a newline, the bytes a
+// json.Encoder would write (see approvals.Request.AppendJSON).
+func writeAppended(w http.ResponseWriter, appendJSON func([]byte) []byte) {
+	bp := jsonBufs.Get().(*[]byte)
+	b := append(appendJSON((*bp)[:0]), '\n')
+	_, _ = w.Write(b)
+	if cap(b) <= 64<<10 {
+		*bp = b
+		jsonBufs.Put(bp)
+	}
 }
 
 // jsonAppender is a value that writes its own JSON, as encoding/json would.

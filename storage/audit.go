@@ -398,8 +398,13 @@ func cmpOr(a, b string) string {
 // canonical is the encoding of a row the hash covers (see the top of this
 // file): netstrings of the stored texts.
 func canonical(at, actor, event, requestID, grantID, detail string) []byte {
-	var b []byte
-	for _, f := range [...]string{at, actor, event, requestID, grantID, detail} {
+	fields := [...]string{at, actor, event, requestID, grantID, detail}
+	n := 0
+	for _, f := range fields {
+		n += len(f) + 12 // its length in digits (at most 10), ':' and ','
+	}
+	b := make([]byte, 0, n)
+	for _, f := range fields {
 		b = strconv.AppendInt(b, int64(len(f)), 10)
 		b = append(b, ':')
 		b = append(b, f...)
