@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/metnos/gateway/internal/jsonw"
@@ -183,9 +184,14 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
-	dec := Decision{Capability: c}
+	// Six steps on the common path: profile, table, rules, combine, vaglio
+	// and one more (grants) at most.
+	dec := Decision{Capability: c, Trace: make([]Step, 0, 6)}
+	step := func(layer string, o Outcome, detail string) {
+		dec.Trace = append(dec.Trace, Step{Layer: layer, Outcome: o, Detail: detail})
+	}
 	trace := func(layer string, o Outcome, format string, args ...any) {
-		dec.Trace = append(dec.Trace, Step{Layer: layer, Outcome: o, Detail: fmt.Sprintf(format, args...)})
+		step(layer, o, fmt.Sprintf(format, args...))
 	}
 	deny := func(by, reason string) Decision {
 		dec.Outcome, dec.Reason, dec.BlockedBy = Denied, reason, by
@@ -198,8 +204,8 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 		level = MinLevel(in.Requested, in.Profile.Ceiling)
 	}
 	dec.Autonomy = level
-	trace("profile", "", "agent %q: requested %s, ceiling %s, effective %s", in.Profile.Agent,
-		levelOr(in.Requested, "default"), in.Profile.Ceiling, level)
+	step("profile", "", "agent "+strconv.Quote(in.Profile.Agent)+": requested "+levelOr(in.Requested, "default")+
+		", ceiling "+in.Profile.Ceiling.String()+", effective "+level.String())
 	// Whose lists these are: the agent's, or a child token's (narrowed).
 	who, whose := "agent "+in.Profile.Agent, "the agent's"
 	if in.Profile.Token != "" {
@@ -221,7 +227,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 
 	// Step 3: the table.
 	dec.Table = TableOutcome(level, c)
-	trace("table", dec.Table, "%s at %s", c.Name, level)
+	step("table", dec.Table, c.Name+" at "+level.String())
 	if dec.Table == Denied {
 		return deny(BlockedByPolicy, fmt.Sprintf("%s is denied at autonomy %s", c.Name, level)), nil
 	}
@@ -240,7 +246,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 		trace("rules", "", "rule %s (%s, capability %q, target %q) says %s",
 			m.Rule.Label(), m.Rule.Owner(), m.Rule.Capability, m.Rule.Target, m.Action)
 	} else {
-		trace("rules", "", "no rule matched")
+		step("rules", "", "no rule matched")
 	}
 
 	// Step 5: combine.
@@ -251,7 +257,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	case dec.Table == Allowed && m.Action == ActionRequireApproval:
 		dec.Outcome, dec.Reason = ApprovalRequired, "rule "+m.Rule.Label()+" requires approval"
 	case dec.Table == Allowed:
-		dec.Outcome, dec.Reason = Allowed, fmt.Sprintf("%s is allowed at autonomy %s", c.Name, level)
+		dec.Outcome, dec.Reason = Allowed, c.Name+" is allowed at autonomy "+level.String()
 	case m.Action == ActionApprove:
 		dec.Outcome, dec.Reason = Allowed, "approved by rule "+m.Rule.Label()
 	default:
@@ -274,7 +280,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 			}
 		}
 	}
-	trace("combine", dec.Outcome, "%s", dec.Reason)
+	step("combine", dec.Outcome, dec.Reason)
 
 	// Step 6: vaglio on anything not denied.
 	if d.Vaglio != nil {
@@ -293,7 +299,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 			return deny(by, "vaglio "+by+": "+strings.TrimPrefix(v.Reason, by+": ")), nil
 		}
 		if v.Reason != "" { // "approved: score 0.80 (…)", the score included
-			trace("vaglio", "", "%s", v.Reason)
+			step("vaglio", "", v.Reason)
 		} else {
 			trace("vaglio", "", "score %.2f", v.Score)
 		}
