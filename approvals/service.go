@@ -263,11 +263,11 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	if r.CallID == "" {
 		r.CallID = r.ID
 	}
-	if dec.BlockedBy != "" {
-		r.BlockedBy = &dec.BlockedBy
+	if by := dec.BlockedBy; by != "" {
+		r.BlockedBy = &by
 	}
-	if dec.GrantID != 0 {
-		r.GrantID = &dec.GrantID
+	if g := dec.GrantID; g != 0 {
+		r.GrantID = &g
 	}
 	r.GrantTarget, _ = s.grants.Normalizer().GrantTarget(dec.Capability.TargetKind, sub.Target, sub.GrantTarget)
 	switch dec.Outcome {
@@ -307,22 +307,25 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	// that holds its row and audit row. The writer runs fn on behalf of the
 	// whole group, under qctx: one caller's hanging up must not interrupt
 	// the statements of the others.
+	// fn names what it needs of r, not r: a closure over r (which GroupTx
+	// keeps) moved every Request to the heap.
+	id, notify, pending := r.ID, r.Notify, r.Status == StatusPending
 	err = s.db.GroupTx(ctx, func(sqltx *sql.Tx) error {
 		tx := s.db.Tx(sqltx)
 		var err error
 		if inserted, err = insertRequestRow(qctx, tx, row); err != nil || !inserted {
 			return err
 		}
-		for _, n := range r.Notify {
+		for _, n := range notify {
 			if _, err := tx.ExecContext(qctx, `INSERT INTO cards (request_id, channel, next_at) VALUES ($1, $2, $3)`,
-				r.ID, n, storage.FormatTime(now)); err != nil {
+				id, n, storage.FormatTime(now)); err != nil {
 				return fmt.Errorf("insert card: %w", err)
 			}
 		}
-		if r.Status == StatusPending {
+		if pending {
 			// Other replicas' SSE streams and the leader's dispatchers
 			// hear of it at commit (a decided-now request has no watchers).
-			if err := s.db.Notify(qctx, tx, noticeRequest+r.ID); err != nil {
+			if err := s.db.Notify(qctx, tx, noticeRequest+id); err != nil {
 				return err
 			}
 		}
