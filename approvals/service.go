@@ -290,14 +290,15 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	// Everything the transaction writes is encoded before it: the group
 	// commit's writer holds the write lock while it runs.
 	row := requestRow(r)
-	detail := map[string]any{"agent": agent, "capability": r.Capability, "outcome": string(r.Outcome), "status": string(r.Status),
-		"reason": r.Reason, "call_id": r.CallID}
+	// The detail's keys in order; a child token's request says which one.
+	detail := []string{"agent", agent, "call_id", r.CallID, "capability", r.Capability, "outcome", string(r.Outcome),
+		"reason", r.Reason, "status", string(r.Status)}
 	if r.TokenID != "" {
-		detail["token_id"] = r.TokenID // a child token's request: which one
+		detail = append(detail, "token_id", r.TokenID)
 	}
-	audit, err := storage.PrepareAudit(storage.AuditEvent{
-		At: now, Actor: "agent:" + agent, Event: storage.AuditOutcome, RequestID: r.ID, Detail: detail,
-	})
+	audit, err := storage.PrepareAuditStrings(storage.AuditEvent{
+		At: now, Actor: "agent:" + agent, Event: storage.AuditOutcome, RequestID: r.ID,
+	}, detail...)
 	if err != nil {
 		return Request{}, false, fmt.Errorf("submit: %w", err)
 	}

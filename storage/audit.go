@@ -144,11 +144,55 @@ func PrepareAudit(e AuditEvent) (AuditRecord, error) {
 	return newAuditRecord(context.Background(), nil, e)
 }
 
+// PrepareAuditStrings is PrepareAudit for a detail of strings, given as
+// key, value pairs in key order, that names the agent and capability
+// itself ("agent", "capability"): its JSON (json.Marshal's bytes) is
+// written without building a map. e.Detail must be nil.
+func PrepareAuditStrings(e AuditEvent, kv ...string) (AuditRecord, error) {
+	if e.Detail != nil || len(kv)%2 != 0 {
+		return AuditRecord{}, fmt.Errorf("audit %s: PrepareAuditStrings takes key, value pairs and no Detail", e.Event)
+	}
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	rec := AuditRecord{e: e}
+	size := 2
+	for i := 0; i < len(kv); i += 2 {
+		if i > 0 && kv[i-2] >= kv[i] {
+			return AuditRecord{}, fmt.Errorf("audit %s: detail keys out of order at %q", e.Event, kv[i])
+		}
+		switch kv[i] {
+		case "agent":
+			rec.agent = kv[i+1]
+		case "capability":
+			rec.capability = kv[i+1]
+		}
+		size += len(kv[i]) + len(kv[i+1]) + 6
+	}
+	if rec.agent == "" || rec.capability == "" {
+		return AuditRecord{}, fmt.Errorf("audit %s: PrepareAuditStrings needs the agent and capability in the detail", e.Event)
+	}
+	b := make([]byte, 0, size+size/8)
+	b = append(b, '{')
+	for i := 0; i < len(kv); i += 2 {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonw.StringHTML(b, kv[i])
+		b = append(b, ':')
+		b = jsonw.StringHTML(b, kv[i+1])
+	}
+	rec.detail = append(b, '}')
+	return rec, nil
+}
+
 // AppendPrepared appends rec through q, as AppendAudit does.
 func AppendPrepared(ctx context.Context, q Querier, rec AuditRecord) error {
-	switch q.(type) {
-	case *DB, *sql.DB:
-		return AppendAudit(ctx, q, rec.e)
+	switch db := q.(type) {
+	case *DB:
+		return db.InTx(ctx, func(tx *sql.Tx) error { return rec.append(ctx, db.Tx(tx)) })
+	case *sql.DB:
+		return fmt.Errorf("audit %s: %w", rec.e.Event, ErrAuditNeedsTx)
 	}
 	return rec.append(ctx, q)
 }

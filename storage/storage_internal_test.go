@@ -3,10 +3,13 @@ package storage
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/metnos/gateway/internal/jsonw/jsonwtest"
 )
@@ -89,6 +92,51 @@ func TestMarshalDetail_AsMarshal(t *testing.T) {
 		want, _ := json.Marshal(d)
 		if err != nil || string(got) != string(want) {
 			t.Fatalf("marshalDetail(%q) = %s, %v; json.Marshal %s", d, got, err, want)
+		}
+	}
+}
+
+// TestPrepareAuditStrings_AsPrepareAudit: the pairs give the record the
+// map gives (the same detail bytes, agent and capability); keys out of
+// order, an odd count or no agent are refused.
+func TestPrepareAuditStrings_AsPrepareAudit(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for range 2000 {
+		kv := map[string]string{"agent": jsonwtest.RandomString(r) + "a", "capability": "fs:read"}
+		for range r.IntN(6) {
+			kv[jsonwtest.RandomString(r)] = jsonwtest.RandomString(r)
+		}
+		keys := slices.Sorted(maps.Keys(kv))
+		var pairs []string
+		detail := map[string]any{}
+		for _, k := range keys {
+			pairs = append(pairs, k, kv[k])
+			detail[k] = kv[k]
+		}
+		e := AuditEvent{At: time.Unix(1, 0), Actor: "agent:x", Event: AuditOutcome, RequestID: "r1"}
+		got, err := PrepareAuditStrings(e, pairs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Detail = detail
+		want, err := PrepareAudit(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got.detail) != string(want.detail) || got.agent != want.agent || got.capability != want.capability {
+			t.Fatalf("pairs %q: %s %q %q; map: %s %q %q", pairs, got.detail, got.agent, got.capability,
+				want.detail, want.agent, want.capability)
+		}
+	}
+	e := AuditEvent{Actor: "agent:x", Event: AuditOutcome}
+	for _, bad := range [][]string{
+		{"capability", "c", "agent", "a"},               // out of order
+		{"agent", "a", "capability"},                    // odd
+		{"capability", "c", "outcome", "allowed"},       // no agent
+		{"agent", "a", "agent", "b", "capability", "c"}, // repeated
+	} {
+		if _, err := PrepareAuditStrings(e, bad...); err == nil {
+			t.Errorf("PrepareAuditStrings(%q) took it", bad)
 		}
 	}
 }
