@@ -70,3 +70,40 @@ func TestGroupHead_CarriedOnlyAcrossOwnCommits(t *testing.T) {
 		t.Fatalf("chain has %d rows, want 9", v.Rows)
 	}
 }
+
+// TestVouched_ChainOfOwnCommits: a header moves without a query only
+// through the last ownCommitsKept recorded commits, each one's "after"
+// the next one's "before"; a commit not recorded (anyone else's) breaks
+// the chain, and so does a counter that moved by more than one.
+func TestVouched_ChainOfOwnCommits(t *testing.T) {
+	db := &DB{}
+	h := func(n uint32) walHeader {
+		var w walHeader
+		w[walChange] = n
+		w[4] = n * 7 // mxFrame, so headers differ beyond the counter
+		return w
+	}
+	for i := range uint32(20) {
+		db.vouchCommit(h(i), h(i+1))
+	}
+	for _, c := range []struct {
+		from, to uint32
+		want     bool
+	}{
+		{19, 20, true}, {10, 20, true}, {4, 20, true}, // the last 16 commits
+		{3, 20, false}, {0, 20, false}, // older ones were let go
+		{4, 12, true}, {20, 19, false}, {20, 20, false},
+	} {
+		if got := db.vouched(h(c.from), h(c.to)); got != c.want {
+			t.Errorf("vouched(%d, %d) = %v, want %v", c.from, c.to, got, c.want)
+		}
+	}
+	db.vouchCommit(h(21), h(22)) // 20 → 21 was someone else's
+	db.vouchCommit(h(22), h(24)) // the counter moved by two: not recorded
+	if db.vouched(h(20), h(22)) || db.vouched(h(22), h(24)) {
+		t.Error("a chain stepped over a commit that was not recorded")
+	}
+	if !db.vouched(h(21), h(22)) {
+		t.Error("the recorded commit after the gap is not vouched for")
+	}
+}

@@ -19,14 +19,14 @@ import "sync/atomic"
 // ownCommitsKept bounds the chain of recorded commits.
 const ownCommitsKept = 16
 
-// ownCommit is one recorded commit of the group writer.
+// ownCommit is one recorded commit of the group writer, in a chain from
+// the newest to older ones. The writer adds one node per commit (it used
+// to copy a slice of all of them) and cuts the chain past ownCommitsKept;
+// a reader walking it as it is cut stops short and fails closed.
 type ownCommit struct {
 	before, after walHeader
+	older         atomic.Pointer[ownCommit]
 }
-
-// ownCommits is the newest recorded commits, oldest first (immutable; the
-// writer replaces it).
-type ownCommits []ownCommit
 
 // walChange is the word of the header that holds iChange (byte 8).
 const walChange = 2
@@ -60,31 +60,26 @@ func (db *DB) vouchCommit(before, after walHeader) {
 	if after[walChange] != before[walChange]+1 {
 		return
 	}
-	old := db.own.Load()
-	var cur ownCommits
-	if old != nil {
-		cur = *old
+	c := &ownCommit{before: before, after: after}
+	c.older.Store(db.own.Load())
+	db.own.Store(c)
+	n := c
+	for i := 1; i < ownCommitsKept && n != nil; i++ {
+		n = n.older.Load()
 	}
-	next := make(ownCommits, 0, ownCommitsKept)
-	if len(cur) >= ownCommitsKept {
-		cur = cur[len(cur)-ownCommitsKept+1:]
+	if n != nil {
+		n.older.Store(nil)
 	}
-	next = append(append(next, cur...), ownCommit{before: before, after: after})
-	db.own.Store(&next)
 }
 
 // vouched says whether the header went from "from" to "to" through
 // recorded commits only.
 func (db *DB) vouched(from, to walHeader) bool {
-	p := db.own.Load()
-	if p == nil {
-		return false
-	}
-	cur := from
-	for _, c := range *p {
-		if c.before == cur {
-			cur = c.after
-			if cur == to {
+	cur := to
+	for c := db.own.Load(); c != nil; c = c.older.Load() {
+		if c.after == cur {
+			cur = c.before
+			if cur == from {
 				return true
 			}
 		}
@@ -95,5 +90,5 @@ func (db *DB) vouched(from, to walHeader) bool {
 // ownState is the DB's part of the above.
 type ownState struct {
 	wal atomic.Pointer[walIndex]
-	own atomic.Pointer[ownCommits]
+	own atomic.Pointer[ownCommit] // the newest recorded commit
 }
