@@ -346,8 +346,11 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		return s.repeated(sub, existing)
 	}
 	s.opts.Observer.Outcome(r.Capability, r.Outcome, r.Status)
-	s.log.Info("request", "request_id", r.ID, "agent", agent, "capability", r.Capability,
-		"outcome", r.Outcome, "status", r.Status)
+	// Plain strings: the named string types went through json.Marshal in
+	// the JSON handler, on every request.
+	s.log.LogAttrs(qctx, slog.LevelInfo, "request", slog.String("request_id", r.ID), slog.String("agent", agent),
+		slog.String("capability", r.Capability), slog.String("outcome", string(r.Outcome)),
+		slog.String("status", string(r.Status)))
 	if r.Status == StatusPending {
 		s.hub.publish(Event{Kind: EventRequired, Request: r})
 		s.wakeAll(r.Notify)
