@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync/atomic"
 )
@@ -103,6 +104,11 @@ func (db *DB) writeLoop() {
 	g := &db.group
 	for {
 		db.runBatches()
+		// Let the handlers that are ready to run queue their calls before
+		// the next group is taken: under load a group grew from about 4
+		// calls to about 5 (one commit's fixed cost shared by more), and
+		// with nothing else to run this returns at once.
+		runtime.Gosched()
 		if g.head.Load() == nil && !g.resume() {
 			return
 		}
