@@ -171,6 +171,11 @@ type Request struct {
 	RemindEvery   time.Duration `json:"-"`
 	// Rev counts the changes a card shows besides the status.
 	Rev int64 `json:"-"`
+
+	// traceJSON is Trace as JSON, when Submit encoded it for the row: the
+	// answer writes it again (AppendJSON) instead of encoding it twice.
+	// Nil elsewhere; Trace is never changed after Submit.
+	traceJSON []byte
 }
 
 // Approval is one person's decision counted on a request.

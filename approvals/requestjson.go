@@ -81,7 +81,11 @@ func (r Request) AppendJSON(b []byte) []byte {
 	b = jsonw.Key(b, "note", false)
 	b = jsonw.String(b, r.Note)
 	b = jsonw.Key(b, "trace", false)
-	b = policy.AppendTraceJSON(b, r.Trace)
+	if r.traceJSON != nil {
+		b = append(b, r.traceJSON...)
+	} else {
+		b = policy.AppendTraceJSON(b, r.Trace)
+	}
 	if len(r.Notify) > 0 {
 		b = jsonw.Key(b, "notify", false)
 		b = jsonw.Strings(b, r.Notify)

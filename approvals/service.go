@@ -287,6 +287,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		r.Status, r.DecidedBy, r.DecidedAt, r.ExpiresAt = StatusDenied, "policy", &now, now
 	}
 	r.Approvals = []Approval{}
+	r.traceJSON = encodeTrace(r.Trace) // for the row and, again, for the answer
 	// Everything the transaction writes is encoded before it: the group
 	// commit's writer holds the write lock while it runs.
 	row := requestRow(r)

@@ -74,7 +74,7 @@ func requestRowAs(r Request, full bool) requestInsert {
 	args := []any{
 		r.ID, r.CallID, r.Agent, string(r.Status), string(r.Outcome), r.Reason, nullStr(r.BlockedBy), nullBytes(vj),
 		r.Capability, r.Target, r.GrantTarget, r.Autonomy.String(), r.Channel, r.SenderID, r.Intent, r.Executor,
-		r.Summary, stringList(r.ArgKeys), traceJSON(r.Trace), stringList(r.Notify),
+		r.Summary, stringList(r.ArgKeys), r.traceText(), stringList(r.Notify),
 		r.CallbackURL, r.DecidedBy, nullTime(r.DecidedAt), storage.FormatTime(r.CreatedAt), storage.FormatTime(r.ExpiresAt),
 	}
 	if r.Decision == nil && r.GrantID == nil && r.Note == "" && r.GrantExpiresAt == nil && r.TokenID == "" &&
@@ -110,13 +110,21 @@ func jsonList[T any](s []T) string {
 	return jsonText(s)
 }
 
-// traceJSON is the stored JSON of a trace, in a buffer sized for it.
-func traceJSON(trace []policy.Step) string {
+// encodeTrace is the JSON of a trace, in a buffer sized for it.
+func encodeTrace(trace []policy.Step) []byte {
 	n := 2
 	for _, st := range trace {
 		n += len(st.Layer) + len(st.Outcome) + len(st.Detail) + 48
 	}
-	return string(policy.AppendTraceJSON(make([]byte, 0, n+n/8), trace))
+	return policy.AppendTraceJSON(make([]byte, 0, n+n/8), trace)
+}
+
+// traceText is r's trace as the row stores it.
+func (r *Request) traceText() string {
+	if r.traceJSON != nil {
+		return string(r.traceJSON)
+	}
+	return string(encodeTrace(r.Trace))
 }
 
 // stringList is jsonList for strings, without reflection.

@@ -91,3 +91,20 @@ func TestInsertRequestShort_SameRow(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendJSON_TraceEncodedOnce: a request whose trace Submit encoded
+// answers with the same bytes as one encoded from its Trace.
+func TestAppendJSON_TraceEncodedOnce(t *testing.T) {
+	r := Request{ID: "r1", Status: StatusAllowed, Trace: []policy.Step{
+		{Layer: "profile", Detail: `agent "a<b>": requested default`},
+		{Layer: "table", Outcome: policy.Allowed, Detail: "llm:local at Full"},
+	}}
+	cached := r
+	cached.traceJSON = encodeTrace(r.Trace)
+	if got, want := string(cached.AppendJSON(nil)), string(r.AppendJSON(nil)); got != want {
+		t.Fatalf("with the encoded trace:\n%s\nwithout:\n%s", got, want)
+	}
+	if got, want := cached.traceText(), string(policy.AppendTraceJSON(nil, r.Trace)); got != want {
+		t.Fatalf("stored trace %s, want %s", got, want)
+	}
+}
