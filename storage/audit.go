@@ -156,7 +156,6 @@ func PrepareAuditStrings(e AuditEvent, kv ...string) (AuditRecord, error) {
 		e.At = time.Now()
 	}
 	rec := AuditRecord{e: e}
-	size := 2
 	for i := 0; i < len(kv); i += 2 {
 		if i > 0 && kv[i-2] >= kv[i] {
 			return AuditRecord{}, fmt.Errorf("audit %s: detail keys out of order at %q", e.Event, kv[i])
@@ -167,22 +166,11 @@ func PrepareAuditStrings(e AuditEvent, kv ...string) (AuditRecord, error) {
 		case "capability":
 			rec.capability = kv[i+1]
 		}
-		size += len(kv[i]) + len(kv[i+1]) + 6
 	}
 	if rec.agent == "" || rec.capability == "" {
 		return AuditRecord{}, fmt.Errorf("audit %s: PrepareAuditStrings needs the agent and capability in the detail", e.Event)
 	}
-	b := make([]byte, 0, size+size/8)
-	b = append(b, '{')
-	for i := 0; i < len(kv); i += 2 {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = jsonw.StringHTML(b, kv[i])
-		b = append(b, ':')
-		b = jsonw.StringHTML(b, kv[i+1])
-	}
-	rec.detail = append(b, '}')
+	rec.detail = stringObject(kv)
 	return rec, nil
 }
 
@@ -265,29 +253,39 @@ func marshalDetail(detail map[string]any) ([]byte, error) {
 		return json.Marshal(detail)
 	}
 	n := 0
-	size := 2
 	for k, v := range detail {
-		s, ok := v.(string)
-		if !ok {
+		if _, ok := v.(string); !ok {
 			return json.Marshal(detail)
 		}
 		keys[n] = k
 		n++
-		size += len(k) + len(s) + 6
 	}
-	sorted := keys[:n]
-	slices.Sort(sorted)
+	slices.Sort(keys[:n])
+	var pairs [2 * len(keys)]string
+	for i, k := range keys[:n] {
+		pairs[2*i], pairs[2*i+1] = k, detail[k].(string)
+	}
+	return stringObject(pairs[:2*n]), nil
+}
+
+// stringObject is the JSON object of key, value pairs already in key
+// order, as json.Marshal writes a map of strings.
+func stringObject(kv []string) []byte {
+	size := 2
+	for _, s := range kv {
+		size += len(s) + 3
+	}
 	b := make([]byte, 0, size+size/8)
 	b = append(b, '{')
-	for i, k := range sorted {
+	for i := 0; i < len(kv); i += 2 {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = jsonw.StringHTML(b, k)
+		b = jsonw.StringHTML(b, kv[i])
 		b = append(b, ':')
-		b = jsonw.StringHTML(b, detail[k].(string))
+		b = jsonw.StringHTML(b, kv[i+1])
 	}
-	return append(b, '}'), nil
+	return append(b, '}')
 }
 
 // append inserts rec through q, a transaction.

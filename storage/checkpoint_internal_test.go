@@ -12,23 +12,38 @@ import (
 	"time"
 )
 
+// blobsDB opens a database with a blobs table and restartFrames set to
+// restart for the test; frames reads the WAL's frame count (mxFrame) from
+// the -shm file.
+func blobsDB(t *testing.T, restart int) (db *DB, frames func() uint32) {
+	t.Helper()
+	old := restartFrames
+	restartFrames = restart
+	t.Cleanup(func() { restartFrames = old })
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.ExecContext(context.Background(), `CREATE TABLE blobs (id INTEGER PRIMARY KEY, b TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	return db, func() uint32 {
+		shm, err := os.ReadFile(db.Path + "-shm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return binary.NativeEndian.Uint32(shm[16:])
+	}
+}
+
 // TestCheckpoints_RestartDespiteReaders: with readers always overlapping
 // (as under load), a PASSIVE checkpoint never lets the WAL start again;
 // once the WAL is past restartFrames a RESTART checkpoint does, and the
 // WAL's frame count falls back.
 func TestCheckpoints_RestartDespiteReaders(t *testing.T) {
-	old := restartFrames
-	restartFrames = 1000
-	t.Cleanup(func() { restartFrames = old })
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "c.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, `CREATE TABLE blobs (id INTEGER PRIMARY KEY, b TEXT NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
+	db, frames := blobsDB(t, 1000)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 3 { // readers, one always in a read transaction
@@ -51,13 +66,6 @@ func TestCheckpoints_RestartDespiteReaders(t *testing.T) {
 		})
 	}
 	defer func() { close(stop); wg.Wait() }()
-	frames := func() uint32 {
-		shm, err := os.ReadFile(db.Path + "-shm")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return binary.NativeEndian.Uint32(shm[16:])
-	}
 	row := strings.Repeat("x", 4<<10)
 	var most uint32
 	deadline := time.Now().Add(10 * time.Second)
@@ -88,25 +96,8 @@ func TestCheckpoints_RestartDespiteReaders(t *testing.T) {
 // slot, copies the WAL to its end, and SQLite starts it again from the top
 // well before it is long enough for a RESTART (turned off here).
 func TestCheckpoints_StartAgainUnderSteadyWrites(t *testing.T) {
-	old := restartFrames
-	restartFrames = 1 << 30
-	t.Cleanup(func() { restartFrames = old })
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "c.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, `CREATE TABLE blobs (id INTEGER PRIMARY KEY, b TEXT NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	frames := func() uint32 {
-		shm, err := os.ReadFile(db.Path + "-shm")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return binary.NativeEndian.Uint32(shm[16:])
-	}
+	db, frames := blobsDB(t, 1<<30)
 	row := strings.Repeat("x", 2<<10)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
