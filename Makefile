@@ -45,7 +45,8 @@ FUZZ_TARGETS := \
 	./policy:FuzzWildcard \
 	./vaglio:FuzzGuard \
 	./hooks:FuzzMap \
-	./hooks:FuzzAdapters
+	./hooks:FuzzAdapters \
+	./internal/shell:FuzzBashDifferential
 FUZZTIME  ?= 30s
 FUZZFLAGS ?= -parallel=1
 
