@@ -259,6 +259,9 @@ type Agent struct {
 	// use; DenyCapabilities are never allowed. Exact registry names only.
 	AllowCapabilities []string
 	DenyCapabilities  []string
+	// Mode is "ask" (a person is asked: the default) or "restrict" (what a
+	// person would be asked about is denied at once).
+	Mode policy.Mode
 	// Principals lists, as "channel:sender_id", the people besides its
 	// default principal that a non-admin agent may act for (and so use the
 	// grants of). Admin agents may name any principal.
@@ -267,7 +270,8 @@ type Agent struct {
 
 // Profile is the agent's restrictive profile for policy decisions.
 func (a Agent) Profile() policy.Profile {
-	return policy.Profile{Agent: a.ID, Ceiling: a.Autonomy, Allow: a.AllowCapabilities, Deny: a.DenyCapabilities}
+	return policy.Profile{Agent: a.ID, Ceiling: a.Autonomy, Allow: a.AllowCapabilities, Deny: a.DenyCapabilities,
+		Mode: a.Mode}
 }
 
 // PolicyRules returns the [[policy.rules]] as policy rules, in file order.
@@ -317,6 +321,7 @@ func NewAgent(id string) Agent {
 		Channel:   "web",
 		SenderID:  "owner",
 		Notify:    []string{NotifyWeb},
+		Mode:      policy.ModeAsk,
 		Rate:      "60/m",
 		RateCount: 60,
 		RatePer:   time.Minute,

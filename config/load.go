@@ -218,6 +218,7 @@ type (
 		AllowCapabilities []string  `toml:"allow_capabilities"`
 		DenyCapabilities  []string  `toml:"deny_capabilities"`
 		Principals        []string  `toml:"principals"`
+		Mode              *string   `toml:"mode"`
 	}
 	fileWeb struct {
 		AdminTokenEnv *string `toml:"admin_token_env"`
@@ -336,6 +337,13 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 		a.AllowCapabilities = fa.AllowCapabilities
 		a.DenyCapabilities = fa.DenyCapabilities
 		a.Principals = fa.Principals
+		if fa.Mode != nil {
+			if m, err := policy.ParseMode(*fa.Mode); err != nil {
+				p.wrap(fmt.Sprintf("agents[%d].mode", i), err)
+			} else {
+				a.Mode = m
+			}
+		}
 		cfg.Agents = append(cfg.Agents, a)
 	}
 	if s := f.Web; s != nil {

@@ -31,6 +31,7 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
+		"mode":         a.Profile().Mode,
 		"capabilities": policy.Capabilities(rules, a.Profile(), a.Channel, a.SenderID, include),
 	})
 }

@@ -74,6 +74,13 @@ func (g *routesGW) Write(p []byte) (int, error) {
 
 func newRoutesGW(t *testing.T, routes ...config.Route) *routesGW {
 	t.Helper()
+	return newChatGW(t, func(cfg *config.Config) { cfg.Approvals.Routes = routes })
+}
+
+// newChatGW starts a gateway with Telegram and Slack against their fakes,
+// its config (agent "a1", admin "boss") changed by edit before validation.
+func newChatGW(t *testing.T, edit func(*config.Config)) *routesGW {
+	t.Helper()
 	g := &routesGW{t: t, tg: telegramtest.New(t, telegramtest.Options{}), sl: slacktest.New(slacktest.Options{BotToken: rtSlackToken}),
 		hc: &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}, logs: &bytes.Buffer{}}
 	dir := t.TempDir()
@@ -89,7 +96,7 @@ func newRoutesGW(t *testing.T, routes ...config.Route) *routesGW {
 		Approvers: []int64{rtRoberto.ID}, APIEndpoint: g.tg.Endpoint()}
 	cfg.Slack = config.Slack{BotTokenEnv: "SLACK_BOT_TOKEN", BotToken: rtSlackToken, SigningSecretEnv: "SLACK_SIGNING_SECRET",
 		SigningSecret: rtSlackSecret, ChannelID: rtSlackChan, Approvers: []string{rtSlackOp}, APIURL: g.sl.APIURL()}
-	cfg.Approvals.Routes = routes
+	edit(&cfg)
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
 	}

@@ -14,7 +14,9 @@ import (
 // rules scoped to the agent still apply).
 func (a *Agent) Profile() policy.Profile {
 	if a.Child != nil {
-		return a.Child.Profile.Profile(a.ID, a.Child.Label())
+		p := a.Child.Profile.Profile(a.ID, a.Child.Label())
+		p.Mode = a.Mode // a child token runs in its agent's mode
+		return p
 	}
 	return a.Agent.Profile()
 }

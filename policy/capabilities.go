@@ -23,7 +23,8 @@ func capabilityWide(r Rule) bool { return strings.Trim(strings.TrimSpace(r.Targe
 // Capabilities says, for every capability of the registry in registry
 // order, what the table says at the profile's ceiling after the profile
 // (allow and deny lists) and any capability-wide block rule (target "*")
-// that applies to the agent and its principal (channel, sender). Denied
+// that applies to the agent and its principal (channel, sender), and the
+// agent's mode (restrict: denied where a person would be asked). Denied
 // capabilities are left out unless includeBlocked.
 func Capabilities(rules []Rule, p Profile, channel, sender string, includeBlocked bool) []CapabilityOutcome {
 	out := []CapabilityOutcome{}
@@ -42,6 +43,7 @@ func Capabilities(rules []Rule, p Profile, channel, sender string, includeBlocke
 				}
 			}
 		}
+		o = p.Mode.Apply(o)
 		if o == Denied && !includeBlocked {
 			continue
 		}

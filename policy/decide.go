@@ -45,6 +45,9 @@ type Profile struct {
 	// Token names the child token the request came with ("" for the
 	// agent's own token): for traces.
 	Token string
+	// Mode is the agent's: in ModeRestrict what a person would be asked
+	// about is denied at once ("" = ModeAsk).
+	Mode Mode
 }
 
 // Permits reports whether the profile lets a capability through at all
@@ -281,6 +284,10 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 		}
 	}
 	step("combine", dec.Outcome, dec.Reason)
+	if dec.Outcome == ApprovalRequired && in.Profile.Mode.Restricts() {
+		step("mode", Denied, "restrict: no person is asked")
+		return deny(BlockedByPolicy, RestrictReason), nil
+	}
 
 	// Step 6: vaglio on anything not denied.
 	if d.Vaglio != nil {

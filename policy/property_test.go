@@ -176,6 +176,9 @@ func (g gen) input() policy.Input {
 		SenderID:   p.SenderID,
 		DryRun:     g.chance(0.5),
 	}
+	if g.chance(0.3) {
+		in.Profile.Mode = policy.ModeRestrict
+	}
 	if g.chance(0.1) {
 		in.Profile.Allow = g.subset(allNames)
 	}
@@ -256,10 +259,19 @@ func refFirstMatches(n policy.Normalizer, rules []policy.Rule, c policy.Capabili
 	return user, org
 }
 
-// reference is SPEC §4 steps 1–5 written out independently of Decide. It
-// returns the expected outcome, the grant that should decide it (0 if none),
-// and whether the request is invalid.
+// reference is SPEC §4 steps 1–5 written out independently of Decide, and
+// then the agent's mode: restrict denies what a person would be asked
+// about. It returns the expected outcome, the grant that should decide it
+// (0 if none), and whether the request is invalid.
 func reference(n policy.Normalizer, rules []policy.Rule, grants []refGrant, in policy.Input) (policy.Outcome, int64, bool) {
+	o, grant, invalid := referenceAsk(n, rules, grants, in)
+	if o == policy.ApprovalRequired && in.Profile.Mode == policy.ModeRestrict {
+		return policy.Denied, 0, false
+	}
+	return o, grant, invalid
+}
+
+func referenceAsk(n policy.Normalizer, rules []policy.Rule, grants []refGrant, in policy.Input) (policy.Outcome, int64, bool) {
 	c, err := policy.Lookup(in.Capability)
 	if err != nil || in.Target == "" && c.TargetKind != policy.KindNone {
 		return "", 0, true
@@ -368,7 +380,7 @@ func describe(rules []policy.Rule, grants []refGrant, in policy.Input) string {
 	b.WriteString("\ninput: ")
 	b.WriteString(strconv.Quote(in.Capability) + " " + strconv.Quote(in.Target) + " requested=" + in.Requested.String() +
 		" ceiling=" + in.Profile.Ceiling.String() + " agent=" + in.Profile.Agent + " principal=" + in.Channel + "/" + in.SenderID +
-		" allow=" + strings.Join(in.Profile.Allow, ",") + " deny=" + strings.Join(in.Profile.Deny, ","))
+		" mode=" + string(in.Profile.Mode) + " allow=" + strings.Join(in.Profile.Allow, ",") + " deny=" + strings.Join(in.Profile.Deny, ","))
 	for _, r := range rules {
 		b.WriteString("\nrule: " + r.Capability + " " + strconv.Quote(r.Target) + " " + string(r.Action) +
 			" sender=" + r.SenderID + " agent=" + r.Agent + " channel=" + r.Channel)
