@@ -117,7 +117,7 @@ func TestReplicas_EventsOnAnotherReplica(t *testing.T) {
 		}
 	}
 	next(approvals.EventRequired)
-	if _, err := b.svc.Cancel(context.Background(), r.ID, profile.Agent); err != nil {
+	if _, err := b.svc.Cancel(context.Background(), r.ID, profile.Agent, ""); err != nil {
 		t.Fatal(err)
 	}
 	next(approvals.EventResolved)

@@ -213,7 +213,11 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	// repeat (ON CONFLICT), and Refund gives the token back. Otherwise a
 	// repeat is found before Admit runs, as it must take nothing.
 	lookupLater := sub.CallID != "" && sub.Admit != nil && sub.Refund != nil
-	if sub.CallID != "" && !lookupLater {
+	if sub.CallID != "" && !s.profileAdmits(sub) {
+		// The caller's own profile refuses it: decided (denied) afresh,
+		// never answered from an earlier request, whatever its call_id.
+		lookupLater = false
+	} else if sub.CallID != "" && !lookupLater {
 		if r, found, err := s.earlier(qctx, sub); found || err != nil {
 			return r, false, err
 		}
@@ -340,7 +344,12 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		if admitted {
 			sub.Refund()
 		}
-		existing, err := getByCallID(qctx, s.db, agent, sub.CallID)
+		if !s.profileAdmits(sub) {
+			// Its profile refuses what the earlier request was for (a
+			// changed config): the earlier answer is not given again.
+			return Request{}, false, invalidf("call_id", "%q names an earlier request that this caller's profile does not permit", sub.CallID)
+		}
+		existing, err := getByCallID(qctx, s.db, agent, sub.TokenID, sub.CallID)
 		if err != nil {
 			return Request{}, false, err
 		}
@@ -365,17 +374,29 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	return r, true, nil
 }
 
+// profileAdmits says whether the caller's own profile (a child token's
+// narrowed one) lets sub's capability and target through at all. A
+// submission it refuses is decided again, and so denied, even when its
+// call_id repeats an earlier one.
+func (s *Service) profileAdmits(sub Submission) bool {
+	c, err := policy.Lookup(sub.Capability)
+	if err != nil {
+		return false
+	}
+	return sub.Profile.Permits(c.Name) && sub.Profile.PermitsTarget(s.grants.Normalizer(), c, sub.Target)
+}
+
 // earlier answers sub from the agent's earlier request under its call_id,
 // if there is one (found): that request, or a *CallIDConflictError when
 // sub asks for something else (see repeated).
 func (s *Service) earlier(ctx context.Context, sub Submission) (r Request, found bool, err error) {
 	// Asking first whether it is taken is a fraction of the cost of
 	// reading the whole request.
-	taken, err := callIDTaken(ctx, s.db, sub.Profile.Agent, sub.CallID)
+	taken, err := callIDTaken(ctx, s.db, sub.Profile.Agent, sub.TokenID, sub.CallID)
 	if err != nil || !taken {
 		return Request{}, false, err
 	}
-	prev, err := getByCallID(ctx, s.db, sub.Profile.Agent, sub.CallID)
+	prev, err := getByCallID(ctx, s.db, sub.Profile.Agent, sub.TokenID, sub.CallID)
 	if errors.Is(err, ErrNotFound) {
 		return Request{}, false, nil
 	}
@@ -646,7 +667,7 @@ func grantedBy(as []Approval) string {
 }
 
 // Cancel withdraws a pending request on behalf of its agent.
-func (s *Service) Cancel(ctx context.Context, id, agent string) (Request, error) {
+func (s *Service) Cancel(ctx context.Context, id, agent, tokenID string) (Request, error) {
 	now := s.now().UTC().Truncate(time.Microsecond)
 	var r Request
 	err := s.db.InTx(ctx, func(sqltx *sql.Tx) error {
@@ -658,7 +679,11 @@ func (s *Service) Cancel(ctx context.Context, id, agent string) (Request, error)
 		if r.Status.Finished() {
 			return &AlreadyDecidedError{Request: r}
 		}
-		return s.finishTx(ctx, tx, &r, StatusCancelled, nil, "agent:"+agent, now, storage.AuditCancelled, nil)
+		var extra map[string]any
+		if tokenID != "" {
+			extra = map[string]any{"token_id": tokenID} // on whose behalf: a child token
+		}
+		return s.finishTx(ctx, tx, &r, StatusCancelled, nil, "agent:"+agent, now, storage.AuditCancelled, extra)
 	})
 	if err != nil {
 		return Request{}, fmt.Errorf("cancel request %s: %w", id, err)

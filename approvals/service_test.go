@@ -212,7 +212,7 @@ func TestDecide_RacesCancelAndExpiry(t *testing.T) {
 				case 0:
 					_, err = f.svc.Decide(context.Background(), r.ID, approvals.AllowOnce, approvals.Actor{Channel: "api", ID: "x"})
 				case 1:
-					_, err = f.svc.Cancel(context.Background(), r.ID, "a1")
+					_, err = f.svc.Cancel(context.Background(), r.ID, "a1", "")
 				default:
 					_, err = f.svc.ExpireDue(context.Background())
 					if err == nil {

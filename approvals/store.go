@@ -30,7 +30,7 @@ decision, grant_id, note, grant_expires_at, token_id, token_name, quorum, approv
 escalate_after_ms, escalate_to, escalated_at, remind_every_ms, escalate_at, remind_at)
 VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,
 $32,$33,$34,$35,$36,$37,$38,$39,$40,$41)
-ON CONFLICT (agent, call_id) DO NOTHING`
+ON CONFLICT (agent, COALESCE(token_id, ''), call_id) DO NOTHING`
 
 // insertRequestShort is insertRequest without the columns that a request
 // with no route, grant, token or decision of a person leaves at their
@@ -41,7 +41,7 @@ const insertRequestShort = `INSERT INTO requests (id, call_id, agent, status, ou
 capability, target, grant_target, autonomy, channel, sender_id, intent, executor, summary, arg_keys,
 trace, notify, callback_url, decided_by, decided_at, created_at, expires_at)
 VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25)
-ON CONFLICT (agent, call_id) DO NOTHING`
+ON CONFLICT (agent, COALESCE(token_id, ''), call_id) DO NOTHING`
 
 // requestInsert is a request's INSERT statement and its arguments.
 type requestInsert struct {
@@ -151,18 +151,22 @@ func getRequest(ctx context.Context, q storage.Querier, id string) (Request, err
 	return r, nil
 }
 
-func getByCallID(ctx context.Context, q storage.Querier, agent, callID string) (Request, error) {
-	r, err := scanRequest(q.QueryRowContext(ctx, `SELECT `+requestColumns+` FROM requests WHERE agent = $1 AND call_id = $2`, agent, callID))
+func getByCallID(ctx context.Context, q storage.Querier, agent, tokenID, callID string) (Request, error) {
+	r, err := scanRequest(q.QueryRowContext(ctx, `SELECT `+requestColumns+` FROM requests
+		WHERE agent = $1 AND COALESCE(token_id, '') = $2 AND call_id = $3`, agent, tokenID, callID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Request{}, ErrNotFound
 	}
 	return r, err
 }
 
-// callIDTaken says whether agent has a request under callID.
-func callIDTaken(ctx context.Context, q storage.Querier, agent, callID string) (bool, error) {
+// callIDTaken says whether agent, with child token tokenID ("" for its
+// own token), has a request under callID. A call_id is scoped to the token
+// that sent it: a child never reaches its parent's or a sibling's request.
+func callIDTaken(ctx context.Context, q storage.Querier, agent, tokenID, callID string) (bool, error) {
 	var one int
-	err := q.QueryRowContext(ctx, `SELECT 1 FROM requests WHERE agent = $1 AND call_id = $2`, agent, callID).Scan(&one)
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM requests WHERE agent = $1 AND COALESCE(token_id, '') = $2 AND call_id = $3`,
+		agent, tokenID, callID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}

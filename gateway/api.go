@@ -127,9 +127,12 @@ func (s *Server) submit(ctx context.Context, a *Agent, sub approvals.Submission)
 	var limited *rateLimitError
 	if errors.As(err, &limited) {
 		s.metrics.rateLimited.WithLabelValues(a.ID, limited.capability).Inc()
+		detail := map[string]any{"capability": limited.capability, "rate": a.Rate}
+		if a.Child != nil {
+			detail["token_id"] = a.Child.ID
+		}
 		_ = storage.AppendAudit(ctx, s.svc.DB(), storage.AuditEvent{
-			At: s.now(), Actor: "agent:" + a.ID, Event: storage.AuditRateLimited,
-			Detail: map[string]any{"capability": limited.capability, "rate": a.Rate},
+			At: s.now(), Actor: "agent:" + a.ID, Event: storage.AuditRateLimited, Detail: detail,
 		})
 	}
 	return req, err
@@ -176,11 +179,17 @@ func (s *Server) createRequest(w http.ResponseWriter, r *http.Request) {
 func (s *Server) answerRequest(w http.ResponseWriter, r *http.Request, req approvals.Request, wait time.Duration) {
 	if !req.Status.Finished() && wait > 0 {
 		ctx, stop := s.untilShutdown(r.Context())
+		ctx, revoked, stopWatch := s.untilTokenGone(ctx, agentFrom(r))
 		got, err := s.svc.Wait(ctx, req.ID, wait)
+		gone := revoked()
+		stopWatch()
 		stop()
 		switch {
 		case err == nil:
 			req = got
+		case gone:
+			writeError(w, http.StatusUnauthorized, "token_revoked", "the token was revoked or has expired")
+			return
 		case r.Context().Err() == nil && ctx.Err() != nil: // shutting down: answer what we have
 		default:
 			s.errorResponse(w, r, err)
@@ -194,13 +203,16 @@ func (s *Server) answerRequest(w http.ResponseWriter, r *http.Request, req appro
 	writeRequest(w, status, &req)
 }
 
-// ownRequest loads a request the calling agent may see: its own, or any
-// for an admin. Another agent's request is "not found": an agent never
-// learns that it exists.
+// ownRequest loads a request the caller may see (see sees): an agent's,
+// any for an admin, a child token's own or its descendants'. Another's
+// request is "not found": the caller never learns that it exists.
 func (s *Server) ownRequest(w http.ResponseWriter, r *http.Request) (approvals.Request, bool) {
 	req, err := s.svc.Get(r.Context(), r.PathValue("id"))
-	if err == nil && req.Agent != agentFrom(r).ID && !agentFrom(r).Admin {
-		err = approvals.ErrNotFound
+	if err == nil {
+		var ok bool
+		if ok, err = s.sees(r.Context(), agentFrom(r), req); err == nil && !ok {
+			err = approvals.ErrNotFound
+		}
 	}
 	if err != nil {
 		s.errorResponse(w, r, err)
@@ -227,7 +239,7 @@ func (s *Server) cancelRequest(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req, err := s.svc.Cancel(r.Context(), req.ID, agentFrom(r).ID)
+	req, err := s.svc.Cancel(r.Context(), req.ID, agentFrom(r).ID, agentFrom(r).tokenID())
 	if err != nil {
 		s.errorResponse(w, r, err)
 		return

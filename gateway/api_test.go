@@ -55,9 +55,10 @@ func (c *testClock) Add(d time.Duration) {
 
 // e2eOptions shapes one gateway under test.
 type e2eOptions struct {
-	path   string     // database file; "" = a new one in t.TempDir()
-	clock  *testClock // nil = the real clock
-	mutate func(cfg *config.Config)
+	path    string     // database file; "" = a new one in t.TempDir()
+	clock   *testClock // nil = the real clock
+	mutate  func(cfg *config.Config)
+	recheck time.Duration // AppOptions.TokenRecheck
 }
 
 // e2eGateway is a whole gateway serving on a real loopback listener.
@@ -132,7 +133,7 @@ func startE2E(tb testing.TB, o e2eOptions) *e2eGateway {
 		now = o.clock.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	app, err := gateway.NewApp(ctx, cfg, gateway.AppOptions{Now: now, Home: dir})
+	app, err := gateway.NewApp(ctx, cfg, gateway.AppOptions{Now: now, Home: dir, TokenRecheck: o.recheck})
 	if err != nil {
 		cancel()
 		tb.Fatalf("NewApp: %v", err)

@@ -40,6 +40,9 @@ type AppOptions struct {
 	// LeaderRetry is how often a replica on PostgreSQL that does not lead
 	// tries to take over (default 2 s): a dead leader is replaced within it.
 	LeaderRetry time.Duration
+	// TokenRecheck is how often open connections of child tokens read
+	// theirs again (default 15 s, the SSE heartbeat).
+	TokenRecheck time.Duration
 }
 
 // App is a whole gateway: database, policy, approvals, server, messengers.
@@ -94,6 +97,9 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 	})
 	srv = NewServer(cfg, Options{Service: a.Service, Decider: decider, Rules: rules,
 		Tokens: policy.NewTokenStore(db, norm, o.Now), Metrics: metrics, Logger: o.Logger, Now: o.Now})
+	if o.TokenRecheck > 0 {
+		srv.recheck = o.TokenRecheck
+	}
 	a.Server = srv
 	for _, f := range o.Messengers {
 		m, err := f(a.Service, srv)
@@ -139,7 +145,12 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = a.DB.Listen(bg, a.log, func(msg string) { a.Service.Notice(bg, msg) })
+		_ = a.DB.Listen(bg, a.log, func(msg string) {
+			a.Service.Notice(bg, msg)
+			if a.Server.tokens != nil {
+				a.Server.tokens.Heard(msg) // a revoke on another replica closes streams here
+			}
+		})
 	}()
 	// The leader only (on SQLite, this process from the start): see lead.
 	wg.Add(1)

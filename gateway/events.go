@@ -55,7 +55,9 @@ func eventData(e approvals.Event) any {
 }
 
 // events streams this agent's approval_required and approval_resolved
-// events (an admin's stream carries every agent's).
+// events (an admin's stream carries every agent's, a child token's only
+// its own and its descendants'). A child token's stream ends with
+// "event: revoked" once the token is revoked or expired (see tokenGone).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	a := agentFrom(r)
 	flusher, ok := w.(http.Flusher)
@@ -68,6 +70,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		scope = ""
 	}
 	ch := s.svc.Subscribe(r.Context(), scope)
+	gone := s.tokenGone(r.Context(), a)
+	// A child token's stream carries its own requests and its
+	// descendants' only; what each token id is to it is asked once.
+	covers := map[string]bool{}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -85,9 +91,29 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-tick.C:
 			fmt.Fprint(w, ": ping\n\n")
 			flusher.Flush()
+		case <-gone:
+			// The token was revoked or expired: the stream ends with a
+			// word the client can tell from a dropped connection.
+			fmt.Fprint(w, "event: revoked\ndata: {\"reason\":\"the token was revoked or has expired\"}\n\n")
+			flusher.Flush()
+			return
 		case e, open := <-ch:
 			if !open {
 				return // fell behind: the client reconnects
+			}
+			if a.Child != nil {
+				tid := e.Request.TokenID
+				ok, seen := covers[tid]
+				if !seen {
+					var err error
+					if ok, err = s.sees(r.Context(), a, e.Request); err != nil {
+						return // the client reconnects
+					}
+					covers[tid] = ok
+				}
+				if !ok {
+					continue
+				}
 			}
 			b, _ := json.Marshal(eventData(e))
 			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.Kind, b)

@@ -88,8 +88,11 @@ func (s *Server) hookAnswer(w http.ResponseWriter, r *http.Request, conflict **a
 	}
 
 	// Wait for a person, but not past a shutdown: the answer is ask then.
+	// A revoked child token's wait ends too (and its request is withdrawn).
 	ctx, stop := s.untilShutdown(r.Context())
+	ctx, _, stopWatch := s.untilTokenGone(ctx, a)
 	got, err := s.svc.Wait(ctx, req.ID, wait)
+	stopWatch()
 	stop()
 	if err == nil && got.Status.Finished() {
 		return hooks.Decide(hookResult(got))
@@ -98,7 +101,7 @@ func (s *Server) hookAnswer(w http.ResponseWriter, r *http.Request, conflict **a
 	// request so its cards stop asking, and let the local prompt decide.
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
 	defer ccancel()
-	got, cerr := s.svc.Cancel(cctx, req.ID, a.ID)
+	got, cerr := s.svc.Cancel(cctx, req.ID, a.ID, a.tokenID())
 	var already *approvals.AlreadyDecidedError
 	if errors.As(cerr, &already) {
 		return hooks.Decide(hookResult(already.Request)) // decided in the last instant

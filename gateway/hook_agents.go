@@ -148,7 +148,7 @@ func (s *Server) askAll(ctx context.Context, a *Agent, calls []hooks.Call, wait 
 func (s *Server) withdraw(ctx context.Context, a *Agent, req approvals.Request) (v hooks.Verdict, decided bool) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	_, err := s.svc.Cancel(cctx, req.ID, a.ID)
+	_, err := s.svc.Cancel(cctx, req.ID, a.ID, a.tokenID())
 	var already *approvals.AlreadyDecidedError
 	if errors.As(err, &already) {
 		return hooks.VerdictOf(hooks.Decide(hookResult(already.Request))), true

@@ -55,7 +55,24 @@ func (s *Server) mcpHandler(api http.Handler) http.Handler {
 		}
 		return ""
 	}
-	return mcpserver.HTTPHandler(s.mcp, verify, s.log)
+	return s.endOnRevoke(mcpserver.HTTPHandler(s.mcp, verify, s.log))
+}
+
+// endOnRevoke ends an MCP HTTP exchange made with a child token (a tool
+// call's wait, the session's open stream) once the token is revoked or
+// expired (see tokenGone); the next call is refused 401.
+func (s *Server) endOnRevoke(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := bearer(r)
+		if s.AgentByToken(tok) == nil {
+			if a, err := s.childAgent(r.Context(), tok); err == nil && a != nil {
+				ctx, _, stop := s.untilTokenGone(r.Context(), a)
+				defer stop()
+				r = r.WithContext(ctx)
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // DrainMCP waits until the MCP tool calls in flight have ended (after

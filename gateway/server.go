@@ -57,6 +57,7 @@ type Server struct {
 	leader   atomic.Bool   // this replica runs the leader's work (see App.lead)
 	mcp      *mcp.Server   // the MCP tools at /mcp (set by routes)
 	mcpCalls sync.WaitGroup
+	recheck  time.Duration // how often open connections of child tokens read theirs again (tokenRecheck)
 }
 
 type route struct {
@@ -88,7 +89,7 @@ func NewServer(cfg config.Config, o Options) *Server {
 	}
 	s := &Server{
 		cfg: cfg, svc: o.Service, grants: o.Service.Grants(), decider: o.Decider, rules: o.Rules, tokens: o.Tokens, metrics: o.Metrics,
-		log: o.Logger, now: o.Now, limiter: newLimiter(o.Now), shutdown: make(chan struct{}),
+		log: o.Logger, now: o.Now, limiter: newLimiter(o.Now), shutdown: make(chan struct{}), recheck: tokenRecheck,
 	}
 	for _, a := range cfg.Agents {
 		s.agents = append(s.agents, &Agent{Agent: a, tokenHash: sha256.Sum256([]byte(a.Token))})

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -19,6 +20,30 @@ func (a *Agent) Profile() policy.Profile {
 		return p
 	}
 	return a.Agent.Profile()
+}
+
+// tokenID is the child token's id, "" for the agent's own token: audit
+// rows written on a token's behalf carry it.
+func (a *Agent) tokenID() string {
+	if a.Child != nil {
+		return a.Child.ID
+	}
+	return ""
+}
+
+// sees says whether the caller may read, wait on, stream or cancel req:
+// an admin any; the agent's own token every request of the agent; a child
+// token only its own requests and its descendants'.
+func (s *Server) sees(ctx context.Context, a *Agent, req approvals.Request) (bool, error) {
+	switch {
+	case a.Admin:
+		return true, nil
+	case req.Agent != a.ID:
+		return false, nil
+	case a.Child == nil:
+		return true, nil
+	}
+	return s.tokens.Covers(ctx, a.Child, req.TokenID)
 }
 
 // caller is the agent as the token store sees it: making, listing or

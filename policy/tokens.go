@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/metnos/gateway/storage"
@@ -72,14 +73,56 @@ type TokenStore struct {
 	db   *storage.DB
 	norm Normalizer
 	now  func() time.Time
+	// mu guards revoked, closed (and replaced) on every revoke made or
+	// heard of: open streams of child tokens re-check theirs at once.
+	mu      sync.Mutex
+	revoked chan struct{}
 }
+
+// NoticeTokensRevoked is the change notice (storage.DB.Notify) a revoke
+// sends to the other replicas; their Listen hands it to Heard.
+const NoticeTokensRevoked = "tokens revoked"
 
 // NewTokenStore returns a store over db.
 func NewTokenStore(db *storage.DB, norm Normalizer, now func() time.Time) *TokenStore {
 	if now == nil {
 		now = time.Now
 	}
-	return &TokenStore{db: db, norm: norm, now: now}
+	return &TokenStore{db: db, norm: norm, now: now, revoked: make(chan struct{})}
+}
+
+// Revoked returns a channel closed at the next revoke on this replica, or
+// heard of from another (see Heard): a holder of an open connection then
+// asks Alive again.
+func (s *TokenStore) Revoked() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.revoked
+}
+
+// Heard handles a change notice from another replica: NoticeTokensRevoked
+// (or "", notices may have been missed) wakes every Revoked watcher.
+func (s *TokenStore) Heard(msg string) {
+	if msg == "" || msg == NoticeTokensRevoked {
+		s.wake()
+	}
+}
+
+func (s *TokenStore) wake() {
+	s.mu.Lock()
+	close(s.revoked)
+	s.revoked = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// Alive says whether t and all its ancestors are still neither revoked
+// nor expired, read from the database now.
+func (s *TokenStore) Alive(ctx context.Context, t *Token) (bool, error) {
+	err := s.checkChain(ctx, s.db, t.Agent, t.path, s.now())
+	if errors.Is(err, ErrTokenRevoked) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 func hashToken(tok string) string {
@@ -214,6 +257,27 @@ func (s *TokenStore) Authenticate(ctx context.Context, tok string) (*Token, erro
 	return &t, nil
 }
 
+// Covers says whether the token with id tokenID is t or one of its
+// descendants ("" is the agent's own token: never). A request made with
+// such a token is t's to see, wait on and cancel.
+func (s *TokenStore) Covers(ctx context.Context, t *Token, tokenID string) (bool, error) {
+	if tokenID == "" {
+		return false, nil
+	}
+	if tokenID == t.ID {
+		return true, nil
+	}
+	var path string
+	err := s.db.QueryRowContext(ctx, `SELECT path FROM agent_tokens WHERE id = $1 AND agent = $2`, tokenID, t.Agent).Scan(&path)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("token %s: %w", tokenID, err)
+	}
+	return strings.HasPrefix(path, t.path), nil
+}
+
 // Consume counts one request against the token and every ancestor with a
 // max_requests, all or none: ErrTokenExhausted when any has made its
 // number.
@@ -290,8 +354,14 @@ func (s *TokenStore) Revoke(ctx context.Context, c Caller, admin bool, id, by st
 		if n, err = res.RowsAffected(); err != nil {
 			return err
 		}
+		if err := s.db.Notify(ctx, tx, NoticeTokensRevoked); err != nil {
+			return err
+		}
 		return storage.AppendAudit(ctx, tx, storage.AuditEvent{At: now, Actor: by, Event: storage.AuditTokenRevoked,
 			Detail: map[string]any{"token_id": id, "agent": t.Agent, "revoked": n}})
 	})
+	if err == nil {
+		s.wake()
+	}
 	return int(n), err
 }
