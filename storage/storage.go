@@ -100,9 +100,44 @@ type DB struct {
 	// it; only the holder of the write slot touches it (see tryGroup).
 	groupHead groupHead
 
+	// Outage logs an outage of the database once when it starts and once
+	// when it ends (see Outage).
+	Outage Outage
+
 	stmtMu  sync.RWMutex
 	stmts   map[string]*sql.Stmt
 	warming sync.Map // queries of transactions being (or once) prepared in the background
+	// background runs those preparations; Close waits for them, so no
+	// connection outlives it (see background).
+	background background
+}
+
+// background runs the DB's short-lived goroutines and lets Close wait for
+// them. A statement prepared in the background holds a connection; one
+// still running when Close returned closed that connection later, and the
+// last connection to close is the one that checkpoints and removes the
+// WAL: `gateway migrate` wrote into its directory after it had returned.
+type background struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// goRun runs f on a goroutine of its own unless the DB is closing.
+func (b *background) goRun(f func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.closed {
+		b.wg.Go(f)
+	}
+}
+
+// stop refuses new goroutines and waits for the running ones.
+func (b *background) stop() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.wg.Wait()
 }
 
 // writeWait is how long a write transaction waits for the one before it,
@@ -503,7 +538,7 @@ func (q txQuerier) txStmt(query string) *sql.Stmt {
 	q.db.stmtMu.RUnlock()
 	if st == nil {
 		if _, started := q.db.warming.LoadOrStore(query, true); !started {
-			go q.db.stmt(context.Background(), query)
+			q.db.background.goRun(func() { q.db.stmt(context.Background(), query) })
 		}
 	}
 	return st
@@ -553,6 +588,7 @@ func (q txQuerier) QueryRowContext(ctx context.Context, query string, args ...an
 // Close closes the cached statements and the database.
 func (db *DB) Close() error {
 	db.stopCheckpoints()
+	db.background.stop()
 	if w := db.wal.Swap(nil); w != nil {
 		defer w.close() // after the connections: they keep the -shm file
 	}
