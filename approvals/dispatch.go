@@ -93,9 +93,10 @@ type round struct {
 func (s *Service) dispatchOnce(ctx context.Context, n Notifier, recovering bool) round {
 	var out round
 	for ctx.Err() == nil {
+		began := time.Now()
 		rows, err := s.db.QueryContext(ctx, selectDueCards, n.Name(), storage.FormatTime(s.now()))
+		s.noteDB(ctx, began, err, "cards: query", "channel", n.Name())
 		if err != nil {
-			s.log.Error("cards: query", "channel", n.Name(), "err", err)
 			return out
 		}
 		var due []dueCard

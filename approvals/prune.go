@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/robfig/cron/v3"
 
@@ -125,11 +126,10 @@ func (s *Service) StartPruner(ctx context.Context, schedule string) (stop func()
 	logger := cronLogger{s.log}
 	c := cron.New(cron.WithChain(cron.Recover(logger), cron.SkipIfStillRunning(logger)), cron.WithLogger(logger))
 	job := func() {
+		began := time.Now()
 		rep, err := s.Prune(ctx, false)
 		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Error("prune failed", "err", err)
-			}
+			s.noteDB(ctx, began, err, "prune")
 			return
 		}
 		s.log.Info("prune", "stale_revoked", len(rep.StaleRevoked), "expired_marked", len(rep.ExpiredMarked),

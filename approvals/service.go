@@ -884,9 +884,9 @@ func (s *Service) RunSweep(ctx context.Context) error {
 			s.callbacks.wait()
 			return nil
 		case <-t.C:
-			if _, err := s.ExpireDue(ctx); err != nil && ctx.Err() == nil {
-				s.log.Error("expiry sweep failed", "err", err)
-			}
+			began := time.Now()
+			_, err := s.ExpireDue(ctx)
+			s.noteDB(ctx, began, err, "expiry sweep")
 		}
 	}
 }

@@ -29,12 +29,12 @@ const remindTimeout = 15 * time.Second
 // is also claimed with a conditional update, so two runs act once).
 func (s *Service) RunTimers(ctx context.Context) {
 	for ctx.Err() == nil {
-		if _, err := s.EscalateDue(ctx); err != nil && ctx.Err() == nil {
-			s.log.Error("escalation pass failed", "err", err)
-		}
-		if _, err := s.RemindDue(ctx); err != nil && ctx.Err() == nil {
-			s.log.Error("reminder pass failed", "err", err)
-		}
+		began := time.Now()
+		_, err := s.EscalateDue(ctx)
+		s.noteDB(ctx, began, err, "escalation pass")
+		began = time.Now()
+		_, err = s.RemindDue(ctx)
+		s.noteDB(ctx, began, err, "reminder pass")
 		t := time.NewTimer(s.nextTimer(ctx))
 		select {
 		case <-ctx.Done():

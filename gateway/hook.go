@@ -9,6 +9,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/hooks"
+	"github.com/metnos/gateway/storage"
 )
 
 // HookMaxWait bounds how long POST /v1/hooks/claude-code holds its answer
@@ -81,6 +82,10 @@ func (s *Server) hookAnswer(w http.ResponseWriter, r *http.Request, conflict **a
 		return hooks.Answer(hooks.Deny, "approval gateway: "+err.Error())
 	}
 	if err != nil {
+		if storage.Unavailable(err) {
+			s.log.Debug("hook: database unavailable", "err", err) // the expiry sweep logs the outage
+			return hooks.Failed(errors.New("the gateway's database cannot be reached; retry later"))
+		}
 		return hooks.Failed(errors.New(cleanMsg(err)))
 	}
 	if req.Status.Finished() {

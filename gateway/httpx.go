@@ -15,6 +15,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/storage"
 )
 
 // apiError is the body of every error answer: a stable code for programs and
@@ -72,6 +73,10 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, e)
 }
 
+// unavailableRetrySeconds is the Retry-After of a 503 unavailable: the
+// expiry sweep finds the database back within a second of its return.
+const unavailableRetrySeconds = 2
+
 // errorResponse is the one place a domain error becomes an HTTP answer.
 // Internal details are logged, never shown.
 func (s *Server) errorResponse(w http.ResponseWriter, r *http.Request, err error) {
@@ -111,6 +116,12 @@ func (s *Server) errorResponse(w http.ResponseWriter, r *http.Request, err error
 		writeError(w, http.StatusBadRequest, "invalid_request", cleanMsg(err))
 	case errors.Is(err, context.Canceled):
 		// The client went away; nothing to answer.
+	case storage.Unavailable(err):
+		// The database is down or held: the same call may work in a moment.
+		// The expiry sweep logs the outage, once; not every call.
+		s.log.Debug("database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", strconv.Itoa(unavailableRetrySeconds))
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "the database cannot be reached; retry later")
 	default:
 		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeError(w, http.StatusInternalServerError, "internal", "internal error; see the gateway log")

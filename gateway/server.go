@@ -210,8 +210,11 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
+	began := time.Now()
 	if err := s.svc.DB().Ping(ctx); err != nil {
-		s.log.Error("readyz: database unreachable", "err", err)
+		if !s.svc.DB().Outage.Failed(s.log, "readyz", began, err) {
+			s.log.Error("readyz: database unreachable", "err", err)
+		}
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "database unreachable")
 		return
 	}

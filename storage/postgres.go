@@ -165,15 +165,17 @@ func (db *DB) Listen(ctx context.Context, log *slog.Logger, fn func(msg string))
 	}
 	fails := 0
 	for ctx.Err() == nil {
+		began := time.Now()
 		listened, err := db.listenOnce(ctx, fn)
 		if ctx.Err() != nil {
 			break
 		}
 		if listened {
 			fails = 0
+			began = time.Now() // a session that worked broke now
 		}
 		fails++
-		if fails == 1 || fails%30 == 0 {
+		if !db.Outage.Failed(log, "database notices", began, err) && (fails == 1 || fails%30 == 0) {
 			log.Warn("database notices: session lost; reconnecting", "attempt", fails, "err", err)
 		}
 		sleepCtx(ctx, min(time.Duration(fails)*200*time.Millisecond, 5*time.Second))
@@ -259,6 +261,7 @@ func (db *DB) Lead(ctx context.Context, o LeaderOptions, lead func(ctx context.C
 	defer closeConn()
 	fails := 0
 	for ctx.Err() == nil {
+		began := time.Now()
 		if conn == nil || conn.IsClosed() {
 			c, err := db.pg.connect(ctx)
 			if err != nil {
@@ -266,7 +269,7 @@ func (db *DB) Lead(ctx context.Context, o LeaderOptions, lead func(ctx context.C
 					break
 				}
 				fails++
-				if fails == 1 || fails%30 == 0 {
+				if !db.Outage.Failed(o.Logger, "leader election", began, err) && (fails == 1 || fails%30 == 0) {
 					o.Logger.Warn("leader election: cannot reach the database; retrying", "attempt", fails, "err", err)
 				}
 				sleepCtx(ctx, o.Retry)
@@ -288,7 +291,7 @@ func (db *DB) Lead(ctx context.Context, o LeaderOptions, lead func(ctx context.C
 				break
 			}
 			fails++
-			if fails == 1 || fails%30 == 0 {
+			if !db.Outage.Failed(o.Logger, "leader election", began, err) && (fails == 1 || fails%30 == 0) {
 				o.Logger.Warn("leader election: lock query failed; retrying", "attempt", fails, "err", err)
 			}
 			sleepCtx(ctx, o.Retry)
