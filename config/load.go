@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	durationpkg "github.com/metnos/gateway/internal/duration"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -432,21 +432,10 @@ func duration(p *problems, key string, v *string, dst *time.Duration) {
 	*dst = d
 }
 
-var daysRE = regexp.MustCompile(`^[0-9]+d$`)
-
 // ParseDuration reads a config duration: time.ParseDuration's form ("90s",
-// "10m", "2160h", "1h30m") or a whole number of days ("90d" = 2160h).
-func ParseDuration(s string) (time.Duration, error) {
-	if daysRE.MatchString(s) {
-		n, err := strconv.ParseInt(strings.TrimSuffix(s, "d"), 10, 64)
-		if err == nil && n <= math.MaxInt64/int64(24*time.Hour) {
-			return time.Duration(n) * 24 * time.Hour, nil
-		}
-	} else if d, err := time.ParseDuration(s); err == nil {
-		return d, nil
-	}
-	return 0, fmt.Errorf("bad duration %q (want e.g. \"90s\", \"10m\", \"2160h\" or \"90d\")", s)
-}
+// "10m", "2160h", "1h30m") or a whole number of days ("90d" = 2160h). It is
+// duration.Parse, which the command line and the API read theirs with too.
+func ParseDuration(s string) (time.Duration, error) { return durationpkg.Parse(s) }
 
 var mismatchRE = regexp.MustCompile(`^toml: line ([0-9]+) \(last key "([^"]*)"\): (.*)$`)
 

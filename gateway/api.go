@@ -11,6 +11,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/internal/duration"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
 )
@@ -349,9 +350,12 @@ func (s *Server) addGrant(w http.ResponseWriter, r *http.Request) {
 	}
 	ttl := s.cfg.Policy.GrantTTL
 	if b.TTL != "" {
-		d, err := time.ParseDuration(b.TTL)
-		if err != nil || d < 0 {
-			writeError(w, http.StatusBadRequest, "invalid_ttl", fmt.Sprintf("ttl: bad duration %q", b.TTL))
+		d, err := duration.Parse(b.TTL)
+		if err == nil && d < 0 {
+			err = fmt.Errorf("a negative duration %q", b.TTL)
+		}
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_ttl", "ttl: "+err.Error())
 			return
 		}
 		ttl = d

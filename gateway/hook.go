@@ -9,6 +9,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/hooks"
+	"github.com/metnos/gateway/internal/duration"
 	"github.com/metnos/gateway/storage"
 )
 
@@ -55,7 +56,7 @@ func (s *Server) hookAnswer(w http.ResponseWriter, r *http.Request, conflict **a
 	cc := s.cfg.Hooks.ClaudeCode
 	wait := min(cc.Wait, HookMaxWait)
 	if v := r.URL.Query().Get("wait"); v != "" {
-		d, err := time.ParseDuration(v)
+		d, err := duration.Parse(v)
 		if err != nil || d < 0 {
 			return hooks.Failed(fmt.Errorf("?wait=%q is not a duration (e.g. 25s)", v))
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/hooks"
+	"github.com/metnos/gateway/internal/duration"
 )
 
 // agentHook serves POST /v1/hooks/{codex,gemini,cursor}: the body is the
@@ -35,7 +36,7 @@ func (s *Server) agentVerdict(w http.ResponseWriter, r *http.Request, ad hooks.A
 	sec := s.cfg.Hooks.Section(ad.Name)
 	wait := min(sec.Wait, HookMaxWait)
 	if v := r.URL.Query().Get("wait"); v != "" {
-		d, err := time.ParseDuration(v)
+		d, err := duration.Parse(v)
 		if err != nil || d < 0 {
 			return hooks.Event{}, hooks.VerdictOf(hooks.Failed(fmt.Errorf("?wait=%q is not a duration (e.g. 25s)", v)))
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/internal/duration"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
 )
@@ -204,7 +205,7 @@ func parseWait(r *http.Request) (time.Duration, error) {
 	if v == "" {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(v)
+	d, err := duration.Parse(v)
 	if err != nil {
 		var secs float64
 		if _, e2 := fmt.Sscanf(v, "%g", &secs); e2 != nil || strings.TrimSpace(v) != v {

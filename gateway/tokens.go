@@ -2,11 +2,10 @@ package gateway
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/internal/duration"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -96,9 +95,9 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	req := policy.TokenRequest{AllowCapabilities: b.AllowCapabilities, DenyCapabilities: b.DenyCapabilities,
 		Targets: b.Targets, MaxRequests: b.MaxRequests, Name: b.Name}
 	if b.TTL != "" {
-		d, err := time.ParseDuration(b.TTL)
+		d, err := duration.Parse(b.TTL)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "invalid_ttl", fmt.Sprintf("ttl: bad duration %q (e.g. \"2h\")", b.TTL))
+			writeError(w, http.StatusBadRequest, "invalid_ttl", "ttl: "+err.Error())
 			return
 		}
 		req.TTL = d

@@ -29,6 +29,7 @@ import (
 
 	"github.com/metnos/gateway/client"
 	"github.com/metnos/gateway/hooks"
+	"github.com/metnos/gateway/internal/duration"
 )
 
 // Name is the server name agents see; Claude Code names the tools
@@ -223,7 +224,7 @@ func (t *tools) requestApproval(ctx context.Context, req *mcp.CallToolRequest, i
 	r := in.req()
 	wait := DefaultWait
 	if in.Timeout != "" {
-		d, err := time.ParseDuration(in.Timeout)
+		d, err := duration.Parse(in.Timeout)
 		if err != nil || d <= 0 || d > MaxWait {
 			return nil, nil, fmt.Errorf("timeout: %q is not a duration between 1s and 24h (e.g. 10m)", in.Timeout)
 		}

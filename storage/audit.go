@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metnos/gateway/internal/duration"
 	"github.com/metnos/gateway/internal/jsonw"
 )
 
@@ -713,7 +714,7 @@ func ParseAuditTime(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if d, err := time.ParseDuration(s); err == nil {
+	if d, err := duration.Parse(s); err == nil {
 		if d < 0 {
 			return time.Time{}, fmt.Errorf("%q: a negative duration", s)
 		}

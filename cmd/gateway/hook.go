@@ -27,7 +27,7 @@ import (
 func cmdHook(e *env, args []string) error {
 	fs := flag.NewFlagSet("hook", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
-	wait := fs.Duration("wait", 0, "wait at most this long for a person before answering ask (default: the gateway's hooks.claude_code.wait)")
+	wait := durationFlag(fs, "wait", 0, "wait at most this long for a person before answering ask (default: the gateway's hooks.claude_code.wait)")
 	urlFlag := fs.String("url", "", "gateway URL (default $GATEWAY_URL, else http:// + server.listen)")
 	tokenFlag := fs.String("token", "", "agent token (default $GATEWAY_TOKEN)")
 	noAsk := fs.Bool("no-ask", false, "gemini, cursor: deny instead of answering ask (for a headless agent nobody can prompt)")

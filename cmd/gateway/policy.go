@@ -10,6 +10,7 @@ import (
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/internal/duration"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
 	"github.com/metnos/gateway/vaglio"
@@ -308,8 +309,11 @@ func policyGrant(e *env, args []string) error {
 	}
 	life := cfg.Policy.GrantTTL
 	if *ttl != "" {
-		if life, err = time.ParseDuration(*ttl); err != nil || life < 0 {
-			return usagef("grant: --ttl: bad duration %q", *ttl)
+		if life, err = duration.Parse(*ttl); err == nil && life < 0 {
+			err = fmt.Errorf("a negative duration %q", *ttl)
+		}
+		if err != nil {
+			return usagef("grant: --ttl: %v", err)
 		}
 	}
 	db, grants, err := openGrants(e, cfg)
