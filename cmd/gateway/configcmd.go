@@ -14,6 +14,9 @@ func cmdConfig(e *env, args []string) error {
 		return usagef("config: missing subcommand (check, example)")
 	}
 	sub, rest := args[0], args[1:]
+	if isHelp(sub) {
+		return helpError{name: "config"}
+	}
 	fs := flag.NewFlagSet("config "+sub, flag.ContinueOnError)
 	cfgPath := configFlag(fs)
 	pos, err := parseFlags(fs, rest)

@@ -71,6 +71,9 @@ func cmdPolicy(e *env, args []string) error {
 		return usagef("policy: missing subcommand (registry, table, check, grants, grant, revoke, rules)")
 	}
 	sub, rest := args[0], args[1:]
+	if isHelp(sub) {
+		return helpError{name: "policy"}
+	}
 	switch sub {
 	case "registry":
 		return policyRegistry(e, rest)
@@ -98,7 +101,7 @@ func noPositional(name string, pos []string) error {
 }
 
 func policyRegistry(e *env, args []string) error {
-	fs := flag.NewFlagSet("registry", flag.ContinueOnError)
+	fs := flag.NewFlagSet("policy registry", flag.ContinueOnError)
 	configFlag(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -116,7 +119,7 @@ func policyRegistry(e *env, args []string) error {
 }
 
 func policyTable(e *env, args []string) error {
-	fs := flag.NewFlagSet("table", flag.ContinueOnError)
+	fs := flag.NewFlagSet("policy table", flag.ContinueOnError)
 	configFlag(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -134,7 +137,7 @@ func policyTable(e *env, args []string) error {
 }
 
 func policyCheck(e *env, args []string) error {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs := flag.NewFlagSet("policy check", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
 	channel := fs.String("channel", "", "principal channel")
 	sender := fs.String("sender", "", "principal sender id")
@@ -240,7 +243,7 @@ func printTableOnly(e *env, level policy.Level, c policy.Capability, explain boo
 }
 
 func policyGrants(e *env, args []string) error {
-	fs := flag.NewFlagSet("grants", flag.ContinueOnError)
+	fs := flag.NewFlagSet("policy grants", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
 	channel := fs.String("channel", "", "only this principal channel")
 	sender := fs.String("sender", "", "only this sender id")
@@ -274,13 +277,13 @@ func policyGrants(e *env, args []string) error {
 }
 
 func policyGrant(e *env, args []string) error {
-	fs := flag.NewFlagSet("grant", flag.ContinueOnError)
+	fs := flag.NewFlagSet("policy grant", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
 	channel := fs.String("channel", "", "principal channel (required)")
 	sender := fs.String("sender", "", "principal sender id (required)")
 	capability := fs.String("capability", "", "capability (required)")
 	target := fs.String("target", "", "target or target pattern")
-	ttl := fs.String("ttl", "", "lifetime, e.g. 720h (default policy.grant_ttl; 0 = never expires)")
+	ttl := fs.String("ttl", "", "lifetime, e.g. 720h or 90d (default policy.grant_ttl; 0 = never expires)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -332,7 +335,7 @@ func policyGrant(e *env, args []string) error {
 }
 
 func policyRevoke(e *env, args []string) error {
-	fs := flag.NewFlagSet("revoke", flag.ContinueOnError)
+	fs := flag.NewFlagSet("policy revoke", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {

@@ -49,7 +49,7 @@ func policyRules(e *env, args []string) error {
 			return rulesRemove(e, args[1:])
 		}
 	}
-	fs := flag.NewFlagSet("rules", flag.ContinueOnError)
+	fs := flag.NewFlagSet("policy rules", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -114,7 +114,7 @@ func ruleError(cmd string, err error) error {
 }
 
 func rulesAdd(e *env, args []string) error {
-	fs := flag.NewFlagSet("rules add", flag.ContinueOnError)
+	fs := flag.NewFlagSet("policy rules add", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
 	f := newRuleFlags(fs, true)
 	pos, err := parseFlags(fs, args)
@@ -140,7 +140,7 @@ func rulesAdd(e *env, args []string) error {
 }
 
 func rulesUpdate(e *env, args []string) error {
-	fs := flag.NewFlagSet("rules update", flag.ContinueOnError)
+	fs := flag.NewFlagSet("policy rules update", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
 	newRuleFlags(fs, false) // read back through fs.Visit: only the flags given change the rule
 	pos, err := parseFlags(fs, args)
@@ -187,7 +187,7 @@ func rulesUpdate(e *env, args []string) error {
 }
 
 func rulesRemove(e *env, args []string) error {
-	fs := flag.NewFlagSet("rules rm", flag.ContinueOnError)
+	fs := flag.NewFlagSet("policy rules rm", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {

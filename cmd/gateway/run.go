@@ -53,11 +53,12 @@ func (e exitError) Error() string { return e.msg }
 const usage = `gateway: an approval gateway for AI agents
 
 Usage:
-  gateway serve [--config FILE] [--listen ADDR]
+  gateway serve [--listen ADDR] [--log-format text|json] [--log-level debug|info|warn|error]
   gateway policy registry|table
-  gateway policy check LEVEL CAPABILITY [--channel C --sender S --target T --agent ID] [--explain]
+  gateway policy check LEVEL CAPABILITY [--channel C --sender S] [--target T] [--agent ID]
+                       [--intent …] [--executor …] [--explain]
   gateway policy grants [--channel C] [--sender S] [--all]
-  gateway policy grant --channel C --sender S --capability CAP --target T [--ttl 720h]
+  gateway policy grant --channel C --sender S --capability CAP --target T [--ttl 90d]
   gateway policy revoke ID
   gateway policy rules [add|update ID|rm ID] [--capability C --target T --action A
                        --sender S --agent A --channel C --position top|bottom|N]
@@ -65,15 +66,20 @@ Usage:
   gateway audit [--since 24h|TIME] [--until …] [--agent ID] [--request ID] [--event NAME] [--actor …]
                 [--capability CAP] [--after SEQ] [--limit N] [--format text|jsonl|csv] [--follow] [--cursor FILE]
   gateway audit verify [--expect SEQ:HASH]
-  gateway ask --capability CAP --target T [--intent …] [--executor …] [--wait 10m]
+  gateway ask --capability CAP [--target T] [--intent …] [--executor …] [--summary …] [--autonomy LEVEL]
+              [--channel C --sender S] [--grant-target PATTERN] [--call-id ID] [--timeout 10m] [--wait 10m]
+              [--json] [--url URL] [--token TOKEN]
   gateway ask --list [--include-blocked]
-  gateway hook claude-code|codex|gemini|cursor   (the agent's hook event on stdin)
-  gateway mcp                 (MCP server on stdio: approval_prompt, request_approval, check)
+  gateway hook claude-code|codex|gemini|cursor [--wait 9m] [--no-ask] [--url URL] [--token TOKEN]
+                              (the agent's hook event on stdin)
+  gateway mcp [--url URL] [--token TOKEN]
+                              (MCP server on stdio: approval_prompt, request_approval, check)
   gateway config check|example
   gateway migrate
   gateway version
 
-Every command takes --config FILE (env GATEWAY_CONFIG).
+Every command takes --config FILE (env GATEWAY_CONFIG), and --help.
+Durations are written as in the config file: 90s, 10m, 2160h or 90d.
 `
 
 type command func(e *env, args []string) error
@@ -111,8 +117,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	err := cmd(e, args[1:])
 	var ue usageError
 	var xe exitError
+	var he helpError
 	switch {
 	case err == nil:
+		return exitOK
+	case errors.As(err, &he):
+		fmt.Fprint(stdout, he.text())
 		return exitOK
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
@@ -164,7 +174,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
+				return nil, helpError{name: fs.Name(), flags: fs}
 			}
 			if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
 				return nil, usagef("unknown flag --%s", name) // was the bare name: "gateway serve: lisen"
