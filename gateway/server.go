@@ -52,6 +52,7 @@ type Server struct {
 	log      *slog.Logger
 	now      func() time.Time
 	web      *web
+	mux      *http.ServeMux // the routes, built by Handler
 	extra    []route
 	shutdown chan struct{} // closed when the server begins shutting down (ends SSE streams)
 	leader   atomic.Bool   // this replica runs the leader's work (see App.lead)
@@ -158,7 +159,23 @@ func (s *Server) Shutdown() {
 
 // Handler returns the whole HTTP surface with its middleware.
 func (s *Server) Handler() http.Handler {
-	return s.recoverPanics(s.logRequests(s.routes()))
+	s.mux = s.routes()
+	return s.recoverPanics(s.logRequests(s.mux))
+}
+
+// Route returns the pattern of the route that serves method and path, or
+// "" when none does (the docs test holds every route the docs name to it).
+// It builds the routes as Handler does when Handler has not run.
+func (s *Server) Route(method, path string) string {
+	if s.mux == nil {
+		s.Handler()
+	}
+	r, err := http.NewRequest(method, path, nil)
+	if err != nil {
+		return ""
+	}
+	_, pattern := s.mux.Handler(r)
+	return pattern
 }
 
 // routes lists every route of the gateway, top to bottom.

@@ -46,11 +46,11 @@ func cmdAsk(e *env, args []string) error {
 	urlFlag := fs.String("url", "", "gateway URL (default $GATEWAY_URL)")
 	tokenFlag := fs.String("token", "", "agent token (default $GATEWAY_TOKEN; the variable keeps it out of ps)")
 	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
 	if err := noPositional("ask", pos); err != nil {
 		return err
+	}
+	if err != nil {
+		return err // --help, after the positionals are checked
 	}
 	switch {
 	case *list:

@@ -14,17 +14,20 @@ func cmdConfig(e *env, args []string) error {
 		return usagef("config: missing subcommand (check, example)")
 	}
 	sub, rest := args[0], args[1:]
-	if isHelp(sub) {
+	switch {
+	case isHelp(sub):
 		return helpError{name: "config"}
+	case sub != "check" && sub != "example":
+		return usagef("config: unknown subcommand %q (check, example)", sub)
 	}
 	fs := flag.NewFlagSet("config "+sub, flag.ContinueOnError)
 	cfgPath := configFlag(fs)
 	pos, err := parseFlags(fs, rest)
-	if err != nil {
-		return err
-	}
 	if err := noPositional("config "+sub, pos); err != nil {
 		return err
+	}
+	if err != nil {
+		return err // --help, after the positionals are checked
 	}
 	switch sub {
 	case "example":

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/metnos/gateway/client"
@@ -32,19 +33,19 @@ func cmdHook(e *env, args []string) error {
 	tokenFlag := fs.String("token", "", "agent token (default $GATEWAY_TOKEN)")
 	noAsk := fs.Bool("no-ask", false, "gemini, cursor: deny instead of answering ask (for a headless agent nobody can prompt)")
 	pos, err := parseFlags(fs, args)
+	ad, isAdapter := hooks.AdapterNamed(strings.Join(pos, " "))
+	known := len(pos) == 1 && (isAdapter || pos[0] == "claude-code")
+	if !known && (len(pos) > 0 || err == nil) { // none: a parse error or --help, answered below
+		return usagef("want `gateway hook claude-code|codex|gemini|cursor`")
+	}
 	if err != nil {
-		return err
+		return err // --help, after the positionals are checked
 	}
 	if *wait < 0 {
 		return usagef("--wait: negative duration %s", *wait)
 	}
-	if len(pos) == 1 {
-		if ad, ok := hooks.AdapterNamed(pos[0]); ok {
-			return agentHook(e, ad, *cfgPath, *urlFlag, *tokenFlag, *wait, *noAsk)
-		}
-	}
-	if len(pos) != 1 || pos[0] != "claude-code" {
-		return usagef("want `gateway hook claude-code|codex|gemini|cursor`")
+	if isAdapter {
+		return agentHook(e, ad, *cfgPath, *urlFlag, *tokenFlag, *wait, *noAsk)
 	}
 	out, problem := claudeCode(e, *cfgPath, *urlFlag, *tokenFlag, *wait)
 	if problem != nil {

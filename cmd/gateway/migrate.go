@@ -29,11 +29,11 @@ func cmdMigrate(e *env, args []string) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
 	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
 	if err := noPositional("migrate", pos); err != nil {
 		return err
+	}
+	if err != nil {
+		return err // --help, after the positionals are checked
 	}
 	db, err := openDB(e, *cfgPath)
 	if err != nil {

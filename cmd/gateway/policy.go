@@ -104,11 +104,11 @@ func policyRegistry(e *env, args []string) error {
 	fs := flag.NewFlagSet("policy registry", flag.ContinueOnError)
 	configFlag(fs)
 	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
 	if err := noPositional("registry", pos); err != nil {
 		return err
+	}
+	if err != nil {
+		return err // --help, after the positionals are checked
 	}
 	for _, c := range policy.Registry() {
 		if err := printJSONLine(e.stdout, c); err != nil {
@@ -122,11 +122,11 @@ func policyTable(e *env, args []string) error {
 	fs := flag.NewFlagSet("policy table", flag.ContinueOnError)
 	configFlag(fs)
 	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
 	if err := noPositional("table", pos); err != nil {
 		return err
+	}
+	if err != nil {
+		return err // --help, after the positionals are checked
 	}
 	for _, row := range policy.Table() {
 		if err := printJSONLine(e.stdout, row); err != nil {
@@ -249,11 +249,11 @@ func policyGrants(e *env, args []string) error {
 	sender := fs.String("sender", "", "only this sender id")
 	all := fs.Bool("all", false, "include revoked and expired grants")
 	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
 	if err := noPositional("grants", pos); err != nil {
 		return err
+	}
+	if err != nil {
+		return err // --help, after the positionals are checked
 	}
 	cfg, err := loadDBConfig(e, *cfgPath)
 	if err != nil {
@@ -285,11 +285,11 @@ func policyGrant(e *env, args []string) error {
 	target := fs.String("target", "", "target or target pattern")
 	ttl := fs.String("ttl", "", "lifetime, e.g. 720h or 90d (default policy.grant_ttl; 0 = never expires)")
 	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
 	if err := noPositional("grant", pos); err != nil {
 		return err
+	}
+	if err != nil {
+		return err // --help, after the positionals are checked
 	}
 	for name, v := range map[string]string{"--channel": *channel, "--sender": *sender, "--capability": *capability} {
 		if v == "" {

@@ -52,11 +52,11 @@ func policyRules(e *env, args []string) error {
 	fs := flag.NewFlagSet("policy rules", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
 	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
 	if len(pos) > 0 {
 		return usagef("rules: unknown subcommand %q (add, update, rm; none to list)", pos[0])
+	}
+	if err != nil {
+		return err // --help, after the positionals are checked
 	}
 	return withRules(e, *cfgPath, func(rules *policy.RuleStore) error {
 		list, err := rules.List(e.ctx)
@@ -118,11 +118,11 @@ func rulesAdd(e *env, args []string) error {
 	cfgPath := configFlag(fs)
 	f := newRuleFlags(fs, true)
 	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
 	if err := noPositional("rules add", pos); err != nil {
 		return err
+	}
+	if err != nil {
+		return err // --help, after the positionals are checked
 	}
 	where, err := policy.ParsePosition(*f.position)
 	if err != nil {
@@ -144,11 +144,11 @@ func rulesUpdate(e *env, args []string) error {
 	cfgPath := configFlag(fs)
 	newRuleFlags(fs, false) // read back through fs.Visit: only the flags given change the rule
 	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
+	if len(pos) > 1 || len(pos) == 0 && err == nil { // none: a parse error or --help, answered below
 		return usagef("rules update: want one rule ID, got %d argument(s)", len(pos))
+	}
+	if err != nil {
+		return err // --help, after the positionals are checked
 	}
 	var p policy.RulePatch
 	var bad error
@@ -190,11 +190,11 @@ func rulesRemove(e *env, args []string) error {
 	fs := flag.NewFlagSet("policy rules rm", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
 	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
+	if len(pos) > 1 || len(pos) == 0 && err == nil { // none: a parse error or --help, answered below
 		return usagef("rules rm: want one rule ID, got %d argument(s)", len(pos))
+	}
+	if err != nil {
+		return err // --help, after the positionals are checked
 	}
 	return withRules(e, *cfgPath, func(rules *policy.RuleStore) error {
 		if err := rules.Remove(e.ctx, pos[0], cliActor(e)); err != nil {

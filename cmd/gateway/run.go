@@ -168,13 +168,16 @@ func oneLine(s string) string {
 
 // parseFlags parses args with fs, letting flags stand before or after the
 // positional arguments (the standard library stops at the first positional).
+// On --help it returns a helpError with the positionals it has seen.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, helpError{name: fs.Name(), flags: fs}
+				// The positionals so far come back with it, so that a
+				// command can refuse a wrong one before it answers --help.
+				return pos, helpError{name: fs.Name(), flags: fs}
 			}
 			if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
 				return nil, usagef("unknown flag --%s", name) // was the bare name: "gateway serve: lisen"

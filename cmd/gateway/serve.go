@@ -106,11 +106,11 @@ func cmdServe(e *env, args []string) error {
 	logFormat := fs.String("log-format", "", "text or json (default: text on a terminal)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error")
 	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
 	if err := noPositional("serve", pos); err != nil {
 		return err
+	}
+	if err != nil {
+		return err // --help, after the positionals are checked
 	}
 	cfg, err := loadConfig(e, *cfgPath)
 	if err != nil {
@@ -190,11 +190,11 @@ func cmdPrune(e *env, args []string) error {
 	cfgPath := configFlag(fs)
 	dry := fs.Bool("dry-run", false, "show what would be pruned, change nothing")
 	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
 	if err := noPositional("prune", pos); err != nil {
 		return err
+	}
+	if err != nil {
+		return err // --help, after the positionals are checked
 	}
 	cfg, err := loadDBConfig(e, *cfgPath)
 	if err != nil {
