@@ -171,3 +171,19 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// sqliteCLI runs the command line on a config of its own whose database
+// is a new SQLite file, appending --config to every call.
+func sqliteCLI(t *testing.T) func(args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "gw.toml")
+	if err := os.WriteFile(cfgPath, []byte("[storage]\npath = "+tomlString(filepath.Join(dir, "gw.db"))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return func(args ...string) (int, string, string) {
+		r := runCLI(context.Background(), func(k string) string { return map[string]string{"HOME": dir}[k] }, "",
+			append(args, "--config", cfgPath)...)
+		return r.code, r.stdout, r.stderr
+	}
+}

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,16 +10,7 @@ import (
 // TestCLI_DurationsAsInTheConfig: --ttl takes "90d" as policy.grant_ttl
 // does, and refuses a bad one with the config file's words.
 func TestCLI_DurationsAsInTheConfig(t *testing.T) {
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "gw.toml")
-	if err := os.WriteFile(cfgPath, []byte("[storage]\npath = "+tomlString(filepath.Join(dir, "gw.db"))+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cli := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		code := run(context.Background(), append(args, "--config", cfgPath), nil, &out, &errb, func(k string) string { return map[string]string{"HOME": dir}[k] })
-		return code, out.String(), errb.String()
-	}
+	cli := sqliteCLI(t)
 	before := time.Now()
 	if code, _, errs := cli("policy", "grant", "--channel", "web", "--sender", "owner", "--capability", "fs:read", "--target", "/srv/*", "--ttl", "90d"); code != 0 {
 		t.Fatalf("policy grant --ttl 90d: exit %d, %s", code, errs)

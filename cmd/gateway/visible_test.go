@@ -2,10 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,17 +15,7 @@ import (
 // people shows hidden characters: JSON lines as \u escapes (the same JSON),
 // the ask status line and verdict as ⟦U+…⟧.
 func TestCLI_HiddenCharactersVisible(t *testing.T) {
-	dir := t.TempDir()
-	env := map[string]string{"HOME": dir}
-	cfgPath := filepath.Join(dir, "gw.toml")
-	if err := os.WriteFile(cfgPath, []byte("[storage]\npath = "+tomlString(filepath.Join(dir, "gw.db"))+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cli := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		code := run(context.Background(), append(args, "--config", cfgPath), nil, &out, &errb, func(k string) string { return env[k] })
-		return code, out.String(), errb.String()
-	}
+	cli := sqliteCLI(t)
 	target := "/srv/notes\u202E\u2066txt.*"
 	if code, _, errs := cli("policy", "grant", "--channel", "web", "--sender", "own\u200Ber", "--capability", "fs:read", "--target", target); code != 0 {
 		t.Fatalf("policy grant: %d %s", code, errs)
