@@ -574,3 +574,21 @@ func checkStandAlone(files []docFile) []string {
 	}
 	return problems
 }
+
+var schemaVersionRE = regexp.MustCompile(`"schema_version"\s*:\s*([0-9]+)`)
+
+// checkSchemaVersion: what the docs show `gateway migrate` printing is the
+// schema version this build migrates to.
+func checkSchemaVersion(files []docFile, want int) []string {
+	var problems []string
+	for _, f := range files {
+		for i, l := range strings.Split(f.text, "\n") {
+			for _, m := range schemaVersionRE.FindAllStringSubmatch(l, -1) {
+				if m[1] != strconv.Itoa(want) {
+					problems = append(problems, fmt.Sprintf("%s:%d: schema_version %s; gateway migrate prints %d", f.path, i+1, m[1], want))
+				}
+			}
+		}
+	}
+	return problems
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/storage"
 )
 
 // TestDocs holds README.md, SECURITY.md and docs/*.md to what the product
@@ -49,6 +50,7 @@ func TestDocs(t *testing.T) {
 	}
 	report("slack", checkSlackHint(readRepoFile(t, "deploy/slack-manifest.yaml"), handled, readRepoFile(t, "docs/slack.md")))
 	report("stand-alone", checkStandAlone(files))
+	report("schema version", checkSchemaVersion(files, storage.SchemaVersion()))
 }
 
 // docsServer is a gateway with every route mounted (Slack's too), on a
@@ -159,6 +161,10 @@ func TestDocsCatchPlantedErrors(t *testing.T) {
 		if err != nil || strings.Join(got, " ") != "audit help pending" {
 			t.Errorf("slackSubcommands = %v, %v", got, err)
 		}
+	})
+	t.Run("schema version", func(t *testing.T) {
+		expect(t, "an old version", checkSchemaVersion(doc(`# {"driver":"sqlite","schema_version":3}`), 10), true)
+		expect(t, "this version", checkSchemaVersion(doc(`# {"driver":"sqlite","schema_version":10}`), 10), false)
 	})
 	t.Run("stand-alone", func(t *testing.T) {
 		expect(t, "a SPEC section", checkStandAlone(doc("as SPEC §4 says\n")), true)
