@@ -161,6 +161,13 @@ func commandLines(files []docFile) []cmdLine {
 	for _, f := range files {
 		blocks, paras := parse(f)
 		for _, b := range blocks {
+			if b.lang == "json" || b.lang == "toml" { // an agent's hook settings: "command": "gateway hook …"
+				for _, m := range hookCommandRE.FindAllStringSubmatchIndex(b.text, -1) {
+					n := b.line + 1 + strings.Count(b.text[:m[0]], "\n")
+					out = append(out, commandsIn(b.text[m[2]:m[3]], f.path, n)...)
+				}
+				continue
+			}
 			if !shellLangs[b.lang] || strings.HasPrefix(b.marker, "skip") {
 				continue
 			}
@@ -195,7 +202,8 @@ func commandLines(files []docFile) []cmdLine {
 
 var (
 	placeholderRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
-	descriptionRE = regexp.MustCompile(`\S\s{2,}\S.*$`)           // in a usage block, what follows a command
+	descriptionRE = regexp.MustCompile(`\S\s{2,}\S.*$`) // in a usage block, what follows a command
+	hookCommandRE = regexp.MustCompile(`"?command"?\s*[:=]\s*"([^"]*)"`)
 	altGroupRE    = regexp.MustCompile(`\[[^\[\]|]*\|[^\[\]]*\]`) // an optional group of alternatives
 )
 
@@ -266,13 +274,22 @@ func concrete(w string) string {
 }
 
 // shellWords splits s into words, keeping quoted text (single or double
-// quotes) in one word without its quotes.
+// quotes) in one word without its quotes, and a $(…) in one word.
 func shellWords(s string) []string {
 	var out []string
 	var cur strings.Builder
-	in, quote := false, rune(0)
+	in, quote, depth := false, rune(0), 0
+	var prev rune
 	for _, r := range s {
 		switch {
+		case r == '(' && prev == '$' || depth > 0 && r == '(':
+			depth++
+			cur.WriteRune(r)
+		case depth > 0:
+			if r == ')' {
+				depth--
+			}
+			cur.WriteRune(r)
 		case quote != 0:
 			if r == quote {
 				quote = 0
@@ -291,6 +308,7 @@ func shellWords(s string) []string {
 			cur.WriteRune(r)
 			in = true
 		}
+		prev = r
 	}
 	if in {
 		out = append(out, cur.String())

@@ -109,6 +109,11 @@ func TestDocsCatchPlantedErrors(t *testing.T) {
 		expect(t, "an unknown subcommand", checkCommands(doc("Run `gateway config show` to see it.\n")), true)
 		expect(t, "an unknown command", checkCommands(doc(fence+"sh\n./bin/gateway frobnicate\n"+fence+"\n")), true)
 		expect(t, "a flag of another command", checkCommands(doc("`gateway policy grants --json`\n")), true)
+		expect(t, "a wrong hook in an agent's settings", checkCommands(doc(fence+"json\n{\"type\": \"command\", \"command\": \"GATEWAY_TOKEN=$(cat ~/t) gateway hook claud-code\"}\n"+fence+"\n")), true)
+		expect(t, "a wrong hook in a skipped toml", checkCommands(doc("<!-- docs-test: skip (Codex's) -->\n"+fence+"toml\ncommand = \"gateway hook codex --no-asks\"\n"+fence+"\n")), true)
+		if n := len(commandLines(doc(fence + "json\n{\"command\": \"GATEWAY_TOKEN=$(cat ~/t) gateway hook claude-code\"}\n" + fence + "\n"))); n != 1 {
+			t.Errorf("a hook command in JSON: %d command lines found, want 1", n)
+		}
 		expect(t, "right lines", checkCommands(doc(fence+"sh\n./bin/gateway policy grant --channel web --sender owner \\\n  --capability fs:read --target '/tmp/*' --ttl 90d   # a grant\n"+
 			"gateway ask --capability fs:write --target /tmp/x --intent \"write it\" --json && echo ok\n"+fence+"\n"+
 			fence+"\ngateway audit [--since 24h|TIME] [--limit N] [--format text|jsonl|csv]    the trail\ngateway policy registry | table\n"+fence+"\n"+
