@@ -126,13 +126,15 @@ func mergeMaps(dst, src map[string]any) {
 }
 
 // checkCommands runs every gateway command line the docs show with --help
-// appended: the command and its subcommands exist and every flag given
+// appended (twice): the command and its subcommands exist and every flag given
 // parses (exit 0). Each flag used must also be in `gateway --help`.
 func checkCommands(files []docFile) []string {
 	var problems []string
 	for _, c := range commandLines(files) {
 		var out, errb bytes.Buffer
-		code := run(context.Background(), append(append([]string{}, c.args...), "--help"), strings.NewReader(""), &out, &errb,
+		// --help twice: a flag shown without its value ("`gateway ask
+		// --session`") takes the first as its value.
+		code := run(context.Background(), append(append([]string{}, c.args...), "--help", "--help"), strings.NewReader(""), &out, &errb,
 			func(string) string { return "" })
 		if code != 0 {
 			problems = append(problems, fmt.Sprintf("%s: `%s` does not parse: %s", c.where, c.raw, strings.TrimSpace(errb.String())))
