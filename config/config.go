@@ -166,6 +166,12 @@ const (
 	LLMAPIAnthropic = "anthropic" // the Messages API
 )
 
+// The values of vaglio.llm.on_failure.
+const (
+	LLMOnFailureAsk       = "ask"
+	LLMOnFailureRuleBased = "rule-based"
+)
+
 // VaglioLLM is the [vaglio.llm] table: the model the LLM judge asks.
 type VaglioLLM struct {
 	API   string // LLMAPIOpenAI or LLMAPIAnthropic
@@ -178,9 +184,19 @@ type VaglioLLM struct {
 	// Timeout bounds one call; a slower model leaves the decision to the
 	// rule-based judge.
 	Timeout time.Duration
-	// MaxCallsPerDay is the budget (UTC day, per gateway process); beyond
-	// it the rule-based judge decides. 0 means no limit.
+	// MaxCallsPerDay is each agent's budget of model calls (UTC day, per
+	// gateway process); beyond it the model does not score that agent's
+	// requests (see OnFailure). 0 means no limit.
 	MaxCallsPerDay int
+	// MaxCallsPerDayTotal bounds all agents' calls together (UTC day, per
+	// process). 0 (the default) means no total bound.
+	MaxCallsPerDayTotal int
+	// OnFailure is what happens when the model did not score a request
+	// (over budget, slow, an HTTP error, an answer that is not the strict
+	// JSON): LLMOnFailureAsk (the default) sends a request that would
+	// have been allowed to a person; LLMOnFailureRuleBased lets the
+	// rule-based judge decide alone.
+	OnFailure string
 	// SendArgValues lets the model see argument values; by default it
 	// sees only their keys.
 	SendArgValues bool
@@ -492,7 +508,7 @@ func defaults(getenv func(string) string) Config {
 		Vaglio: Vaglio{
 			JudgeKind: JudgeRuleBased,
 			LLM: VaglioLLM{API: LLMAPIOpenAI, URL: "http://127.0.0.1:11434/v1", Model: "qwen3:8b",
-				Timeout: 5 * time.Second, MaxCallsPerDay: 5000},
+				Timeout: 5 * time.Second, MaxCallsPerDay: 5000, OnFailure: LLMOnFailureAsk},
 			JudgeThreshold: 0.30,
 			LogDir:         filepath.Join(xdgDir(getenv, "XDG_DATA_HOME", ".local/share"), "metnos", "vaglio"),
 		},

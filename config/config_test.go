@@ -74,7 +74,7 @@ func TestLoad_DefaultsWithoutFile(t *testing.T) {
 				Policy:  Policy{GrantTTL: 2160 * time.Hour, StaleAfter: 2160 * time.Hour},
 				Vaglio: Vaglio{JudgeThreshold: 0.30, LogDir: filepath.Join(home, ".local/share/metnos/vaglio"),
 					JudgeKind: JudgeRuleBased, LLM: VaglioLLM{API: "openai", URL: "http://127.0.0.1:11434/v1", Model: "qwen3:8b",
-						Timeout: 5 * time.Second, MaxCallsPerDay: 5000}},
+						Timeout: 5 * time.Second, MaxCallsPerDay: 5000, OnFailure: LLMOnFailureAsk}},
 				Approvals: Approvals{Timeout: 10 * time.Minute, PruneSchedule: "@hourly", Retention: 8760 * time.Hour},
 				Web:       Web{Language: "en"},
 				Telegram:  Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s", Language: "en"},
@@ -803,6 +803,8 @@ model = "claude-sonnet"
 api_key_env = "JUDGE_KEY"
 timeout = "2s"
 max_calls_per_day = 10
+max_calls_per_day_total = 50
+on_failure = "rule-based"
 send_arg_values = true
 `
 	cfg, err := Load(write(good), true, env(map[string]string{"HOME": dir, "JUDGE_KEY": "sk-test"}))
@@ -810,7 +812,8 @@ send_arg_values = true
 		t.Fatalf("Load: %v", err)
 	}
 	want := VaglioLLM{API: "anthropic", URL: "https://api.anthropic.com/v1", Model: "claude-sonnet", APIKeyEnv: "JUDGE_KEY",
-		APIKey: "sk-test", Timeout: 2 * time.Second, MaxCallsPerDay: 10, SendArgValues: true}
+		APIKey: "sk-test", Timeout: 2 * time.Second, MaxCallsPerDay: 10, MaxCallsPerDayTotal: 50, OnFailure: LLMOnFailureRuleBased,
+		SendArgValues: true}
 	if cfg.Vaglio.JudgeKind != JudgeLLM || cfg.Vaglio.LLM != want {
 		t.Errorf("vaglio = %+v", cfg.Vaglio)
 	}
@@ -836,6 +839,8 @@ judge_kind = "llm-v1"
 		{"no model", "[vaglio]\njudge_kind = \"llm-v1\"\n[vaglio.llm]\nmodel = \"\"\n", nil, "vaglio.llm.model"},
 		{"zero timeout", "[vaglio]\njudge_kind = \"llm-v1\"\n[vaglio.llm]\ntimeout = \"0s\"\n", nil, "vaglio.llm.timeout"},
 		{"negative budget", "[vaglio]\njudge_kind = \"llm-v1\"\n[vaglio.llm]\nmax_calls_per_day = -1\n", nil, "vaglio.llm.max_calls_per_day"},
+		{"negative total", "[vaglio]\njudge_kind = \"llm-v1\"\n[vaglio.llm]\nmax_calls_per_day_total = -1\n", nil, "vaglio.llm.max_calls_per_day_total"},
+		{"bad on_failure", "[vaglio]\njudge_kind = \"llm-v1\"\n[vaglio.llm]\non_failure = \"allow\"\n", nil, "vaglio.llm.on_failure"},
 		{"empty key", "[vaglio]\njudge_kind = \"llm-v1\"\n[vaglio.llm]\napi_key_env = \"JUDGE_KEY\"\n", nil, "vaglio.llm.api_key_env"},
 		{"unknown key", "[vaglio.llm]\nkey = \"sk-in-the-file\"\n", nil, "vaglio.llm.key"},
 	} {

@@ -187,6 +187,8 @@ type (
 		APIKeyEnv      *string `toml:"api_key_env"`
 		Timeout        *string `toml:"timeout"`
 		MaxCallsPerDay *int    `toml:"max_calls_per_day"`
+		MaxCallsTotal  *int    `toml:"max_calls_per_day_total"`
+		OnFailure      *string `toml:"on_failure"`
 		SendArgValues  *bool   `toml:"send_arg_values"`
 	}
 	fileApprovals struct {
@@ -300,6 +302,8 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 			set(&cfg.Vaglio.LLM.APIKeyEnv, l.APIKeyEnv)
 			duration(p, "vaglio.llm.timeout", l.Timeout, &cfg.Vaglio.LLM.Timeout)
 			set(&cfg.Vaglio.LLM.MaxCallsPerDay, l.MaxCallsPerDay)
+			set(&cfg.Vaglio.LLM.MaxCallsPerDayTotal, l.MaxCallsTotal)
+			set(&cfg.Vaglio.LLM.OnFailure, l.OnFailure)
 			set(&cfg.Vaglio.LLM.SendArgValues, l.SendArgValues)
 		}
 	}

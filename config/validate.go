@@ -170,6 +170,12 @@ func (c *Config) validateVaglio(p *problems) {
 		if l.MaxCallsPerDay < 0 {
 			p.add("vaglio.llm.max_calls_per_day", "%d is negative (0 means no limit)", l.MaxCallsPerDay)
 		}
+		if l.MaxCallsPerDayTotal < 0 {
+			p.add("vaglio.llm.max_calls_per_day_total", "%d is negative (0 means no total bound)", l.MaxCallsPerDayTotal)
+		}
+		if l.OnFailure != LLMOnFailureAsk && l.OnFailure != LLMOnFailureRuleBased {
+			p.add("vaglio.llm.on_failure", "unknown value %q (want %s or %s)", l.OnFailure, LLMOnFailureAsk, LLMOnFailureRuleBased)
+		}
 		secret(p, "vaglio.llm.api_key_env", l.APIKeyEnv, l.APIKey, false)
 	default:
 		p.add("vaglio.judge_kind", "unknown judge %q (want %s or %s)", c.Vaglio.JudgeKind, JudgeRuleBased, JudgeLLM)

@@ -280,6 +280,10 @@ type checkAnswer struct {
 	Trace     []policy.Step  `json:"trace"`
 }
 
+// checkBucket is the limiter's key for an agent's checks (no capability
+// is spelled so).
+const checkBucket = "/v1/check"
+
 func (s *Server) check(w http.ResponseWriter, r *http.Request) {
 	a := agentFrom(r)
 	var b requestBody
@@ -289,6 +293,14 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request) {
 	sub, err := s.submission(a, b)
 	if err != nil {
 		s.errorResponse(w, r, err)
+		return
+	}
+	// A check costs what a request's decision costs (a model call with
+	// the LLM judge): it takes from the agent's bucket for checks, one
+	// for all capabilities, as big as its rate.
+	if wait, ok, _ := s.limiter.allow(a, checkBucket); !ok {
+		s.metrics.rateLimited.WithLabelValues(a.ID, checkBucket).Inc()
+		s.errorResponse(w, r, &rateLimitError{agent: a.ID, rate: a.Rate, capability: checkBucket, wait: wait})
 		return
 	}
 	// Not cancellable: the decision's reads are short, and a context that

@@ -136,7 +136,8 @@ func TestAPI_Check_HiddenCharacters(t *testing.T) {
 
 // TestAPI_Check_LLMJudge: with vaglio.judge_kind = "llm-v1" the model of
 // [vaglio.llm] scores what the guard lets through; when it fails, the
-// rule-based judge decides and says why.
+// rule-based judge's score is shown and a person decides (on_failure =
+// "ask", the default).
 func TestAPI_Check_LLMJudge(t *testing.T) {
 	t.Parallel()
 	var fail atomic.Bool
@@ -163,9 +164,9 @@ func TestAPI_Check_LLMJudge(t *testing.T) {
 	fail.Store(true)
 	body["intent"] = "read my notes again"
 	decodeInto(t, string(g.want(t, http.StatusOK, "POST", "/v1/check", tokA1, body).Body), &ans)
-	if ans.Outcome != "allowed" || ans.Vaglio.JudgeKind != "rule-based-v1" || ans.Vaglio.Score != 0.8 ||
+	if ans.Outcome != "approval_required" || ans.Vaglio.JudgeKind != "rule-based-v1" || ans.Vaglio.Score != 0.8 ||
 		!strings.Contains(ans.Vaglio.Reason, "llm judge unavailable: HTTP 503") {
-		t.Errorf("model down: %+v", ans)
+		t.Errorf("model down (on_failure = ask): %+v", ans)
 	}
 	body["target"] = "/etc/shadow.old"
 	decodeInto(t, string(g.want(t, http.StatusOK, "POST", "/v1/check", tokA1, body).Body), &ans)

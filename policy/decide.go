@@ -310,6 +310,13 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 		} else {
 			trace("vaglio", "", "score %.2f", v.Score)
 		}
+		if v.Unscored != "" && dec.Outcome == Allowed {
+			// The configured judge did not score it (on_failure = "ask"):
+			// what it would have allowed, a person decides, grant or not.
+			dec.Outcome, dec.GrantID, grant = ApprovalRequired, 0, nil
+			dec.Reason = v.Unscored + "; a person decides"
+			step("vaglio", ApprovalRequired, dec.Reason)
+		}
 	}
 	if grant != nil && !in.DryRun {
 		if err := d.Grants.Touch(ctx, grant); err != nil {

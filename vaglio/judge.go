@@ -38,6 +38,11 @@ type Judgement struct {
 	// Reason keeps the judge's own. A judge that cannot tell (a model's
 	// free-text answer) leaves it empty.
 	Factors []string
+	// Unscored, when set, says why the configured judge did not score the
+	// request itself (its model was over budget, slow, failing); the
+	// score is a fallback's. A request it would have allowed goes to a
+	// person instead (Verdict.Unscored).
+	Unscored string
 }
 
 // The factors rule-based-v1 names (Judgement.Factors, Verdict.Factors).
@@ -108,15 +113,7 @@ func (RuleJudge) Score(_ context.Context, r Request) (Judgement, error) {
 		notes = append(notes, fmt.Sprintf("%+.2f intent names the executor", ruleIntentNamesExec))
 		factors = append(factors, FactorIntentNamesExecutor)
 	}
-	traversal, badKey := false, false
-	walkArgs(r.Args, func(e argEvent) bool {
-		if e.isKey {
-			badKey = badKey || !isIdentifier(e.s)
-		} else {
-			traversal = traversal || (strings.Contains(e.s, "..") && strings.Contains(e.s, "/"))
-		}
-		return !(traversal && badKey)
-	})
+	traversal, badKey := argSignals(r.Args)
 	if traversal {
 		score += ruleTraversalInArgs
 		notes = append(notes, fmt.Sprintf("%+.2f possible path traversal ('..' with '/' in an arg)", ruleTraversalInArgs))
@@ -142,6 +139,47 @@ func (RuleJudge) Score(_ context.Context, r Request) (Judgement, error) {
 	score = clampScore(math.Round(score*100) / 100)
 	return Judgement{Score: score, Reason: fmt.Sprintf("%s: %s", RuleJudgeKind, strings.Join(notes, "; ")),
 		Factors: factors}, nil
+}
+
+// RuleCap is what rule-based-v1's fixed negative signals (path
+// traversal, an odd arg key, hidden characters) say of r, for another
+// judge to apply on top of its own score: the base score with those
+// signals alone (no bonus the agent's own words could earn), the factors
+// that fired (none: no cap), and a reason naming them.
+func RuleCap(r Request) (limit float64, factors []string, reason string) {
+	limit = ruleBase
+	var notes []string
+	traversal, badKey := argSignals(r.Args)
+	if traversal {
+		limit += ruleTraversalInArgs
+		factors, notes = append(factors, FactorPathTraversal), append(notes, "possible path traversal")
+	}
+	if badKey {
+		limit += ruleNonIdentifierKey
+		factors, notes = append(factors, FactorOddArgKey), append(notes, "arg key is not an identifier")
+	}
+	if where, runes := hiddenIn(r); where != "" {
+		limit += ruleHiddenChars
+		factors, notes = append(factors, FactorHiddenCharacters), append(notes, fmt.Sprintf("hidden characters in the %s (%s)", where, runes))
+	}
+	if len(factors) == 0 {
+		return 1, nil, ""
+	}
+	return clampScore(math.Round(limit*100) / 100), factors, RuleJudgeKind + " (" + strings.Join(notes, "; ") + ")"
+}
+
+// argSignals says whether an arg value looks like path traversal ('..'
+// with '/') and whether an arg key is not an identifier.
+func argSignals(args map[string]any) (traversal, badKey bool) {
+	walkArgs(args, func(e argEvent) bool {
+		if e.isKey {
+			badKey = badKey || !isIdentifier(e.s)
+		} else {
+			traversal = traversal || (strings.Contains(e.s, "..") && strings.Contains(e.s, "/"))
+		}
+		return !(traversal && badKey)
+	})
+	return traversal, badKey
 }
 
 // declaresNonCritical reports a request whose context says "critical":

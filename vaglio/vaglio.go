@@ -61,6 +61,10 @@ type Verdict struct {
 	// failed): what a card says in plain words. Absent when the guard
 	// blocked, or the judge names none (the LLM judge).
 	Factors []string `json:"factors,omitempty"`
+	// Unscored is the judge's Judgement.Unscored: why the configured judge
+	// did not score it (a request policy would allow then goes to a
+	// person). Not part of the JSON: it acts on the decision only.
+	Unscored string `json:"-"`
 }
 
 // AppendJSON appends v as encoding/json writes it (see internal/jsonw).
@@ -199,7 +203,7 @@ func (v *Vaglio) Check(ctx context.Context, r Request) Verdict {
 		verdict.Reason, verdict.BlockedBy = fmt.Sprintf("judge: %s failed, denied: %v", verdict.JudgeKind, err), BlockedByJudge
 		verdict.Factors = []string{FactorJudgeFailed}
 	} else {
-		verdict.Score, verdict.Factors = j.Score, j.Factors
+		verdict.Score, verdict.Factors, verdict.Unscored = j.Score, j.Factors, j.Unscored
 		if j.Kind != "" {
 			verdict.JudgeKind = j.Kind
 		}

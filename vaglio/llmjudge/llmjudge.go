@@ -22,6 +22,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,8 +64,13 @@ type Config struct {
 	Model          string
 	APIKey         string // "" sends none
 	Timeout        time.Duration
-	MaxCallsPerDay int  // per UTC day; 0 = no limit
+	MaxCallsPerDay int  // per agent and UTC day; 0 = no limit
+	MaxCallsTotal  int  // all agents together, per UTC day; 0 = no bound
 	SendArgValues  bool // false: the model sees argument keys only
+	// RuleBasedOnFailure lets the fallback judge decide alone when the
+	// model did not score a request; false (on_failure = "ask") marks
+	// the judgement Unscored, which sends the request to a person.
+	RuleBasedOnFailure bool
 }
 
 // Judge is the LLM judge. It is safe for concurrent use.
@@ -77,9 +83,12 @@ type Judge struct {
 	flight singleflight.Group
 
 	mu    sync.Mutex
-	day   string // the UTC day calls counts
+	day   string // the UTC day calls and perAgent count
 	calls int
-	cache map[[sha256.Size]byte]cached
+	// perAgent counts each agent's calls today: one agent spending its
+	// budget leaves the others theirs.
+	perAgent map[string]int
+	cache    map[[sha256.Size]byte]cached
 }
 
 type cached struct {
@@ -105,7 +114,8 @@ func New(cfg Config, client *http.Client, fallback vaglio.Judge, now func() time
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
 	}
-	return &Judge{cfg: cfg, client: client, fallback: fallback, now: now, cache: map[[sha256.Size]byte]cached{}}
+	return &Judge{cfg: cfg, client: client, fallback: fallback, now: now, perAgent: map[string]int{},
+		cache: map[[sha256.Size]byte]cached{}}
 }
 
 // Kind returns Kind: the configured judge.
@@ -121,13 +131,13 @@ func (j *Judge) Score(ctx context.Context, r vaglio.Request) (vaglio.Judgement, 
 	}
 	key := sha256.Sum256(append([]byte(j.cfg.API+"\x00"+j.cfg.URL+"\x00"+j.cfg.Model+"\x00"), ask...))
 	if c, ok := j.fromCache(key); ok {
-		return vaglio.Judgement{Score: c.score, Reason: c.reason + " (cached)", Kind: Kind}, nil
+		return j.capped(ctx, r, vaglio.Judgement{Score: c.score, Reason: c.reason + " (cached)", Kind: Kind})
 	}
 	// Identical asks at the same moment share one call. The call runs on
 	// a context that outlives any one caller's cancellation but not the
 	// timeout, so one agent hanging up does not fail the others.
 	v, err, _ := j.flight.Do(string(key[:]), func() (any, error) {
-		if why := j.spend(); why != "" {
+		if why := j.spend(r.Agent); why != "" {
 			return nil, errors.New(why)
 		}
 		score, reason, err := j.call(context.WithoutCancel(ctx), ask)
@@ -142,10 +152,30 @@ func (j *Judge) Score(ctx context.Context, r vaglio.Request) (vaglio.Judgement, 
 		return j.fallBack(ctx, r, err.Error())
 	}
 	c := v.(cached)
-	return vaglio.Judgement{Score: c.score, Reason: c.reason, Kind: Kind}, nil
+	return j.capped(ctx, r, vaglio.Judgement{Score: c.score, Reason: c.reason, Kind: Kind})
 }
 
-// fallBack scores with the fallback judge and says why.
+// capped applies the rule-based judge's fixed negative signals (hidden
+// characters, traversal, odd keys) on top of the model's score: when one
+// fires, the score is at most the rule-based base with those signals
+// alone (see vaglio.RuleCap), so no intent can talk the model past them
+// and judge_threshold keeps its meaning.
+func (j *Judge) capped(_ context.Context, r vaglio.Request, m vaglio.Judgement) (vaglio.Judgement, error) {
+	limit, factors, why := vaglio.RuleCap(r)
+	if len(factors) == 0 {
+		return m, nil
+	}
+	m.Factors = factors
+	if m.Score > limit {
+		m.Score = limit
+		m.Reason += "; capped at " + strconv.FormatFloat(limit, 'f', 2, 64) + " by " + why
+	}
+	return m, nil
+}
+
+// fallBack scores with the fallback judge and says why. Unless the owner
+// chose the rule-based judge on failure, the judgement is Unscored: the
+// decision then asks a person rather than allow on the weaker judge.
 func (j *Judge) fallBack(ctx context.Context, r vaglio.Request, why string) (vaglio.Judgement, error) {
 	fb, err := j.fallback.Score(ctx, r)
 	if err != nil {
@@ -155,20 +185,29 @@ func (j *Judge) fallBack(ctx context.Context, r vaglio.Request, why string) (vag
 		fb.Kind = j.fallback.Kind()
 	}
 	fb.Reason = "llm judge unavailable: " + why + "; " + fb.Reason
+	if !j.cfg.RuleBasedOnFailure {
+		fb.Unscored = "llm judge unavailable: " + why
+	}
 	return fb, nil
 }
 
-// spend takes one call from the day's budget, or says why it cannot.
-func (j *Judge) spend() string {
+// spend takes one call from the agent's budget for the day and from the
+// total, or says why it cannot.
+func (j *Judge) spend(agent string) string {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if day := j.now().UTC().Format(time.DateOnly); day != j.day {
 		j.day, j.calls = day, 0
+		clear(j.perAgent)
 	}
-	if j.cfg.MaxCallsPerDay > 0 && j.calls >= j.cfg.MaxCallsPerDay {
-		return fmt.Sprintf("over budget (%d calls today, max_calls_per_day = %d)", j.calls, j.cfg.MaxCallsPerDay)
+	if n := j.perAgent[agent]; j.cfg.MaxCallsPerDay > 0 && n >= j.cfg.MaxCallsPerDay {
+		return fmt.Sprintf("over budget (%d calls today for agent %s, max_calls_per_day = %d)", n, agent, j.cfg.MaxCallsPerDay)
+	}
+	if j.cfg.MaxCallsTotal > 0 && j.calls >= j.cfg.MaxCallsTotal {
+		return fmt.Sprintf("over budget (%d calls today, max_calls_per_day_total = %d)", j.calls, j.cfg.MaxCallsTotal)
 	}
 	j.calls++
+	j.perAgent[agent]++
 	return ""
 }
 
@@ -422,6 +461,30 @@ func parseVerdict(content string) (float64, string, error) {
 	return *score, *reason, nil
 }
 
+// jsonEscaped is s as it appears inside a JSON string: encoding/json's
+// escaping (with its HTML escapes when html), else only quotes,
+// backslashes and control characters, and \uXXXX in place of a format
+// character, as other encoders write them.
+func jsonEscaped(s string, html bool) string {
+	if html {
+		b, _ := json.Marshal(s)
+		return string(b[1 : len(b)-1])
+	}
+	var b strings.Builder
+	for _, c := range s {
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(c)
+		case c < 0x20 || vaglio.IsHidden(c):
+			fmt.Fprintf(&b, "\\u%04x", c)
+		default:
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
+}
+
 // cleanReason makes the model's reason fit a log line and a card: one
 // line, no hidden characters, at most maxReasonRunes, and without the
 // target or (when the model saw them) argument values, which it was asked
@@ -432,7 +495,18 @@ func cleanReason(reason string, r vaglio.Request, sawValues bool) string {
 			reason = strings.ReplaceAll(reason, s, "…")
 		}
 	}
-	redact(r.Target)
+	// Every form the target was shown in: raw, with hidden characters
+	// as ⟦U+XXXX⟧ (the ask), and each of those JSON-escaped as in the
+	// ask's body (\u202e, \", \\); longest first, so no shorter form
+	// leaves part of a longer one behind.
+	forms := []string{r.Target, visible(r.Target)}
+	for _, f := range forms[:2] {
+		forms = append(forms, jsonEscaped(f, false), jsonEscaped(f, true))
+	}
+	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	for _, f := range forms {
+		redact(f)
+	}
 	if sawValues {
 		var walk func(v any)
 		walk = func(v any) {

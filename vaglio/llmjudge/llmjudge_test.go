@@ -333,7 +333,7 @@ func TestJudge_Budget(t *testing.T) {
 		t.Fatalf("within the budget: %+v %+v", a, b)
 	}
 	third := ask("three")
-	if third.Kind != vaglio.RuleJudgeKind || !strings.Contains(third.Reason, "llm judge unavailable: over budget (2 calls today, max_calls_per_day = 2)") {
+	if third.Kind != vaglio.RuleJudgeKind || !strings.Contains(third.Reason, "llm judge unavailable: over budget (2 calls today for agent metnos, max_calls_per_day = 2)") {
 		t.Errorf("over the budget: %+v", third)
 	}
 	if cached := ask("one"); cached.Kind != Kind || !strings.HasSuffix(cached.Reason, "(cached)") {
