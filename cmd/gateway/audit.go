@@ -230,11 +230,22 @@ func (a *auditWriter) write(r storage.AuditEvent) error {
 		if r.GrantID != 0 {
 			grant = strconv.FormatInt(r.GrantID, 10)
 		}
-		return a.csv.Write([]string{strconv.FormatInt(r.Seq, 10), r.AtText(), r.Actor, r.Event, r.RequestID, grant,
-			r.DetailJSON(), r.Hash})
+		return a.csv.Write([]string{strconv.FormatInt(r.Seq, 10), r.AtText(), csvCell(r.Actor), csvCell(r.Event),
+			csvCell(r.RequestID), grant, csvCell(r.DetailJSON()), r.Hash})
 	}
 	_, err := fmt.Fprintln(a.buf, auditLine(r, a.zone))
 	return err
+}
+
+// csvCell neutralises a cell a spreadsheet would read as a formula: one
+// starting with =, +, -, @, a tab or a carriage return gets a leading '
+// (OWASP's advice), which spreadsheets show as text. An actor is a
+// person's display name, free text a chat member chooses.
+func csvCell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }
 
 func (a *auditWriter) flush() error {
