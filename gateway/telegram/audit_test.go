@@ -43,7 +43,8 @@ func TestTelegram_History(t *testing.T) {
 	if got := ask(roberto, "/history a1"); !strings.Contains(got, "for agent a1") {
 		t.Errorf("/history a1 = %q", got)
 	}
-	if got := ask(mallory, "/history"); !strings.Contains(got, telegram.NotApprover) || strings.Contains(got, r.ID) {
+	id := h.fake.Say(mallory, chatID, "/history", 0) // a stranger's private chat gets no answer at all
+	if got := h.replyTo(chatID, id); !strings.Contains(got, telegram.NotApprover) || strings.Contains(got, r.ID) {
 		t.Errorf("/history for a stranger = %q", got)
 	}
 	if got := ask(mallory, "/help"); !strings.Contains(got, "/history") {

@@ -180,12 +180,20 @@ func (b *Bot) onMessage(ctx context.Context, m *tgbotapi.Message) {
 	}
 }
 
-// onCommand answers a bot command in the chat it was typed in. /start and
+// onCommand answers a bot command in the chat it was typed in, when that
+// is chat_id or an approver's private chat (see commandChat). /start and
 // /help are for anyone (a newcomer needs /start to learn the id to put in
 // telegram.approvers); the rest only for approvers.
 func (b *Bot) onCommand(ctx context.Context, m *tgbotapi.Message) {
 	name, args, forUs := commandName(m.Text, b.botUsername())
 	if !forUs {
+		return
+	}
+	if !b.commandChat(m, name) {
+		// Another group the bot is in: an approver's slip must not post
+		// the audit trail or the grants there. No answer, no change.
+		b.log.Warn("ignored a command outside chat_id and the approvers' private chats",
+			"chat_id", m.Chat.ID, "user_id", m.From.ID, "command", name)
 		return
 	}
 	say := func(format string, a ...any) {
@@ -250,6 +258,20 @@ func (b *Bot) onCommand(ctx context.Context, m *tgbotapi.Message) {
 	default:
 		say("%s", b.loc.T("tg.unknown_command", name))
 	}
+}
+
+// commandChat says whether command name, in m, was typed where commands
+// are answered: the configured chat_id, or an approver's private chat
+// with the bot. /start and /help, which tell a newcomer its id and the
+// commands and show nothing else, are answered in anyone's private chat.
+func (b *Bot) commandChat(m *tgbotapi.Message, name string) bool {
+	if m.Chat.ID == b.cfg.ChatID {
+		return true
+	}
+	if !m.Chat.IsPrivate() || m.Chat.ID != m.From.ID {
+		return false
+	}
+	return name == "start" || name == "help" || b.isApprover(m.From)
 }
 
 func startMessage(id int64, approver bool, l locale.Locale) cards.TelegramMessage {

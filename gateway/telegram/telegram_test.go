@@ -482,8 +482,8 @@ func TestTelegram_Commands(t *testing.T) {
 	if got := h.replyTo(mallory.ID, id); !strings.Contains(got, "/pending") {
 		t.Errorf("/help answered %q", got)
 	}
-	id = h.fake.Say(mallory, mallory.ID, "/pending", 0)
-	if got := h.replyTo(mallory.ID, id); !strings.Contains(got, telegram.NotApprover) {
+	id = h.fake.Say(mallory, chatID, "/pending", 0)
+	if got := h.replyTo(chatID, id); !strings.Contains(got, telegram.NotApprover) {
 		t.Errorf("/pending for a stranger answered %q", got)
 	}
 	before := len(h.fake.Messages(chatID))
@@ -585,3 +585,43 @@ func TestTelegram_RefusedToken(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestTelegram_CommandsOnlyInTheirChats: a command typed in another group
+// the bot is in, even by an approver, or in a stranger's private chat
+// (other than /start and /help), gets no message at all there and
+// changes nothing; the same command in chat_id or the approver's private
+// chat is answered.
+func TestTelegram_CommandsOnlyInTheirChats(t *testing.T) {
+	h := newHarness(t)
+	const otherGroup = int64(-100777)
+	r := h.pending("fs:write", "/tmp/foreign")
+	h.card(r.ID)
+	for _, cmd := range []string{"/history", "/grants", "/pending", "/revoke 1", "/start", "/help"} {
+		h.fake.Say(roberto, otherGroup, cmd, 0)
+	}
+	h.fake.Say(mallory, mallory.ID, "/history", 0)
+	// A command in chat_id after them is answered: by then the others were handled.
+	id := h.fake.Say(roberto, chatID, "/grants", 0)
+	h.replyTo(chatID, id)
+	id = h.fake.Say(roberto, roberto.ID, "/history", 0)
+	h.replyTo(roberto.ID, id)
+	for _, m := range h.fake.Messages(otherGroup) {
+		if m.From == nil {
+			t.Errorf("the bot wrote in a foreign group: %q", m.Text)
+		}
+	}
+	for _, m := range h.fake.Messages(mallory.ID) {
+		if m.From == nil {
+			t.Errorf("the bot answered a stranger's /history: %q", m.Text)
+		}
+	}
+	n := 0
+	for _, m := range h.fake.Messages(chatID) {
+		if m.From == nil && strings.Contains(m.Text, r.ID) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d cards of %s in chat_id: /pending in a foreign group re-sent it", n, r.ID)
+	}
+}
