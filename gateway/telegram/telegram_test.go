@@ -2,7 +2,9 @@ package telegram_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -568,7 +570,7 @@ func TestTelegram_TokenNeverLogged(t *testing.T) {
 // Shutdown does not wait for the 30-second long poll in flight.
 func TestTelegram_ShutdownIsImmediate(t *testing.T) {
 	h := newHarness(t)
-	h.fake.WaitFor(t, waitLong, "a long poll", func(c telegramtest.Call) bool { return c.Method == "deleteWebhook" })
+	h.fake.WaitFor(t, waitLong, "the bot set up", func(c telegramtest.Call) bool { return c.Method == "setMyCommands" })
 	time.Sleep(100 * time.Millisecond) // the getUpdates call is now held by the fake
 	if took := h.stop(); took > 3*time.Second {
 		t.Errorf("shutdown took %s", took)
@@ -623,5 +625,32 @@ func TestTelegram_CommandsOnlyInTheirChats(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d cards of %s in chat_id: /pending in a foreign group re-sent it", n, r.ID)
+	}
+}
+
+// TestTelegram_PollingNeverDeletesAWebhook: another instance holds the bot
+// with a webhook; this one, polling, gets 409, backs off and names the
+// holder's host (not its secret path), and never deletes the webhook.
+func TestTelegram_PollingNeverDeletesAWebhook(t *testing.T) {
+	h := newHarness(t, func(h *harness) {
+		resp, err := http.PostForm(fmt.Sprintf(h.fake.Endpoint(), botToken, "setWebhook"),
+			url.Values{"url": {"https://other-instance.example/telegram/s3cretpath"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	})
+	h.fake.WaitUntil(t, waitLong, "the conflict logged", func() bool {
+		return strings.Contains(h.logs.String(), "another instance holds this Telegram bot")
+	})
+	logs := h.logs.String()
+	if !strings.Contains(logs, "other-instance.example") || strings.Contains(logs, "s3cretpath") {
+		t.Errorf("the log should name the holder's host and not its path:\n%s", logs)
+	}
+	if calls := h.fake.CallsTo("deleteWebhook"); len(calls) != 0 {
+		t.Errorf("deleteWebhook was called %d times", len(calls))
+	}
+	if wh, _ := h.fake.Webhook(); wh == "" {
+		t.Error("the other instance's webhook is gone")
 	}
 }

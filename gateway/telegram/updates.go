@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -120,8 +121,10 @@ func (b *Bot) registerWebhook(ctx context.Context) {
 
 // poll is the long-polling loop. Its calls carry ctx, so shutdown does not
 // wait for a 30-second poll to end (the library's GetUpdatesChan would).
+// It never deletes a webhook: one that is set belongs to another instance
+// of this bot (or an earlier webhook set-up), which deleting it would
+// silently disconnect. A 409 backs off and says who holds the bot.
 func (b *Bot) poll(ctx context.Context) {
-	b.deleteWebhook(ctx)
 	offset, fails := 0, 0
 	for ctx.Err() == nil {
 		cctx, cancel := context.WithTimeout(ctx, b.pollTimeout+b.callTimeout)
@@ -135,11 +138,16 @@ func (b *Bot) poll(ctx context.Context) {
 			}
 			fails++
 			e := b.apiError("getUpdates", err)
-			if fails == 1 || fails%20 == 0 {
+			switch {
+			case e.Code == http.StatusConflict:
+				if fails == 1 || fails%20 == 0 {
+					b.log.Error("another instance holds this Telegram bot; polling waits (no webhook is deleted)",
+						"attempt", fails, "holder", b.holder(ctx))
+				}
+				sleep(ctx, max(conflictBackoff, backoff(fails), e.RetryAfter))
+				continue
+			case fails == 1 || fails%20 == 0:
 				b.log.Warn("getUpdates failed; retrying", "attempt", fails, "err", e)
-			}
-			if e.Code == http.StatusConflict { // a webhook is set: polling was chosen, so remove it
-				b.deleteWebhook(ctx)
 			}
 			sleep(ctx, max(backoff(fails), e.RetryAfter))
 			continue
@@ -176,12 +184,28 @@ func (b *Bot) poll(ctx context.Context) {
 	}
 }
 
-func (b *Bot) deleteWebhook(ctx context.Context) {
+// conflictBackoff is the least wait after a 409: another instance holds
+// the bot, which no quick retry changes.
+const conflictBackoff = 30 * time.Second
+
+// holder says which other instance holds the bot after a 409: the host of
+// the webhook set on it (getWebhookInfo), else another getUpdates poller.
+// The webhook's path and query are left out: they may hold a secret.
+func (b *Bot) holder(ctx context.Context) string {
 	cctx, cancel := context.WithTimeout(ctx, b.callTimeout)
 	defer cancel()
-	if _, err := b.bot(cctx).Request(tgbotapi.DeleteWebhookConfig{}); err != nil && ctx.Err() == nil {
-		b.log.Warn("deleteWebhook failed", "err", b.apiError("deleteWebhook", err))
+	info, err := b.bot(cctx).GetWebhookInfo()
+	switch {
+	case err != nil:
+		return "unknown (getWebhookInfo failed)"
+	case info.URL == "":
+		return "another process polling with getUpdates (telegram.mode = \"polling\" elsewhere)"
 	}
+	host := "an unparsable URL"
+	if u, err := url.Parse(info.URL); err == nil {
+		host = u.Host
+	}
+	return "a webhook at " + host + " (delete it, or run this gateway in webhook mode, to poll here)"
 }
 
 // serveWebhook receives one update from Telegram. The secret header is
