@@ -114,7 +114,17 @@ func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.Interacti
 		m.log.Warn("ignored an unexpected Slack interaction", "type", string(ic.Type), "user_id", ic.User.ID)
 		return
 	}
+	if !m.ourTeam(ctx, ic.Team.ID) {
+		return // another workspace: not even an answer
+	}
 	to := clickReply(ic)
+	if to.channel != "" && to.channel != m.cfg.ChannelID {
+		// Cards are posted to slack.channel_id only: a click said to
+		// come from elsewhere is not on one of our cards.
+		m.log.Warn("refused a Slack click from another channel than the cards'", "user_id", ic.User.ID,
+			"chat_id", fmt.Sprintf("%.32q", to.channel))
+		return
+	}
 	answer := func(text string) {
 		if to.channel == "" && to.responseURL == "" && ic.View.ID != "" {
 			// A click on the Home tab: Slack gives no way to answer it

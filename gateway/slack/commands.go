@@ -16,6 +16,9 @@ import (
 // handleCommand answers one verified, first-time slash command privately:
 // listings for approvers and admins, revoke for admins, help for anyone.
 func (m *Messenger) handleCommand(ctx context.Context, c slackapi.SlashCommand) {
+	if !m.ourTeam(ctx, c.TeamID) {
+		return
+	}
 	to := replyTo{channel: c.ChannelID, user: c.UserID, responseURL: c.ResponseURL, preferResponseURL: true}
 	args := strings.Fields(c.Text)
 	sub := ""

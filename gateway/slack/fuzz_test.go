@@ -134,8 +134,10 @@ func (h *fuzzSlack) prepare(t *testing.T) {
 	if h.runs%100 == 0 {
 		h.fake.Reset()
 	}
-	h.m.replays = newReplayCache(replayTTL, replayMax, time.Now)
 	ctx := context.Background()
+	if _, err := h.app.DB.ExecContext(ctx, `DELETE FROM slack_replays`); err != nil {
+		t.Fatal(err)
+	}
 	if r, err := h.app.Service.Get(ctx, h.rid); err != nil || r.Status != approvals.StatusPending {
 		h.seq++ // a new target each time: an Allow always grant covers the old one
 		r, _, err := h.app.Service.Submit(ctx, approvals.Submission{
@@ -193,6 +195,15 @@ func (h *fuzzSlack) wantClick(payload string) (d approvals.Decision, revoke bool
 		len(ic.ActionCallback.BlockActions) != 1 {
 		return "", false
 	}
+	// From the bot's own team (the fake's auth.test: T1) and, for a click
+	// on a message, from the cards' channel.
+	ch := ic.Container.ChannelID
+	if ch == "" {
+		ch = ic.Channel.ID
+	}
+	if ic.Team.ID != "T1" || (ch != "" && ch != "C0APPROVALS") {
+		return "", false
+	}
 	a := ic.ActionCallback.BlockActions[0]
 	gid := strconv.FormatInt(h.gid, 10)
 	if a.ActionID == "grant_revoke" && a.Value == gid && a.BlockID == "grant:"+gid {
@@ -209,7 +220,7 @@ func (h *fuzzSlack) wantClick(payload string) (d approvals.Decision, revoke bool
 // a well-formed form from an admin whose text is "revoke <id>".
 func (h *fuzzSlack) wantRevoke(body string) bool {
 	form, err := url.ParseQuery(body)
-	if err != nil || (form.Get("user_id") != fuzzApprover && form.Get("user_id") != fuzzAdmin) {
+	if err != nil || form.Get("team_id") != "T1" || (form.Get("user_id") != fuzzApprover && form.Get("user_id") != fuzzAdmin) {
 		return false
 	}
 	f := strings.Fields(form.Get("text"))
@@ -275,12 +286,12 @@ func FuzzSlackPayload(f *testing.F) {
 		{click(fuzzApprover, rblock, "approval_maybe", ridMark, ""), command(fuzzApprover, "revoke 1 2")},
 		{click(fuzzAdmin, gblock, cards.SlackActionRevoke, gidMark, "V1"), command(fuzzApprover, "help")},
 		{click(fuzzStranger, gblock, cards.SlackActionRevoke, gidMark, ""), command(fuzzApprover, "nope <!channel>")},
-		{click(fuzzAdmin, gblock, cards.SlackActionRevoke, "0"+gidMark, ""), "text=revoke+1&user_id=" + fuzzAdmin},
-		{`{"type":"block_actions","user":{"id":"` + fuzzApprover + `"},"actions":[{"block_id":"approval:{rid}","action_id":"approval_deny","value":"{rid}"},{"block_id":"approval:{rid}","action_id":"approval_allow_once","value":"{rid}"}]}`, "a=%zz"},
-		{`{"type":"block_actions","user":{"id":"` + fuzzApprover + `"},"actions":[{"action_id":"approval_deny","value":"{rid}"}]}`, ";"},
+		{click(fuzzAdmin, gblock, cards.SlackActionRevoke, "0"+gidMark, ""), "team_id=T1&text=revoke+1&user_id=" + fuzzAdmin},
+		{`{"type":"block_actions","team":{"id":"T1"},"user":{"id":"` + fuzzApprover + `"},"actions":[{"block_id":"approval:{rid}","action_id":"approval_deny","value":"{rid}"},{"block_id":"approval:{rid}","action_id":"approval_allow_once","value":"{rid}"}]}`, "a=%zz"},
+		{`{"type":"block_actions","team":{"id":"T1"},"user":{"id":"` + fuzzApprover + `"},"actions":[{"action_id":"approval_deny","value":"{rid}"}]}`, ";"},
 		{`{"type":"view_submission","user":{"id":"` + fuzzApprover + `"},"actions":[{"block_id":"approval:{rid}","action_id":"approval_deny","value":"{rid}"}]}`, ""},
-		{`{"type":"block_actions","actions":{}}`, "user_id=" + fuzzAdmin + "&text=revoke%09" + gidMark},
-		{`{"type":"block_actions","user":{"id":"` + fuzzApprover + `"},"actions":[{"block_id":"approval:{rid}","action_id":"approval_deny","value":"{rid}"}],"response_url":"https://hooks.slack.com/actions/T1/1/x"}`, "response_url=https%3A%2F%2Fhooks.slack.com%2Fc&user_id=" + fuzzApprover},
+		{`{"type":"block_actions","actions":{}}`, "team_id=T1&user_id=" + fuzzAdmin + "&text=revoke%09" + gidMark},
+		{`{"type":"block_actions","team":{"id":"T1"},"user":{"id":"` + fuzzApprover + `"},"actions":[{"block_id":"approval:{rid}","action_id":"approval_deny","value":"{rid}"}],"response_url":"https://hooks.slack.com/actions/T1/1/x"}`, "team_id=T1&response_url=https%3A%2F%2Fhooks.slack.com%2Fc&user_id=" + fuzzApprover},
 		{`[]`, `payload=`}, {`null`, ""}, {`{`, "%"}, {"", ""},
 	} {
 		f.Add(s[0], s[1])

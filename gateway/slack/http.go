@@ -75,7 +75,7 @@ func (m *Messenger) interactions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_payload", "the payload form field is not an interaction payload")
 		return
 	}
-	if !m.replays.firstTime(bodyKey(raw), interactionKey(ic)) {
+	if !m.replays.firstTime(r.Context(), bodyKey(raw), interactionKey(ic)) {
 		m.log.Warn("ignored a replayed Slack interaction", "user_id", ic.User.ID)
 		w.WriteHeader(http.StatusOK)
 		return
@@ -100,7 +100,7 @@ func (m *Messenger) commands(w http.ResponseWriter, r *http.Request) {
 		UserName: form.Get("user_name"), Command: form.Get("command"), Text: form.Get("text"),
 		ResponseURL: form.Get("response_url"), TriggerID: form.Get("trigger_id"),
 	}
-	if !m.replays.firstTime(bodyKey(raw), commandKey(cmd)) {
+	if !m.replays.firstTime(r.Context(), bodyKey(raw), commandKey(cmd)) {
 		m.log.Warn("ignored a replayed Slack command", "user_id", cmd.UserID)
 		w.WriteHeader(http.StatusOK)
 		return
@@ -115,6 +115,7 @@ type eventEnvelope struct {
 	Type      string          `json:"type"`
 	Challenge string          `json:"challenge"`
 	EventID   string          `json:"event_id"`
+	TeamID    string          `json:"team_id"`
 	Event     json.RawMessage `json:"event"`
 }
 
@@ -141,10 +142,12 @@ func (m *Messenger) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Slack retries an event it thinks we missed; event_id is the same.
-	if !m.replays.firstTime(bodyKey(raw), eventKey(env.EventID)) {
+	if !m.replays.firstTime(r.Context(), bodyKey(raw), eventKey(env.EventID)) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
 	w.WriteHeader(http.StatusOK)
-	m.handleEvent(env.Event)
+	if m.ourTeam(r.Context(), env.TeamID) {
+		m.handleEvent(env.Event)
+	}
 }

@@ -1,7 +1,9 @@
 package slack
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"fmt"
 	"net/url"
 	"testing"
@@ -10,29 +12,36 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/storage/storagetest"
 )
 
-func TestReplayCache_ExpiresAndStaysBounded(t *testing.T) {
+// TestReplayStore_SharedAndExpiring: a key is refused a second time by
+// any store over the same database (another replica, a restart); keys of
+// one request go in together or not at all; a key older than the TTL
+// counts as new; expired keys are deleted.
+func TestReplayStore_SharedAndExpiring(t *testing.T) {
+	db := storagetest.Open(t)
 	now := time.Unix(1700000000, 0)
-	c := newReplayCache(10*time.Minute, 3, func() time.Time { return now })
-	if !c.firstTime("a", "") || c.firstTime("a") || c.firstTime("x", "a") {
+	clock := func() time.Time { return now }
+	one := newReplayStore(db, 10*time.Minute, clock, slog.New(slog.DiscardHandler))
+	two := newReplayStore(db, 10*time.Minute, clock, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	if !one.firstTime(ctx, "a", "") || two.firstTime(ctx, "a") || one.firstTime(ctx, "x", "a") {
 		t.Fatal("a second copy of a key passed")
 	}
-	if !c.firstTime("") {
+	if !two.firstTime(ctx, "x") {
+		t.Error("a key of a refused request was kept")
+	}
+	if !one.firstTime(ctx, "") {
 		t.Error("a request with no key at all must pass")
 	}
 	now = now.Add(11 * time.Minute)
-	if !c.firstTime("a") {
+	if !two.firstTime(ctx, "a") {
 		t.Error("a key older than the TTL still blocks")
 	}
-	for i := range 10 {
-		c.firstTime(fmt.Sprint("k", i))
-	}
-	if len(c.seen) > 3 || len(c.order) > 3 {
-		t.Errorf("cache holds %d keys (%d in order), limit 3", len(c.seen), len(c.order))
-	}
-	if c.firstTime("k9") {
-		t.Error("the newest key was evicted")
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM slack_replays`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("%d keys left after the prune (%v), want 1", n, err)
 	}
 }
 

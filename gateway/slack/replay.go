@@ -1,60 +1,98 @@
 package slack
 
 import (
+	"context"
+	"database/sql"
+	"errors"
+	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/metnos/gateway/storage"
 )
 
 // A signed Slack request stays valid for five minutes, so a captured one
 // could be sent again within that window: the signature cannot tell. We
-// remember what we handled for longer than the window, and a second copy
+// remember what we handled for longer than the window, in the database,
+// so every replica and a restarted gateway know it too, and a second copy
 // is acknowledged and ignored.
 const (
 	replayTTL = 10 * time.Minute
-	// replayMax bounds memory; past it the oldest keys go first. Slack sends
-	// far fewer requests than this in ten minutes to one gateway.
-	replayMax = 20000
+	// replayPruneEvery is how often expired keys are deleted.
+	replayPruneEvery = time.Minute
 )
 
-// replayCache is a set of keys with insertion-order expiry.
-type replayCache struct {
-	mu    sync.Mutex
-	ttl   time.Duration
-	max   int
-	now   func() time.Time
-	seen  map[string]time.Time
-	order []string // insertion order; times are non-decreasing along it
+// errReplayed rolls back a firstTime whose keys were seen before.
+var errReplayed = errors.New("replayed")
+
+// replayStore is the set of handled keys, in the slack_replays table.
+type replayStore struct {
+	db  *storage.DB
+	ttl time.Duration
+	now func() time.Time
+	log *slog.Logger
+
+	mu     sync.Mutex
+	pruned time.Time
 }
 
-func newReplayCache(ttl time.Duration, max int, now func() time.Time) *replayCache {
-	return &replayCache{ttl: ttl, max: max, now: now, seen: map[string]time.Time{}}
+func newReplayStore(db *storage.DB, ttl time.Duration, now func() time.Time, log *slog.Logger) *replayStore {
+	return &replayStore{db: db, ttl: ttl, now: now, log: log}
 }
 
-// firstTime records keys and reports whether none of them was seen before.
-// Empty keys are ignored. A request is identified by more than one key
-// (the body's hash, and the click's own ids) so that the same click sent
-// over two transports, or re-signed, is still caught.
-func (c *replayCache) firstTime(keys ...string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// A key seen longer than the TTL ago counts as new (and is seen now).
+const insertReplay = `INSERT INTO slack_replays (key, seen_at) VALUES ($1, $2)
+ON CONFLICT (key) DO UPDATE SET seen_at = excluded.seen_at WHERE slack_replays.seen_at < $3`
+
+// firstTime records keys and reports whether none of them was seen before,
+// on any replica. Empty keys are ignored. A request is identified by more
+// than one key (the body's hash, and the click's own ids) so that the same
+// click sent over two transports, or re-signed, is still caught. All keys
+// are recorded in one transaction, or none: two replicas handed the same
+// request at once see one of them win. When the database cannot say, the
+// request is ignored (logged): Slack's user clicks again.
+func (c *replayStore) firstTime(ctx context.Context, keys ...string) bool {
 	now := c.now()
-	for len(c.order) > 0 && (len(c.order) >= c.max || now.Sub(c.seen[c.order[0]]) > c.ttl) {
-		delete(c.seen, c.order[0])
-		c.order = c.order[1:]
-	}
-	for _, k := range keys {
-		if k == "" {
-			continue
+	at, expired := storage.FormatTime(now), storage.FormatTime(now.Add(-c.ttl))
+	ctx = context.WithoutCancel(ctx)
+	err := c.db.InTx(ctx, func(tx *sql.Tx) error {
+		for _, k := range keys {
+			if k == "" {
+				continue
+			}
+			res, err := tx.ExecContext(ctx, insertReplay, k, at, expired)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				if err == nil {
+					err = errReplayed
+				}
+				return err
+			}
 		}
-		if _, ok := c.seen[k]; ok {
-			return false
+		return nil
+	})
+	if err != nil && !errors.Is(err, errReplayed) {
+		c.log.Error("slack replay check failed; the request is ignored", "err", err)
+	}
+	if err == nil {
+		c.prune(ctx, now, expired)
+	}
+	return err == nil
+}
+
+// prune deletes expired keys, at most once every replayPruneEvery.
+func (c *replayStore) prune(ctx context.Context, now time.Time, expired string) {
+	c.mu.Lock()
+	due := now.Sub(c.pruned) >= replayPruneEvery
+	if due {
+		c.pruned = now
+	}
+	c.mu.Unlock()
+	if due {
+		if _, err := c.db.ExecContext(ctx, `DELETE FROM slack_replays WHERE seen_at < $1`, expired); err != nil {
+			c.log.Warn("slack replay prune failed", "err", err)
 		}
 	}
-	for _, k := range keys {
-		if k != "" {
-			c.seen[k] = now
-			c.order = append(c.order, k)
-		}
-	}
-	return true
 }

@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -82,7 +83,10 @@ type Messenger struct {
 	loc      locale.Locale // language, zone and clock of everything people read
 	opts     Options
 	apiHost  *url.URL
-	replays  *replayCache
+	replays  *replayStore
+	// team is the workspace the bot token belongs to (auth.test's
+	// team_id), once known: requests from any other team are refused.
+	team atomic.Value // string
 	approver map[string]bool
 	admin    map[string]bool
 	groups   groupCache // members of the user groups routes name
@@ -153,10 +157,11 @@ func New(svc *approvals.Service, cfg config.Slack, o Options) (*Messenger, error
 	m := &Messenger{
 		cfg: cfg, svc: svc, http: o.HTTPClient, log: o.Logger.With("channel", Name), opts: o,
 		loc:     locale.New(locale.Lang(cfg.Language), o.Location, o.Now),
-		apiHost: apiHost, replays: newReplayCache(replayTTL, replayMax, time.Now),
+		apiHost: apiHost,
 		approver: set(cfg.Approvers), admin: set(cfg.Admins),
 	}
 	m.api = m.client(false)
+	m.replays = newReplayStore(svc.DB(), replayTTL, time.Now, m.log)
 	m.jobCtx, m.stopJobs = context.WithCancel(context.Background())
 	return m, nil
 }
@@ -301,8 +306,32 @@ func (m *Messenger) checkAuth(ctx context.Context) {
 		}
 		return
 	}
+	m.team.Store(who.TeamID)
 	m.log.Info("slack ready", "team_id", who.TeamID, "bot_user_id", who.UserID, "chat_id", m.cfg.ChannelID,
 		"socket_mode", m.cfg.AppToken != "")
+}
+
+// ourTeam says whether team is the bot's own workspace. Until auth.test
+// has answered it asks now; when the team cannot be known, nothing from
+// Slack is acted on (fail closed).
+func (m *Messenger) ourTeam(ctx context.Context, team string) bool {
+	want, _ := m.team.Load().(string)
+	if want == "" {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		who, err := m.api.AuthTestContext(actx)
+		cancel()
+		if err != nil || who.TeamID == "" {
+			m.log.Error("refused a Slack request: the bot's team is not known (auth.test failed)", "err", err)
+			return false
+		}
+		m.team.Store(who.TeamID)
+		want = who.TeamID
+	}
+	if team != want {
+		m.log.Warn("refused a Slack request from another team", "team_id", fmt.Sprintf("%.32q", team))
+		return false
+	}
+	return true
 }
 
 // goJob runs work after Slack has been answered: Slack wants an answer

@@ -156,6 +156,7 @@ type BlockAction struct {
 	Value                  string
 	ResponseURL, TriggerID string
 	ActionTS               string
+	TeamID                 string // "" is T1, the fake's auth.test team
 }
 
 // JSON is the payload.
@@ -166,10 +167,13 @@ func (a BlockAction) JSON() json.RawMessage {
 	if a.ActionTS == "" {
 		a.ActionTS = fmt.Sprintf("%d.%06d", time.Now().Unix(), seq.Add(1)%1000000)
 	}
+	if a.TeamID == "" {
+		a.TeamID = "T1"
+	}
 	p := map[string]any{
 		"type": "block_actions", "api_app_id": "A1", "token": "legacy", "trigger_id": a.TriggerID,
-		"team": map[string]any{"id": "T1", "domain": "example"},
-		"user": map[string]any{"id": a.UserID, "username": a.UserName, "name": a.UserName, "team_id": "T1"},
+		"team": map[string]any{"id": a.TeamID, "domain": "example"},
+		"user": map[string]any{"id": a.UserID, "username": a.UserName, "name": a.UserName, "team_id": a.TeamID},
 		"actions": []map[string]any{{"type": "button", "block_id": a.BlockID, "action_id": a.ActionID,
 			"value": a.Value, "action_ts": a.ActionTS, "text": map[string]any{"type": "plain_text", "text": "x"}}},
 	}
@@ -197,6 +201,7 @@ type Command struct {
 	UserID, UserName, ChannelID string
 	Command, Text               string
 	ResponseURL, TriggerID      string
+	TeamID                      string // "" is T1, the fake's auth.test team
 }
 
 // Form is the body Slack POSTs to the slash command URL.
@@ -211,7 +216,10 @@ func (c Command) values() url.Values {
 	if c.TriggerID == "" {
 		c.TriggerID = unique("trigger.")
 	}
-	return url.Values{"token": {"legacy"}, "team_id": {"T1"}, "team_domain": {"example"},
+	if c.TeamID == "" {
+		c.TeamID = "T1"
+	}
+	return url.Values{"token": {"legacy"}, "team_id": {c.TeamID}, "team_domain": {"example"},
 		"channel_id": {c.ChannelID}, "channel_name": {"approvals"}, "user_id": {c.UserID},
 		"user_name": {c.UserName}, "command": {c.Command}, "text": {c.Text}, "response_url": {c.ResponseURL},
 		"trigger_id": {c.TriggerID}, "api_app_id": {"A1"}}
