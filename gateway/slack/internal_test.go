@@ -3,8 +3,8 @@ package slack
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"testing"
 	"time"

@@ -75,18 +75,18 @@ type Options struct {
 
 // Messenger is the Slack adapter: a gateway.Messenger.
 type Messenger struct {
-	cfg      config.Slack
-	svc      *approvals.Service
-	api      *slackapi.Client
-	http     *http.Client
-	log      *slog.Logger
-	loc      locale.Locale // language, zone and clock of everything people read
-	opts     Options
-	apiHost  *url.URL
-	replays  *replayStore
+	cfg     config.Slack
+	svc     *approvals.Service
+	api     *slackapi.Client
+	http    *http.Client
+	log     *slog.Logger
+	loc     locale.Locale // language, zone and clock of everything people read
+	opts    Options
+	apiHost *url.URL
+	replays *replayStore
 	// team is the workspace the bot token belongs to (auth.test's
 	// team_id), once known: requests from any other team are refused.
-	team atomic.Value // string
+	team     atomic.Value // string
 	approver map[string]bool
 	admin    map[string]bool
 	groups   groupCache // members of the user groups routes name
@@ -156,8 +156,8 @@ func New(svc *approvals.Service, cfg config.Slack, o Options) (*Messenger, error
 	}
 	m := &Messenger{
 		cfg: cfg, svc: svc, http: o.HTTPClient, log: o.Logger.With("channel", Name), opts: o,
-		loc:     locale.New(locale.Lang(cfg.Language), o.Location, o.Now),
-		apiHost: apiHost,
+		loc:      locale.New(locale.Lang(cfg.Language), o.Location, o.Now),
+		apiHost:  apiHost,
 		approver: set(cfg.Approvers), admin: set(cfg.Admins),
 	}
 	m.api = m.client(false)
