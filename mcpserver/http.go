@@ -10,8 +10,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// SessionIdleTimeout closes an HTTP session nobody used for this long.
-const SessionIdleTimeout = time.Hour
+// SessionIdleTimeout closes an HTTP session nobody used for this long. A
+// tool call in progress (a request_approval waiting for a person) keeps
+// its session alive: only the time between calls counts.
+const SessionIdleTimeout = 10 * time.Minute
+
+// MaxSessionsPerAgent bounds the MCP sessions one agent (its own token
+// and its child tokens together) holds open at once: each costs the
+// gateway memory until it idles out. Beyond it, initialize answers 429
+// too_many_sessions.
+const MaxSessionsPerAgent = 32
 
 // MaxBodyBytes bounds one HTTP message to /mcp; a tool call is small.
 const MaxBodyBytes = 1 << 20
@@ -25,6 +33,10 @@ type Verifier func(token string) (agent string)
 // agent that opened it: the same session id with another agent's token is
 // refused (403). Tool handlers find the caller's token with Token.
 func HTTPHandler(s *mcp.Server, verify Verifier, log *slog.Logger) http.Handler {
+	return httpHandler(s, verify, log, MaxSessionsPerAgent, time.Now)
+}
+
+func httpHandler(s *mcp.Server, verify Verifier, log *slog.Logger, maxSessions int, now func() time.Time) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
 		Logger:                       log,
 		SessionTimeout:               SessionIdleTimeout,
@@ -43,7 +55,8 @@ func HTTPHandler(s *mcp.Server, verify Verifier, log *slog.Logger) http.Handler 
 		}
 		return &auth.TokenInfo{UserID: agent, Extra: map[string]any{tokenKey: token}}, nil
 	}
-	return auth.RequireBearerToken(check, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	capped := newSessionCap(maxSessions, SessionIdleTimeout, now).wrap(h)
+	return auth.RequireBearerToken(check, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(capped)
 }
 
 const tokenKey = "gateway_token"
