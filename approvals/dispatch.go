@@ -45,9 +45,15 @@ const channelPauseMax = 15 * time.Second
 // makes every waiting card due at once, so the backlog drains right away.
 func (s *Service) dispatch(ctx context.Context, n Notifier, wake <-chan struct{}) {
 	failures := 0
+	var z summarizer
 	for ctx.Err() == nil {
-		r := s.dispatchOnce(ctx, n, failures > 0)
+		r := s.dispatchOnce(ctx, n, failures > 0, &z)
 		pause, hold := r.pause, r.hinted
+		if d := z.due(s.now()); d == 0 {
+			s.summarize(ctx, n, &z)
+		} else if d > 0 && (pause <= 0 || d < pause) {
+			pause = d // the summary's minute ends first
+		}
 		switch {
 		case r.failed:
 			failures++
@@ -90,7 +96,7 @@ type round struct {
 // dispatchOnce handles the due cards until none is due or a send fails.
 // After failures (recovering), the first success makes every card of the
 // channel that waits for a retry due now.
-func (s *Service) dispatchOnce(ctx context.Context, n Notifier, recovering bool) round {
+func (s *Service) dispatchOnce(ctx context.Context, n Notifier, recovering bool, z *summarizer) round {
 	var out round
 	for ctx.Err() == nil {
 		began := time.Now()
@@ -112,7 +118,7 @@ func (s *Service) dispatchOnce(ctx context.Context, n Notifier, recovering bool)
 			return out
 		}
 		for _, c := range due {
-			wait, failed := s.sendCard(ctx, n, c)
+			wait, failed := s.sendCard(ctx, n, c, z)
 			if failed {
 				out.failed, out.pause, out.hinted = true, wait, wait > 0
 				return out
@@ -148,7 +154,7 @@ func (s *Service) nextDue(ctx context.Context, channel string) time.Duration {
 
 // sendCard posts or edits one card. It returns the retry-after pause the
 // messenger asked for, when it did.
-func (s *Service) sendCard(ctx context.Context, n Notifier, c dueCard) (time.Duration, bool) {
+func (s *Service) sendCard(ctx context.Context, n Notifier, c dueCard, z *summarizer) (time.Duration, bool) {
 	r, err := s.Get(ctx, c.requestID)
 	if err != nil {
 		return 0, false
@@ -159,8 +165,18 @@ func (s *Service) sendCard(ctx context.Context, n Notifier, c dueCard) (time.Dur
 	switch {
 	case !c.ref.Valid && r.Status.Finished():
 		// Never posted and already over: nothing to show or edit.
+	case !c.ref.Valid && s.overCardRate(n.Name(), r.Agent):
+		// Past the agent's cards_per_minute: no card of its own; the
+		// messenger's summary counts it (the web page lists it).
+		if err := s.holdCard(ctx, n.Name(), r.ID, c.gen); err != nil {
+			s.log.Error("cards: hold", "channel", n.Name(), "request_id", r.ID, "err", err)
+		}
+		z.held = true
+		return 0, false
 	case !c.ref.Valid:
 		ref, err = n.Post(sctx, r)
+	case ref == batchedRef:
+		// Held back, never posted: nothing to edit.
 	default:
 		err = n.Update(sctx, r, ref)
 	}

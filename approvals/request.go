@@ -279,6 +279,20 @@ type Reminder interface {
 	Remind(ctx context.Context, r Request, ref string) error
 }
 
+// Summarizer is implemented by a Notifier that can say, in one message,
+// how many more requests of each agent wait without a card of their own
+// there (past the agent's cards_per_minute), with a link to the web page.
+type Summarizer interface {
+	Summarize(ctx context.Context, waiting []Waiting) error
+}
+
+// Waiting is how many pending requests of one agent have no card of their
+// own on a messenger.
+type Waiting struct {
+	Agent string
+	N     int
+}
+
 // GroupResolver is implemented by a Notifier whose platform has groups of
 // people that routes may name as approvers (Slack user groups, "S…").
 type GroupResolver interface {

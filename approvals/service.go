@@ -44,6 +44,10 @@ type Options struct {
 	Observer Observer
 	// Routes are [[approvals.routes]], in order: the first match wins.
 	Routes []Route
+	// CardsPerMinute gives an agent's cards_per_minute: the new cards its
+	// requests may put on one messenger in any 60 s (0 = no bound). Nil:
+	// no bound for anyone.
+	CardsPerMinute func(agent string) int
 }
 
 // Observer receives what metrics count. Every method must be cheap.
@@ -67,6 +71,10 @@ type Service struct {
 	timerWake chan struct{} // a request with an escalation or reminders was created
 	callbacks *callbacker
 	wg        sync.WaitGroup
+	// cardTimes holds, per messenger and agent, when its recent new cards
+	// were posted (see overCardRate).
+	cardMu    sync.Mutex
+	cardTimes map[string][]time.Time
 	// dispatching counts running RunDispatch calls: a replica that runs no
 	// dispatcher need not load a request another replica changed unless
 	// someone here waits for it.
@@ -90,6 +98,7 @@ func New(db *storage.DB, grants *policy.GrantStore, decider *policy.Decider, opt
 	s := &Service{
 		db: db, grants: grants, decider: decider, opts: opts, now: opts.Now, log: opts.Logger,
 		hub: newHub(), notifiers: map[string]Notifier{}, wake: map[string]chan struct{}{}, timerWake: make(chan struct{}, 1),
+		cardTimes: map[string][]time.Time{},
 	}
 	s.callbacks = newCallbacker(opts.CallbackKey, opts.Logger)
 	return s

@@ -211,7 +211,8 @@ func (s *Service) RemindDue(ctx context.Context) (int, error) {
 // remind sends one reminder next to each posted card of r. A failed
 // reminder is logged, not retried: the next one comes remind_every later.
 func (s *Service) remind(ctx context.Context, r Request) {
-	rows, err := s.db.QueryContext(ctx, `SELECT channel, ref FROM cards WHERE request_id = $1 AND ref IS NOT NULL`, r.ID)
+	rows, err := s.db.QueryContext(ctx, `SELECT channel, ref FROM cards WHERE request_id = $1 AND ref IS NOT NULL AND ref != $2`, r.ID,
+		batchedRef)
 	if err != nil {
 		s.log.Error("reminder: list cards", "request_id", r.ID, "err", err)
 		return

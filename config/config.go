@@ -269,6 +269,11 @@ type Agent struct {
 	Rate      string
 	RateCount int
 	RatePer   time.Duration
+	// CardsPerMinute bounds the new cards the agent's requests put on each
+	// messenger in any 60 s (DefaultCardsPerMinute; 0 = no bound). Beyond
+	// it requests still wait, and the messenger says how many more there
+	// are, once a minute, with a link to the web page.
+	CardsPerMinute int
 	// Admin agents may decide requests and manage grants through the API.
 	Admin bool
 	// AllowCapabilities, when not empty, is the only capabilities the agent may
@@ -341,8 +346,13 @@ func NewAgent(id string) Agent {
 		Rate:      "60/m",
 		RateCount: 60,
 		RatePer:   time.Minute,
+
+		CardsPerMinute: DefaultCardsPerMinute,
 	}
 }
+
+// DefaultCardsPerMinute is [[agents]] cards_per_minute's default.
+const DefaultCardsPerMinute = 30
 
 // Permits reports whether the agent's profile lets it use the capability at
 // all: not denied, and allowed when an allow list is set. It says nothing

@@ -216,6 +216,7 @@ type (
 		SenderID          *string   `toml:"sender_id"`
 		Notify            *[]string `toml:"notify"`
 		Rate              *string   `toml:"rate"`
+		CardsPerMinute    *int      `toml:"cards_per_minute"`
 		Admin             bool      `toml:"admin"`
 		AllowCapabilities []string  `toml:"allow_capabilities"`
 		DenyCapabilities  []string  `toml:"deny_capabilities"`
@@ -337,6 +338,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 		if fa.Rate != nil {
 			a.Rate, a.RateCount, a.RatePer = *fa.Rate, 0, 0
 		}
+		set(&a.CardsPerMinute, fa.CardsPerMinute)
 		a.Admin = fa.Admin
 		a.AllowCapabilities = fa.AllowCapabilities
 		a.DenyCapabilities = fa.DenyCapabilities

@@ -365,6 +365,9 @@ func (c *Config) validateAgents(p *problems, skipTokens bool) {
 		} else {
 			a.RateCount, a.RatePer = n, per
 		}
+		if a.CardsPerMinute < 0 {
+			p.add(key+".cards_per_minute", "%d is negative (0 means no bound)", a.CardsPerMinute)
+		}
 		capList(p, key+".allow_capabilities", a.AllowCapabilities)
 		capList(p, key+".deny_capabilities", a.DenyCapabilities)
 		for j, pr := range a.Principals {

@@ -92,8 +92,9 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 	a.Service = approvals.New(db, grants, decider, approvals.Options{
 		GrantTTL: cfg.Policy.GrantTTL, DefaultTimeout: cfg.Approvals.Timeout, StaleAfter: cfg.Policy.StaleAfter,
 		Retention: cfg.Approvals.Retention, Now: o.Now, Logger: o.Logger, Observer: metrics,
-		CallbackKey: func(agent string) []byte { return srv.CallbackKey(agent) },
-		Routes:      routes(cfg.Approvals.Routes),
+		CallbackKey:    func(agent string) []byte { return srv.CallbackKey(agent) },
+		Routes:         routes(cfg.Approvals.Routes),
+		CardsPerMinute: cardsPerMinute(cfg.Agents),
 	})
 	srv = NewServer(cfg, Options{Service: a.Service, Decider: decider, Rules: rules,
 		Tokens: policy.NewTokenStore(db, norm, o.Now), Metrics: metrics, Logger: o.Logger, Now: o.Now})
@@ -255,4 +256,19 @@ func (a *App) Close() error {
 	a.version.Close()
 	a.Rules.Close()
 	return a.DB.Close()
+}
+
+// cardsPerMinute is each agent's cards_per_minute, by id; an agent the
+// config no longer names gets the default.
+func cardsPerMinute(agents []config.Agent) func(string) int {
+	per := make(map[string]int, len(agents))
+	for _, a := range agents {
+		per[a.ID] = a.CardsPerMinute
+	}
+	return func(agent string) int {
+		if n, ok := per[agent]; ok {
+			return n
+		}
+		return config.DefaultCardsPerMinute
+	}
 }

@@ -205,6 +205,18 @@ func (m *Messenger) Post(ctx context.Context, r approvals.Request) (string, erro
 	return ch + ":" + ts, nil
 }
 
+// Summarize posts, in the cards' channel, how many requests of each agent
+// wait without a card of their own (past its cards_per_minute), with the
+// web page's link: one message, as plain text (no mrkdwn, no mentions).
+func (m *Messenger) Summarize(ctx context.Context, waiting []approvals.Waiting) error {
+	text := cards.WaitingSummary(waiting, m.opts.PublicURL, m.loc)
+	if _, _, err := m.api.PostMessageContext(ctx, m.cfg.ChannelID, slackapi.MsgOptionText(text, false),
+		slackapi.MsgOptionDisableMarkdown()); err != nil {
+		return apiError("chat.postMessage", err)
+	}
+	return nil
+}
+
 // Update re-renders the card of r in place
 // (https://docs.slack.dev/reference/methods/chat.update): finished cards
 // lose their buttons and show the outcome.

@@ -139,6 +139,20 @@ func (b *Bot) Post(ctx context.Context, r approvals.Request) (string, error) {
 	return cardRef(b.cfg.ChatID, sent.MessageID), nil
 }
 
+// Summarize sends chat_id how many requests of each agent wait without a
+// card of their own (past its cards_per_minute), with the web page's
+// link: one plain-text message.
+func (b *Bot) Summarize(ctx context.Context, waiting []approvals.Waiting) error {
+	ctx, cancel := context.WithTimeout(ctx, b.callTimeout)
+	defer cancel()
+	msg := tgbotapi.NewMessage(b.cfg.ChatID, cards.WaitingSummary(waiting, b.publicURL, b.loc))
+	msg.DisableWebPagePreview = true
+	if _, err := b.bot(ctx).Send(msg); err != nil {
+		return b.sendError("sendMessage", err)
+	}
+	return nil
+}
+
 // Update edits a card to show its request now: the outcome and no buttons
 // once finished. An edit that changes nothing, or of a message that no
 // longer exists (deleted by someone in the chat), is done, not retried.

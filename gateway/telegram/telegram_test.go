@@ -2,6 +2,7 @@ package telegram_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -654,3 +655,64 @@ func TestTelegram_PollingNeverDeletesAWebhook(t *testing.T) {
 		t.Error("the other instance's webhook is gone")
 	}
 }
+
+// TestTelegram_CardsPerMinute: past its cards_per_minute an agent's
+// requests still wait, with no card of their own: one message says how
+// many more wait, with the web page's link; they are decided on the web
+// page (or by the API), and deciding one posts nothing.
+func TestTelegram_CardsPerMinute(t *testing.T) {
+	h := newHarness(t, func(h *harness) {
+		h.cfg.Agents[0].CardsPerMinute = 2
+		h.cfg.Web.PublicURL = "https://gw.example"
+	})
+	var rs []approvals.Request
+	for i := range 5 {
+		rs = append(rs, h.pending("fs:write", fmt.Sprintf("/tmp/flood-%d", i)))
+	}
+	var summary telegramtest.Message
+	h.fake.WaitUntil(t, waitLong, "the summary", func() bool {
+		for _, m := range h.fake.Messages(chatID) {
+			if m.From == nil && strings.Contains(m.Text, "3 more request(s) from a1") {
+				summary = m
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(summary.Text, "https://gw.example/") || len(summary.Buttons()) != 0 {
+		t.Errorf("summary %q", summary.Text)
+	}
+	cardsOf := func() int {
+		n := 0
+		for _, m := range h.fake.Messages(chatID) {
+			for _, r := range rs {
+				if m.From == nil && strings.Contains(m.Text, r.ID) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	if n := cardsOf(); n != 2 {
+		t.Errorf("%d cards posted, want 2", n)
+	}
+	before := len(h.fake.Messages(chatID))
+	if _, err := h.app.Service.Decide(context.Background(), rs[4].ID, approvals.Deny,
+		approvals.Actor{Channel: "web", ID: "owner", Name: "owner"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := h.app.Service.Get(context.Background(), rs[4].ID); err != nil || got.Status != approvals.StatusDenied {
+		t.Fatalf("a held request decided on the web: %v %v", got.Status, err)
+	}
+	h.fake.WaitUntil(t, waitLong, "the held card in sync", func() bool {
+		var shown sql.NullString
+		_ = h.app.DB.QueryRowContext(context.Background(), `SELECT shown_status FROM cards WHERE request_id = $1 AND channel = 'telegram'`,
+			rs[4].ID).Scan(&shown)
+		return shown.String == string(approvals.StatusDenied)
+	})
+	if after := len(h.fake.Messages(chatID)); after != before {
+		t.Errorf("deciding a held request posted %d message(s)", after-before)
+	}
+}
+
+var _ approvals.Summarizer = (*telegram.Bot)(nil)

@@ -230,7 +230,14 @@ func TestJudge_Fallback(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newModelServer(t, tt.answer)
-			j := New(Config{API: tt.api, URL: m.URL + "/v1", Model: "m", Timeout: 100 * time.Millisecond}, nil, nil, nil)
+			// 100ms: the timeout cases wait for it. The others answer at
+			// once, but a 1 MiB answer under -race on a loaded machine can
+			// take longer: give them time, so they fail for their reason.
+			timeout := 100 * time.Millisecond
+			if !strings.HasPrefix(tt.why, "no answer within") {
+				timeout = 10 * time.Second
+			}
+			j := New(Config{API: tt.api, URL: m.URL + "/v1", Model: "m", Timeout: timeout}, nil, nil, nil)
 			r := testRequest()
 			got, err := j.Score(context.Background(), r)
 			if err != nil {

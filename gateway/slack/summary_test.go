@@ -1,0 +1,8 @@
+package slack_test
+
+import (
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/gateway/slack"
+)
+
+var _ approvals.Summarizer = (*slack.Messenger)(nil)
