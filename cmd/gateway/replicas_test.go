@@ -134,6 +134,7 @@ token_env = "CHILD_AGENT_TOKEN"
 sender_id = "owner"
 notify = ["telegram", "web"]
 rate = "1000000/s"
+cards_per_minute = 0 # every card posted: the test taps them
 
 [[agents]]
 id = "admin"
