@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"encoding/json"
 	"net/http"
 	"sync"
 	"time"
@@ -47,10 +48,9 @@ func (c *sessionCap) wrap(h http.Handler) http.Handler {
 		agent, id := info.UserID, r.Header.Get(sessionHeader)
 		if id == "" {
 			if r.Method == http.MethodPost && !c.room(agent) {
-				w.Header().Set("Content-Type", "application/json")
 				w.Header().Set("Retry-After", "60")
-				w.WriteHeader(http.StatusTooManyRequests)
-				_, _ = w.Write([]byte(`{"error":{"code":"too_many_sessions","message":"this agent holds the most MCP sessions it may; close one (DELETE /mcp) or let one idle out"}}`))
+				writeError(w, http.StatusTooManyRequests, "too_many_sessions",
+					"this agent holds the most MCP sessions it may; close one (DELETE /mcp) or let one idle out")
 				return
 			}
 			// Counted as the answer's header goes out: the client may ask
@@ -109,6 +109,14 @@ func (c *sessionCap) used(id, agent string, delta int) {
 	}
 	s.running = max(s.running+delta, 0)
 	s.last = c.now()
+}
+
+// writeError answers the gateway API's error shape:
+// {"error":{"code":"…","message":"…"}}.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }
 
 // onHeader calls f once, just before the response's header is written.
