@@ -312,10 +312,15 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 		}
 		if v.Unscored != "" && dec.Outcome == Allowed {
 			// The configured judge did not score it (on_failure = "ask"):
-			// what it would have allowed, a person decides, grant or not.
+			// what it would have allowed, a person decides, grant or not;
+			// in restrict mode nobody is asked, so it is denied.
 			dec.Outcome, dec.GrantID, grant = ApprovalRequired, 0, nil
 			dec.Reason = v.Unscored + "; a person decides"
 			step("vaglio", ApprovalRequired, dec.Reason)
+			if in.Profile.Mode.Restricts() {
+				step("mode", Denied, "restrict: no person is asked")
+				return deny(BlockedByPolicy, RestrictReason+" ("+v.Unscored+")"), nil
+			}
 		}
 	}
 	if grant != nil && !in.DryRun {

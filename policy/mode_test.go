@@ -1,9 +1,12 @@
 package policy_test
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/vaglio"
 )
 
 func restricted(in policy.Input) policy.Input {
@@ -92,5 +95,32 @@ func TestCapabilities_RestrictMode(t *testing.T) {
 	}
 	if got := policy.Capabilities(nil, p, "telegram", "roberto", false); len(got) != 4 {
 		t.Errorf("restrict at Supervised lists %d capabilities, want the 4 allowed ones: %+v", len(got), got)
+	}
+}
+
+// unscoring is a vaglio step whose judge did not score the request
+// (on_failure = "ask"): what it would have allowed goes to a person.
+type unscoring struct{}
+
+func (unscoring) Check(context.Context, vaglio.Request) vaglio.Verdict {
+	return vaglio.Verdict{Approved: true, Unscored: "llm judge unavailable: test"}
+}
+
+// TestDecide_RestrictMode_UnscoredIsDenied: a request the judge did not
+// score would go to a person; in restrict mode nobody is asked, so it is
+// denied at once, never left waiting for a card.
+func TestDecide_RestrictMode_UnscoredIsDenied(t *testing.T) {
+	d := &policy.Decider{Vaglio: unscoring{}, Norm: testNorm}
+	ask := decide(t, d, input(policy.Full, "fs:write", "/home/r/a"))
+	if ask.Outcome != policy.ApprovalRequired {
+		t.Fatalf("ask mode: %q (%s), want approval_required", ask.Outcome, ask.Reason)
+	}
+	dec := decide(t, d, restricted(input(policy.Full, "fs:write", "/home/r/a")))
+	if dec.Outcome != policy.Denied || !strings.HasPrefix(dec.Reason, policy.RestrictReason) ||
+		dec.BlockedBy != policy.BlockedByPolicy {
+		t.Fatalf("restrict mode: %q (%s) blocked_by %q, want the mode's denial", dec.Outcome, dec.Reason, dec.BlockedBy)
+	}
+	if last := dec.Trace[len(dec.Trace)-1]; last.Layer != "mode" || last.Outcome != policy.Denied {
+		t.Errorf("last step %+v, want the mode's denial", last)
 	}
 }
