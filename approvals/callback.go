@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/metnos/gateway/internal/callbackurl"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -47,25 +48,44 @@ func VerifySignature(key, body []byte, header string) bool {
 }
 
 type callbacker struct {
-	key    func(agent string) []byte
-	log    *slog.Logger
-	client *http.Client
-	wg     sync.WaitGroup
-	ctx    context.Context
-	stop   context.CancelFunc
+	key     func(agent string) []byte
+	allowed func(agent, url string) (callbackurl.Allowed, error)
+	resolve callbackurl.Resolver
+	log     *slog.Logger
+	wg      sync.WaitGroup
+	ctx     context.Context
+	stop    context.CancelFunc
 }
 
-func newCallbacker(key func(string) []byte, log *slog.Logger) *callbacker {
+func newCallbacker(key func(string) []byte, allowed func(agent, url string) (callbackurl.Allowed, error),
+	resolve callbackurl.Resolver, log *slog.Logger) *callbacker {
 	ctx, stop := context.WithCancel(context.Background())
-	return &callbacker{key: key, log: log, client: &http.Client{Timeout: 10 * time.Second,
-		// A redirect would turn the POST into a GET elsewhere: count it as a failure.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, ctx: ctx, stop: stop}
+	if resolve == nil {
+		resolve = callbackurl.DefaultResolver
+	}
+	return &callbacker{key: key, allowed: allowed, resolve: resolve, log: log, ctx: ctx, stop: stop}
+}
+
+// client is the HTTP client of one callback: it connects only to the
+// addresses the callback's pattern allows (checked on each resolved
+// address), through no proxy, and follows no redirect (one would turn the
+// POST into a GET elsewhere: it counts as a failure).
+func (c *callbacker) client(a callbackurl.Allowed) *http.Client {
+	return &http.Client{Timeout: 10 * time.Second,
+		Transport: &http.Transport{DialContext: a.DialContext(c.resolve), TLSHandshakeTimeout: 10 * time.Second,
+			DisableKeepAlives: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 // send delivers r's resolution in the background, retrying with backoff:
 // a slow or dead callback URL never delays a decision.
 func (c *callbacker) send(r Request) {
-	if r.CallbackURL == "" || c.key == nil {
+	if r.CallbackURL == "" || c.key == nil || c.allowed == nil {
+		return
+	}
+	allowed, err := c.allowed(r.Agent, r.CallbackURL)
+	if err != nil {
+		c.log.Warn("callback not sent: not allowed", "request_id", r.ID, "agent", r.Agent, "err", err)
 		return
 	}
 	key := c.key(r.Agent)
@@ -78,18 +98,19 @@ func (c *callbacker) send(r Request) {
 	body, _ := json.Marshal(CallbackBody{ID: r.ID, CallID: r.CallID, Command: r.Target, Decision: r.Decision, Status: r.Status})
 	sig := Sign(key, body)
 	c.wg.Add(1)
-	go c.deliver(r.CallbackURL, r.ID, r.Agent, body, sig)
+	go c.deliver(allowed, r.ID, r.Agent, body, sig)
 }
 
 // deliver posts one callback, retrying with backoff (a goroutine of its
 // own, counted in c.wg). It takes the few fields it needs, not the
 // Request: a closure over r made every call of send, which mostly returns
 // at once (no callback_url), copy the whole Request to the heap.
-func (c *callbacker) deliver(url, id, agent string, body []byte, sig string) {
+func (c *callbacker) deliver(to callbackurl.Allowed, id, agent string, body []byte, sig string) {
 	defer c.wg.Done()
+	client := c.client(to)
 	delay := callbackFirst
 	for attempt := 1; attempt <= callbackAttempts; attempt++ {
-		err := c.post(url, body, sig)
+		err := c.post(client, to.URL, body, sig)
 		if err == nil {
 			return
 		}
@@ -103,7 +124,7 @@ func (c *callbacker) deliver(url, id, agent string, body []byte, sig string) {
 	}
 }
 
-func (c *callbacker) post(url string, body []byte, sig string) error {
+func (c *callbacker) post(client *http.Client, url string, body []byte, sig string) error {
 	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
@@ -112,7 +133,7 @@ func (c *callbacker) post(url string, body []byte, sig string) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(SignatureHeader, sig)
-	resp, err := c.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,16 @@ func ParseDecision(s string) (Decision, error) {
 }
 
 // Errors callers test with errors.Is.
+// TooManyPendingError refuses a request past the agent's max_pending.
+type TooManyPendingError struct {
+	Agent string
+	Max   int
+}
+
+func (e *TooManyPendingError) Error() string {
+	return fmt.Sprintf("agent %s has %d requests pending (agents[].max_pending); wait for decisions or withdraw some", e.Agent, e.Max)
+}
+
 var (
 	ErrNotFound = errors.New("request not found")
 	// ErrAlreadyDecided: the request is finished; errors.As an

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/metnos/gateway/internal/callbackurl"
 	"log/slog"
 	"slices"
 	"sort"
@@ -40,6 +41,12 @@ type Options struct {
 	Logger         *slog.Logger
 	// CallbackKey returns the HMAC key for an agent's callbacks (its token).
 	CallbackKey func(agent string) []byte
+	// CallbackAllowed checks a callback URL against the agent's
+	// agents[].callbacks again when it is sent (the config may have
+	// changed); nil sends no callback at all.
+	CallbackAllowed func(agent, url string) (callbackurl.Allowed, error)
+	// CallbackResolver resolves callback hosts; nil: the system's.
+	CallbackResolver callbackurl.Resolver
 	// Observer is told about outcomes and send failures (metrics); may be nil.
 	Observer Observer
 	// Routes are [[approvals.routes]], in order: the first match wins.
@@ -100,7 +107,7 @@ func New(db *storage.DB, grants *policy.GrantStore, decider *policy.Decider, opt
 		hub: newHub(), notifiers: map[string]Notifier{}, wake: map[string]chan struct{}{}, timerWake: make(chan struct{}, 1),
 		cardTimes: map[string][]time.Time{},
 	}
-	s.callbacks = newCallbacker(opts.CallbackKey, opts.Logger)
+	s.callbacks = newCallbacker(opts.CallbackKey, opts.CallbackAllowed, opts.CallbackResolver, opts.Logger)
 	return s
 }
 
@@ -157,6 +164,10 @@ type Submission struct {
 	// calls Refund when it was not, or nothing was created); without it,
 	// Submit looks the call_id up first, which costs every new call a read.
 	Refund func()
+	// MaxPending, when positive, caps the agent's pending requests: a
+	// request that would wait for a person past it is refused with
+	// ErrTooManyPending (one that policy decides at once is not counted).
+	MaxPending int
 }
 
 func newID() string {
@@ -285,6 +296,9 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	r.GrantTarget, _ = s.grants.Normalizer().GrantTarget(dec.Capability.TargetKind, sub.Target, sub.GrantTarget)
 	switch dec.Outcome {
 	case policy.ApprovalRequired:
+		if err := s.underPendingCap(qctx, agent, sub.MaxPending); err != nil {
+			return refuse(err)
+		}
 		r.Status = StatusPending
 		r.ExpiresAt = now.Add(s.ClampTimeout(sub.Timeout))
 		s.applyRoute(&r, sub.Notify)
@@ -845,6 +859,24 @@ func (s *Service) CountPending(ctx context.Context) (int, error) {
 	var n int
 	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM requests WHERE status = 'pending'`).Scan(&n)
 	return n, err
+}
+
+// underPendingCap refuses a new pending request of agent when it has max
+// pending already. The count and the insert are not one transaction: two
+// submissions at once may both pass at max-1, so the cap bounds the queue
+// a runaway agent builds, not its exact length.
+func (s *Service) underPendingCap(ctx context.Context, agent string, max int) error {
+	if max <= 0 {
+		return nil
+	}
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM requests WHERE status = 'pending' AND agent = $1`, agent).Scan(&n); err != nil {
+		return fmt.Errorf("count pending: %w", err)
+	}
+	if n >= max {
+		return &TooManyPendingError{Agent: agent, Max: max}
+	}
+	return nil
 }
 
 // ListRecent returns finished requests, newest decision first.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/metnos/gateway/internal/callbackurl"
 	"io"
 	"log/slog"
 	"net/http"
@@ -90,6 +91,9 @@ func newFixtureOnClock(t *testing.T, db *storage.DB, now func() time.Time, route
 				return nil
 			}
 			return []byte(agentKey)
+		},
+		CallbackAllowed: func(agent, url string) (callbackurl.Allowed, error) {
+			return callbackurl.Check([]string{"http://127.0.0.1:*/*"}, url)
 		},
 	})
 	return &fixture{svc: svc, db: db, grants: grants}

@@ -287,7 +287,30 @@ type Agent struct {
 	// default principal that a non-admin agent may act for (and so use the
 	// grants of). Admin agents may name any principal.
 	Principals []string
+	// Callbacks are the URL patterns a request's callback_url must match
+	// (agents[].callbacks): "*" matches any run of characters but "/".
+	// Empty: the agent may not ask for callbacks at all.
+	Callbacks []string
+	// MaxPending caps the agent's requests pending at once
+	// (agents[].max_pending, default DefaultMaxPending).
+	MaxPending int
+	// MaxStreams caps the agent's open waits at once: SSE streams
+	// (GET /v1/events) and long-polls (?wait=), each of which holds a
+	// connection for minutes (agents[].max_streams, default
+	// DefaultMaxStreams). Past it: 429 too_many_streams.
+	MaxStreams int
 }
+
+// DefaultMaxStreams is agents[].max_streams when the file does not say.
+const DefaultMaxStreams = 32
+
+// DefaultMaxPending is agents[].max_pending when the file does not say.
+const DefaultMaxPending = 100
+
+// MinTokenLen is the shortest agent or admin token config check accepts:
+// a token is a password that agents and scripts hold, not one a person
+// types, and the generated ones are 51 characters.
+const MinTokenLen = 24
 
 // Profile is the agent's restrictive profile for policy decisions.
 func (a Agent) Profile() policy.Profile {
@@ -337,15 +360,17 @@ func (a Agent) MayActFor(channel, sender string) bool {
 // generated local agent.
 func NewAgent(id string) Agent {
 	return Agent{
-		ID:        id,
-		Autonomy:  policy.Supervised,
-		Channel:   "web",
-		SenderID:  "owner",
-		Notify:    []string{NotifyWeb},
-		Mode:      policy.ModeAsk,
-		Rate:      "60/m",
-		RateCount: 60,
-		RatePer:   time.Minute,
+		ID:         id,
+		Autonomy:   policy.Supervised,
+		Channel:    "web",
+		SenderID:   "owner",
+		Notify:     []string{NotifyWeb},
+		Mode:       policy.ModeAsk,
+		Rate:       "60/m",
+		RateCount:  60,
+		RatePer:    time.Minute,
+		MaxPending: DefaultMaxPending,
+		MaxStreams: DefaultMaxStreams,
 
 		CardsPerMinute: DefaultCardsPerMinute,
 	}
@@ -392,7 +417,8 @@ const (
 	NotifySlack    = "slack"
 )
 
-// Web is the [web] table. The web page is always on; loopback clients need no login.
+// Web is the [web] table. The web page is always on; every visit needs a
+// session, started by a one-time login link (or the admin token).
 type Web struct {
 	// AdminTokenEnv names the variable holding the login token that lets
 	// non-loopback clients in. Empty: non-loopback clients are refused.
@@ -406,6 +432,28 @@ type Web struct {
 	// there to a request's own page, /r/{id}, where every field is shown
 	// whole; empty means cards name the path only.
 	PublicURL string
+	// Users are the people who log in to the web page ([[web.users]]),
+	// each by a one-time link from `gateway login --user NAME`; a decision
+	// taken there is "web:<name>". Default: one user, "owner".
+	Users []WebUser
+}
+
+// WebUser is one [[web.users]] entry.
+type WebUser struct {
+	Name string
+}
+
+// DefaultWebUser is the web user of a config that names none.
+const DefaultWebUser = "owner"
+
+// WebUser reports whether name is a configured web user.
+func (w Web) WebUser(name string) bool {
+	for _, u := range w.Users {
+		if u.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Telegram is the [telegram] table. It is enabled by setting token_env.
@@ -523,7 +571,7 @@ func defaults(getenv func(string) string) Config {
 			LogDir:         filepath.Join(xdgDir(getenv, "XDG_DATA_HOME", ".local/share"), "metnos", "vaglio"),
 		},
 		Approvals: Approvals{Timeout: 10 * time.Minute, PruneSchedule: "@hourly", Retention: 8760 * time.Hour},
-		Web:       Web{Language: string(locale.DefaultLang)},
+		Web:       Web{Language: string(locale.DefaultLang), Users: []WebUser{{Name: DefaultWebUser}}},
 		Telegram:  Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s", Language: string(locale.DefaultLang)},
 		Slack:     Slack{APIURL: "https://slack.com/api/", Language: string(locale.DefaultLang)},
 		Hooks:     Hooks{ClaudeCode: defaultHookAgent(), Codex: defaultHookAgent(), Gemini: defaultHookAgent(), Cursor: defaultHookAgent()},

@@ -33,14 +33,14 @@ func writeFile(t *testing.T, body string) string {
 
 // Distinctive secret values: none may ever show up in an error or in Redacted.
 var secrets = map[string]string{
-	"METNOS_AGENT_TOKEN":      "agent-SECRET-0001",
-	"OTHER_AGENT_TOKEN":       "agent-SECRET-0002",
+	"METNOS_AGENT_TOKEN":      "agent-SECRET-0001-0123456789abcdef",
+	"OTHER_AGENT_TOKEN":       "agent-SECRET-0002-0123456789abcdef",
 	"TELEGRAM_BOT_TOKEN":      "123:tg-SECRET-0003",
 	"TELEGRAM_WEBHOOK_SECRET": "tgwh-SECRET-0004",
 	"SLACK_BOT_TOKEN":         "xoxb-SECRET-0005",
 	"SLACK_SIGNING_SECRET":    "sign-SECRET-0006",
 	"SLACK_APP_TOKEN":         "xapp-SECRET-0007",
-	"GATEWAY_ADMIN_TOKEN":     "admin-SECRET-0008",
+	"GATEWAY_ADMIN_TOKEN":     "admin-SECRET-0008-0123456789abcdef",
 	"GATEWAY_DATABASE_URL":    "postgres://u:pw-SECRET-0009@db/gw",
 	"PG_DSN":                  "postgres://u:pw-SECRET-0010@db/gw",
 }
@@ -76,7 +76,7 @@ func TestLoad_DefaultsWithoutFile(t *testing.T) {
 					JudgeKind: JudgeRuleBased, LLM: VaglioLLM{API: "openai", URL: "http://127.0.0.1:11434/v1", Model: "qwen3:8b",
 						Timeout: 5 * time.Second, MaxCallsPerDay: 5000, OnFailure: LLMOnFailureAsk}},
 				Approvals: Approvals{Timeout: 10 * time.Minute, PruneSchedule: "@hourly", Retention: 8760 * time.Hour},
-				Web:       Web{Language: "en"},
+				Web:       Web{Language: "en", Users: []WebUser{{Name: DefaultWebUser}}},
 				Telegram:  Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s", Language: "en"},
 				Slack:     Slack{APIURL: "https://slack.com/api/", Language: "en"},
 				Hooks: Hooks{
@@ -107,7 +107,7 @@ func TestDefault_Valid(t *testing.T) {
 	}
 	// A generated local agent built in code carries its token without a token_env.
 	a := NewAgent("local")
-	a.Token, a.Admin = "generated", true
+	a.Token, a.Admin = "gw_generated-0123456789abcdef", true
 	cfg.Agents = append(cfg.Agents, a)
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("Validate with a code-built agent: %v", err)
@@ -751,7 +751,7 @@ func TestLoad_ErrorsNeverShowSecrets(t *testing.T) {
 func TestValidate_FillsRate(t *testing.T) {
 	cfg := Default()
 	a := NewAgent("x")
-	a.Token, a.Rate, a.RateCount, a.RatePer = "t", "5/s", 0, 0
+	a.Token, a.Rate, a.RateCount, a.RatePer = "tok-x-0123456789abcdef01", "5/s", 0, 0
 	cfg.Agents = []Agent{a}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -866,7 +866,7 @@ judge_kind = "llm-v1"
 func TestLoadWith_SkipAgentTokens(t *testing.T) {
 	body := "[[agents]]\nid = \"a1\"\ntoken_env = \"A1_TOKEN\"\n[[agents]]\nid = \"a2\"\ntoken_env = \"A2_TOKEN\"\n"
 	path := writeFile(t, body)
-	getenv := env(map[string]string{"A2_TOKEN": "a2-SECRET", "HOME": t.TempDir()})
+	getenv := env(map[string]string{"A2_TOKEN": "a2-SECRET-0123456789abcdef01", "HOME": t.TempDir()})
 	cfg, err := LoadWith(path, true, getenv, LoadOptions{SkipAgentTokens: true})
 	if err != nil {
 		t.Fatalf("skip agent tokens: %v", err)
@@ -889,5 +889,27 @@ func TestLoadWith_SkipAgentTokens(t *testing.T) {
 	if _, err := LoadWith(missing, true, getenv, LoadOptions{SkipAgentTokens: true}); err == nil ||
 		!strings.Contains(err.Error(), "agents[0].token_env: required") {
 		t.Errorf("no token_env with skip: %v, want required", err)
+	}
+}
+
+// TestValidate_ShortTokens: config check refuses agent and admin tokens
+// shorter than MinTokenLen, naming the key and never the token.
+func TestValidate_ShortTokens(t *testing.T) {
+	cfg := Default()
+	a := NewAgent("x")
+	a.Token = "short-agent-token"
+	cfg.Agents = []Agent{a}
+	cfg.Web.AdminToken = "short-admin"
+	err := cfg.Validate()
+	if err == nil {
+		t.Fatal("short tokens accepted")
+	}
+	for _, want := range []string{"agents[0].token_env: the token is 17 characters; want at least 24", "web.admin_token_env: the token is 11 characters"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "short-") {
+		t.Errorf("error shows a token: %v", err)
 	}
 }

@@ -222,11 +222,17 @@ type (
 		DenyCapabilities  []string  `toml:"deny_capabilities"`
 		Principals        []string  `toml:"principals"`
 		Mode              *string   `toml:"mode"`
+		Callbacks         []string  `toml:"callbacks"`
+		MaxPending        *int      `toml:"max_pending"`
+		MaxStreams        *int      `toml:"max_streams"`
 	}
 	fileWeb struct {
 		AdminTokenEnv *string `toml:"admin_token_env"`
 		Language      *string `toml:"language"`
 		PublicURL     *string `toml:"public_url"`
+		Users         *[]struct {
+			Name string `toml:"name"`
+		} `toml:"users"`
 	}
 	fileTelegram struct {
 		TokenEnv         *string  `toml:"token_env"`
@@ -350,12 +356,21 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 				a.Mode = m
 			}
 		}
+		a.Callbacks = fa.Callbacks
+		set(&a.MaxPending, fa.MaxPending)
+		set(&a.MaxStreams, fa.MaxStreams)
 		cfg.Agents = append(cfg.Agents, a)
 	}
 	if s := f.Web; s != nil {
 		set(&cfg.Web.AdminTokenEnv, s.AdminTokenEnv)
 		set(&cfg.Web.Language, s.Language)
 		set(&cfg.Web.PublicURL, s.PublicURL)
+		if s.Users != nil {
+			cfg.Web.Users = nil
+			for _, u := range *s.Users {
+				cfg.Web.Users = append(cfg.Web.Users, WebUser{Name: u.Name})
+			}
+		}
 	}
 	if s := f.Telegram; s != nil {
 		set(&cfg.Telegram.TokenEnv, s.TokenEnv)

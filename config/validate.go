@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/metnos/gateway/internal/callbackurl"
 	"fmt"
 	"net"
 	"net/url"
@@ -51,6 +52,10 @@ func (c *Config) validate(p *problems, opt LoadOptions) {
 	c.validateApprovals(p)
 	c.validateAgents(p, opt.SkipAgentTokens)
 	secret(p, "web.admin_token_env", c.Web.AdminTokenEnv, c.Web.AdminToken, false)
+	if t := c.Web.AdminToken; t != "" && len(t) < MinTokenLen {
+		p.add("web.admin_token_env", "the token is %d characters; want at least %d (e.g. openssl rand -hex 24)", len(t), MinTokenLen)
+	}
+	c.validateWebUsers(p)
 	language(p, "web.language", c.Web.Language)
 	language(p, "telegram.language", c.Telegram.Language)
 	language(p, "slack.language", c.Slack.Language)
@@ -253,6 +258,8 @@ func (c *Config) validateRoute(p *problems, key string, rt Route) {
 		case ch == NotifyWeb:
 			if !webLoginRE.MatchString(user) {
 				p.add(ak, "bad web login name %q (the web page's login is \"owner\")", user)
+			} else if !c.Web.WebUser(user) {
+				p.add(ak, "no web user %q in [[web.users]]", user)
 			}
 		case ch == "agent":
 			admin, found := false, false
@@ -342,6 +349,20 @@ func (c *Config) validateAgents(p *problems, skipTokens bool) {
 			validEnvName(p, key+".token_env", a.TokenEnv)
 		case a.TokenEnv != "" || a.Token == "":
 			secret(p, key+".token_env", a.TokenEnv, a.Token, true)
+		}
+		if a.Token != "" && len(a.Token) < MinTokenLen {
+			p.add(key+".token_env", "the token is %d characters; want at least %d (e.g. openssl rand -hex 24)", len(a.Token), MinTokenLen)
+		}
+		if a.MaxPending < 1 {
+			p.add(key+".max_pending", "%d: want at least 1", a.MaxPending)
+		}
+		if a.MaxStreams < 1 {
+			p.add(key+".max_streams", "%d: want at least 1", a.MaxStreams)
+		}
+		for j, pat := range a.Callbacks {
+			if err := callbackurl.CheckPattern(pat); err != nil {
+				p.wrap(fmt.Sprintf("%s.callbacks[%d]", key, j), err)
+			}
 		}
 		if a.Token != "" {
 			if j, dup := tokens[a.Token]; dup {
@@ -558,5 +579,22 @@ func (c *Config) validateLog(p *problems) {
 	case "debug", "info", "warn", "error":
 	default:
 		p.add("log.level", "unknown level %q (want debug, info, warn or error)", c.Log.Level)
+	}
+}
+
+func (c *Config) validateWebUsers(p *problems) {
+	if len(c.Web.Users) == 0 {
+		p.add("web.users", "at least one [[web.users]] (the default is one user, %q)", DefaultWebUser)
+	}
+	seen := map[string]int{}
+	for i, u := range c.Web.Users {
+		key := fmt.Sprintf("web.users[%d].name", i)
+		if !webLoginRE.MatchString(u.Name) {
+			p.add(key, "bad name %q (want 1-64 of letters, digits, _, ., @ and -)", u.Name)
+		} else if j, dup := seen[u.Name]; dup {
+			p.add(key, "%q is already web.users[%d].name", u.Name, j)
+		} else {
+			seen[u.Name] = i
+		}
 	}
 }

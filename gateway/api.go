@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/metnos/gateway/internal/callbackurl"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -40,7 +40,7 @@ type requestBody struct {
 
 // submission validates the body's own fields and fills the agent's defaults.
 func (s *Server) submission(a *Agent, b requestBody) (approvals.Submission, error) {
-	sub := approvals.Submission{
+	sub := approvals.Submission{MaxPending: a.MaxPending,
 		Profile: a.Profile(), CallID: b.CallID, Capability: b.Capability, Target: b.Target,
 		Channel: b.Channel, SenderID: b.SenderID, Intent: b.Intent, Executor: b.Executor, Summary: b.Summary,
 		Args: b.Args, Context: b.Context, GrantTarget: b.GrantTarget, CallbackURL: b.CallbackURL, Notify: a.Notify,
@@ -70,10 +70,11 @@ func (s *Server) submission(a *Agent, b requestBody) (approvals.Submission, erro
 	}
 	sub.Timeout = time.Duration(b.TimeoutS * float64(time.Second))
 	if b.CallbackURL != "" {
-		u, err := url.Parse(b.CallbackURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return sub, &policy.FieldError{Field: "callback_url", Err: fmt.Errorf("want an absolute http(s) URL, got %q", b.CallbackURL)}
+		allowed, err := callbackurl.Check(a.Callbacks, b.CallbackURL)
+		if err != nil {
+			return sub, &policy.FieldError{Field: "callback_url", Err: err}
 		}
+		sub.CallbackURL = allowed.URL
 	}
 	if len(b.GrantTarget) > policy.MaxTargetBytes {
 		return sub, &policy.FieldError{Field: "grant_target", Err: errors.New("too long")}
@@ -160,6 +161,13 @@ func (s *Server) createRequest(w http.ResponseWriter, r *http.Request) {
 	if !decodeJSON(w, r, &b) {
 		return
 	}
+	if wait > 0 {
+		release, ok := s.takeStream(w, r, a)
+		if !ok {
+			return
+		}
+		defer release()
+	}
 	sub, err := s.submission(a, b)
 	if err != nil {
 		s.errorResponse(w, r, err)
@@ -227,6 +235,13 @@ func (s *Server) getRequest(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_wait", err.Error())
 		return
+	}
+	if wait > 0 {
+		release, ok := s.takeStream(w, r, agentFrom(r))
+		if !ok {
+			return
+		}
+		defer release()
 	}
 	req, ok := s.ownRequest(w, r)
 	if !ok {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/metnos/gateway/internal/callbackurl"
 	"io"
 	"net"
 	"net/http"
@@ -25,8 +26,8 @@ import (
 // The agents every e2e gateway has. Tokens are long enough to look real.
 const (
 	tokAdmin   = "tok-admin-4f1c0a9e7d3b2c1a"
-	tokA1      = "tok-a1-9b8c7d6e5f4a3b2c"
-	tokA2      = "tok-a2-1a2b3c4d5e6f7a8b"
+	tokA1      = "tok-a1-9b8c7d6e5f4a3b2c1d"
+	tokA2      = "tok-a2-1a2b3c4d5e6f7a8b9c"
 	tokLimited = "tok-lim-0f0e0d0c0b0a0908"
 	tokBench   = "tok-bench-77665544332211"
 )
@@ -59,6 +60,8 @@ type e2eOptions struct {
 	clock   *testClock // nil = the real clock
 	mutate  func(cfg *config.Config)
 	recheck time.Duration // AppOptions.TokenRecheck
+	// resolver resolves callback hosts; nil: the system's.
+	resolver callbackurl.Resolver
 }
 
 // e2eGateway is a whole gateway serving on a real loopback listener.
@@ -103,6 +106,9 @@ func e2eConfig(tb testing.TB, dir, path string) config.Config {
 		e2eAgent("lim", tokLimited, false, "2/m"),
 		e2eAgent("bench", tokBench, false, "1000000/s"),
 	}
+	// a1 and a2 may have callbacks on this machine's test servers.
+	cfg.Agents[1].Callbacks = []string{"http://127.0.0.1:*/approve", "http://127.0.0.1:*/"}
+	cfg.Agents[2].Callbacks = cfg.Agents[1].Callbacks
 	cfg.Policy.Rules = []config.Rule{{Capability: "*", Target: "*password*", Action: "block"}}
 	if err := cfg.Validate(); err != nil {
 		tb.Fatalf("config: %v", err)
@@ -133,7 +139,7 @@ func startE2E(tb testing.TB, o e2eOptions) *e2eGateway {
 		now = o.clock.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	app, err := gateway.NewApp(ctx, cfg, gateway.AppOptions{Now: now, Home: dir, TokenRecheck: o.recheck})
+	app, err := gateway.NewApp(ctx, cfg, gateway.AppOptions{Now: now, Home: dir, TokenRecheck: o.recheck, CallbackResolver: o.resolver})
 	if err != nil {
 		cancel()
 		tb.Fatalf("NewApp: %v", err)

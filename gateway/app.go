@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/metnos/gateway/internal/callbackurl"
 	"log/slog"
 	"net"
 	"net/http"
@@ -37,6 +38,9 @@ type AppOptions struct {
 	Now        func() time.Time
 	Home       string             // what "~" means in targets
 	Messengers []MessengerFactory // Telegram, Slack; built in cmd/gateway from the config
+	// CallbackResolver resolves callback hosts (nil: the system's); tests
+	// make a name resolve to loopback with it.
+	CallbackResolver callbackurl.Resolver
 	// LeaderRetry is how often a replica on PostgreSQL that does not lead
 	// tries to take over (default 2 s): a dead leader is replaced within it.
 	LeaderRetry time.Duration
@@ -92,9 +96,11 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 	a.Service = approvals.New(db, grants, decider, approvals.Options{
 		GrantTTL: cfg.Policy.GrantTTL, DefaultTimeout: cfg.Approvals.Timeout, StaleAfter: cfg.Policy.StaleAfter,
 		Retention: cfg.Approvals.Retention, Now: o.Now, Logger: o.Logger, Observer: metrics,
-		CallbackKey:    func(agent string) []byte { return srv.CallbackKey(agent) },
-		Routes:         routes(cfg.Approvals.Routes),
-		CardsPerMinute: cardsPerMinute(cfg.Agents),
+		CallbackKey:      func(agent string) []byte { return srv.CallbackKey(agent) },
+		CallbackAllowed:  func(agent, url string) (callbackurl.Allowed, error) { return srv.CallbackAllowed(agent, url) },
+		CallbackResolver: o.CallbackResolver,
+		Routes:           routes(cfg.Approvals.Routes),
+		CardsPerMinute:   cardsPerMinute(cfg.Agents),
 	})
 	srv = NewServer(cfg, Options{Service: a.Service, Decider: decider, Rules: rules,
 		Tokens: policy.NewTokenStore(db, norm, o.Now), Metrics: metrics, Logger: o.Logger, Now: o.Now})

@@ -65,6 +65,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
 		return
 	}
+	release, ok := s.takeStream(w, r, a)
+	if !ok {
+		return
+	}
+	defer release()
 	scope := a.ID
 	if a.Admin {
 		scope = ""

@@ -86,7 +86,13 @@ func (s *Server) errorResponse(w http.ResponseWriter, r *http.Request, err error
 	var fe *policy.FieldError
 	var limited *rateLimitError
 	var conflict *approvals.CallIDConflictError
+	var tooManyPending *approvals.TooManyPendingError
+	var tooManyStreams *tooManyStreamsError
 	switch {
+	case errors.As(err, &tooManyPending):
+		writeError(w, http.StatusTooManyRequests, "too_many_pending", tooManyPending.Error())
+	case errors.As(err, &tooManyStreams):
+		writeError(w, http.StatusTooManyRequests, "too_many_streams", tooManyStreams.Error())
 	case errors.As(err, &limited):
 		w.Header().Set("Retry-After", strconv.Itoa(limited.retrySeconds()))
 		writeError(w, http.StatusTooManyRequests, "rate_limited", limited.Error())

@@ -8,7 +8,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
 	"github.com/metnos/gateway/hooks"
+	"github.com/metnos/gateway/internal/callbackurl"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -48,6 +50,7 @@ type Server struct {
 	tokens   *policy.TokenStore
 	agents   []*Agent
 	limiter  *limiter
+	streams  *slots // each agent's open SSE streams and long-polls
 	metrics  *Metrics
 	log      *slog.Logger
 	now      func() time.Time
@@ -90,7 +93,7 @@ func NewServer(cfg config.Config, o Options) *Server {
 	}
 	s := &Server{
 		cfg: cfg, svc: o.Service, grants: o.Service.Grants(), decider: o.Decider, rules: o.Rules, tokens: o.Tokens, metrics: o.Metrics,
-		log: o.Logger, now: o.Now, limiter: newLimiter(o.Now), shutdown: make(chan struct{}), recheck: tokenRecheck,
+		log: o.Logger, now: o.Now, limiter: newLimiter(o.Now), streams: newSlots(), shutdown: make(chan struct{}), recheck: tokenRecheck,
 	}
 	for _, a := range cfg.Agents {
 		s.agents = append(s.agents, &Agent{Agent: a, tokenHash: sha256.Sum256([]byte(a.Token))})
@@ -143,6 +146,16 @@ func (s *Server) CallbackKey(agent string) []byte {
 		return []byte(a.Token)
 	}
 	return nil
+}
+
+// CallbackAllowed checks a callback URL against the agent's
+// agents[].callbacks; an agent no longer configured may have none.
+func (s *Server) CallbackAllowed(agent, url string) (callbackurl.Allowed, error) {
+	a := s.AgentByID(agent)
+	if a == nil {
+		return callbackurl.Allowed{}, fmt.Errorf("agent %s is not configured", agent)
+	}
+	return callbackurl.Check(a.Callbacks, url)
 }
 
 // Shutdown ends long-lived streams so http.Server.Shutdown can finish.
