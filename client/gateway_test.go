@@ -40,6 +40,7 @@ func gatewayConfig(dir string) config.Config {
 	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
 	a1 := config.NewAgent("a1")
 	a1.Token = agentToken
+	a1.Callbacks = []string{"http://127.0.0.1:*/*"} // the examples' agent servers
 	b2 := config.NewAgent("b2")
 	b2.Token = otherToken
 	b2.Rate, b2.RateCount, b2.RatePer = "1/h", 1, time.Hour
