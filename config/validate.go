@@ -1,8 +1,8 @@
 package config
 
 import (
-	"github.com/metnos/gateway/internal/callbackurl"
 	"fmt"
+	"github.com/metnos/gateway/internal/callbackurl"
 	"net"
 	"net/url"
 	"regexp"
