@@ -1350,7 +1350,7 @@ func TestAPI_ForeignPrincipalRefused(t *testing.T) {
 	dir := t.TempDir()
 	cfg.Storage.Path, cfg.Vaglio.LogDir = filepath.Join(dir, "g.db"), filepath.Join(dir, "vaglio")
 	a := config.NewAgent("a1")
-	a.Token, a.Principals = "tok-a1", []string{"telegram:anna"}
+	a.Token, a.Principals = "tok-a1-0123456789abcdef01", []string{"telegram:anna"}
 	cfg.Agents = []config.Agent{a}
 	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{})
 	if err != nil {
@@ -1361,7 +1361,7 @@ func TestAPI_ForeignPrincipalRefused(t *testing.T) {
 	defer srv.Close()
 	post := func(body string) int {
 		req, _ := http.NewRequest("POST", srv.URL+"/v1/requests", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer tok-a1")
+		req.Header.Set("Authorization", "Bearer tok-a1-0123456789abcdef01")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -19,8 +19,8 @@ import (
 )
 
 const (
-	hookAgentToken = "tok-hook-agent"
-	hookAdminToken = "tok-hook-admin"
+	hookAgentToken = "tok-hook-agent-0123456789"
+	hookAdminToken = "tok-hook-admin-0123456789"
 )
 
 // hookGateway is a whole gateway on 127.0.0.1:0 for the http hook tests.

@@ -36,8 +36,8 @@ const (
 	rtSlackChan   = "C0APPROVALS"
 	rtSlackSecret = "8f742231b10e8888abcd99yyyzzz85a5"
 	rtSlackToken  = "xoxb-1-routes"
-	rtAgentToken  = "agent-token-routes"
-	rtAdminToken  = "admin-token-routes"
+	rtAgentToken  = "agent-token-routes-0123456"
+	rtAdminToken  = "admin-token-routes-0123456"
 	rtWait        = 10 * time.Second
 )
 

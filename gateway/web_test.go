@@ -23,7 +23,7 @@ import (
 	"github.com/metnos/gateway/vaglio"
 )
 
-const webAgentToken = "tok-a1-web-test"
+const webAgentToken = "tok-a1-web-test-012345678"
 
 // newWebApp builds a gateway on a fresh SQLite file with one agent, a1
 // (Supervised, principal web/owner, cards on the web page).
