@@ -38,6 +38,9 @@ type AppOptions struct {
 	Now        func() time.Time
 	Home       string             // what "~" means in targets
 	Messengers []MessengerFactory // Telegram, Slack; built in cmd/gateway from the config
+	// BodyTimeout bounds how long a request's body may take (0:
+	// BodyTimeout); tests shorten it.
+	BodyTimeout time.Duration
 	// CallbackResolver resolves callback hosts (nil: the system's); tests
 	// make a name resolve to loopback with it.
 	CallbackResolver callbackurl.Resolver
@@ -103,7 +106,7 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 		CardsPerMinute:   cardsPerMinute(cfg.Agents),
 	})
 	srv = NewServer(cfg, Options{Service: a.Service, Decider: decider, Rules: rules,
-		Tokens: policy.NewTokenStore(db, norm, o.Now), Metrics: metrics, Logger: o.Logger, Now: o.Now})
+		Tokens: policy.NewTokenStore(db, norm, o.Now), Metrics: metrics, Logger: o.Logger, Now: o.Now, BodyTimeout: o.BodyTimeout})
 	if o.TokenRecheck > 0 {
 		srv.recheck = o.TokenRecheck
 	}
@@ -254,6 +257,22 @@ func routes(in []config.Route) []approvals.Route {
 	}
 	return out
 }
+
+// LoginLink makes a one-time login link for a web user at base (see
+// LinkBase) and says until when it works.
+func (a *App) LoginLink(ctx context.Context, base, user string) (string, time.Time, error) {
+	tok, exp, err := a.Server.sessions.NewLink(ctx, user)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return base + LoginPath(tok), exp, nil
+}
+
+// EndWebSessions ends every web session (gateway logout --all).
+func (a *App) EndWebSessions(ctx context.Context) (int, error) { return a.Server.sessions.EndAll(ctx) }
+
+// AnyWebLogin reports whether any web user ever logged in.
+func (a *App) AnyWebLogin(ctx context.Context) (bool, error) { return a.Server.sessions.AnyLogin(ctx) }
 
 // Close writes the decision log lines still buffered and releases the
 // database.

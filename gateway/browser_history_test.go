@@ -44,7 +44,7 @@ func TestWebBrowser_History(t *testing.T) {
 	defer closeBrowser()
 
 	err := chromedp.Do(browser,
-		chromedp.Navigate(base+"/"),
+		chromedp.Navigate(loginLink(t, app, base, "owner")), // the one-time link lands on /
 		chromedp.Click(chromedp.CSS("#history-link")),
 		chromedp.WaitVisible(chromedp.CSS("#history-filter")),
 		chromedp.WaitVisible(chromedp.CSS("#history .item")),

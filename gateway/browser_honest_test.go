@@ -30,7 +30,7 @@ func TestWebBrowser_RequestPage(t *testing.T) {
 	defer closeBrowser()
 
 	card := chromedp.CSS("#req-" + r.ID)
-	if err := chromedp.Do(browser, chromedp.Navigate(base+"/r/"+r.ID), chromedp.WaitVisible(card)); err != nil {
+	if err := chromedp.Do(browser, chromedp.Navigate(loginLink(t, app, base, "owner")), chromedp.Navigate(base+"/r/"+r.ID), chromedp.WaitVisible(card)); err != nil {
 		t.Fatalf("browser: open /r/%s: %v", r.ID, err)
 	}
 	text, err := chromedp.Run(browser, chromedp.Text(card))

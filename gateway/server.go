@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"github.com/metnos/gateway/hooks"
 	"github.com/metnos/gateway/internal/callbackurl"
+	"github.com/metnos/gateway/sessions"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -50,18 +51,21 @@ type Server struct {
 	tokens   *policy.TokenStore
 	agents   []*Agent
 	limiter  *limiter
-	streams  *slots // each agent's open SSE streams and long-polls
-	metrics  *Metrics
-	log      *slog.Logger
-	now      func() time.Time
-	web      *web
-	mux      *http.ServeMux // the routes, built by Handler
-	extra    []route
-	shutdown chan struct{} // closed when the server begins shutting down (ends SSE streams)
-	leader   atomic.Bool   // this replica runs the leader's work (see App.lead)
-	mcp      *mcp.Server   // the MCP tools at /mcp (set by routes)
-	mcpCalls sync.WaitGroup
-	recheck  time.Duration // how often open connections of child tokens read theirs again (tokenRecheck)
+	streams  *slots          // each agent's open SSE streams and long-polls
+	sessions *sessions.Store // the web page's logins
+	// bodyTimeout bounds how long a request's body may take (BodyTimeout).
+	bodyTimeout time.Duration
+	metrics     *Metrics
+	log         *slog.Logger
+	now         func() time.Time
+	web         *web
+	mux         *http.ServeMux // the routes, built by Handler
+	extra       []route
+	shutdown    chan struct{} // closed when the server begins shutting down (ends SSE streams)
+	leader      atomic.Bool   // this replica runs the leader's work (see App.lead)
+	mcp         *mcp.Server   // the MCP tools at /mcp (set by routes)
+	mcpCalls    sync.WaitGroup
+	recheck     time.Duration // how often open connections of child tokens read theirs again (tokenRecheck)
 }
 
 type route struct {
@@ -78,6 +82,8 @@ type Options struct {
 	Metrics *Metrics
 	Logger  *slog.Logger
 	Now     func() time.Time
+	// BodyTimeout bounds how long a request's body may take; 0: BodyTimeout.
+	BodyTimeout time.Duration
 }
 
 // NewServer builds a server from a validated config.
@@ -88,12 +94,15 @@ func NewServer(cfg config.Config, o Options) *Server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = BodyTimeout
+	}
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
 	}
 	s := &Server{
 		cfg: cfg, svc: o.Service, grants: o.Service.Grants(), decider: o.Decider, rules: o.Rules, tokens: o.Tokens, metrics: o.Metrics,
-		log: o.Logger, now: o.Now, limiter: newLimiter(o.Now), streams: newSlots(), shutdown: make(chan struct{}), recheck: tokenRecheck,
+		log: o.Logger, now: o.Now, limiter: newLimiter(o.Now), streams: newSlots(), sessions: sessions.New(o.Service.DB(), o.Now), bodyTimeout: o.BodyTimeout, shutdown: make(chan struct{}), recheck: tokenRecheck,
 	}
 	for _, a := range cfg.Agents {
 		s.agents = append(s.agents, &Agent{Agent: a, tokenHash: sha256.Sum256([]byte(a.Token))})
@@ -173,7 +182,7 @@ func (s *Server) Shutdown() {
 // Handler returns the whole HTTP surface with its middleware.
 func (s *Server) Handler() http.Handler {
 	s.mux = s.routes()
-	return s.recoverPanics(s.logRequests(s.mux))
+	return s.bodyDeadline(s.recoverPanics(s.logRequests(s.mux)))
 }
 
 // Route returns the pattern of the route that serves method and path, or

@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/metnos/gateway/approvals"
@@ -37,8 +36,9 @@ var webTemplates embed.FS
 
 // web is the owner's page (SPEC §8 "Web page"): the pending cards with
 // their buttons, the active grants with Revoke, the recent decisions.
-// Loopback clients need no login; others log in with the admin token.
-// Every form is CSRF-protected (web_auth.go).
+// Every visit needs a session, loopback included (a one-time login link,
+// or the admin token); every form carries the session's CSRF token
+// (web_auth.go).
 type web struct {
 	s    *Server
 	tmpl *template.Template
@@ -46,10 +46,8 @@ type web struct {
 	// key signs session and flash cookies. It is random per process: a
 	// restart logs everyone out, and nothing secret is ever stored.
 	key []byte
-
-	mu        sync.Mutex
-	loggedOut map[string]time.Time // session id → its expiry, until then refused
-	failures  []time.Time          // recent failed logins, for the lockout
+	// throttle slows wrong login attempts (throttle.go).
+	throttle *throttle
 }
 
 func newWeb(s *Server) *web {
@@ -69,11 +67,11 @@ func newWeb(s *Server) *web {
 		"cardView":  func(c pendingCard, csrf string, whole bool) cardView { return cardView{C: c, CSRF: csrf, Whole: whole} },
 	}
 	tmpl := template.Must(template.New("web").Funcs(funcs).ParseFS(webTemplates, "templates/*.html"))
-	return &web{s: s, tmpl: tmpl, loc: l, key: key, loggedOut: map[string]time.Time{}}
+	return &web{s: s, tmpl: tmpl, loc: l, key: key, throttle: newThrottle(s.now)}
 }
 
-// webRoutes mounts the web page. Every route goes through access (loopback
-// or a login session); every POST also through csrf.
+// webRoutes mounts the web page. Every route but the login's goes through
+// access (a session); every POST also through csrf.
 func (s *Server) webRoutes(mux *http.ServeMux) {
 	w := s.web
 	type hf = http.HandlerFunc
@@ -83,13 +81,15 @@ func (s *Server) webRoutes(mux *http.ServeMux) {
 	// A request's own page: /r/{id} is the short form cards link to.
 	mux.Handle("GET /requests/{id}", w.access(hf(w.request)))
 	mux.Handle("GET /r/{id}", w.access(hf(w.request)))
+	mux.Handle("GET /account", w.access(hf(w.account)))
 	mux.Handle("POST /web/decide", w.access(w.csrf(hf(w.decide))))
 	mux.Handle("POST /web/revoke", w.access(w.csrf(hf(w.revoke))))
 	mux.Handle("POST /web/rules/add", w.access(w.csrf(hf(w.addRule))))
 	mux.Handle("POST /web/rules/remove", w.access(w.csrf(hf(w.removeRule))))
 	mux.HandleFunc("GET /login", w.loginPage)
-	mux.Handle("POST /login", w.csrf(hf(w.login)))
-	mux.Handle("POST /logout", w.csrf(hf(w.logout)))
+	mux.HandleFunc("GET /login/{token}", w.loginLink)
+	mux.Handle("POST /login", w.loginCSRF(hf(w.login)))
+	mux.Handle("POST /logout", w.access(w.csrf(hf(w.logout))))
 }
 
 // pendingCard is one request as the page shows it: every agent-supplied
@@ -147,7 +147,7 @@ type recentRow struct {
 type pageData struct {
 	CSRF    string
 	Flash   *flash
-	Remote  bool // logged in with the admin token: show Log out
+	User    string // the signed-in web user
 	Pending []pendingCard
 	// MorePending counts pending requests past the first webMaxPending.
 	MorePending int
@@ -215,9 +215,8 @@ func (w *web) page(rw http.ResponseWriter, r *http.Request) {
 		w.fail(rw, r, err)
 		return
 	}
-	d.CSRF = w.csrfToken(rw, r)
+	d.CSRF, d.User = sessionOf(r).CSRF, sessionOf(r).User
 	d.Flash = w.takeFlash(rw, r)
-	d.Remote = !w.isLocal(r)
 	w.render(rw, r, http.StatusOK, "page.html", &d)
 }
 
@@ -247,10 +246,7 @@ func (w *web) decide(rw http.ResponseWriter, r *http.Request) {
 		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.bad_decision")})
 		return
 	}
-	actor := approvals.Actor{Channel: "web", ID: "admin", Name: "owner"}
-	if w.isLocal(r) {
-		actor.ID = "local"
-	}
+	actor := w.actor(r)
 	req, err := w.s.svc.Decide(r.Context(), id, d, actor)
 	var already *approvals.AlreadyDecidedError
 	if errors.As(err, &already) && already.Request.DecidedBy == actor.String() &&
@@ -324,7 +320,7 @@ func (w *web) revoke(rw http.ResponseWriter, r *http.Request) {
 		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.bad_grant")})
 		return
 	}
-	changed, err := w.s.grants.Revoke(r.Context(), id, "revoked", "web:owner")
+	changed, err := w.s.grants.Revoke(r.Context(), id, "revoked", w.webActor(r))
 	switch {
 	case err != nil:
 		w.s.log.Error("web revoke failed", "grant_id", id, "err", err)
@@ -332,7 +328,7 @@ func (w *web) revoke(rw http.ResponseWriter, r *http.Request) {
 	case !changed:
 		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.revoke_inactive", id)})
 	default:
-		w.s.log.Info("grant revoked", "grant_id", id, "by", "web:owner")
+		w.s.log.Info("grant revoked", "grant_id", id, "by", w.webActor(r))
 		w.redirect(rw, r, flash{Text: w.loc.T("web.revoked", id)})
 	}
 }

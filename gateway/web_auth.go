@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"net"
 	"net/http"
 	"net/url"
@@ -13,69 +15,64 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/sessions"
 )
 
 // Cookies of the web page. All are HttpOnly and SameSite=Strict: no script
-// reads them and no other site's page sends them.
+// reads them and no other site's page sends them. They are Secure when the
+// page is served over https (web.public_url https, or TLS here).
 const (
 	sessionCookie = "gw_session"
-	csrfCookie    = "gw_csrf"
-	flashCookie   = "gw_flash"
+	// loginCSRFCookie is the login form's double-submit token: before a
+	// session exists there is nothing to bind a token to.
+	loginCSRFCookie = "gw_login"
+	flashCookie     = "gw_flash"
 )
 
-const (
-	// sessionTTL is how long a web login lasts.
-	sessionTTL = 12 * time.Hour
-	// loginLockout bounds failed logins: past loginMaxFailures in this
-	// window every login is refused until the window moves on, so the admin
-	// token cannot be guessed at network speed.
-	loginLockout     = time.Minute
-	loginMaxFailures = 10
-)
+// LoginPath is the path of a one-time login link's token.
+func LoginPath(token string) string { return "/login/" + token }
 
-// isLocal reports whether the client needs no login: it connects from
-// loopback, no proxy header says it is really somewhere else, and the Host
-// it asked for is a loopback name. The last rule stops DNS rebinding: a
-// hostile site whose name resolves to 127.0.0.1 reaches a loopback listener
-// from the owner's own browser, but with its own name in Host.
-func (w *web) isLocal(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
+// LinkBase is where the gateway's own links point: web.public_url, else
+// http://localhost:<port> of server.listen (browsers treat localhost as a
+// secure context, where passkeys work; 127.0.0.1 pages redirect there).
+func LinkBase(cfg config.Config) string {
+	if u := strings.TrimRight(cfg.Web.PublicURL, "/"); u != "" {
+		return u
 	}
-	if !isLoopbackIP(host) || !loopbackHost(r.Host) {
-		return false
+	port := "8080"
+	if _, p, err := net.SplitHostPort(cfg.Server.Listen); err == nil && p != "" && p != "0" {
+		port = p
 	}
-	for _, v := range r.Header.Values("X-Forwarded-For") {
-		for _, hop := range strings.Split(v, ",") {
-			if !isLoopbackIP(strings.TrimSpace(hop)) {
-				return false
-			}
-		}
+	return "http://localhost:" + port
+}
+
+// DefaultWebUser is the user a login is for when none is named: "owner"
+// when configured, else the first [[web.users]].
+func DefaultWebUser(cfg config.Config) string {
+	if cfg.Web.WebUser(config.DefaultWebUser) || len(cfg.Web.Users) == 0 {
+		return config.DefaultWebUser
 	}
-	for _, v := range r.Header.Values("X-Real-Ip") {
-		if !isLoopbackIP(strings.TrimSpace(v)) {
-			return false
-		}
+	return cfg.Web.Users[0].Name
+}
+
+type sessionKey struct{}
+
+// sessionOf is the session access put in the request's context.
+func sessionOf(r *http.Request) sessions.Session {
+	s, _ := r.Context().Value(sessionKey{}).(sessions.Session)
+	return s
+}
+
+// loopbackLiteral reports a Host that is a loopback IP address, which a
+// page must not be used at when links point to localhost (cookies are per
+// host, and passkeys need localhost).
+func loopbackLiteral(h string) bool {
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		h = host
 	}
-	for _, v := range r.Header.Values("Forwarded") { // RFC 7239: for=1.2.3.4;proto=https, for="[::1]:80"
-		for _, elem := range strings.Split(v, ",") {
-			for _, pair := range strings.Split(elem, ";") {
-				k, val, ok := strings.Cut(strings.TrimSpace(pair), "=")
-				if !ok || !strings.EqualFold(k, "for") {
-					continue
-				}
-				val = strings.Trim(val, `"`)
-				if h, _, err := net.SplitHostPort(val); err == nil {
-					val = h
-				}
-				if !isLoopbackIP(strings.Trim(val, "[]")) {
-					return false
-				}
-			}
-		}
-	}
-	return true
+	return isLoopbackIP(strings.Trim(h, "[]"))
 }
 
 func isLoopbackIP(s string) bool {
@@ -83,28 +80,48 @@ func isLoopbackIP(s string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// loopbackHost reports whether a Host header names this machine's loopback.
-func loopbackHost(h string) bool {
-	if host, _, err := net.SplitHostPort(h); err == nil {
-		h = host
+// toLocalhost redirects a GET of the page at a loopback IP to the same
+// path at localhost (when web.public_url is not set); it reports whether
+// it did.
+func (w *web) toLocalhost(rw http.ResponseWriter, r *http.Request) bool {
+	if w.s.cfg.Web.PublicURL != "" || r.Method != http.MethodGet || !loopbackLiteral(r.Host) {
+		return false
 	}
-	h = strings.ToLower(strings.Trim(h, "[]"))
-	return h == "localhost" || strings.HasSuffix(h, ".localhost") || isLoopbackIP(h)
+	port := ""
+	if _, p, err := net.SplitHostPort(r.Host); err == nil {
+		port = ":" + p
+	}
+	http.Redirect(rw, r, "http://localhost"+port+r.URL.RequestURI(), http.StatusSeeOther)
+	return true
 }
 
-// access lets loopback clients through, and others with a login session
-// when an admin token is configured. Anyone else gets a plain explanation.
+// currentSession reads the request's session cookie from the database.
+func (w *web) currentSession(r *http.Request) (tok string, s sessions.Session, ok bool) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil || c.Value == "" {
+		return "", sessions.Session{}, false
+	}
+	s, err = w.s.sessions.Get(r.Context(), c.Value)
+	if err != nil {
+		if !errors.Is(err, sessions.ErrNoSession) {
+			w.s.log.Error("web session", "err", err)
+		}
+		return "", sessions.Session{}, false
+	}
+	return c.Value, s, true
+}
+
+// access lets through a request with a live session, wherever it comes
+// from; loopback grants nothing. Without one a GET goes to the login page
+// (and back after it) and anything else is refused with 401.
 func (w *web) access(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		switch {
-		case w.isLocal(r):
-		case w.s.cfg.Web.AdminToken == "":
-			w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.local_only_title"), w.loc.T("web.local_only"), linkNone)
+		if w.toLocalhost(rw, r) {
 			return
-		case !w.validSession(r):
+		}
+		_, s, ok := w.currentSession(r)
+		if !ok {
 			if r.Method == http.MethodGet {
-				// Back to the page asked for after the login: a card's link
-				// to /r/{id} lands on that request, not on the list.
 				to := "/login"
 				if next := safeNext(r.URL.RequestURI()); next != "/" {
 					to += "?next=" + url.QueryEscape(next)
@@ -112,33 +129,64 @@ func (w *web) access(h http.Handler) http.Handler {
 				http.Redirect(rw, r, to, http.StatusSeeOther)
 				return
 			}
-			w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.log_in_title"), w.loc.T("web.log_in"), linkLogin)
+			w.refuse(rw, r, http.StatusUnauthorized, w.loc.T("web.log_in_title"), w.loc.T("web.log_in"), linkLogin)
 			return
 		}
-		h.ServeHTTP(rw, r)
+		h.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
 	})
 }
 
-// csrf guards a POST form: the body is bounded, the hidden csrf field must
-// equal the csrf cookie (constant time), and a browser's Origin, when
-// sent, must be this host. Anything else is refused before the handler
-// runs, so nothing changes.
+// sameOrigin reports whether a browser says the POST comes from this
+// site: Sec-Fetch-Site, when sent, is same-origin, and Origin, when sent,
+// is this host (or web.public_url's). A client that sends neither is not
+// a browser another site could drive; it still needs the session and its
+// CSRF token.
+func (w *web) sameOrigin(r *http.Request) bool {
+	if sfs := r.Header.Get("Sec-Fetch-Site"); sfs != "" && sfs != "same-origin" {
+		return false
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	if pu, err := url.Parse(w.s.cfg.Web.PublicURL); err == nil && pu.Host != "" {
+		return strings.EqualFold(u.Scheme, pu.Scheme) && strings.EqualFold(u.Host, pu.Host)
+	}
+	return false
+}
+
+// readForm bounds and parses a POST form, and refuses a cross-site one.
+func (w *web) readForm(rw http.ResponseWriter, r *http.Request) bool {
+	r.Body = http.MaxBytesReader(rw, r.Body, MaxBodyBytes)
+	if err := r.ParseForm(); err != nil {
+		w.refuse(rw, r, http.StatusBadRequest, w.loc.T("web.bad_form_title"), w.loc.T("web.bad_form"), linkPage)
+		return false
+	}
+	if !w.sameOrigin(r) {
+		w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.cross_site_title"), w.loc.T("web.cross_site", r.Header.Get("Origin")), linkPage)
+		return false
+	}
+	return true
+}
+
+// csrf guards a session's POST form (after access): same origin, and the
+// csrf field equal to the session's token, which the server derives from
+// the session and no client can choose. Anything else is refused before
+// the handler runs, so nothing changes.
 func (w *web) csrf(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(rw, r.Body, MaxBodyBytes)
-		if err := r.ParseForm(); err != nil {
-			w.refuse(rw, r, http.StatusBadRequest, w.loc.T("web.bad_form_title"), w.loc.T("web.bad_form"), linkPage)
+		if !w.readForm(rw, r) {
 			return
 		}
-		if o := r.Header.Get("Origin"); o != "" {
-			if u, err := url.Parse(o); err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
-				w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.cross_site_title"), w.loc.T("web.cross_site", o), linkPage)
-				return
-			}
-		}
-		c, err := r.Cookie(csrfCookie)
-		field := r.PostForm.Get("csrf")
-		if err != nil || c.Value == "" || field == "" || subtle.ConstantTimeCompare([]byte(c.Value), []byte(field)) != 1 {
+		want, field := sessionOf(r).CSRF, r.PostForm.Get("csrf")
+		if want == "" || field == "" || subtle.ConstantTimeCompare([]byte(want), []byte(field)) != 1 {
 			w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.csrf_title"), w.loc.T("web.csrf"), linkPage)
 			return
 		}
@@ -146,22 +194,45 @@ func (w *web) csrf(h http.Handler) http.Handler {
 	})
 }
 
-// csrfToken returns the browser's CSRF token, setting a fresh cookie when
-// it has none.
-func (w *web) csrfToken(rw http.ResponseWriter, r *http.Request) string {
-	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) >= 32 {
+// loginCSRF is csrf for the login form: its token is a random cookie
+// echoed in the form (there is no session yet to bind it to).
+func (w *web) loginCSRF(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if !w.readForm(rw, r) {
+			return
+		}
+		c, err := r.Cookie(loginCSRFCookie)
+		field := r.PostForm.Get("csrf")
+		if err != nil || len(c.Value) < 32 || subtle.ConstantTimeCompare([]byte(c.Value), []byte(field)) != 1 {
+			w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.csrf_title"), w.loc.T("web.csrf"), linkLogin)
+			return
+		}
+		h.ServeHTTP(rw, r)
+	})
+}
+
+// loginToken returns the login form's token, setting its cookie when the
+// browser has none.
+func (w *web) loginToken(rw http.ResponseWriter, r *http.Request) string {
+	if c, err := r.Cookie(loginCSRFCookie); err == nil && len(c.Value) >= 32 {
 		return c.Value
 	}
 	tok := randomToken(32)
-	http.SetCookie(rw, w.cookie(r, csrfCookie, tok, 0))
+	http.SetCookie(rw, w.cookie(r, loginCSRFCookie, tok, 0))
 	return tok
+}
+
+// secure reports whether the page's cookies must be Secure: it is served
+// over https, here or at web.public_url behind a TLS proxy.
+func (w *web) secure(r *http.Request) bool {
+	return r.TLS != nil || strings.HasPrefix(strings.ToLower(w.s.cfg.Web.PublicURL), "https://")
 }
 
 // cookie builds one of the page's cookies; maxAge 0 means a browser-session
 // cookie, negative deletes it.
 func (w *web) cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{Name: name, Value: value, Path: "/", MaxAge: maxAge, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
+		SameSite: http.SameSiteStrictMode, Secure: w.secure(r)}
 }
 
 func randomToken(n int) string {
@@ -172,56 +243,20 @@ func randomToken(n int) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// sign is the HMAC of a cookie's payload under the process key; purpose
-// keeps a flash cookie from passing as a session.
+// sign is the HMAC of a flash cookie's payload under the process key.
 func (w *web) sign(purpose, payload string) string {
 	m := hmac.New(sha256.New, w.key)
 	m.Write([]byte(purpose + "\x00" + payload))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// newSession is a session cookie value: "<id>.<expiry unix>.<hmac>".
-func (w *web) newSession() (string, time.Time) {
-	exp := w.s.now().Add(sessionTTL)
-	payload := randomToken(16) + "." + strconv.FormatInt(exp.Unix(), 10)
-	return payload + "." + w.sign("session", payload), exp
-}
-
-// session checks a session cookie value and returns its id and expiry.
-func (w *web) session(v string) (id string, exp time.Time, ok bool) {
-	i := strings.LastIndexByte(v, '.')
-	if i < 0 {
-		return "", time.Time{}, false
-	}
-	payload, mac := v[:i], v[i+1:]
-	if !hmac.Equal([]byte(mac), []byte(w.sign("session", payload))) {
-		return "", time.Time{}, false
-	}
-	id, unix, _ := strings.Cut(payload, ".")
-	secs, err := strconv.ParseInt(unix, 10, 64)
-	if err != nil {
-		return "", time.Time{}, false
-	}
-	exp = time.Unix(secs, 0)
-	if !w.s.now().Before(exp) {
-		return "", time.Time{}, false
-	}
-	w.mu.Lock()
-	_, out := w.loggedOut[id]
-	w.mu.Unlock()
-	return id, exp, !out
-}
-
-func (w *web) validSession(r *http.Request) bool {
-	if w.s.cfg.Web.AdminToken == "" {
-		return false
-	}
-	c, err := r.Cookie(sessionCookie)
-	if err != nil {
-		return false
-	}
-	_, _, ok := w.session(c.Value)
-	return ok
+// startSession sets the cookie of a new session and goes to next.
+func (w *web) startSession(rw http.ResponseWriter, r *http.Request, tok string, s sessions.Session, next string) {
+	c := w.cookie(r, sessionCookie, tok, int(time.Until(s.ExpiresAt)/time.Second))
+	c.Expires = s.ExpiresAt
+	http.SetCookie(rw, c)
+	http.SetCookie(rw, w.cookie(r, loginCSRFCookie, "", -1))
+	http.Redirect(rw, r, next, http.StatusSeeOther)
 }
 
 // loginData is the data of login.html.
@@ -229,11 +264,12 @@ type loginData struct {
 	CSRF  string
 	Error string
 	Next  string // where a successful login goes (a page of this site)
+	Token bool   // the admin-token form is offered (web.admin_token_env is set)
 }
 
 // safeNext returns next when it is one of the web page's own GET pages (a
-// path on this host: "/", "/history…", "/r/…", "/requests/…"), else "/":
-// a login never redirects anywhere else (no open redirect).
+// path on this host: "/", "/history…", "/r/…", "/requests/…", "/account"),
+// else "/": a login never redirects anywhere else (no open redirect).
 func safeNext(next string) string {
 	if len(next) > 512 || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
 		strings.ContainsAny(next, "\\\x00\r\n") {
@@ -246,94 +282,115 @@ func safeNext(next string) string {
 	switch p := u.Path; {
 	case path.Clean(p) != p:
 		return "/"
-	case p == "/", p == "/history", strings.HasPrefix(p, "/r/"), strings.HasPrefix(p, "/requests/"):
+	case p == "/", p == "/history", p == "/account", strings.HasPrefix(p, "/r/"), strings.HasPrefix(p, "/requests/"):
 		return u.RequestURI()
 	}
 	return "/"
 }
 
-// loginPage is GET /login.
+// loginPage is GET /login: how to get in (the link from `gateway login`,
+// or the admin token when one is configured).
 func (w *web) loginPage(rw http.ResponseWriter, r *http.Request) {
-	next := safeNext(r.URL.Query().Get("next"))
-	switch {
-	case w.isLocal(r), w.validSession(r):
-		http.Redirect(rw, r, next, http.StatusSeeOther)
-	case w.s.cfg.Web.AdminToken == "":
-		w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.login_off_title"), w.loc.T("web.login_off"), linkNone)
-	default:
-		w.render(rw, r, http.StatusOK, "login.html", loginData{CSRF: w.csrfToken(rw, r), Next: next})
+	if w.toLocalhost(rw, r) {
+		return
 	}
+	next := safeNext(r.URL.Query().Get("next"))
+	if _, _, ok := w.currentSession(r); ok {
+		http.Redirect(rw, r, next, http.StatusSeeOther)
+		return
+	}
+	w.render(rw, r, http.StatusOK, "login.html", loginData{CSRF: w.loginToken(rw, r), Next: next,
+		Token: w.s.cfg.Web.AdminToken != ""})
 }
 
-// login is POST /login: the admin token, compared in constant time (over
-// its hash, so not even its length leaks), and a signed session cookie.
+// loginLink is GET /login/{token}: a one-time link starts a session for
+// its user. Opening it is enough (no form): it is used once, within
+// sessions.LinkTTL, and only its hash is stored.
+func (w *web) loginLink(rw http.ResponseWriter, r *http.Request) {
+	if w.toLocalhost(rw, r) {
+		return
+	}
+	src := sourceOf(r)
+	tok, s, err := w.s.sessions.UseLink(r.Context(), r.PathValue("token"))
+	if err != nil {
+		if !errors.Is(err, sessions.ErrInvalidLink) {
+			w.fail(rw, r, err)
+			return
+		}
+		wait := w.throttle.fail(src, "")
+		w.s.log.Warn("web login link refused", "remote", r.RemoteAddr) // never the link
+		if wait > 0 {
+			rw.Header().Set("Retry-After", strconv.Itoa(retrySeconds(wait)))
+		}
+		w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.link_bad_title"), w.loc.T("web.link_bad"), linkLogin)
+		return
+	}
+	w.throttle.succeed(src, s.User)
+	w.s.log.Info("web login", "user", s.User, "via", "link", "remote", r.RemoteAddr)
+	w.startSession(rw, r, tok, s, "/")
+}
+
+// login is POST /login with the admin token (web.admin_token_env), for
+// scripts: compared in constant time over its hash, so not even its length
+// leaks. It logs in as DefaultWebUser.
 func (w *web) login(rw http.ResponseWriter, r *http.Request) {
 	admin := w.s.cfg.Web.AdminToken
+	next := safeNext(r.PostForm.Get("next"))
 	if admin == "" {
-		w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.login_off_title"), w.loc.T("web.login_off"), linkNone)
+		w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.login_off_title"), w.loc.T("web.login_off"), linkLogin)
 		return
 	}
-	if w.lockedOut() {
-		rw.Header().Set("Retry-After", strconv.Itoa(int(loginLockout/time.Second)))
-		w.render(rw, r, http.StatusTooManyRequests, "login.html", loginData{CSRF: w.csrfToken(rw, r),
-			Error: w.loc.T("web.login_locked"), Next: safeNext(r.PostForm.Get("next"))})
-		return
-	}
+	user, src := DefaultWebUser(w.s.cfg), sourceOf(r)
 	got := sha256.Sum256([]byte(r.PostForm.Get("token")))
 	want := sha256.Sum256([]byte(admin))
 	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-		w.recordFailure()
-		w.s.log.Warn("web login failed", "remote", r.RemoteAddr) // never the token
-		w.render(rw, r, http.StatusUnauthorized, "login.html", loginData{CSRF: w.csrfToken(rw, r),
-			Error: w.loc.T("web.login_wrong"), Next: safeNext(r.PostForm.Get("next"))})
+		// The throttle slows wrong attempts (429 with Retry-After while it
+		// holds), per source and per user, and never the right token.
+		wait := w.throttle.fail(src, user)
+		w.s.log.Warn("web login failed", "user", user, "remote", r.RemoteAddr) // never the token
+		status, msg := http.StatusUnauthorized, w.loc.T("web.login_wrong")
+		if wait > 0 {
+			status, msg = http.StatusTooManyRequests, w.loc.T("web.login_slow", retrySeconds(wait))
+			rw.Header().Set("Retry-After", strconv.Itoa(retrySeconds(wait)))
+		}
+		w.render(rw, r, status, "login.html", loginData{CSRF: w.loginToken(rw, r), Error: msg, Next: next, Token: true})
 		return
 	}
-	v, exp := w.newSession()
-	c := w.cookie(r, sessionCookie, v, int(sessionTTL/time.Second))
-	c.Expires = exp
-	http.SetCookie(rw, c)
-	w.s.log.Info("web login", "remote", r.RemoteAddr)
-	http.Redirect(rw, r, safeNext(r.PostForm.Get("next")), http.StatusSeeOther)
+	tok, s, err := w.s.sessions.Start(r.Context(), user, "admin_token")
+	if err != nil {
+		w.fail(rw, r, err)
+		return
+	}
+	w.throttle.succeed(src, user)
+	w.s.log.Info("web login", "user", user, "via", "admin_token", "remote", r.RemoteAddr)
+	w.startSession(rw, r, tok, s, next)
 }
 
-// logout is POST /logout: the session ends here and now, also for a copy
-// of the cookie, until the process restarts (which ends every session).
+func retrySeconds(d time.Duration) int { return max(int((d+time.Second-1)/time.Second), 1) }
+
+// sourceOf is who a login attempt comes from, for the throttle: the
+// connecting address (behind a proxy, the proxy's: the right credential
+// still always gets in).
+func sourceOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// logout is POST /logout: the session ends here and now, on every
+// replica (it is a row in the database).
 func (w *web) logout(rw http.ResponseWriter, r *http.Request) {
-	if c, err := r.Cookie(sessionCookie); err == nil {
-		if id, exp, ok := w.session(c.Value); ok {
-			w.mu.Lock()
-			now := w.s.now()
-			for k, e := range w.loggedOut {
-				if !now.Before(e) {
-					delete(w.loggedOut, k)
-				}
-			}
-			w.loggedOut[id] = exp
-			w.mu.Unlock()
+	if tok, s, ok := w.currentSession(r); ok {
+		if err := w.s.sessions.End(r.Context(), tok); err != nil {
+			w.fail(rw, r, err)
+			return
 		}
+		w.s.log.Info("web logout", "user", s.User)
 	}
 	http.SetCookie(rw, w.cookie(r, sessionCookie, "", -1))
 	http.Redirect(rw, r, "/login", http.StatusSeeOther)
-}
-
-func (w *web) lockedOut() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	cut := w.s.now().Add(-loginLockout)
-	kept := w.failures[:0]
-	for _, t := range w.failures {
-		if t.After(cut) {
-			kept = append(kept, t)
-		}
-	}
-	w.failures = kept
-	return len(w.failures) >= loginMaxFailures
-}
-
-func (w *web) recordFailure() {
-	w.mu.Lock()
-	w.failures = append(w.failures, w.s.now())
-	w.mu.Unlock()
 }
 
 // flash is the one-line message shown once after a POST.
@@ -371,4 +428,20 @@ func (w *web) takeFlash(rw http.ResponseWriter, r *http.Request) *flash {
 		return nil
 	}
 	return &flash{Error: kind == "err", Text: string(b)}
+}
+
+// accountData is what account.html reads.
+type accountData struct {
+	User    string
+	CSRF    string
+	Expires time.Time
+	Flash   *flash
+}
+
+// account is GET /account: the signed-in user, as an approver, and the
+// session's end.
+func (w *web) account(rw http.ResponseWriter, r *http.Request) {
+	s := sessionOf(r)
+	w.render(rw, r, http.StatusOK, "account.html", &accountData{User: s.User, CSRF: s.CSRF, Expires: s.ExpiresAt,
+		Flash: w.takeFlash(rw, r)})
 }

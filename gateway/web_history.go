@@ -59,7 +59,7 @@ type requestData struct {
 	Rows    []historyRow
 	CSRF    string
 	Flash   *flash
-	Remote  bool
+	User    string
 }
 
 func historyRows(rows []storage.AuditEvent, l locale.Locale) []historyRow {
@@ -147,6 +147,6 @@ func (w *web) request(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Rows = historyRows(rows, w.loc)
-	d.CSRF, d.Flash, d.Remote = w.csrfToken(rw, r), w.takeFlash(rw, r), !w.isLocal(r)
+	d.CSRF, d.Flash, d.User = sessionOf(r).CSRF, w.takeFlash(rw, r), sessionOf(r).User
 	w.render(rw, r, http.StatusOK, "request.html", &d)
 }

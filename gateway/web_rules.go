@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/metnos/gateway/approvals"
 	"hash"
 	"net/http"
 	"strings"
@@ -65,12 +66,15 @@ func (w *web) loadRules(ctx context.Context, d *pageData, h hash.Hash) error {
 	return nil
 }
 
-// webActor names who changed a rule from the page, for created_by and audit.
-func (w *web) webActor(r *http.Request) string {
-	if w.isLocal(r) {
-		return "web:local"
-	}
-	return "web:owner"
+// webActor names who acted on the page, "web:<user>", for created_by,
+// revoked_by and the audit trail.
+func (w *web) webActor(r *http.Request) string { return "web:" + sessionOf(r).User }
+
+// actor is the signed-in web user as an approver: decided_by and the
+// approvals read "web:<user>", and quorum counts each user once.
+func (w *web) actor(r *http.Request) approvals.Actor {
+	u := sessionOf(r).User
+	return approvals.Actor{Channel: "web", ID: u, Name: u}
 }
 
 // addRule is POST /web/rules/add: the page's add form (admins only: every

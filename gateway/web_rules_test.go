@@ -36,7 +36,7 @@ func TestWeb_RulesListAddRemove(t *testing.T) {
 		t.Fatalf("add: %d\n%s", status, page)
 	}
 	list, err := app.Rules.List(context.Background())
-	if err != nil || len(list) != 2 || list[1].ID != "api:1" || list[1].CreatedBy != "web:local" {
+	if err != nil || len(list) != 2 || list[1].ID != "api:1" || list[1].CreatedBy != "web:owner" {
 		t.Fatalf("rules after the add: %+v %v", list, err)
 	}
 	r := apiRequest(t, srv.URL, map[string]any{"capability": "llm:local", "intent": "summarise"}) // 202: the rule asks
@@ -84,7 +84,7 @@ func TestWebBrowser_Rules(t *testing.T) {
 
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 	err := chromedp.Do(browser,
-		chromedp.Navigate(base+"/"),
+		chromedp.Navigate(loginLink(t, app, base, "owner")), // the one-time link lands on /
 		chromedp.WaitVisible(css("#rule-config-1")),
 		chromedp.SetValue(css("#rule-capability"), "fs:write"),
 		chromedp.SetValue(css("#rule-target"), "/srv/**"),

@@ -54,6 +54,8 @@ const usage = `gateway: an approval gateway for AI agents
 
 Usage:
   gateway serve [--listen ADDR] [--log-format text|json] [--log-level debug|info|warn|error]
+  gateway login [--user NAME]   (a one-time login link for the web page, the last line)
+  gateway logout --all          (ends every web session)
   gateway policy registry|table
   gateway policy check LEVEL CAPABILITY [--channel C --sender S] [--target T] [--agent ID]
                        [--intent …] [--executor …] [--explain]
@@ -96,6 +98,8 @@ func commands() map[string]command {
 		"hook":    cmdHook,
 		"audit":   cmdAudit,
 		"mcp":     cmdMCP,
+		"login":   cmdLogin,
+		"logout":  cmdLogout,
 	}
 }
 

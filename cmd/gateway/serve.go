@@ -155,7 +155,24 @@ func cmdServe(e *env, args []string) error {
 	case tokenPath != "":
 		fmt.Fprintf(e.stdout, "Local agent token: in %s  (export GATEWAY_URL=%s GATEWAY_TOKEN=$(cat %s))\n", tokenPath, url, tokenPath)
 	}
-	fmt.Fprintf(e.stdout, "Web page: %s/\n", url)
+	lc := cfg
+	lc.Server.Listen = ln.Addr().String()
+	base := gateway.LinkBase(lc)
+	fmt.Fprintf(e.stdout, "Web page: %s/\n", base)
+	// Until someone has logged in, the way in: a one-time link (every
+	// session starts from one; `gateway login` prints another at any time).
+	if any, err := app.AnyWebLogin(e.ctx); err != nil {
+		return err
+	} else if !any {
+		user := gateway.DefaultWebUser(cfg)
+		link, _, err := app.LoginLink(e.ctx, base, user)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "Log in to the web page as %s (one use, 15 minutes; `gateway login` prints another):\n%s\n", user, link)
+	} else {
+		fmt.Fprintln(e.stdout, "Log in to the web page with a link from `gateway login`.")
+	}
 	log.Info("serving", "listen", ln.Addr().String(), "agents", len(cfg.Agents), "messengers", app.Service.Notifiers())
 	if err := app.Serve(e.ctx, ln); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -96,14 +97,21 @@ func (l *lockedBuffer) String() string {
 
 // childGateway is `gateway serve` running as a child process.
 type childGateway struct {
-	cmd    *exec.Cmd
-	URL    string
-	stderr *lockedBuffer
-	exited chan struct{} // closed once the process has exited
-	err    error         // cmd.Wait's, once exited is closed
+	cmd *exec.Cmd
+	URL string
+	// LoginLink is the one-time login link serve printed ("" if none),
+	// known once URL is.
+	LoginLink string
+	stderr    *lockedBuffer
+	exited    chan struct{} // closed once the process has exited
+	err       error         // cmd.Wait's, once exited is closed
 }
 
-var listeningRE = regexp.MustCompile(`listening on (http://\S+)`)
+var (
+	listeningRE = regexp.MustCompile(`listening on (http://\S+)`)
+	loginLinkRE = regexp.MustCompile(`^(http://localhost:[0-9]+/login/\S+)$`)
+	webPageRE   = regexp.MustCompile(`^Web page: `)
+)
 
 func startChild(t *testing.T, bin, cfgPath, dir string) *childGateway {
 	t.Helper()
@@ -122,9 +130,21 @@ func startChild(t *testing.T, bin, cfgPath, dir string) *childGateway {
 	urls := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
+		url, link := "", ""
 		for sc.Scan() {
 			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
+				url = m[1]
+			}
+			if webPageRE.MatchString(sc.Text()) {
+				// Then one line about logging in, and the link when serve
+				// makes one.
+				if sc.Scan() && strings.HasPrefix(sc.Text(), "Log in to the web page as") && sc.Scan() {
+					if m := loginLinkRE.FindStringSubmatch(sc.Text()); m != nil {
+						link = m[1]
+					}
+				}
+				c.LoginLink = link
+				urls <- url
 			}
 		}
 		c.err = cmd.Wait()

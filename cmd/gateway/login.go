@@ -1,0 +1,104 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/sessions"
+	"github.com/metnos/gateway/storage"
+)
+
+// cmdLogin prints a one-time login link for a web user, as the last line
+// of its output: it writes the link's hash to the database, so it works
+// with or without a running server (and with any replica).
+func cmdLogin(e *env, args []string) error {
+	fs := flag.NewFlagSet("login", flag.ContinueOnError)
+	cfgPath := configFlag(fs)
+	user := fs.String("user", "", "the web user to log in ([[web.users]]; default "+config.DefaultWebUser+")")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noPositional("login", pos); err != nil {
+		return err
+	}
+	cfg, err := loadDBConfig(e, *cfgPath)
+	if err != nil {
+		return err
+	}
+	name, err := webUser(cfg, *user)
+	if err != nil {
+		return err
+	}
+	db, err := storage.OpenConfig(e.ctx, storageConfig(cfg))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	link, exp, err := loginLink(e, db, gateway.LinkBase(cfg), name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "One-time login link for %s (open it once, before %s):\n%s\n", name,
+		exp.In(cfg.Server.Zone()).Format("15:04 MST"), link)
+	return nil
+}
+
+// loginLink makes a login link for user at base.
+func loginLink(e *env, db *storage.DB, base, user string) (string, time.Time, error) {
+	tok, exp, err := sessions.New(db, time.Now).NewLink(e.ctx, user)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return base + gateway.LoginPath(tok), exp, nil
+}
+
+// webUser is the user --user names, or the default one, which must exist.
+func webUser(cfg config.Config, name string) (string, error) {
+	var names []string
+	for _, u := range cfg.Web.Users {
+		names = append(names, u.Name)
+	}
+	switch {
+	case name == "" && cfg.Web.WebUser(config.DefaultWebUser):
+		return config.DefaultWebUser, nil
+	case name == "":
+		return "", usagef("login: there is no web user %q; name one with --user (the users: %s)", config.DefaultWebUser, strings.Join(names, ", "))
+	case !cfg.Web.WebUser(name):
+		return "", usagef("login: --user: no web user %q in [[web.users]] (the users: %s)", name, strings.Join(names, ", "))
+	}
+	return name, nil
+}
+
+// cmdLogout ends web sessions: --all ends every one (on every replica;
+// each browser must log in again with a new link).
+func cmdLogout(e *env, args []string) error {
+	fs := flag.NewFlagSet("logout", flag.ContinueOnError)
+	cfgPath := configFlag(fs)
+	all := fs.Bool("all", false, "end every web session")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noPositional("logout", pos); err != nil {
+		return err
+	}
+	if !*all {
+		return usagef("logout: say --all (every web session ends; log out of one browser with its Log out button)")
+	}
+	db, err := openDB(e, *cfgPath)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	n, err := sessions.New(db, time.Now).EndAll(e.ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Ended %d web sessions.\n", n)
+	return nil
+}
