@@ -107,8 +107,9 @@ func browserAllowOnce(t *testing.T, chromium, lang, button, wantFlash, expires, 
 	defer closeBrowser()
 
 	card := chromedp.CSS("#req-" + r.ID)
+	link := loginLink(t, app, base, "owner")
 	err := chromedp.Do(browser,
-		chromedp.Navigate(loginLink(t, app, base, "owner")), // the one-time link lands on the page
+		chromedp.Navigate(link), // the one-time link lands on the page
 		chromedp.WaitVisible(card),
 	)
 	if err != nil {
@@ -153,6 +154,14 @@ func browserAllowOnce(t *testing.T, chromium, lang, button, wantFlash, expires, 
 	defer cancelAppear()
 	if err := chromedp.Do(appear, chromedp.WaitVisible(chromedp.CSS("#req-"+r2.ID))); err != nil {
 		t.Errorf("browser: a new request did not appear by itself: %v", err)
+	}
+
+	// The link worked once: opened again it is refused.
+	if err := chromedp.Do(browser, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS(".card"))); err != nil {
+		t.Fatalf("browser: open the used link: %v", err)
+	}
+	if used, err := chromedp.Run(browser, chromedp.Text(chromedp.CSS(".card"))); err != nil || !strings.Contains(used, "gateway login") {
+		t.Errorf("the used link's page says %q (%v), want it refused", used, err)
 	}
 
 	got := apiGet(t, base, r.ID)
