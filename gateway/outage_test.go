@@ -49,7 +49,7 @@ func TestOutage_PostgreSQLAway(t *testing.T) {
 	cfg.Storage.Driver, cfg.Storage.DSN = "postgres", dsn
 	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
 	a := config.NewAgent("a1")
-	a.Token = "tok-a1"
+	a.Token = "tok-a1-0123456789abcdef01"
 	cfg.Agents = []config.Agent{a}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestOutage_PostgreSQLAway(t *testing.T) {
 		t.Helper()
 		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/v1/requests",
 			strings.NewReader(`{"capability":"llm:local"}`))
-		req.Header.Set("Authorization", "Bearer tok-a1")
+		req.Header.Set("Authorization", "Bearer tok-a1-0123456789abcdef01")
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
