@@ -398,7 +398,7 @@ func TestRoutes_QuorumTelegramAndSlack(t *testing.T) {
 		}
 		wantIn(t, "Roberto again", g.tap(rtRoberto, card, "Allow once").Text, "Already counted")
 		// The web page shows the progress too.
-		if st, page := g.call("GET", "/", "", nil); st != http.StatusOK || !strings.Contains(string(page), progress) {
+		if st, page := webPageAs(t, g.app, g.base, "owner"); st != http.StatusOK || !strings.Contains(page, progress) {
 			t.Fatalf("web page (%d) does not show %q", st, progress)
 		}
 

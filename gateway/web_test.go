@@ -64,6 +64,17 @@ func webServer(t *testing.T, app *gateway.App) (*httptest.Server, *http.Client) 
 	return srv, c
 }
 
+// webPageAs logs in as user on the gateway at base (through a login
+// link; base's 127.0.0.1 becomes localhost, as the links name it) and
+// returns the web page's status and body.
+func webPageAs(t *testing.T, app *gateway.App, base, user string) (int, string) {
+	t.Helper()
+	base = strings.Replace(base, "http://127.0.0.1:", "http://localhost:", 1)
+	c := newBrowserClient(t)
+	webLogin(t, app, c, base, user)
+	return getPath(t, c, base+"/")
+}
+
 // newBrowserClient is a client with a cookie jar that follows redirects.
 func newBrowserClient(t *testing.T) *http.Client {
 	t.Helper()

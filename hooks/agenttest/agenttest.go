@@ -30,8 +30,8 @@ import (
 
 // Tokens of the two agents every test gateway has.
 const (
-	AgentToken = "gw_agenttest_agent"
-	AdminToken = "gw_agenttest_admin"
+	AgentToken = "gw_agenttest_agent_0123456789"
+	AdminToken = "gw_agenttest_admin_0123456789"
 )
 
 // RepoRoot is the directory holding go.mod, found upwards from the test's
