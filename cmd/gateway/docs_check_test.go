@@ -598,3 +598,20 @@ func checkSchemaVersion(files []docFile, want int) []string {
 	}
 	return problems
 }
+
+// checkIndexed: the README, the front door, links every page of docs/.
+func checkIndexed(files []docFile) []string {
+	readme := ""
+	for _, f := range files {
+		if f.path == "README.md" {
+			readme = f.text
+		}
+	}
+	var problems []string
+	for _, f := range files {
+		if strings.HasPrefix(f.path, "docs/") && !strings.Contains(readme, "]("+f.path+")") {
+			problems = append(problems, fmt.Sprintf("README.md does not link %s (add it to the Documentation table)", f.path))
+		}
+	}
+	return problems
+}

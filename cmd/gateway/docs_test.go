@@ -50,6 +50,7 @@ func TestDocs(t *testing.T) {
 	}
 	report("slack", checkSlackHint(readRepoFile(t, "deploy/slack-manifest.yaml"), handled, readRepoFile(t, "docs/slack.md")))
 	report("stand-alone", checkStandAlone(files))
+	report("index", checkIndexed(files))
 	report("schema version", checkSchemaVersion(files, storage.SchemaVersion()))
 }
 
@@ -170,6 +171,11 @@ func TestDocsCatchPlantedErrors(t *testing.T) {
 	t.Run("schema version", func(t *testing.T) {
 		expect(t, "an old version", checkSchemaVersion(doc(`# {"driver":"sqlite","schema_version":3}`), 10), true)
 		expect(t, "this version", checkSchemaVersion(doc(`# {"driver":"sqlite","schema_version":10}`), 10), false)
+	})
+	t.Run("index", func(t *testing.T) {
+		readme := docFile{"README.md", "| [docs/api.md](docs/api.md) | the API |\n"}
+		expect(t, "a page the README does not link", checkIndexed([]docFile{readme, {"docs/api.md", ""}, {"docs/new.md", ""}}), true)
+		expect(t, "every page linked", checkIndexed([]docFile{readme, {"docs/api.md", ""}}), false)
 	})
 	t.Run("stand-alone", func(t *testing.T) {
 		expect(t, "a SPEC section", checkStandAlone(doc("as SPEC §4 says\n")), true)
