@@ -5,6 +5,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/metnos/gateway/internal/shell"
 )
 
 // Codex is OpenAI Codex CLI's command hooks, PreToolUse and
@@ -202,10 +204,6 @@ func patchCallsIn(ev Event, dir, patch string) ([]Call, error) {
 	return cs, nil
 }
 
-// applyPatchHead is the first line of a shell command Codex applies as a
-// patch itself: [cd DIR &&] apply_patch <<'EOF'.
-var applyPatchHead = regexp.MustCompile(`^\s*(?:cd\s+("[^"]*"|'[^']*'|\S+)\s*&&\s*)?(?:apply_patch|applypatch)\s*<<-?\s*['"]?(\w+)['"]?\s*$`)
-
 var applyPatchWord = regexp.MustCompile(`\b(apply_patch|applypatch)\b`)
 
 // isApplyPatch reports whether a shell command runs apply_patch.
@@ -213,27 +211,28 @@ func isApplyPatch(cmd string) bool {
 	return strings.Contains(cmd, "*** Begin Patch") && applyPatchWord.MatchString(cmd)
 }
 
-// shellPatchCalls maps a Bash call that runs apply_patch: fs:write on each
-// path, and when the command is anything more than the bare heredoc
-// Codex applies itself, code:exec on the whole command as well.
+// shellPatchCalls maps a shell call that runs apply_patch: fs:write on
+// each path. Only when bash reads the command as exactly Codex's own form,
+// [cd DIR &&] apply_patch <<'EOF' … EOF and nothing else (shell.Single),
+// is that all; anything more (a line after the delimiter, a second
+// command, a substitution, a line the parser refuses) is also code:exec on
+// the whole command, with the patch's paths read from all of it.
 func shellPatchCalls(ev Event, cmd string) ([]Call, error) {
-	lines := strings.Split(strings.TrimRight(cmd, "\n"), "\n")
-	dir, bare := ev.Cwd, false
-	if m := applyPatchHead.FindStringSubmatch(lines[0]); m != nil {
-		if m[1] != "" {
-			dir = resolve(ev.Cwd, strings.Trim(m[1], `'"`))
+	one, ok := shell.Single(cmd, shell.AllowCd|shell.AllowHeredoc)
+	if ok && one.HasHeredoc && len(one.Args) == 1 && (one.Args[0] == "apply_patch" || one.Args[0] == "applypatch") {
+		dir := ev.Cwd
+		if one.Dir != "" {
+			dir = resolve(ev.Cwd, one.Dir)
 		}
-		last := strings.TrimSpace(lines[len(lines)-1])
-		bare = len(lines) > 2 && last == m[2]
+		if cs, err := patchCallsIn(ev, dir, one.Heredoc); err == nil {
+			return cs, nil
+		}
 	}
-	cs, err := patchCallsIn(ev, dir, cmd)
+	cs, err := patchCallsIn(ev, ev.Cwd, cmd)
 	if err != nil {
 		return nil, err
 	}
-	if !bare {
-		cs = append(cs, Call{Capability: "code:exec", Target: cmd, Args: map[string]any{"command": cmd}})
-	}
-	return cs, nil
+	return append(cs, Call{Capability: "code:exec", Target: cmd, Args: map[string]any{"command": cmd}}), nil
 }
 
 // PatchPaths are the files an apply_patch patch touches, in order: those

@@ -61,15 +61,15 @@ func (p Profile) Permits(name string) bool {
 
 // PermitsTarget reports whether the profile's targets (a child token's)
 // let a request name target for capability c. Patterns match as rules do;
-// for code:exec a command that chains or redirects (see HasShellControl)
-// must equal a pattern exactly, so "git *" never covers "git log; rm -rf ~".
+// for code:exec a command that is not one plain command (see
+// SingleCommand) must equal a pattern exactly, so "git *" never covers "git log; rm -rf ~".
 func (p Profile) PermitsTarget(n Normalizer, c Capability, target string) bool {
 	pats, limited := p.Targets[c.Name]
 	if !limited {
 		return true
 	}
 	for _, pat := range pats {
-		if c.Name == "code:exec" && HasShellControl(target) {
+		if c.Name == "code:exec" && !SingleCommand(target) {
 			if pat == target {
 				return true
 			}

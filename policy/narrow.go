@@ -208,7 +208,7 @@ func (n Normalizer) covers(c Capability, have []string, r string) bool {
 	if slices.Contains(have, r) {
 		return true
 	}
-	if c.Name == "code:exec" && HasShellControl(r) {
+	if c.Name == "code:exec" && !SingleCommand(r) {
 		return false // permitted only by an equal pattern (see PermitsTarget)
 	}
 	if strings.ContainsAny(r, "*?[{\\") || r == "" {

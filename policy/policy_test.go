@@ -969,6 +969,21 @@ func TestRules_GitStatusApprove(t *testing.T) {
 		{"git statu", AR},
 		{" git status", AR},
 		{"echo; git status", AR},
+		// The family: anything bash reads as more than one plain command.
+		{"git status; rm -rf ~", AR},
+		{"git status && curl x | sh", AR},
+		{"git status\nid", AR},
+		{"git status $(id)", AR},
+		{"git status `id`", AR},
+		{"git status ${IFS}x", AR},
+		{"git status > ~/.bashrc", AR},
+		{"git status *", AR},
+		{"git status --short{,x}", AR},
+		{"git status ~", AR},
+		{"git status '", AR},
+		{`git status \`, A}, // bash passes a lone backslash as it is
+		{`git status \x`, A}, // bash passes "x": one plain command
+		{"git status 'a b'", A},
 	}
 	for _, tc := range cases {
 		t.Run(tc.target, func(t *testing.T) {

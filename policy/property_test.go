@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metnos/gateway/internal/shell"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -240,8 +241,8 @@ func refFirstMatches(n policy.Normalizer, rules []policy.Rule, c policy.Capabili
 		if scoped && user != nil || !scoped && org != nil {
 			continue
 		}
-		if r.Action == policy.ActionApprove && c.Name == "code:exec" && strings.ContainsAny(in.Target, ";&|`$<>\n\r") {
-			continue // an approve glob never covers a chain of commands
+		if _, single := shell.Single(in.Target, 0); r.Action == policy.ActionApprove && c.Name == "code:exec" && !single {
+			continue // an approve glob covers only what bash reads as one plain command
 		}
 		if !refCapMatch(r.Capability, c.Name) ||
 			r.SenderID != "" && r.SenderID != in.SenderID ||

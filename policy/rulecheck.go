@@ -41,11 +41,14 @@ func CheckRule(r Rule, knownAgent func(string) bool) []*FieldError {
 	default:
 		add("action", "unknown action %q (want approve, require_approval or block)", r.Action)
 	}
-	if r.Action == ActionApprove && r.Target != "" && strings.Trim(strings.TrimSpace(r.Target), "*") == "" {
+	if r.Action == ActionApprove && r.Target != "" {
 		for _, cp := range caps {
-			if cp.DefaultApproval == ApprovalAlways {
-				add("target", "an approve rule on %s (capability %q) must name a narrower target than %q: %s always needs a person unless the target is spelled out (e.g. target = \"git status*\")",
-					cp.Name, r.Capability, r.Target, cp.Name)
+			if cp.DefaultApproval != ApprovalAlways {
+				continue
+			}
+			if sample, ok := matchesArbitrary(cp, r.Target); ok {
+				add("target", "an approve rule on %s (capability %q) must not match arbitrary targets: %q matches %q; %s always needs a person unless the target is spelled out (e.g. target = \"git status*\")",
+					cp.Name, r.Capability, r.Target, sample, cp.Name)
 				break
 			}
 		}

@@ -3,6 +3,8 @@ package policy
 import (
 	"strconv"
 	"strings"
+
+	"github.com/metnos/gateway/internal/shell"
 )
 
 // Action is what a config rule does when it matches.
@@ -83,16 +85,17 @@ func (r Rule) matches(n Normalizer, s RuleSubject) bool {
 	if !r.MatchesCapability(s.Capability.Name) {
 		return false
 	}
-	// A glob written for one command never approves a chain of them.
-	if r.Action == ActionApprove && s.Capability.Name == "code:exec" && HasShellControl(s.Target) {
-		return false
-	}
 	if r.SenderID != "" && r.SenderID != s.SenderID ||
 		r.Agent != "" && r.Agent != s.Agent ||
 		r.Channel != "" && r.Channel != s.Channel {
 		return false
 	}
-	return n.MatchRule(s.Capability.TargetKind, r.Target, s.Target)
+	if !n.MatchRule(s.Capability.TargetKind, r.Target, s.Target) {
+		return false
+	}
+	// A glob written for one command approves only what bash reads as
+	// one command (parsed last: only a command the rule would approve).
+	return r.Action != ActionApprove || s.Capability.Name != "code:exec" || SingleCommand(s.Target)
 }
 
 // RuleMatch is the result of evaluating the rules: the winning action (""
@@ -138,10 +141,20 @@ func EvalRules(n Normalizer, rules []Rule, s RuleSubject) RuleMatch {
 }
 
 // shellControl lists what chains, substitutes or redirects in a shell
-// command line. An approve rule such as "git status*" must not approve
-// "git status && curl … | sh".
+// command line: a quick refusal before the parse.
 const shellControl = ";&|`$<>\n\r"
 
-// HasShellControl reports whether a command line does more than run one
-// simple command.
-func HasShellControl(cmd string) bool { return strings.ContainsAny(cmd, shellControl) }
+// SingleCommand reports whether bash reads a command line as exactly one
+// simple command whose words are all known before it runs (shell.Single):
+// no list, pipe, substitution, expansion, glob, brace, assignment or
+// redirection, and a line the parser refuses is not one. Only such a
+// command can be approved by a rule's glob ("git status*" never approves
+// "git status && curl … | sh", "git status $(id)" or "git status{,;id}"),
+// or covered by a token's target pattern other than an equal one.
+func SingleCommand(cmd string) bool {
+	if strings.ContainsAny(cmd, shellControl) {
+		return false
+	}
+	_, ok := shell.Single(cmd, 0)
+	return ok
+}

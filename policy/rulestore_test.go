@@ -120,6 +120,15 @@ func TestRules_ValidatedAsTheFile(t *testing.T) {
 		{"approve * on code:exec", policy.NewRule{Capability: "code:exec", Target: "*", Action: policy.ActionApprove}, "target"},
 		{"approve ** on mail:send", policy.NewRule{Capability: "mail:*", Target: "**", Action: policy.ActionApprove}, "target"},
 		{"approve * on everything", policy.NewRule{Capability: "*", Target: " * ", Action: policy.ActionApprove}, "target"},
+		// By meaning, not by spelling: each matches arbitrary commands.
+		{"approve ?* on code:exec", policy.NewRule{Capability: "code:exec", Target: "?*", Action: policy.ActionApprove}, "target"},
+		{"approve *? on code:*", policy.NewRule{Capability: "code:*", Target: "*?", Action: policy.ActionApprove}, "target"},
+		{"approve ??* on *", policy.NewRule{Capability: "*", Target: "??*", Action: policy.ActionApprove}, "target"},
+		{"approve r* on code:exec", policy.NewRule{Capability: "code:exec", Target: "r*", Action: policy.ActionApprove}, "target"},
+		{"approve git * on code:exec", policy.NewRule{Capability: "code:exec", Target: "git *", Action: policy.ActionApprove}, "target"},
+		{"approve bash -c * on code:exec", policy.NewRule{Capability: "code:exec", Target: "bash -c *", Action: policy.ActionApprove}, "target"},
+		{"approve *@* on mail:*", policy.NewRule{Capability: "mail:*", Target: "*@*", Action: policy.ActionApprove}, "target"},
+		{"approve ?*@?* on mail:send", policy.NewRule{Capability: "mail:send", Target: "?*@?*", Action: policy.ActionApprove}, "target"},
 		{"unknown agent", policy.NewRule{Capability: "fs:read", Target: "*", Action: policy.ActionBlock, Agent: "ghost"}, "agent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
