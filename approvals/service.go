@@ -147,6 +147,9 @@ type Submission struct {
 	Summary     string
 	Args        map[string]any
 	Context     map[string]any // for vaglio; not stored
+	// Ask, when set, makes the request need a person whatever rules and
+	// grants say (policy.Input.Ask); the reason is shown.
+	Ask string
 	GrantTarget string
 	Timeout     time.Duration // 0 = the default
 	CallbackURL string
@@ -266,7 +269,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	dec, err := s.decider.Decide(qctx, policy.Input{
 		Profile: sub.Profile, Capability: sub.Capability, Target: sub.Target, Requested: sub.Autonomy,
 		Channel: sub.Channel, SenderID: sub.SenderID, Intent: sub.Intent, Executor: sub.Executor, Args: sub.Args,
-		Context: sub.Context,
+		Context: sub.Context, Ask: sub.Ask,
 	})
 	if err != nil {
 		var fe *policy.FieldError

@@ -36,6 +36,9 @@ type requestBody struct {
 	GrantTarget string         `json:"grant_target"`
 	TimeoutS    float64        `json:"timeout_s"`
 	CallbackURL string         `json:"callback_url"`
+	// Ask is set by the hook endpoints only (hooks.Call.Ask: a tool input
+	// naming two different paths), never read from a body.
+	Ask string `json:"-"`
 }
 
 // submission validates the body's own fields and fills the agent's defaults.
@@ -43,7 +46,7 @@ func (s *Server) submission(a *Agent, b requestBody) (approvals.Submission, erro
 	sub := approvals.Submission{MaxPending: a.MaxPending,
 		Profile: a.Profile(), CallID: b.CallID, Capability: b.Capability, Target: b.Target,
 		Channel: b.Channel, SenderID: b.SenderID, Intent: b.Intent, Executor: b.Executor, Summary: b.Summary,
-		Args: b.Args, Context: b.Context, GrantTarget: b.GrantTarget, CallbackURL: b.CallbackURL, Notify: a.Notify,
+		Args: b.Args, Context: b.Context, GrantTarget: b.GrantTarget, CallbackURL: b.CallbackURL, Notify: a.Notify, Ask: b.Ask,
 	}
 	if a.Child != nil {
 		sub.TokenID, sub.TokenName = a.Child.ID, a.Child.Name

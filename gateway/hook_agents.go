@@ -11,11 +11,15 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/hooks"
 	"github.com/metnos/gateway/internal/duration"
+	"github.com/metnos/gateway/storage"
 )
 
-// agentHook serves POST /v1/hooks/{codex,gemini,cursor}: the body is the
-// agent's hook event exactly as the agent wrote it, the answer is the JSON
-// the agent reads, always with 200 (a bad token is the middleware's 401).
+// agentHook serves POST /v1/hooks/{claude-code,codex,gemini,cursor}, the
+// one hook pipeline (SPEC §9): the body is the agent's hook event exactly
+// as the agent wrote it, the answer is the JSON the agent reads, with 200
+// (a bad token is the middleware's 401; Claude Code's tool_use_id that
+// names an earlier, different call is 409 call_id_conflict with the
+// earlier request and the deny, as on POST /v1/requests).
 // The event is mapped with the server's own [hooks.NAME] tools and
 // unknown_tool and waits up to its wait (lowered by ?wait=, capped at
 // HookMaxWait), so `gateway hook NAME` on an agent's machine needs only
@@ -24,15 +28,25 @@ import (
 // answer in time withdraws whatever is still pending.
 func (s *Server) agentHook(ad hooks.Adapter) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ev, v := s.agentVerdict(w, r, ad)
+		var conflict *approvals.CallIDConflictError
+		ev, v := s.agentVerdict(w, r, ad, &conflict)
 		if r.Context().Err() != nil {
 			return // the agent gave up; nobody reads the answer
 		}
-		writeJSON(w, http.StatusOK, ad.Answer(ev, v).Body)
+		body := ad.Answer(ev, v).Body
+		if conflict != nil && ad.ConflictIs409 {
+			out, _ := body.(hooks.Output)
+			writeJSON(w, http.StatusConflict, struct {
+				apiError
+				hooks.Output
+			}{callIDConflictBody(conflict), out})
+			return
+		}
+		writeJSON(w, http.StatusOK, body)
 	}
 }
 
-func (s *Server) agentVerdict(w http.ResponseWriter, r *http.Request, ad hooks.Adapter) (hooks.Event, hooks.Verdict) {
+func (s *Server) agentVerdict(w http.ResponseWriter, r *http.Request, ad hooks.Adapter, conflict **approvals.CallIDConflictError) (hooks.Event, hooks.Verdict) {
 	sec := s.cfg.Hooks.Section(ad.Name)
 	wait := min(sec.Wait, HookMaxWait)
 	if v := r.URL.Query().Get("wait"); v != "" {
@@ -54,14 +68,14 @@ func (s *Server) agentVerdict(w http.ResponseWriter, r *http.Request, ad hooks.A
 	if err != nil {
 		return ev, hooks.VerdictOf(hooks.Unmapped(err, sec.UnknownTool))
 	}
-	return ev, s.askAll(r.Context(), agentFrom(r), calls, wait)
+	return ev, s.askAll(r.Context(), agentFrom(r), calls, wait, conflict)
 }
 
 // askAll asks about every call and waits for them together: denied as
 // soon as one is denied, allowed when all are; whatever is still pending
 // at the end of wait (or at a shutdown, or when the agent hangs up) is
 // withdrawn and the verdict is ask.
-func (s *Server) askAll(ctx context.Context, a *Agent, calls []hooks.Call, wait time.Duration) hooks.Verdict {
+func (s *Server) askAll(ctx context.Context, a *Agent, calls []hooks.Call, wait time.Duration, conflict **approvals.CallIDConflictError) hooks.Verdict {
 	verdicts := make([]hooks.Verdict, len(calls))
 	var pending []approvals.Request
 	var pendingAt []int
@@ -73,20 +87,23 @@ func (s *Server) askAll(ctx context.Context, a *Agent, calls []hooks.Call, wait 
 	for i, c := range calls {
 		sub, err := s.submission(a, requestBody{
 			CallID: c.CallID, Capability: c.Capability, Target: c.Target, Intent: c.Intent,
-			Executor: c.Executor, Summary: c.Summary, Args: c.Args, TimeoutS: wait.Seconds(),
+			Executor: c.Executor, Summary: c.Summary, Args: c.Args, TimeoutS: wait.Seconds(), Ask: c.Ask,
 		})
 		if err != nil {
 			withdrawAll()
 			return hooks.VerdictOf(hooks.Failed(err))
 		}
 		req, err := s.submit(ctx, a, sub)
-		var conflict *approvals.CallIDConflictError
-		if errors.As(err, &conflict) {
+		if errors.As(err, conflict) {
 			withdrawAll()
 			return hooks.Verdict{Decision: hooks.Deny, Reason: "approval gateway: " + err.Error()}
 		}
 		if err != nil {
 			withdrawAll()
+			if storage.Unavailable(err) {
+				s.log.Debug("hook: database unavailable", "err", err) // the expiry sweep logs the outage
+				return hooks.VerdictOf(hooks.Failed(errors.New("the gateway's database cannot be reached; retry later")))
+			}
 			return hooks.VerdictOf(hooks.Failed(errors.New(cleanMsg(err))))
 		}
 		if req.Status.Finished() {
@@ -100,9 +117,13 @@ func (s *Server) askAll(ctx context.Context, a *Agent, calls []hooks.Call, wait 
 		pending, pendingAt = append(pending, req), append(pendingAt, i)
 	}
 
+	// Wait for a person, but not past a shutdown nor past the life of a
+	// revoked child token (its requests are then withdrawn).
 	deadline := time.Now().Add(wait)
 	wctx, stop := s.untilShutdown(ctx)
 	defer stop()
+	wctx, _, stopWatch := s.untilTokenGone(wctx, a)
+	defer stopWatch()
 	for k, req := range pending {
 		got, err := s.svc.Wait(wctx, req.ID, max(time.Until(deadline), 0))
 		if err == nil && got.Status.Finished() {

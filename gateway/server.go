@@ -225,7 +225,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("GET /v1/audit", admin(s.listAudit))
 	mux.HandleFunc("GET /v1/policy/registry", s.registry)
 	mux.HandleFunc("GET /v1/policy/table", s.table)
-	mux.Handle("POST /v1/hooks/claude-code", agent(s.claudeCodeHook))
+	mux.Handle("POST /v1/hooks/claude-code", agent(s.agentHook(hooks.ClaudeCode)))
 	mux.Handle("POST /v1/hooks/codex", agent(s.agentHook(hooks.Codex)))
 	mux.Handle("POST /v1/hooks/gemini", agent(s.agentHook(hooks.Gemini)))
 	mux.Handle("POST /v1/hooks/cursor", agent(s.agentHook(hooks.Cursor)))

@@ -29,6 +29,10 @@ type Adapter struct {
 	// AskField is the field of an answer that can say "ask" ("" when the
 	// adapter never answers ask), for NoAsk.
 	AskField string
+	// ConflictIs409: the endpoint answers a tool call id that named an
+	// earlier, different call with 409 call_id_conflict (the deny in the
+	// body), as POST /v1/requests does; otherwise with 200 and the deny.
+	ConflictIs409 bool
 }
 
 // NoAsk turns an answer that says "ask" into one that denies, for an
@@ -114,8 +118,9 @@ func (r Reply) JSON() []byte {
 	return b
 }
 
-// Adapters are the agents `gateway hook NAME` serves besides Claude Code.
-func Adapters() []Adapter { return []Adapter{Codex, Gemini, Cursor} }
+// Adapters are the agents `gateway hook NAME` and POST /v1/hooks/NAME
+// serve.
+func Adapters() []Adapter { return []Adapter{ClaudeCode, Codex, Gemini, Cursor} }
 
 // AdapterNamed finds an adapter by name.
 func AdapterNamed(name string) (Adapter, bool) {

@@ -176,8 +176,8 @@ func TestGemini_Map(t *testing.T) {
 		{"write_file", geminiEvent("write_file", map[string]any{"file_path": "out/a.txt", "content": "~/.ssh"}), []target{{"fs:write", "/home/r/proj/out/a.txt"}}},
 		{"replace", geminiEvent("replace", map[string]any{"file_path": "/x/y.go", "old_string": "a", "new_string": "b"}), []target{{"fs:write", "/x/y.go"}}},
 		{"read_many_files", geminiEvent("read_many_files", map[string]any{"include": []any{"README.md", "src/**/*.go", "*.md"}}),
-			[]target{{"fs:read", "/home/r/proj/README.md"}, {"fs:read", "/home/r/proj/src"}, {"fs:read", "/home/r/proj"}}},
-		{"glob", geminiEvent("glob", map[string]any{"pattern": "/etc/*.conf"}), []target{{"fs:read", "/etc"}}},
+			[]target{{"fs:read", "/home/r/proj/README.md"}, {"fs:read", "/home/r/proj/src/**/*.go"}, {"fs:read", "/home/r/proj/*.md"}}},
+		{"glob", geminiEvent("glob", map[string]any{"pattern": "/etc/*.conf"}), []target{{"fs:read", "/etc/*.conf"}}},
 		{"search_file_content", geminiEvent("search_file_content", map[string]any{"pattern": `\.ssh`}), []target{{"fs:read", "/home/r/proj"}}},
 		{"grep_search with path", geminiEvent("grep_search", map[string]any{"pattern": "x", "path": "/srv"}), []target{{"fs:read", "/srv"}}},
 		{"list_directory", geminiEvent("list_directory", map[string]any{"dir_path": "~/.ssh"}), []target{{"fs:read", "~/.ssh"}}},
@@ -289,6 +289,9 @@ func TestAdapters_BadEvents(t *testing.T) {
 			"other event":   `{"hook_event_name":"PostToolUse","tool_name":"Bash"}`,
 			"no event name": `{"tool_name":"Bash","tool_input":{"command":"ls"}}`,
 		} {
+			if ad.Name == "claude-code" && name == "no event name" {
+				continue // Claude Code's PreToolUse is the only event it sends it: a missing name is read as it
+			}
 			if _, err := ad.Decode([]byte(raw)); !errors.Is(err, hooks.ErrBadEvent) {
 				t.Errorf("%s %s: err %v, want ErrBadEvent", ad.Name, name, err)
 			}

@@ -29,6 +29,7 @@
 package hooks
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,6 +96,25 @@ func (e *UnknownToolError) Error() string {
 	return fmt.Sprintf("tool %s has no capability mapping; add it to [%s]", e.Tool, sec)
 }
 
+// ClaudeCode is Claude Code's PreToolUse hook as an Adapter, so the
+// command `gateway hook claude-code`, the endpoint POST
+// /v1/hooks/claude-code and `gateway mcp`'s approval_prompt take the same
+// path as every other agent's hook. Its answer is Output (allow, deny or
+// ask: Claude Code's own prompt).
+var ClaudeCode = Adapter{
+	Name: "claude-code", Label: "Claude Code", Section: "hooks.claude_code",
+	Decode: func(raw []byte) (Event, error) { return Decode(bytes.NewReader(raw)) },
+	Map: func(ev Event, tools map[string]string) ([]Call, error) {
+		c, err := Map(ev, tools)
+		if err != nil {
+			return nil, err
+		}
+		return []Call{c}, nil
+	},
+	Answer:        func(_ Event, v Verdict) Reply { return Reply{Body: Answer(v.Decision, v.Reason)} },
+	ConflictIs409: true,
+}
+
 // Decode reads one event of at most MaxEventBytes.
 func Decode(r io.Reader) (Event, error) {
 	var ev Event
@@ -127,6 +147,9 @@ type Call struct {
 	Executor   string
 	Summary    string
 	Args       map[string]any // the fields the guard should see (values never stored)
+	// Ask, when set, says why the call needs a person whatever rules and
+	// grants say (policy.Input.Ask): its input names two different paths.
+	Ask string
 }
 
 // Map returns the call to ask the gateway about. tools is
@@ -189,41 +212,22 @@ var builtin = map[string]func(*Call, Event) error{
 		}
 		c.Capability, c.Target = "code:exec", cmd
 		c.Intent = str(ev.ToolInput, "description")
-		c.Args = pick(ev.ToolInput, "command")
+		c.Args = inputArgs(ev.ToolInput)
 		return nil
 	},
-	"Write":        filePath("fs:write", "file_path"),
-	"Edit":         filePath("fs:write", "file_path"),
-	"MultiEdit":    filePath("fs:write", "file_path"),
-	"NotebookEdit": filePath("fs:write", "notebook_path"),
-	"Read":         filePath("fs:read", "file_path"),
+	"Write":        fileTool("fs:write", "file_path"),
+	"Edit":         fileTool("fs:write", "file_path"),
+	"MultiEdit":    fileTool("fs:write", "file_path"),
+	"NotebookEdit": fileTool("fs:write", "notebook_path"),
+	"Read":         fileTool("fs:read", "file_path"),
 	"Glob": func(c *Call, ev Event) error {
-		base := orCwd(ev, "path")
-		pattern := str(ev.ToolInput, "pattern")
-		dir := fixedDir(pattern)
-		switch {
-		case path.IsAbs(dir):
-			base = dir
-		case dir != "" && base != "":
-			base = path.Join(base, dir)
-		}
-		if base == "" {
-			return fmt.Errorf("%w: Glob: no path, no absolute pattern and no cwd", ErrBadEvent)
-		}
-		c.Capability, c.Target = "fs:read", base
-		c.Args = pick(ev.ToolInput, "path", "pattern")
-		return nil
+		return globTool(c, ev, "pattern", "path")
 	},
 	"Grep": func(c *Call, ev Event) error {
-		p := orCwd(ev, "path")
-		if p == "" {
-			return fmt.Errorf("%w: Grep: no path and no cwd", ErrBadEvent)
-		}
 		// The pattern is a regular expression, not a path: searching for
-		// "\.ssh" reads nothing under .ssh, so the guard does not see it.
-		c.Capability, c.Target = "fs:read", p
-		c.Args = pick(ev.ToolInput, "path", "glob")
-		return nil
+		// "\.ssh" reads nothing under .ssh. What is read is the tree
+		// under path (its glob in args).
+		return dirTool(c, ev, "path")
 	},
 	"WebFetch": func(c *Call, ev Event) error {
 		raw, err := required(ev, "url")
@@ -236,28 +240,67 @@ var builtin = map[string]func(*Call, Event) error{
 		}
 		c.Capability, c.Target = "network:http", host
 		c.Intent = "WebFetch " + strip(raw)
-		c.Args = pick(ev.ToolInput, "url")
+		c.Args = webArgs(ev.ToolInput)
 		return nil
 	},
 }
 
-// filePath maps a tool whose target is one path field.
-func filePath(capability, field string) func(*Call, Event) error {
+// fileTool maps a tool whose target is a path: the first of fields
+// present (then any other path field), asked about when two differ.
+func fileTool(capability string, fields ...string) func(*Call, Event) error {
 	return func(c *Call, ev Event) error {
-		p, err := required(ev, field)
-		if err != nil {
-			return err
+		p, ask := pathOf(ev.ToolInput, ev.Cwd, fields...)
+		if p == "" {
+			return fmt.Errorf("%w: %s: tool_input.%s is missing or empty", ErrBadEvent, ev.ToolName, strings.Join(fields, " / "))
 		}
-		c.Capability, c.Target = capability, resolve(ev.Cwd, p)
-		c.Args = pick(ev.ToolInput, field)
+		c.Capability, c.Target, c.Ask = capability, p, ask
+		c.Args = inputArgs(ev.ToolInput)
 		return nil
 	}
 }
 
+// dirTool maps a search or listing: fs:read on the directory in fields
+// (else any path field, else the working directory).
+func dirTool(c *Call, ev Event, fields ...string) error {
+	p, ask := pathOf(ev.ToolInput, ev.Cwd, fields...)
+	if p == "" {
+		p = cleanCwd(ev)
+	}
+	if p == "" {
+		return fmt.Errorf("%w: %s: no path and no cwd", ErrBadEvent, ev.ToolName)
+	}
+	c.Capability, c.Target, c.Ask = "fs:read", p, ask
+	c.Args = inputArgs(ev.ToolInput)
+	return nil
+}
+
+// globTool maps a glob search: fs:read on the pattern as written, under
+// the directory in dirFields (else the working directory).
+func globTool(c *Call, ev Event, patternField string, dirFields ...string) error {
+	base, ask := pathOf(ev.ToolInput, ev.Cwd, dirFields...)
+	if base == "" {
+		base = cleanCwd(ev)
+	}
+	t := globTarget(base, str(ev.ToolInput, patternField))
+	if t == "" || t == "." {
+		return fmt.Errorf("%w: %s: no path, no absolute pattern and no cwd", ErrBadEvent, ev.ToolName)
+	}
+	c.Capability, c.Target, c.Ask = "fs:read", t, ask
+	c.Args = inputArgs(ev.ToolInput)
+	return nil
+}
+
+// cleanCwd is the event's working directory, cleaned ("" when none).
+func cleanCwd(ev Event) string {
+	if ev.Cwd == "" {
+		return ""
+	}
+	return path.Clean(ev.Cwd)
+}
+
 // Fields a configured tool's target is taken from, by target kind, first
-// present wins.
+// present wins (paths: pathFields, asked about when two differ).
 var (
-	pathFields  = []string{"file_path", "path", "notebook_path", "filename", "file", "directory", "dir"}
 	hostFields  = []string{"url", "uri", "host", "hostname", "domain"}
 	exactFields = []string{"to", "recipient", "recipients", "channel", "channel_id", "command", "url", "path", "file_path", "query", "id", "name"}
 )
@@ -274,7 +317,7 @@ func mapConfigured(c *Call, ev Event, capability, section string) error {
 	switch cp.TargetKind {
 	case policy.KindNone:
 	case policy.KindPathGlob:
-		c.Target = resolve(ev.Cwd, first(ev.ToolInput, pathFields))
+		c.Target, c.Ask = pathOf(ev.ToolInput, ev.Cwd)
 		if c.Target == "" {
 			c.Target = ev.Cwd
 		}
@@ -356,17 +399,6 @@ func first(m map[string]any, fields []string) string {
 	return ""
 }
 
-// pick copies the named string fields of the tool input into args.
-func pick(m map[string]any, fields ...string) map[string]any {
-	out := map[string]any{}
-	for _, f := range fields {
-		if s, ok := m[f].(string); ok {
-			out[f] = s
-		}
-	}
-	return out
-}
-
 // resolve makes p absolute against cwd and cleans it. "~" paths are left
 // for the gateway, which knows what home means.
 func resolve(cwd, p string) string {
@@ -379,39 +411,6 @@ func resolve(cwd, p string) string {
 		return path.Clean(p)
 	}
 	return path.Join(cwd, p)
-}
-
-// orCwd is the path in field, resolved, or the cwd when there is none.
-func orCwd(ev Event, field string) string {
-	if p := resolve(ev.Cwd, str(ev.ToolInput, field)); p != "" {
-		return p
-	}
-	if ev.Cwd == "" {
-		return ""
-	}
-	return path.Clean(ev.Cwd)
-}
-
-// fixedDir is the leading directories of a glob pattern before the first
-// element with a wildcard: "src/**/*.go" → "src", "/etc/*.conf" → "/etc",
-// "*.go" → "".
-func fixedDir(pattern string) string {
-	if pattern == "" {
-		return ""
-	}
-	elems := strings.Split(pattern, "/")
-	var keep []string
-	for i, e := range elems {
-		if strings.ContainsAny(e, "*?[{") || i == len(elems)-1 {
-			break
-		}
-		keep = append(keep, e)
-	}
-	dir := strings.Join(keep, "/")
-	if strings.HasPrefix(pattern, "/") && dir == "" {
-		return "/"
-	}
-	return dir
 }
 
 // hostOf returns the lower-case host of a URL or host[:port].

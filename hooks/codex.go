@@ -85,7 +85,7 @@ func codexExec(c *Call, ev Event) error {
 	}
 	c.Capability, c.Target = "code:exec", cmd
 	c.Intent = str(ev.ToolInput, "description")
-	c.Args = map[string]any{"command": cmd}
+	c.Args = inputArgs(ev.ToolInput)
 	return nil
 }
 
@@ -131,19 +131,15 @@ func shellQuote(w string) string {
 
 // codexShellCalls maps a shell call: fs:write per path when it applies a
 // patch (argv ["apply_patch", PATCH], or a heredoc, see shellPatchCalls),
-// else code:exec on the command line. Paths resolve against tool_input.workdir
-// when the call names one.
+// else code:exec on the command line. ev.Cwd is already the call's
+// workdir (mapCodex).
 func codexShellCalls(ev Event) ([]Call, error) {
 	cmd, argv := codexCommand(ev.ToolInput)
-	in := ev
-	if w := str(ev.ToolInput, "workdir"); w != "" {
-		in.Cwd = resolve(ev.Cwd, w)
-	}
 	switch {
 	case len(argv) == 2 && (argv[0] == "apply_patch" || argv[0] == "applypatch"):
-		return patchCallsIn(ev, in.Cwd, argv[1])
+		return patchCallsIn(ev, ev.Cwd, argv[1])
 	case isApplyPatch(cmd):
-		return shellPatchCalls(in, cmd)
+		return shellPatchCalls(ev, cmd)
 	}
 	var c Call
 	if err := codexExec(&c, ev); err != nil {
@@ -153,6 +149,9 @@ func codexShellCalls(ev Event) ([]Call, error) {
 }
 
 func mapCodex(ev Event, tools map[string]string) ([]Call, error) {
+	if codexShells[ev.ToolName] {
+		ev = inDir(ev, "workdir") // where the command runs: paths resolve there, the card names it
+	}
 	var cs []Call
 	var err error
 	switch {
@@ -197,7 +196,8 @@ func patchCallsIn(ev Event, dir, patch string) ([]Call, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("%w: %s: a patch that names no file", ErrBadEvent, ev.ToolName)
 	}
-	cs := each("fs:write", paths, dir, func(p string) map[string]any { return map[string]any{"path": p} })
+	args := inputArgs(ev.ToolInput)
+	cs := each("fs:write", paths, dir, func(string) map[string]any { return args })
 	for i := range cs {
 		cs[i].Intent = "apply_patch " + cs[i].Target
 	}
@@ -232,7 +232,7 @@ func shellPatchCalls(ev Event, cmd string) ([]Call, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(cs, Call{Capability: "code:exec", Target: cmd, Args: map[string]any{"command": cmd}}), nil
+	return append(cs, Call{Capability: "code:exec", Target: cmd, Args: inputArgs(ev.ToolInput)}), nil
 }
 
 // PatchPaths are the files an apply_patch patch touches, in order: those

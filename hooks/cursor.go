@@ -158,28 +158,21 @@ func relayCursor(raw []byte) []byte {
 
 var cursorTools = map[string]func(*Call, Event) error{
 	"Shell":      builtin["Bash"],
-	"Read":       pathField("fs:read", "file_path", "path", "target_file"),
-	"Write":      pathField("fs:write", "file_path", "path", "target_file"),
-	"Edit":       pathField("fs:write", "file_path", "path", "target_file"),
-	"StrReplace": pathField("fs:write", "file_path", "path", "target_file"),
-	"MultiEdit":  pathField("fs:write", "file_path", "path", "target_file"),
-	"Delete":     pathField("fs:write", "file_path", "path", "target_file"),
-	"Grep":       func(c *Call, ev Event) error { return dirOrCwd(c, ev, "path", "target_directory") },
-	"LS":         func(c *Call, ev Event) error { return dirOrCwd(c, ev, "path", "target_directory") },
-	"Glob":       builtin["Glob"],
-}
-
-// pathField maps a tool whose target is the first of fields present.
-func pathField(capability string, fields ...string) func(*Call, Event) error {
-	return func(c *Call, ev Event) error {
-		for _, f := range fields {
-			if p := str(ev.ToolInput, f); strings.TrimSpace(p) != "" {
-				c.Capability, c.Target, c.Args = capability, resolve(ev.Cwd, p), pick(ev.ToolInput, f)
-				return nil
-			}
+	"Read":       fileTool("fs:read", "file_path", "path", "target_file"),
+	"Write":      fileTool("fs:write", "file_path", "path", "target_file"),
+	"Edit":       fileTool("fs:write", "file_path", "path", "target_file"),
+	"StrReplace": fileTool("fs:write", "file_path", "path", "target_file"),
+	"MultiEdit":  fileTool("fs:write", "file_path", "path", "target_file"),
+	"Delete":     fileTool("fs:write", "file_path", "path", "target_file"),
+	"Grep":       func(c *Call, ev Event) error { return dirTool(c, ev, "path", "target_directory") },
+	"LS":         func(c *Call, ev Event) error { return dirTool(c, ev, "path", "target_directory") },
+	"Glob": func(c *Call, ev Event) error {
+		field := "pattern"
+		if str(ev.ToolInput, field) == "" {
+			field = "glob_pattern"
 		}
-		return fmt.Errorf("%w: %s: none of %s in its input", ErrBadEvent, ev.ToolName, strings.Join(fields, ", "))
-	}
+		return globTool(c, ev, field, "path", "target_directory")
+	},
 }
 
 func mapCursor(ev Event, tools map[string]string) ([]Call, error) {

@@ -2,7 +2,6 @@ package hooks
 
 import (
 	"fmt"
-	"path"
 	"regexp"
 	"strings"
 )
@@ -47,38 +46,28 @@ func decodeGemini(raw []byte) (Event, error) {
 
 var geminiTools = map[string]func(*Call, Event) error{
 	"run_shell_command": builtin["Bash"],
-	"write_file":        pathField("fs:write", "file_path", "absolute_path", "path"),
-	"replace":           pathField("fs:write", "file_path", "absolute_path", "path"),
-	"read_file":         pathField("fs:read", "file_path", "absolute_path", "path"),
-	"glob":              builtin["Glob"],
+	"write_file":        fileTool("fs:write", "file_path", "absolute_path", "path"),
+	"replace":           fileTool("fs:write", "file_path", "absolute_path", "path"),
+	"read_file":         fileTool("fs:read", "file_path", "absolute_path", "path"),
+	"glob": func(c *Call, ev Event) error {
+		return globTool(c, ev, "pattern", "path", "dir_path")
+	},
 	"search_file_content": func(c *Call, ev Event) error {
-		return dirOrCwd(c, ev, "path", "dir_path")
+		return dirTool(c, ev, "path", "dir_path")
 	},
 	"list_directory": func(c *Call, ev Event) error {
-		return dirOrCwd(c, ev, "dir_path", "path")
+		return dirTool(c, ev, "dir_path", "path")
 	},
 }
 
 func init() { geminiTools["grep_search"] = geminiTools["search_file_content"] }
 
-// dirOrCwd: fs:read on the first path field present, else the cwd.
-func dirOrCwd(c *Call, ev Event, fields ...string) error {
-	for _, f := range fields {
-		if p := resolve(ev.Cwd, str(ev.ToolInput, f)); p != "" {
-			c.Capability, c.Target, c.Args = "fs:read", p, pick(ev.ToolInput, f)
-			return nil
-		}
-	}
-	if ev.Cwd == "" {
-		return fmt.Errorf("%w: %s: no path and no cwd", ErrBadEvent, ev.ToolName)
-	}
-	c.Capability, c.Target, c.Args = "fs:read", path.Clean(ev.Cwd), map[string]any{}
-	return nil
-}
-
 var urlIn = regexp.MustCompile(`(?i)\bhttps?://[^\s"'<>()]+`)
 
 func mapGemini(ev Event, tools map[string]string) ([]Call, error) {
+	if ev.ToolName == "run_shell_command" {
+		ev = inDir(ev, "directory") // where the command runs: paths resolve there, the card names it
+	}
 	var cs []Call
 	var err error
 	switch {
@@ -97,31 +86,23 @@ func mapGemini(ev Event, tools map[string]string) ([]Call, error) {
 	return calls(ev, "Gemini CLI", "gemini-cli", cs), nil
 }
 
-// manyFiles is one fs:read per entry of read_many_files: a glob is
-// reduced to its fixed leading directories, a bare pattern to the cwd.
+// manyFiles is one fs:read per entry of read_many_files, each as written
+// (a glob stays a glob) resolved against the cwd.
 func manyFiles(ev Event) ([]Call, error) {
-	var dirs []string
+	var pats []string
 	for _, f := range []string{"include", "paths"} {
 		list, _ := ev.ToolInput[f].([]any)
 		for _, x := range list {
-			s, _ := x.(string)
-			if s == "" {
-				continue
+			if s, _ := x.(string); strings.TrimSpace(s) != "" {
+				pats = append(pats, s)
 			}
-			d := s
-			if strings.ContainsAny(s, "*?[{") {
-				d = fixedDir(s)
-			}
-			if d == "" {
-				d = ev.Cwd
-			}
-			dirs = append(dirs, d)
 		}
 	}
-	if len(dirs) == 0 {
+	if len(pats) == 0 {
 		return nil, fmt.Errorf("%w: read_many_files: no include or paths", ErrBadEvent)
 	}
-	return each("fs:read", dirs, ev.Cwd, func(p string) map[string]any { return map[string]any{"path": p} }), nil
+	args := inputArgs(ev.ToolInput)
+	return each("fs:read", pats, ev.Cwd, func(string) map[string]any { return args }), nil
 }
 
 // webFetch is one network:http per host web_fetch would fetch.
@@ -139,7 +120,7 @@ func webFetch(ev Event) ([]Call, error) {
 		}
 		seen[h] = true
 		cs = append(cs, Call{Capability: "network:http", Target: h, Intent: "web_fetch " + strip(raw),
-			Args: map[string]any{"url": strip(raw)}})
+			Args: webArgs(ev.ToolInput)})
 	}
 	if len(cs) == 0 {
 		return nil, fmt.Errorf("%w: web_fetch: no URL in url or prompt", ErrBadEvent)

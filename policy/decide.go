@@ -96,6 +96,11 @@ type Input struct {
 	// Context is the request's declared context (the vaglio seed's:
 	// mode, step, critical, …), for vaglio only.
 	Context map[string]any
+	// Ask, when set, says why this request needs a person whatever the
+	// table, rules and grants would allow (a hook's tool input that names
+	// two different paths: which one the tool uses is not known). Only a
+	// denial beats it; no rule or grant turns it into allowed.
+	Ask string
 	// DryRun decides without side effects on grants (no last_used_at):
 	// POST /v1/check and `gateway policy check`.
 	DryRun bool
@@ -257,6 +262,8 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	switch {
 	case m.Action == ActionBlock:
 		return deny(BlockedByPolicy, "blocked by rule "+m.Rule.Label()), nil
+	case in.Ask != "":
+		dec.Outcome, dec.Reason = ApprovalRequired, in.Ask
 	case dec.Table == Allowed && m.Action == ActionRequireApproval:
 		dec.Outcome, dec.Reason = ApprovalRequired, "rule "+m.Rule.Label()+" requires approval"
 	case dec.Table == Allowed:

@@ -2,15 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/metnos/gateway/client"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/hooks"
 )
 
-// agentHook is `gateway hook codex|gemini|cursor`: it hands the agent's
+// agentHook is `gateway hook claude-code|codex|gemini|cursor`: it hands the agent's
 // hook event, as the agent wrote it, to the gateway's POST
 // /v1/hooks/NAME, which maps it with the server's own [hooks.NAME]
 // settings and waits by its own wait, and prints the answer the agent
@@ -74,6 +76,12 @@ func agentHookReply(e *env, ad hooks.Adapter, cfgPath, urlFlag, tokenFlag string
 	// before the agent's own hook timeout turns a hung connection into a
 	// failed hook.
 	body, err := askHook(e, c, ad.Name, relay, wait)
+	var conflict *client.CallIDConflictError
+	if errors.As(err, &conflict) {
+		// A tool call id that named an earlier, different call: the
+		// server refused it (409) and so does the hook.
+		return ad.Answer(ev, hooks.Verdict{Decision: hooks.Deny, Reason: "approval gateway: " + conflict.API.Message}).JSON(), err
+	}
 	if err != nil {
 		return failed(err)
 	}
