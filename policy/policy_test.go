@@ -981,7 +981,7 @@ func TestRules_GitStatusApprove(t *testing.T) {
 		{"git status --short{,x}", AR},
 		{"git status ~", AR},
 		{"git status '", AR},
-		{`git status \`, A}, // bash passes a lone backslash as it is
+		{`git status \`, A},  // bash passes a lone backslash as it is
 		{`git status \x`, A}, // bash passes "x": one plain command
 		{"git status 'a b'", A},
 	}
