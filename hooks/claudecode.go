@@ -12,13 +12,14 @@
 //	Write, Edit, MultiEdit            fs:write      tool_input.file_path
 //	NotebookEdit                      fs:write      tool_input.notebook_path
 //	Read                              fs:read       tool_input.file_path
-//	Glob                              fs:read       the directory searched: path (else cwd)
-//	                                                joined with the pattern's fixed leading dirs
+//	Glob                              fs:read       the pattern as written, under path (else cwd)
 //	Grep                              fs:read       tool_input.path, else cwd
 //	WebFetch                          network:http  the host of tool_input.url
 //	any other tool, mcp__server__tool [hooks.claude_code.tools], else unknown_tool
 //
-// Relative paths are resolved against the event's cwd. WebSearch has no
+// Relative paths are resolved against the event's cwd; every adapter
+// passes the whole tool input to the guard and asks a person when two
+// path fields disagree (input.go). WebSearch has no
 // built-in mapping on purpose: the search runs at the model provider, so
 // there is no host the agent chose for network:http to key a grant on; map
 // it in the config (to llm:online, say) to route it through the gateway.

@@ -17,7 +17,7 @@ import (
 //	Bash, shell, local_shell,             code:exec  the command line: tool_input.command (a string, or an argv
 //	shell_command, exec_command                      list, ["bash", "-lc", S] read as S) or exec_command's cmd
 //	a shell running an apply_patch heredoc fs:write  every path the patch adds, updates, deletes or moves to
-//	(or argv ["apply_patch", PATCH])
+//	(or argv ["apply_patch", PATCH])                 (and code:exec on it all unless bash reads it as only that)
 //	apply_patch (Edit, Write)             fs:write   every path of the patch in tool_input.command
 //	mcp__server__tool, anything else      [hooks.codex.tools], else unknown_tool
 //

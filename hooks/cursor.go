@@ -19,8 +19,9 @@ import (
 //
 //	beforeShellExecution, preToolUse Shell     code:exec  the command
 //	beforeReadFile, preToolUse Read            fs:read    file_path
-//	preToolUse Write, Edit, StrReplace, Delete fs:write   file_path / path
-//	preToolUse Grep, Glob, LS                  fs:read    path, else the workspace
+//	preToolUse Write, Edit, StrReplace, Delete fs:write   file_path / path / target_file
+//	preToolUse Grep, LS                        fs:read    path / target_directory, else the workspace
+//	preToolUse Glob                            fs:read    the pattern as written, under that directory
 //	beforeMCPExecution, preToolUse MCP:…       [hooks.cursor.tools] by tool name, else unknown_tool
 //
 // Cursor's agent CLI is not published on npm, so this adapter is tested

@@ -13,11 +13,11 @@ import (
 // stdout with exit 0. A deny reaches the model as the tool's error ("Tool
 // execution blocked: …"); ask forces Gemini CLI's own confirmation.
 //
-//	run_shell_command                    code:exec     tool_input.command (description is the intent)
+//	run_shell_command                    code:exec     tool_input.command (description is the intent), run in directory
 //	write_file, replace                  fs:write      tool_input.file_path (older versions: absolute_path)
 //	read_file                            fs:read       tool_input.file_path (older versions: absolute_path)
-//	read_many_files                      fs:read       each of tool_input.include / paths (a glob: its fixed leading directories)
-//	glob                                 fs:read       path (else cwd) joined with the pattern's fixed leading directories
+//	read_many_files                      fs:read       each of tool_input.include / paths, as written (a glob stays one)
+//	glob                                 fs:read       the pattern as written, under path (else cwd)
 //	search_file_content, grep_search     fs:read       path / dir_path, else cwd
 //	list_directory                       fs:read       dir_path / path
 //	web_fetch                            network:http  the host of url, or of every URL in prompt
