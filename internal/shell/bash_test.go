@@ -42,9 +42,13 @@ func newBash(tb testing.TB) *bashRun {
 			tb.Fatal(err)
 		}
 	}
+	// One write per record (O_APPEND): background jobs' stubs run at the
+	// same time and must not interleave. bash -c returns only when every
+	// process holding its stdout has exited, background jobs included.
 	stub := "#!" + bash + "\n" +
 		`IFS= read -r -d '' body` + "\n" +
-		`{ printf '%s\037' "${0##*/}" "$@"; printf '\035%s\036' "$body"; } >> "$TRACE"` + "\n"
+		`rec=$(printf '%s\037' "${0##*/}" "$@"; printf '\035%s\036' "$body"; printf x)` + "\n" +
+		`printf '%s' "${rec%x}" >> "$TRACE"` + "\n"
 	for _, s := range stubs {
 		if err := os.WriteFile(filepath.Join(r.bin, s), []byte(stub), 0o755); err != nil {
 			tb.Fatal(err)

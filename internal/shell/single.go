@@ -1,6 +1,10 @@
 package shell
 
-import "mvdan.cc/sh/v3/syntax"
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
 
 // Command is a command line proven to be one simple command.
 type Command struct {
@@ -33,6 +37,9 @@ const (
 // a shortcut ("this is only a patch") needs before it applies. Anything
 // else, or a line the parser refuses, is not single.
 func Single(src string, allow Allow) (Command, bool) {
+	if args, ok := plainWords(src); ok {
+		return Command{Args: args}, true
+	}
 	f, err := Parse(src)
 	if err != nil {
 		return Command{}, false
@@ -75,6 +82,39 @@ func Single(src string, allow Allow) (Command, bool) {
 	}
 	c.Args = args
 	return c, true
+}
+
+// plainWords reads a line of plain words without the parser: letters,
+// digits and _@%+=:,./- separated by single spaces, the first word not a
+// reserved word nor an assignment. bash reads such a line as exactly
+// those words (the differential test holds it to bash like the rest).
+func plainWords(src string) ([]string, bool) {
+	if src == "" || len(src) > 256 || src[0] == ' ' || src[len(src)-1] == ' ' {
+		return nil, false
+	}
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("_@%+=:,./-", c) >= 0:
+		case c == ' ' && src[i-1] != ' ':
+		default:
+			return nil, false
+		}
+	}
+	args := strings.Split(src, " ")
+	if reserved[args[0]] || strings.IndexByte(args[0], '=') >= 0 {
+		return nil, false
+	}
+	return args, true
+}
+
+// reserved are bash's reserved words that can start a line of plain
+// characters.
+var reserved = map[string]bool{
+	"if": true, "then": true, "else": true, "elif": true, "fi": true, "do": true, "done": true,
+	"case": true, "esac": true, "while": true, "until": true, "for": true, "select": true,
+	"in": true, "function": true, "time": true, "coproc": true,
 }
 
 // plain reports whether a statement runs in the foreground, unnegated.
