@@ -324,6 +324,11 @@ func mapConfigured(c *Call, ev Event, capability, section string) error {
 		}
 	case policy.KindHost:
 		c.Target = hostOf(first(ev.ToolInput, hostFields))
+		for _, f := range hostFields {
+			if h := hostOf(str(ev.ToolInput, f)); h != "" && h != c.Target {
+				c.Ask = "the tool input names more than one host (" + c.Target + ", " + h + "); the tool may use either, so a person decides"
+			}
+		}
 		if c.Target == "" {
 			return fmt.Errorf("%w: %s maps to %s but its input has no %s to take the host from",
 				ErrBadEvent, ev.ToolName, cp.Name, strings.Join(hostFields, ", "))

@@ -56,7 +56,7 @@ func mapRaw(t testing.TB, adapter, raw string, tools map[string]string) []hooks.
 // path disagree is asked about (Call.Ask: no rule or grant allows it),
 // and every one of those paths reaches the guard in args.
 func TestEdges_OneFieldOfMany(t *testing.T) {
-	cfgTools := map[string]string{"mcp__fs__read": "fs:read", "mcp_fs_read": "fs:read", "fs_read": "fs:read"}
+	cfgTools := map[string]string{"mcp__fs__read": "fs:read", "mcp_fs_read": "fs:read", "mcp__web__get": "network:http"}
 	cases := []struct {
 		adapter, tool string
 		input         map[string]any
@@ -82,6 +82,8 @@ func TestEdges_OneFieldOfMany(t *testing.T) {
 		{"cursor", "Delete", map[string]any{"path": "/w/a", "target_file": "/w/b"}, true},
 		{"cursor", "Write", map[string]any{"file_path": "/w/a", "contents": "x"}, false},
 		{"cursor", "LS", map[string]any{"target_directory": "/w", "path": "/root"}, true},
+		{"claude-code", "mcp__web__get", map[string]any{"url": "https://good.example/x", "host": "evil.example"}, true},
+		{"codex", "mcp__web__get", map[string]any{"url": "https://good.example/x", "uri": "https://good.example/y"}, false},
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s %s %v", tc.adapter, tc.tool, tc.input), func(t *testing.T) {
