@@ -216,6 +216,23 @@ func (w *walker) nested(src string, depth int, script bool) {
 	w.file(sf, depth)
 }
 
+// staticText is a word's value when it is one static word, else "".
+func staticText(w *syntax.Word) string {
+	alts := render(w, unquoted)
+	if len(alts) != 1 || !alts[0].static {
+		return ""
+	}
+	return alts[0].text
+}
+
+// dynamicScript notes that the line runs a script known only when it
+// runs (eval "$x", bash -c "$(…)"): the list may be short.
+func (w *walker) dynamicScript() {
+	if w.err == nil {
+		w.err = fmt.Errorf("%w: a script it runs is known only at run time", ErrParse)
+	}
+}
+
 // markScripts notes the words of a simple command that a shell runs as
 // a script: the string after -c of sh, bash, … (also behind a wrapper:
 // sudo sh -c, env bash -c), and a here-document or here-string fed to a
@@ -227,12 +244,12 @@ func (w *walker) markScripts(st *syntax.Stmt) {
 	}
 	stdinScript := false
 	for i := 0; i < len(call.Args); i++ {
-		if !shells[path.Base(call.Args[i].Lit())] {
+		if !shells[path.Base(staticText(call.Args[i]))] {
 			continue
 		}
 		stdinScript = i == 0
 		for j := i + 1; j < len(call.Args); j++ {
-			a := call.Args[j].Lit()
+			a := staticText(call.Args[j])
 			if a == "" || a[0] != '-' && a[0] != '+' {
 				stdinScript = false
 				break
@@ -312,7 +329,10 @@ func (w *walker) file(f *syntax.File, depth int) {
 				// A string that parses as a script may be run as one
 				// (bash -c, sudo sh -c, ssh host, a here-document fed to
 				// a shell): read it, so its words are listed too.
-				if a.static && depth < maxDepth && looksLikeScript(a.text) {
+				switch {
+				case !a.static && w.scripts[n]:
+					w.dynamicScript()
+				case a.static && depth < maxDepth && looksLikeScript(a.text):
 					w.nested(a.text, depth+1, w.scripts[n])
 				}
 			}
@@ -323,14 +343,19 @@ func (w *walker) file(f *syntax.File, depth int) {
 
 // evalArgs reads `eval a b c` as the script "a b c", the way eval does.
 func (w *walker) evalArgs(c *syntax.CallExpr, depth int) {
-	if len(c.Args) < 2 || c.Args[0].Lit() != "eval" || depth >= maxDepth {
+	i := 0
+	for i < len(c.Args) && (staticText(c.Args[i]) == "command" || staticText(c.Args[i]) == "builtin") {
+		i++ // command eval …, builtin eval …
+	}
+	if i+1 >= len(c.Args) || staticText(c.Args[i]) != "eval" || depth >= maxDepth {
 		return
 	}
 	var parts []string
-	for _, a := range c.Args[1:] {
+	for _, a := range c.Args[i+1:] {
 		alts := render(a, unquoted)
 		if len(alts) != 1 || !alts[0].static {
-			return // a run-time part: its fragments are words already
+			w.dynamicScript()
+			return
 		}
 		parts = append(parts, alts[0].text)
 	}
