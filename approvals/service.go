@@ -135,21 +135,21 @@ func (s *Service) DB() *storage.DB { return s.db }
 
 // Submission is an approval_required event from an agent.
 type Submission struct {
-	Profile     policy.Profile // the agent (Profile.Agent is its id)
-	CallID      string
-	Capability  string
-	Target      string
-	Autonomy    policy.Level // 0 = the agent's ceiling
-	Channel     string
-	SenderID    string
-	Intent      string
-	Executor    string
-	Summary     string
-	Args        map[string]any
-	Context     map[string]any // for vaglio; not stored
+	Profile    policy.Profile // the agent (Profile.Agent is its id)
+	CallID     string
+	Capability string
+	Target     string
+	Autonomy   policy.Level // 0 = the agent's ceiling
+	Channel    string
+	SenderID   string
+	Intent     string
+	Executor   string
+	Summary    string
+	Args       map[string]any
+	Context    map[string]any // for vaglio; not stored
 	// Ask, when set, makes the request need a person whatever rules and
 	// grants say (policy.Input.Ask); the reason is shown.
-	Ask string
+	Ask         string
 	GrantTarget string
 	Timeout     time.Duration // 0 = the default
 	CallbackURL string
