@@ -33,21 +33,32 @@ func (s Status) Finished() bool { return s != StatusPending }
 // Decision is what a person (or the admin API) chose.
 type Decision string
 
-// The three buttons.
+// The decisions a card offers.
 const (
 	AllowOnce   Decision = "allow_once"
 	AllowAlways Decision = "allow_always"
-	Deny        Decision = "deny"
+	// AllowFor writes a grant on the request's default scope that ends a
+	// chosen while (one of approvals.allow_for) after the decision.
+	AllowFor Decision = "allow_for"
+	// AllowSession writes a grant on the request's default scope that
+	// matches only requests of the same agent and session, for
+	// approvals.session_ttl at most.
+	AllowSession Decision = "allow_session"
+	Deny         Decision = "deny"
 )
 
 // ParseDecision validates a decision name.
 func ParseDecision(s string) (Decision, error) {
 	switch d := Decision(s); d {
-	case AllowOnce, AllowAlways, Deny:
+	case AllowOnce, AllowAlways, AllowFor, AllowSession, Deny:
 		return d, nil
 	}
-	return "", fmt.Errorf("%w: unknown decision %q (want allow_once, allow_always or deny)", ErrInvalid, s)
+	return "", fmt.Errorf("%w: unknown decision %q (want allow_once, allow_always, allow_for, allow_session or deny)",
+		ErrInvalid, s)
 }
+
+// WritesGrant reports whether the decision writes a grant.
+func (d Decision) WritesGrant() bool { return d == AllowAlways || d == AllowFor || d == AllowSession }
 
 // Errors callers test with errors.Is.
 // TooManyPendingError refuses a request past the agent's max_pending.
@@ -73,6 +84,9 @@ var (
 	// ErrNotApprover: the person is not among the request's approvers (its
 	// route's, else the channel's own). Nothing changed.
 	ErrNotApprover = errors.New("not an approver for this request")
+	// ErrNotOffered: a scope or a while the request's card did not offer
+	// (a forged or stale tap). Nothing changed.
+	ErrNotOffered = errors.New("not offered on this request")
 	// ErrAlreadyCounted: the person's allow was already counted towards the
 	// quorum; errors.As an *AlreadyCountedError for the request.
 	ErrAlreadyCounted = errors.New("approval already counted")
@@ -144,21 +158,28 @@ type Request struct {
 	Critical    bool            `json:"critical"`
 	Target      string          `json:"target"`
 	GrantTarget string          `json:"grant_target,omitempty"` // what Allow always would grant
-	Autonomy    policy.Level    `json:"autonomy"`
-	Channel     string          `json:"channel"`
-	SenderID    string          `json:"sender_id"`
-	Intent      string          `json:"intent"`
-	Executor    string          `json:"executor"`
-	Summary     string          `json:"summary"`
-	ArgKeys     []string        `json:"arg_keys"`
-	DecidedBy   string          `json:"decided_by"`
-	DecidedAt   *time.Time      `json:"decided_at"`
-	CreatedAt   time.Time       `json:"created_at"`
-	ExpiresAt   time.Time       `json:"expires_at"`
-	GrantID     *int64          `json:"grant_id"`
-	Note        string          `json:"note"`
-	Trace       []policy.Step   `json:"trace"`
-	Notify      []string        `json:"notify,omitempty"`
+	// Scopes are what Allow always may grant instead, narrowest first
+	// (policy.Normalizer.Scopes); GrantTarget is among them.
+	Scopes []string `json:"scopes,omitempty"`
+	// AllowFor are the whiles Allow for offers ("1h"), fixed when the
+	// request was created: a later config change does not widen a card.
+	AllowFor  []string      `json:"allow_for,omitempty"`
+	Autonomy  policy.Level  `json:"autonomy"`
+	Channel   string        `json:"channel"`
+	SenderID  string        `json:"sender_id"`
+	SessionID string        `json:"session_id,omitempty"` // the agent's session, if it named one
+	Intent    string        `json:"intent"`
+	Executor  string        `json:"executor"`
+	Summary   string        `json:"summary"`
+	ArgKeys   []string      `json:"arg_keys"`
+	DecidedBy string        `json:"decided_by"`
+	DecidedAt *time.Time    `json:"decided_at"`
+	CreatedAt time.Time     `json:"created_at"`
+	ExpiresAt time.Time     `json:"expires_at"`
+	GrantID   *int64        `json:"grant_id"`
+	Note      string        `json:"note"`
+	Trace     []policy.Step `json:"trace"`
+	Notify    []string      `json:"notify,omitempty"`
 	// TokenID names the child token the request came with (empty: the
 	// agent's own token); TokenName is its name, for the card's Agent line.
 	TokenID     string `json:"token_id,omitempty"`
@@ -195,6 +216,10 @@ type Approval struct {
 	Decision Decision  `json:"decision"`
 	Channel  string    `json:"channel"`
 	At       time.Time `json:"at"`
+	// Scope is the scope chosen with Allow always; For the while of Allow
+	// for ("1h").
+	Scope string `json:"scope,omitempty"`
+	For   string `json:"for,omitempty"`
 }
 
 // AllowCount is how many counted approvals allow.
@@ -228,6 +253,14 @@ func (r Request) AgentLine() string {
 		return r.Agent + " › " + r.TokenID
 	}
 	return r.Agent
+}
+
+// AllowSessionOffered reports whether the card may show Allow this
+// session: the request names its session, and its capability is approved
+// per target (never code:exec or mail:send).
+func (r Request) AllowSessionOffered() bool {
+	c, err := policy.Lookup(r.Capability)
+	return err == nil && r.SessionID != "" && c.DefaultApproval == policy.ApprovalPerTarget
 }
 
 // AllowAlwaysOffered reports whether the card may show Allow always.

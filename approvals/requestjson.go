@@ -50,12 +50,24 @@ func (r Request) AppendJSON(b []byte) []byte {
 		b = jsonw.Key(b, "grant_target", false)
 		b = jsonw.String(b, r.GrantTarget)
 	}
+	if len(r.Scopes) > 0 {
+		b = jsonw.Key(b, "scopes", false)
+		b = jsonw.Strings(b, r.Scopes)
+	}
+	if len(r.AllowFor) > 0 {
+		b = jsonw.Key(b, "allow_for", false)
+		b = jsonw.Strings(b, r.AllowFor)
+	}
 	b = jsonw.Key(b, "autonomy", false)
 	b = jsonw.String(b, r.Autonomy.String())
 	b = jsonw.Key(b, "channel", false)
 	b = jsonw.String(b, r.Channel)
 	b = jsonw.Key(b, "sender_id", false)
 	b = jsonw.String(b, r.SenderID)
+	if r.SessionID != "" {
+		b = jsonw.Key(b, "session_id", false)
+		b = jsonw.String(b, r.SessionID)
+	}
 	b = jsonw.Key(b, "intent", false)
 	b = jsonw.String(b, r.Intent)
 	b = jsonw.Key(b, "executor", false)
@@ -137,5 +149,13 @@ func (a Approval) AppendJSON(b []byte) []byte {
 	b = jsonw.String(b, a.Channel)
 	b = jsonw.Key(b, "at", false)
 	b = jsonw.Time(b, a.At)
+	if a.Scope != "" {
+		b = jsonw.Key(b, "scope", false)
+		b = jsonw.String(b, a.Scope)
+	}
+	if a.For != "" {
+		b = jsonw.Key(b, "for", false)
+		b = jsonw.String(b, a.For)
+	}
 	return append(b, '}')
 }

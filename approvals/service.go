@@ -33,7 +33,12 @@ const (
 
 // Options configures a Service.
 type Options struct {
-	GrantTTL       time.Duration // lifetime of grants written by Allow always (0 = none)
+	GrantTTL time.Duration // lifetime of grants written by Allow always (0 = none)
+	// AllowFor are the whiles Allow for offers (approvals.allow_for).
+	AllowFor []time.Duration
+	// SessionTTL is how long an Allow this session grant lives at most
+	// (approvals.session_ttl; 0: 12h).
+	SessionTTL     time.Duration
 	DefaultTimeout time.Duration // when a request gives no timeout
 	StaleAfter     time.Duration // prune: revoke grants unused for this long
 	Retention      time.Duration // prune: delete finished rows older than this
@@ -99,6 +104,9 @@ func New(db *storage.DB, grants *policy.GrantStore, decider *policy.Decider, opt
 	if opts.DefaultTimeout == 0 {
 		opts.DefaultTimeout = 10 * time.Minute
 	}
+	if opts.SessionTTL <= 0 {
+		opts.SessionTTL = 12 * time.Hour
+	}
 	if opts.Observer == nil {
 		opts.Observer = nopObserver{}
 	}
@@ -142,11 +150,14 @@ type Submission struct {
 	Autonomy   policy.Level // 0 = the agent's ceiling
 	Channel    string
 	SenderID   string
-	Intent     string
-	Executor   string
-	Summary    string
-	Args       map[string]any
-	Context    map[string]any // for vaglio; not stored
+	// SessionID is the agent's session (Claude Code's, Codex's, Gemini
+	// CLI's session id), if it has one: see AllowSession.
+	SessionID string
+	Intent    string
+	Executor  string
+	Summary   string
+	Args      map[string]any
+	Context   map[string]any // for vaglio; not stored
 	// Ask, when set, makes the request need a person whatever rules and
 	// grants say (policy.Input.Ask); the reason is shown.
 	Ask         string
@@ -268,7 +279,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	start := s.now()
 	dec, err := s.decider.Decide(qctx, policy.Input{
 		Profile: sub.Profile, Capability: sub.Capability, Target: sub.Target, Requested: sub.Autonomy,
-		Channel: sub.Channel, SenderID: sub.SenderID, Intent: sub.Intent, Executor: sub.Executor, Args: sub.Args,
+		Channel: sub.Channel, SenderID: sub.SenderID, SessionID: sub.SessionID, Intent: sub.Intent, Executor: sub.Executor, Args: sub.Args,
 		Context: sub.Context, Ask: sub.Ask,
 	})
 	if err != nil {
@@ -283,7 +294,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	r := Request{
 		ID: newID(), CallID: sub.CallID, Agent: agent, Outcome: dec.Outcome, Reason: dec.Reason,
 		Vaglio: dec.Vaglio, Capability: dec.Capability.Name, Critical: dec.Capability.Critical, Target: sub.Target,
-		Autonomy: dec.Autonomy, Channel: sub.Channel, SenderID: sub.SenderID, Intent: sub.Intent,
+		Autonomy: dec.Autonomy, Channel: sub.Channel, SenderID: sub.SenderID, SessionID: sub.SessionID, Intent: sub.Intent,
 		Executor: sub.Executor, Summary: sub.Summary, ArgKeys: argKeys(sub.Args), Trace: dec.Trace,
 		CreatedAt: now, CallbackURL: sub.CallbackURL, TokenID: sub.TokenID, TokenName: sub.TokenName,
 	}
@@ -305,6 +316,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		r.Status = StatusPending
 		r.ExpiresAt = now.Add(s.ClampTimeout(sub.Timeout))
 		s.applyRoute(&r, sub.Notify)
+		s.offers(&r, dec.Capability.TargetKind, sub.Target, sub.GrantTarget)
 		if s.opts.GrantTTL > 0 && r.AllowAlwaysOffered() {
 			t := now.Add(s.opts.GrantTTL)
 			r.GrantExpiresAt = &t
@@ -448,7 +460,8 @@ func (s *Service) repeated(sub Submission, r Request) (Request, bool, error) {
 
 // callDiff lists the fields in which sub asks for something else than r
 // did: capability, target, grant_target (what Allow always would grant),
-// autonomy (effective), channel, sender_id and the set of arg keys.
+// autonomy (effective), channel, sender_id, session_id and the set of arg
+// keys.
 func (s *Service) callDiff(sub Submission, r Request) []string {
 	var diff []string
 	add := func(differs bool, field string) {
@@ -470,6 +483,7 @@ func (s *Service) callDiff(sub Submission, r Request) []string {
 	add(level != r.Autonomy, "autonomy")
 	add(sub.Channel != r.Channel, "channel")
 	add(sub.SenderID != r.SenderID, "sender_id")
+	add(sub.SessionID != r.SessionID, "session_id")
 	add(!slices.Equal(argKeys(sub.Args), r.ArgKeys), "arg_keys")
 	return diff
 }
@@ -526,6 +540,16 @@ func (s *Service) Subscribe(ctx context.Context, agent string) <-chan Event {
 // decision that finishes the request writes its grant (Allow always, only
 // when every counted allow was Allow always) in the same transaction.
 func (s *Service) Decide(ctx context.Context, id string, d Decision, by Actor) (Request, error) {
+	return s.DecideChoice(ctx, id, Choice{Decision: d}, by)
+}
+
+// DecideChoice is Decide with what the decision grants: the scope of
+// Allow always, the while of Allow for. A choice the request's card did
+// not offer is refused (ErrNotOffered, ErrAllowAlwaysRefused) and decides
+// nothing: a tap forged or replayed from another card must not widen a
+// grant.
+func (s *Service) DecideChoice(ctx context.Context, id string, ch Choice, by Actor) (Request, error) {
+	d := ch.Decision
 	if _, err := ParseDecision(string(d)); err != nil {
 		return Request{}, err
 	}
@@ -565,16 +589,22 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision, by Actor) (
 				expired = true
 				return nil
 			}
-			if d == AllowAlways && !r.AllowAlwaysOffered() {
-				return fmt.Errorf("%w: %s needs approval every time; use Allow once, or an approve rule in the config",
-					ErrAllowAlwaysRefused, r.Capability)
+			scope, ttl, err := s.resolve(&r, ch)
+			if err != nil {
+				return err
 			}
 			if d != Deny && r.Counted(by.Identity()) {
 				return &AlreadyCountedError{Request: r}
 			}
 			a := Approval{By: by.String(), Approver: by.Identity(), Decision: d, Channel: by.Channel, At: now}
+			switch d {
+			case AllowAlways:
+				a.Scope = scope
+			case AllowFor:
+				a.For = FormatWhile(ttl)
+			}
 			if d == Deny || max(r.Quorum, 1) <= 1 {
-				return s.decideTx(ctx, tx, &r, d, a, now)
+				return s.decideTx(ctx, tx, &r, a, now)
 			}
 			ok, err := s.countTx(ctx, tx, &r, a, now)
 			if err != nil {
@@ -590,13 +620,7 @@ func (s *Service) Decide(ctx context.Context, id string, d Decision, by Actor) (
 				progress = true
 				return s.db.Notify(ctx, tx, noticeProgress+r.ID)
 			}
-			final := AllowAlways
-			for _, x := range r.Approvals {
-				if x.Decision == AllowOnce {
-					final = AllowOnce
-				}
-			}
-			return s.decideTx(ctx, tx, &r, final, a, now)
+			return s.decideTx(ctx, tx, &r, quorumApproval(r.Approvals, a, r.Scopes), now)
 		}
 	})
 	if err != nil {
@@ -652,10 +676,12 @@ func (s *Service) countTx(ctx context.Context, tx storage.Querier, r *Request, a
 	return err == nil, err
 }
 
-// decideTx finishes the pending request r with decision d, the last
-// approval being a: Allow always writes its grant, granted by every
-// approver counted.
-func (s *Service) decideTx(ctx context.Context, tx storage.Querier, r *Request, d Decision, a Approval, now time.Time) error {
+// decideTx finishes the pending request r with the decision of a (for a
+// quorum, what every counted approval agreed on: quorumApproval): Allow
+// always and Allow for write their grant, on the chosen scope, granted by
+// every approver counted.
+func (s *Service) decideTx(ctx context.Context, tx storage.Querier, r *Request, a Approval, now time.Time) error {
+	d := a.Decision
 	status := StatusAllowed
 	if d == Deny {
 		status = StatusDenied
@@ -663,11 +689,22 @@ func (s *Service) decideTx(ctx context.Context, tx storage.Querier, r *Request, 
 	if d == Deny || max(r.Quorum, 1) <= 1 {
 		r.Approvals = append(r.Approvals, a)
 	} // else countTx already added a
-	if d == AllowAlways {
+	if d.WritesGrant() {
+		target, ttl, session := a.Scope, s.opts.GrantTTL, policy.Session{}
+		switch d {
+		case AllowFor:
+			target = r.GrantTarget
+			var err error
+			if ttl, err = ParseWhile(a.For); err != nil {
+				return err
+			}
+		case AllowSession:
+			target, ttl, session = r.GrantTarget, s.opts.SessionTTL, policy.Session{Agent: r.Agent, ID: r.SessionID}
+		}
 		g, err := s.grants.RecordTx(ctx, tx, policy.NewGrant{
 			Principal:  policy.Principal{Channel: r.Channel, SenderID: r.SenderID},
-			Capability: r.Capability, Target: r.GrantTarget, GrantedBy: grantedBy(r.Approvals), TTL: s.opts.GrantTTL,
-			RequestID: r.ID,
+			Capability: r.Capability, Target: target, GrantedBy: grantedBy(r.Approvals), TTL: ttl,
+			RequestID: r.ID, Session: session,
 		})
 		if err != nil {
 			return err
@@ -1078,4 +1115,11 @@ func grantExpiry(r *Request) any {
 		return nil
 	}
 	return nullTime(r.GrantExpiresAt)
+}
+
+// Since lists the requests created at or after since, oldest first, at
+// most limit (for replays such as POST /v1/policy/simulate).
+func (s *Service) Since(ctx context.Context, since time.Time, limit int) ([]Request, error) {
+	return listRequests(ctx, s.db, `SELECT `+requestColumns+` FROM requests WHERE created_at >= $1
+		ORDER BY created_at, id LIMIT $2`, storage.FormatTime(since), limit)
 }

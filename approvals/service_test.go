@@ -86,6 +86,7 @@ func newFixtureOnClock(t *testing.T, db *storage.DB, now func() time.Time, route
 	grants := policy.NewGrantStore(db, norm, now)
 	svc := approvals.New(db, grants, &policy.Decider{Grants: grants, Norm: norm}, approvals.Options{
 		GrantTTL: grantTTL, StaleAfter: staleTTL, Retention: retention, Now: now, Routes: routes,
+		AllowFor: []time.Duration{2 * time.Second, time.Hour},
 		CallbackKey: func(agent string) []byte {
 			if agent == "gone" { // an agent no longer in the config
 				return nil

@@ -21,15 +21,16 @@ const farFuture = "9999-12-31T23:59:59.000000Z"
 const requestColumns = `id, call_id, agent, status, decision, outcome, reason, blocked_by, vaglio,
 capability, target, grant_target, autonomy, channel, sender_id, intent, executor, summary, arg_keys,
 trace, notify, callback_url, decided_by, decided_at, created_at, expires_at, grant_id, note, grant_expires_at,
-token_id, token_name, quorum, approvers, approvals, rev, escalate_after_ms, escalate_to, escalated_at, remind_every_ms`
+token_id, token_name, quorum, approvers, approvals, rev, escalate_after_ms, escalate_to, escalated_at, remind_every_ms,
+scopes, allow_for, session_id`
 
 const insertRequest = `INSERT INTO requests (id, call_id, agent, status, outcome, reason, blocked_by, vaglio,
 capability, target, grant_target, autonomy, channel, sender_id, intent, executor, summary, arg_keys,
 trace, notify, callback_url, decided_by, decided_at, created_at, expires_at,
 decision, grant_id, note, grant_expires_at, token_id, token_name, quorum, approvers, approvals, rev,
-escalate_after_ms, escalate_to, escalated_at, remind_every_ms, escalate_at, remind_at)
+escalate_after_ms, escalate_to, escalated_at, remind_every_ms, escalate_at, remind_at, scopes, allow_for, session_id)
 VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,
-$32,$33,$34,$35,$36,$37,$38,$39,$40,$41)
+$32,$33,$34,$35,$36,$37,$38,$39,$40,$41,$42,$43,$44)
 ON CONFLICT (agent, COALESCE(token_id, ''), call_id) DO NOTHING`
 
 // insertRequestShort is insertRequest without the columns that a request
@@ -80,7 +81,8 @@ func requestRowAs(r Request, full bool) requestInsert {
 	if r.Decision == nil && r.GrantID == nil && r.Note == "" && r.GrantExpiresAt == nil && r.TokenID == "" &&
 		r.TokenName == "" && r.Quorum <= 1 && len(r.Approvers) == 0 && len(r.Approvals) == 0 && r.Rev == 0 &&
 		r.EscalateAfter.Milliseconds() == 0 && len(r.EscalateTo) == 0 && r.EscalatedAt == nil &&
-		r.RemindEvery.Milliseconds() == 0 && escalateAt == nil && remindAt == nil && !full {
+		r.RemindEvery.Milliseconds() == 0 && escalateAt == nil && remindAt == nil && len(r.Scopes) == 0 &&
+		len(r.AllowFor) == 0 && r.SessionID == "" && !full {
 		return requestInsert{insertRequestShort, args}
 	}
 	return requestInsert{insertRequest, append(args,
@@ -88,6 +90,7 @@ func requestRowAs(r Request, full bool) requestInsert {
 		sql.NullString{String: r.TokenID, Valid: r.TokenID != ""}, r.TokenName,
 		max(r.Quorum, 1), stringList(r.Approvers), jsonList(r.Approvals), r.Rev, r.EscalateAfter.Milliseconds(),
 		stringList(r.EscalateTo), nullTime(r.EscalatedAt), r.RemindEvery.Milliseconds(), escalateAt, remindAt,
+		stringList(r.Scopes), stringList(r.AllowFor), r.SessionID,
 	)}
 }
 
@@ -180,13 +183,14 @@ func scanRequest(sc rowScanner) (Request, error) {
 	var status, outcome, autonomy, keys, trace, notify, created, expires string
 	var decision, blockedBy, vj, decidedAt, grantExpires, tokenID, escalatedAt sql.NullString
 	var grantID sql.NullInt64
-	var approvers, approvals, escalateTo string
+	var approvers, approvals, escalateTo, scopes, allowFor string
 	var escalateMS, remindMS int64
 	err := sc.Scan(&r.ID, &r.CallID, &r.Agent, &status, &decision, &outcome, &r.Reason, &blockedBy, &vj,
 		&r.Capability, &r.Target, &r.GrantTarget, &autonomy, &r.Channel, &r.SenderID, &r.Intent, &r.Executor,
 		&r.Summary, &keys, &trace, &notify, &r.CallbackURL, &r.DecidedBy, &decidedAt, &created, &expires,
 		&grantID, &r.Note, &grantExpires, &tokenID, &r.TokenName,
-		&r.Quorum, &approvers, &approvals, &r.Rev, &escalateMS, &escalateTo, &escalatedAt, &remindMS)
+		&r.Quorum, &approvers, &approvals, &r.Rev, &escalateMS, &escalateTo, &escalatedAt, &remindMS,
+		&scopes, &allowFor, &r.SessionID)
 	if err != nil {
 		return Request{}, err
 	}
@@ -194,6 +198,8 @@ func scanRequest(sc rowScanner) (Request, error) {
 	_ = json.Unmarshal([]byte(approvals), &r.Approvals)
 	r.Approvals = nonNilApprovals(r.Approvals)
 	_ = json.Unmarshal([]byte(escalateTo), &r.EscalateTo)
+	_ = json.Unmarshal([]byte(scopes), &r.Scopes)
+	_ = json.Unmarshal([]byte(allowFor), &r.AllowFor)
 	r.EscalateAfter = time.Duration(escalateMS) * time.Millisecond
 	r.RemindEvery = time.Duration(remindMS) * time.Millisecond
 	if escalatedAt.Valid {

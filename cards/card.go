@@ -5,6 +5,7 @@
 package cards
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,17 @@ type Card struct {
 	// is, GrantPreview says exactly what it would grant and until when.
 	AllowAlways  bool
 	GrantPreview string
+	// Scopes are what Allow always may grant, narrowest first, as shown
+	// (through Display); the tap names one by its index. ScopeChoice is
+	// the one a card shows chosen (Slack's select; 0, the narrowest, by
+	// default): GrantPreview names it.
+	Scopes      []string
+	ScopeChoice int
+	// AllowFor are the whiles of the Allow for buttons ("1h").
+	AllowFor []string
+	// AllowSession says whether Allow this session is offered (the
+	// request names its session; see approvals.AllowSession).
+	AllowSession bool
 	ExpiresAt    time.Time
 	Pending      bool
 	Status       approvals.Status
@@ -57,6 +69,11 @@ type Card struct {
 	// PageURL is where the whole request is shown: the web page's
 	// /r/{id}, absolute when web.public_url is set (see WithPage).
 	PageURL string
+
+	// principal and grantUntil are what WithScope's preview names
+	// besides the scope: who the grant is for, and until when.
+	principal  string
+	grantUntil *time.Time
 }
 
 // RequestPath is the web page of one request, where every field is shown
@@ -79,10 +96,12 @@ func (c Card) Linked() bool {
 // Warnings are the card's warning lines, in its language.
 func (c Card) Warnings() []string { return c.Notice.Warnings(c.Locale) }
 
-// Button is one of the three decisions, in display order.
+// Button is one decision of a card, in display order. While is set for
+// an Allow for button ("1h").
 type Button struct {
 	Decision approvals.Decision
 	Label    string
+	While    string
 }
 
 // The English button labels (SPEC §8); Buttons gives them in the card's
@@ -100,11 +119,17 @@ func (c Card) Buttons() []Button {
 		return nil
 	}
 	l := c.Locale
-	b := []Button{{approvals.AllowOnce, l.T("button.allow_once")}}
-	if c.AllowAlways {
-		b = append(b, Button{approvals.AllowAlways, l.T("button.allow_always")})
+	b := []Button{{approvals.AllowOnce, l.T("button.allow_once"), ""}}
+	for _, w := range c.AllowFor {
+		b = append(b, Button{approvals.AllowFor, l.T("button.allow_for", WhileWords(w)), w})
 	}
-	return append(b, Button{approvals.Deny, l.T("button.deny")})
+	if c.AllowSession {
+		b = append(b, Button{approvals.AllowSession, l.T("button.allow_session"), ""})
+	}
+	if c.AllowAlways {
+		b = append(b, Button{approvals.AllowAlways, l.T("button.allow_always"), ""})
+	}
+	return append(b, Button{approvals.Deny, l.T("button.deny"), ""})
 }
 
 // New builds the neutral card of r, to be shown with l. Every string an
@@ -119,7 +144,7 @@ func New(r approvals.Request, l locale.Locale) (c Card) {
 	c = Card{Locale: l,
 		RequestID: r.ID, Level: r.Autonomy.String(), Capability: show(r.Capability), Critical: r.Critical,
 		ExpiresAt: r.ExpiresAt.In(l.Zone()), Pending: r.Status == approvals.StatusPending, Status: r.Status,
-		AllowAlways: r.AllowAlwaysOffered(), PageURL: RequestPath(r.ID),
+		AllowAlways: r.AllowAlwaysOffered(), AllowSession: r.AllowSessionOffered(), PageURL: RequestPath(r.ID),
 	}
 	c.Agent = show(r.AgentLine())
 	c.Title = l.T("card.title", show(r.Agent), c.Capability)
@@ -135,22 +160,65 @@ func New(r approvals.Request, l locale.Locale) (c Card) {
 		c.Vaglio = show(VaglioWords(*r.Vaglio, l))
 	}
 	if c.AllowAlways {
-		target := show(r.GrantTarget)
-		if target == "*" {
-			target = l.T("card.any_target")
+		c.principal, c.grantUntil = show(r.Channel+"/"+r.SenderID), r.GrantExpiresAt
+		for _, sc := range r.Scopes {
+			c.Scopes = append(c.Scopes, show(sc))
 		}
-		c.GrantPreview = l.T("card.grant_preview", c.Capability, target, show(r.Channel+"/"+r.SenderID))
-		if r.GrantExpiresAt != nil {
-			c.GrantPreview += l.T("card.grant_until", l.Date(*r.GrantExpiresAt))
-		} else {
-			c.GrantPreview += l.T("card.grant_no_expiry")
+		if len(c.Scopes) == 0 { // a request from before scopes: its grant target only
+			c.Scopes = []string{show(r.GrantTarget)}
 		}
+		c.AllowFor = r.AllowFor
+		c = c.WithScope(0)
 	}
 	c.StatusLine = show(StatusLine(r, l))
 	if c.Pending {
 		c.Progress, c.Escalation = show(Progress(r, l)), show(Escalation(r, l))
 	}
 	return c
+}
+
+// WithScope is the card with scope i chosen: GrantPreview names it. An
+// index out of range leaves the card as it is.
+func (c Card) WithScope(i int) Card {
+	if i < 0 || i >= len(c.Scopes) {
+		return c
+	}
+	l := c.Locale
+	c.ScopeChoice = i
+	target := c.Scopes[i]
+	if target == "*" {
+		target = l.T("card.any_target")
+	}
+	c.GrantPreview = l.T("card.grant_preview", c.Capability, target, c.principal)
+	if c.grantUntil != nil {
+		c.GrantPreview += l.T("card.grant_until", l.Date(*c.grantUntil))
+	} else {
+		c.GrantPreview += l.T("card.grant_no_expiry")
+	}
+	return c
+}
+
+// WhileWords is a while as a button says it: "1h" → "1 h", "1h30m" →
+// "1 h 30 min", "2s" → "2 s".
+func WhileWords(w string) string {
+	d, err := approvals.ParseWhile(w)
+	if err != nil {
+		return w
+	}
+	var parts []string
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{time.Hour, "h"}, {time.Minute, "min"}, {time.Second, "s"}} {
+		if n := d / u.d; n > 0 {
+			parts = append(parts, strconv.FormatInt(int64(n), 10)+" "+u.name)
+			d -= n * u.d
+		}
+	}
+	if len(parts) == 0 {
+		return w
+	}
+	return strings.Join(parts, " ")
 }
 
 // idnHost returns, for a host target whose host is not ASCII, the host as
@@ -236,15 +304,11 @@ func StatusLine(r approvals.Request, l locale.Locale) string {
 		case r.Decision == nil:
 			return l.T("status.allowed_by_policy") + at
 		case *r.Decision == approvals.AllowAlways:
-			s := l.T("status.allowed_always", who)
-			if r.GrantID != nil {
-				until := ""
-				if r.GrantExpiresAt != nil {
-					until = l.T("card.grant_until", l.Date(*r.GrantExpiresAt))
-				}
-				s += l.T("status.grant", *r.GrantID, until)
-			}
-			return s + at
+			return l.T("status.allowed_always", who) + grantLine(r, l) + at
+		case *r.Decision == approvals.AllowSession:
+			return l.T("status.allowed_session", who) + grantLine(r, l) + at
+		case *r.Decision == approvals.AllowFor:
+			return l.T("status.allowed_for", WhileWords(AllowedFor(r)), who) + grantLine(r, l) + at
 		default:
 			return l.T("status.allowed_once", who) + at
 		}
@@ -255,6 +319,31 @@ func StatusLine(r approvals.Request, l locale.Locale) string {
 		return l.T("status.denied", who) + at
 	}
 	return string(r.Status)
+}
+
+// grantLine names the grant a decision wrote: " (grant #7 until 3 Dec)".
+func grantLine(r approvals.Request, l locale.Locale) string {
+	if r.GrantID == nil {
+		return ""
+	}
+	until := ""
+	if r.GrantExpiresAt != nil {
+		until = l.T("card.grant_until", l.Date(*r.GrantExpiresAt))
+	}
+	return l.T("status.grant", *r.GrantID, until)
+}
+
+// AllowedFor is the while an Allow for decision chose: the shortest any
+// counted approval chose (what a quorum agrees on; see approvals).
+func AllowedFor(r approvals.Request) string {
+	out, shortest := "?", time.Duration(0)
+	for _, a := range r.Approvals {
+		if d, err := approvals.ParseWhile(a.For); a.Decision == approvals.AllowFor && err == nil &&
+			(shortest == 0 || d < shortest) {
+			out, shortest = a.For, d
+		}
+	}
+	return out
 }
 
 // DisplayName turns a decided_by value ("telegram:Roberto (42)") into the

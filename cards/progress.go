@@ -27,6 +27,10 @@ func Progress(r approvals.Request, l locale.Locale) string {
 			parts = append(parts, l.T("card.approval_once", DisplayName(a.By)))
 		case approvals.AllowAlways:
 			parts = append(parts, l.T("card.approval_always", DisplayName(a.By)))
+		case approvals.AllowFor:
+			parts = append(parts, l.T("card.approval_for", DisplayName(a.By), WhileWords(a.For)))
+		case approvals.AllowSession:
+			parts = append(parts, l.T("card.approval_session", DisplayName(a.By)))
 		}
 	}
 	s := l.T("card.progress", n, q, strings.Join(parts, ", "))

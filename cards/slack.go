@@ -43,6 +43,15 @@ const (
 	SlackActionAllowOnce   = "approval_allow_once"
 	SlackActionAllowAlways = "approval_allow_always"
 	SlackActionDeny        = "approval_deny"
+	// SlackActionAllowSession is Allow this session.
+	SlackActionAllowSession = "approval_allow_session"
+	// SlackActionAllowFor is the prefix of an Allow for button's action
+	// id; the while follows ("approval_allow_for_1h").
+	SlackActionAllowFor = "approval_allow_for_"
+	// SlackActionScope is the static select of Allow always's scope: the
+	// button reads it, and choosing in it re-renders the card so that the
+	// button's confirm dialog names the chosen scope.
+	SlackActionScope = "approval_scope"
 	// SlackActionRevoke is the Revoke button of a grant on the Home tab.
 	SlackActionRevoke = "grant_revoke"
 )
@@ -62,6 +71,7 @@ const (
 
 var slackActions = map[approvals.Decision]string{
 	approvals.AllowOnce: SlackActionAllowOnce, approvals.AllowAlways: SlackActionAllowAlways, approvals.Deny: SlackActionDeny,
+	approvals.AllowSession: SlackActionAllowSession,
 }
 
 // SlackDecisionBlockID is the block_id of a request's actions block.
@@ -87,13 +97,40 @@ func ParseSlackAction(blockID, actionID, value string) (Callback, error) {
 		}
 		return Callback{GrantID: id}, nil
 	}
-	var d approvals.Decision
-	for dec, a := range slackActions {
-		if a == actionID {
-			d = dec
+	if actionID == SlackActionScope { // value: the selected option, a scope index
+		id, ok := strings.CutPrefix(blockID, slackDecisionBlockPrefix)
+		i, okIndex := strictNat(value)
+		if !ok || !validRequestID(id) || !okIndex || i >= maxScopes {
+			return Callback{}, fmt.Errorf("%w: bad scope choice", ErrBadCallback)
+		}
+		return Callback{Menu: true, RequestID: id, Scope: int(i) + 1}, nil
+	}
+	cb := Callback{}
+	switch w, ok := strings.CutPrefix(actionID, SlackActionAllowFor); {
+	case ok:
+		d, err := approvals.ParseWhile(w)
+		if err != nil || approvals.FormatWhile(d) != w || d > maxWhile {
+			return Callback{}, fmt.Errorf("%w: bad while", ErrBadCallback)
+		}
+		cb.Decision, cb.For = approvals.AllowFor, d
+	case actionID == SlackActionAllowAlways:
+		// "<id>:<i>": the scope the button's confirm dialog named.
+		if id, i, ok := strings.Cut(value, ":"); ok {
+			n, okIndex := strictNat(i)
+			if !okIndex || n >= maxScopes {
+				return Callback{}, fmt.Errorf("%w: bad scope", ErrBadCallback)
+			}
+			value, cb.Scope = id, int(n)+1
+		}
+		cb.Decision = approvals.AllowAlways
+	default:
+		for dec, a := range slackActions {
+			if a == actionID {
+				cb.Decision = dec
+			}
 		}
 	}
-	if d == "" {
+	if cb.Decision == "" {
 		return Callback{}, fmt.Errorf("%w: unknown action_id", ErrBadCallback)
 	}
 	if !validRequestID(value) {
@@ -102,7 +139,8 @@ func ParseSlackAction(blockID, actionID, value string) (Callback, error) {
 	if blockID != SlackDecisionBlockID(value) {
 		return Callback{}, fmt.Errorf("%w: block_id does not match the request", ErrBadCallback)
 	}
-	return Callback{Decision: d, RequestID: value}, nil
+	cb.RequestID = value
+	return cb, nil
 }
 
 // EscapeMrkdwn escapes the three characters Slack's mrkdwn gives meaning to
@@ -324,7 +362,8 @@ func slackCutLine(cs *cuts, c Card) string {
 	return line + "`" + EscapeMrkdwn(c.PageURL) + "`" + EscapeMrkdwn(c.Locale.T("card.not_linked"))
 }
 
-// slackButtons are the card's buttons, in the order of Card.Buttons.
+// slackButtons are the card's buttons, in the order of Card.Buttons, with
+// the scope select after Allow always when there is a choice.
 func slackButtons(c Card) []slack.BlockElement {
 	l := c.Locale
 	var out []slack.BlockElement
@@ -335,17 +374,49 @@ func slackButtons(c Card) []slack.BlockElement {
 			btn = btn.WithStyle(slack.StylePrimary)
 		case approvals.Deny:
 			btn = btn.WithStyle(slack.StyleDanger)
+		case approvals.AllowFor:
+			btn = slack.NewButtonBlockElement(SlackActionAllowFor+b.While, c.RequestID, plain(b.Label))
 		case approvals.AllowAlways:
-			// Allow always writes a standing grant: say exactly what, once more.
+			// Allow always writes a standing grant: say exactly what, once
+			// more. The value names the scope the dialog names, so a
+			// select changed after the dialog was drawn cannot slip
+			// another scope under it.
+			btn = slack.NewButtonBlockElement(SlackActionAllowAlways, c.RequestID+":"+strconv.Itoa(c.ScopeChoice), plain(b.Label))
 			btn = btn.WithConfirm(slack.NewConfirmationBlockObject(
 				plain(l.T("slack.confirm_allow_always_title")),
 				slackPlain(fitPlain(oneLine(c.GrantPreview)+".", SlackMaxConfirmText)),
 				plain(l.T("slack.confirm_allow_always")),
 				plain(l.T("slack.cancel"))))
+			out = append(out, btn)
+			if len(c.Scopes) > 1 {
+				out = append(out, slackScopeSelect(c))
+			}
+			continue
 		}
 		out = append(out, btn)
 	}
 	return out
+}
+
+// slackMaxOptionText is Block Kit's limit on an option's text.
+const slackMaxOptionText = 75
+
+// slackScopeSelect is the static select of Allow always's scope, the
+// chosen one (ScopeChoice, the narrowest by default) shown selected.
+// Option texts are plain text, cut with the marker at Slack's limit; the
+// confirm dialog names the whole pattern.
+func slackScopeSelect(c Card) *slack.SelectBlockElement {
+	opts := make([]*slack.OptionBlockObject, len(c.Scopes))
+	for i, sc := range c.Scopes {
+		if sc == "*" {
+			sc = c.Locale.T("card.any_target")
+		}
+		opts[i] = slack.NewOptionBlockObject(strconv.Itoa(i), slackPlain(fitPlain(oneLine(sc), slackMaxOptionText)), nil)
+	}
+	sel := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain(c.Locale.T("slack.scope_placeholder")),
+		SlackActionScope, opts...)
+	sel.InitialOption = opts[c.ScopeChoice]
+	return sel
 }
 
 // SlackHome is what the App Home tab shows one person.

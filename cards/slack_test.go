@@ -205,7 +205,7 @@ func TestSlack_Buttons(t *testing.T) {
 		for _, e := range a.Elements.ElementSet {
 			b := e.(*slack.ButtonBlockElement)
 			ids = append(ids, b.ActionID)
-			if b.Value != "rabcdefgh234567" {
+			if want := map[bool]string{true: "rabcdefgh234567:0", false: "rabcdefgh234567"}[b.ActionID == SlackActionAllowAlways]; b.Value != want {
 				t.Errorf("%s value %q", b.ActionID, b.Value)
 			}
 			switch b.ActionID {

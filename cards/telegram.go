@@ -7,6 +7,7 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
+	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
 )
@@ -50,25 +51,74 @@ func Telegram(c Card) TelegramMessage {
 	return m
 }
 
-// TelegramKeyboard is the inline keyboard of a pending card: the allow
-// buttons on the first row, Deny alone on the second so a hurried thumb
-// does not hit it by mistake. Allow always is left out for capabilities
-// that need a person every time. A finished card has no keyboard (nil).
+// TelegramKeyboard is the inline keyboard of a pending card: Allow once
+// and Allow always on the first row, the Allow for buttons on the second,
+// Deny alone on the last so a hurried thumb does not hit it by mistake.
+// Allow always opens the scope keyboard (TelegramScopeKeyboard) when there
+// is more than one scope to choose from; with one it decides at once.
+// Allow always and Allow for are left out for capabilities that need a
+// person every time. A finished card has no keyboard (nil).
 func TelegramKeyboard(c Card) *tgbotapi.InlineKeyboardMarkup {
 	buttons := c.Buttons()
 	if len(buttons) == 0 {
 		return nil
 	}
-	var allow, deny []tgbotapi.InlineKeyboardButton
+	var allow, allowFor, deny []tgbotapi.InlineKeyboardButton // Allow this session goes with Allow for
 	for _, b := range buttons {
-		btn := tgbotapi.NewInlineKeyboardButtonData(b.Label, EncodeDecision(c.RequestID, b.Decision))
-		if b.Decision == "deny" {
+		data := EncodeDecision(c.RequestID, b.Decision)
+		switch b.Decision {
+		case approvals.AllowAlways:
+			data = EncodeScope(c.RequestID, 0)
+			if len(c.Scopes) > 1 {
+				data = EncodeMenu(c.RequestID)
+			}
+		case approvals.AllowFor:
+			d, _ := approvals.ParseWhile(b.While)
+			allowFor = append(allowFor, tgbotapi.NewInlineKeyboardButtonData(b.Label, EncodeAllowFor(c.RequestID, d)))
+			continue
+		case approvals.AllowSession:
+			allowFor = append(allowFor, tgbotapi.NewInlineKeyboardButtonData(b.Label, data))
+			continue
+		}
+		btn := tgbotapi.NewInlineKeyboardButtonData(b.Label, data)
+		if b.Decision == approvals.Deny {
 			deny = append(deny, btn)
 		} else {
 			allow = append(allow, btn)
 		}
 	}
-	kb := tgbotapi.NewInlineKeyboardMarkup(allow, deny)
+	rows := [][]tgbotapi.InlineKeyboardButton{allow}
+	if len(allowFor) > 0 {
+		rows = append(rows, allowFor)
+	}
+	kb := tgbotapi.NewInlineKeyboardMarkup(append(rows, deny)...)
+	return &kb
+}
+
+// telegramMaxScopeLabel bounds a scope button's text (Telegram cuts long
+// button labels itself, without a marker): a longer scope is cut with the
+// visible marker, and the card's Target line above shows the whole path.
+const telegramMaxScopeLabel = 120
+
+// TelegramScopeKeyboard is the second keyboard of a pending card, shown
+// by Allow always: one button per scope, narrowest first, each naming its
+// whole pattern (escaped like every agent string), then Back to the
+// card's own keyboard.
+func TelegramScopeKeyboard(c Card) *tgbotapi.InlineKeyboardMarkup {
+	if !c.Pending || !c.AllowAlways {
+		return nil
+	}
+	rows := make([][]tgbotapi.InlineKeyboardButton, 0, len(c.Scopes)+1)
+	for i, sc := range c.Scopes {
+		if sc == "*" {
+			sc = c.Locale.T("card.any_target")
+		}
+		label, _ := CutIn(oneLine(c.Locale.T("button.scope", sc)), telegramMaxScopeLabel, c.Locale)
+		rows = append(rows, tgbotapi.NewInlineKeyboardRow(tgbotapi.NewInlineKeyboardButtonData(label, EncodeScope(c.RequestID, i))))
+	}
+	rows = append(rows, tgbotapi.NewInlineKeyboardRow(
+		tgbotapi.NewInlineKeyboardButtonData(c.Locale.T("button.back"), EncodeBack(c.RequestID))))
+	kb := tgbotapi.NewInlineKeyboardMarkup(rows...)
 	return &kb
 }
 

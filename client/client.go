@@ -98,8 +98,12 @@ type Req struct {
 	// neither (then the agent's defaults).
 	Channel  string `json:"channel,omitempty"`
 	SenderID string `json:"sender_id,omitempty"`
-	Intent   string `json:"intent,omitempty"`
-	Executor string `json:"executor,omitempty"`
+	// SessionID names the agent's session: "Allow this session" grants
+	// match only requests of the same agent and session. Part of what a
+	// call_id names.
+	SessionID string `json:"session_id,omitempty"`
+	Intent    string `json:"intent,omitempty"`
+	Executor  string `json:"executor,omitempty"`
 	// Args are inspected by the guard and judge; only their keys are stored.
 	Args map[string]any `json:"args,omitempty"`
 	// Context is what the call declares about itself for vaglio (the seed's
@@ -163,6 +167,7 @@ type Request struct {
 	Autonomy       string     `json:"autonomy"`
 	Channel        string     `json:"channel"`
 	SenderID       string     `json:"sender_id"`
+	SessionID      string     `json:"session_id,omitempty"`
 	Intent         string     `json:"intent"`
 	Executor       string     `json:"executor"`
 	Summary        string     `json:"summary"`
@@ -531,4 +536,26 @@ func apiError(resp *http.Response, b []byte) *APIError {
 		e.RetryAfter = time.Duration(secs) * time.Second
 	}
 	return e
+}
+
+// Simulate replays the gateway's stored requests under a changed policy
+// (POST /v1/policy/simulate, admin agents only): body is the endpoint's
+// JSON ({"since","add_rules","remove_rules","levels"}); the answer is
+// returned as the gateway wrote it.
+func (c *Client) Simulate(ctx context.Context, body any) (json.RawMessage, error) {
+	var out json.RawMessage
+	_, err := c.do(ctx, http.MethodPost, "/v1/policy/simulate", body, &out)
+	return out, err
+}
+
+// Suggestions lists the approve rules the gateway proposes from what
+// people allowed (GET /v1/policy/suggestions, admin agents only), each as
+// the gateway wrote it.
+func (c *Client) Suggestions(ctx context.Context, since string, minCount int) ([]json.RawMessage, error) {
+	var out struct {
+		Suggestions []json.RawMessage `json:"suggestions"`
+	}
+	q := url.Values{"since": {since}, "min": {strconv.Itoa(minCount)}}
+	_, err := c.do(ctx, http.MethodGet, "/v1/policy/suggestions?"+q.Encode(), nil, &out)
+	return out.Suggestions, err
 }

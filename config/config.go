@@ -211,6 +211,15 @@ type Approvals struct {
 	PruneSchedule string
 	// Retention is how long finished requests and dead grants are kept.
 	Retention time.Duration
+	// AllowFor are the "Allow for …" buttons (approvals.allow_for): each
+	// writes a grant on the request's default scope that ends this long
+	// after the decision. Empty hides them. Only capabilities whose default
+	// approval is per_target get them, never code:exec or mail:send.
+	AllowFor []time.Duration
+	// SessionTTL is how long an "Allow this session" grant lives at most
+	// (approvals.session_ttl): it matches only requests with the same
+	// agent and session id, and ends after this even if the session goes on.
+	SessionTTL time.Duration
 	// Routes are the [[approvals.routes]], in file order: the first that
 	// matches a request decides where its card goes, who may decide it and
 	// how many must allow. No match: the agent's notify and each channel's
@@ -570,12 +579,13 @@ func defaults(getenv func(string) string) Config {
 			JudgeThreshold: 0.30,
 			LogDir:         filepath.Join(xdgDir(getenv, "XDG_DATA_HOME", ".local/share"), "metnos", "vaglio"),
 		},
-		Approvals: Approvals{Timeout: 10 * time.Minute, PruneSchedule: "@hourly", Retention: 8760 * time.Hour},
-		Web:       Web{Language: string(locale.DefaultLang), Users: []WebUser{{Name: DefaultWebUser}}},
-		Telegram:  Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s", Language: string(locale.DefaultLang)},
-		Slack:     Slack{APIURL: "https://slack.com/api/", Language: string(locale.DefaultLang)},
-		Hooks:     Hooks{ClaudeCode: defaultHookAgent(), Codex: defaultHookAgent(), Gemini: defaultHookAgent(), Cursor: defaultHookAgent()},
-		Log:       Log{Level: "info"},
+		Approvals: Approvals{Timeout: 10 * time.Minute, PruneSchedule: "@hourly", Retention: 8760 * time.Hour,
+			AllowFor: []time.Duration{time.Hour}, SessionTTL: 12 * time.Hour},
+		Web:      Web{Language: string(locale.DefaultLang), Users: []WebUser{{Name: DefaultWebUser}}},
+		Telegram: Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s", Language: string(locale.DefaultLang)},
+		Slack:    Slack{APIURL: "https://slack.com/api/", Language: string(locale.DefaultLang)},
+		Hooks:    Hooks{ClaudeCode: defaultHookAgent(), Codex: defaultHookAgent(), Gemini: defaultHookAgent(), Cursor: defaultHookAgent()},
+		Log:      Log{Level: "info"},
 	}
 }
 
@@ -651,6 +661,7 @@ func (c Config) Redacted() Config {
 	r.Slack.Approvers = append([]string(nil), c.Slack.Approvers...)
 	r.Slack.Admins = append([]string(nil), c.Slack.Admins...)
 	r.Policy.Rules = append([]Rule(nil), c.Policy.Rules...)
+	r.Approvals.AllowFor = append([]time.Duration(nil), c.Approvals.AllowFor...)
 	if c.Approvals.Routes != nil {
 		r.Approvals.Routes = make([]Route, len(c.Approvals.Routes))
 		for i, rt := range c.Approvals.Routes {

@@ -195,6 +195,8 @@ type (
 		Timeout       *string     `toml:"timeout"`
 		PruneSchedule *string     `toml:"prune_schedule"`
 		Retention     *string     `toml:"retention"`
+		AllowFor      *[]string   `toml:"allow_for"`
+		SessionTTL    *string     `toml:"session_ttl"`
 		Routes        []fileRoute `toml:"routes"`
 	}
 	fileRoute struct {
@@ -318,6 +320,15 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 		duration(p, "approvals.timeout", s.Timeout, &cfg.Approvals.Timeout)
 		set(&cfg.Approvals.PruneSchedule, s.PruneSchedule)
 		duration(p, "approvals.retention", s.Retention, &cfg.Approvals.Retention)
+		duration(p, "approvals.session_ttl", s.SessionTTL, &cfg.Approvals.SessionTTL)
+		if s.AllowFor != nil {
+			cfg.Approvals.AllowFor = []time.Duration{}
+			for i, v := range *s.AllowFor {
+				var d time.Duration
+				duration(p, fmt.Sprintf("approvals.allow_for[%d]", i), &v, &d)
+				cfg.Approvals.AllowFor = append(cfg.Approvals.AllowFor, d)
+			}
+		}
 		for i, fr := range s.Routes {
 			key := fmt.Sprintf("approvals.routes[%d]", i)
 			rt := Route{Capability: fr.Capability, Agent: fr.Agent, Critical: fr.Critical, Notify: fr.Notify,

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -193,6 +194,9 @@ const (
 	maxTimeout = 24 * time.Hour
 )
 
+// maxAllowFor bounds approvals.allow_for: every duration is a button.
+const maxAllowFor = 4
+
 func (c *Config) validateApprovals(p *problems) {
 	if t := c.Approvals.Timeout; t < minTimeout || t > maxTimeout {
 		p.add("approvals.timeout", "%v is out of range (want 10s to 24h)", t)
@@ -201,6 +205,23 @@ func (c *Config) validateApprovals(p *problems) {
 		p.add("approvals.prune_schedule", "bad cron spec %q: %v", c.Approvals.PruneSchedule, err)
 	}
 	positive(p, "approvals.retention", c.Approvals.Retention)
+	if t := c.Approvals.SessionTTL; t < time.Second || t > c.Policy.GrantTTL {
+		p.add("approvals.session_ttl", "%v is out of range (want 1s to policy.grant_ttl, %v)", t, c.Policy.GrantTTL)
+	}
+	if n := len(c.Approvals.AllowFor); n > maxAllowFor {
+		p.add("approvals.allow_for", "%d durations (at most %d: each is a button on every card)", n, maxAllowFor)
+	}
+	for i, d := range c.Approvals.AllowFor {
+		key := fmt.Sprintf("approvals.allow_for[%d]", i)
+		switch {
+		case d < time.Second:
+			p.add(key, "%v is too short (want 1s or more)", d)
+		case d > c.Policy.GrantTTL:
+			p.add(key, "%v is longer than policy.grant_ttl (%v): use Allow always", d, c.Policy.GrantTTL)
+		case slices.Contains(c.Approvals.AllowFor[:i], d):
+			p.add(key, "%v is listed twice", d)
+		}
+	}
 	for i, rt := range c.Approvals.Routes {
 		c.validateRoute(p, fmt.Sprintf("approvals.routes[%d]", i), rt)
 	}

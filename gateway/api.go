@@ -7,7 +7,9 @@ import (
 	"github.com/metnos/gateway/internal/callbackurl"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
@@ -28,6 +30,7 @@ type requestBody struct {
 	Autonomy    string         `json:"autonomy"`
 	Channel     string         `json:"channel"`
 	SenderID    string         `json:"sender_id"`
+	SessionID   string         `json:"session_id"` // the agent's session (Claude Code's, Codex's…): see allow_session
 	Intent      string         `json:"intent"`
 	Executor    string         `json:"executor"`
 	Args        map[string]any `json:"args"`
@@ -45,7 +48,7 @@ type requestBody struct {
 func (s *Server) submission(a *Agent, b requestBody) (approvals.Submission, error) {
 	sub := approvals.Submission{MaxPending: a.MaxPending,
 		Profile: a.Profile(), CallID: b.CallID, Capability: b.Capability, Target: b.Target,
-		Channel: b.Channel, SenderID: b.SenderID, Intent: b.Intent, Executor: b.Executor, Summary: b.Summary,
+		Channel: b.Channel, SenderID: b.SenderID, SessionID: b.SessionID, Intent: b.Intent, Executor: b.Executor, Summary: b.Summary,
 		Args: b.Args, Context: b.Context, GrantTarget: b.GrantTarget, CallbackURL: b.CallbackURL, Notify: a.Notify, Ask: b.Ask,
 	}
 	if a.Child != nil {
@@ -81,6 +84,10 @@ func (s *Server) submission(a *Agent, b requestBody) (approvals.Submission, erro
 	}
 	if len(b.GrantTarget) > policy.MaxTargetBytes {
 		return sub, &policy.FieldError{Field: "grant_target", Err: errors.New("too long")}
+	}
+	if len(b.SessionID) > approvals.MaxCallIDBytes || strings.ContainsFunc(b.SessionID, unicode.IsControl) {
+		return sub, &policy.FieldError{Field: "session_id",
+			Err: fmt.Errorf("over %d bytes or holds a control character", approvals.MaxCallIDBytes)}
 	}
 	return sub, nil
 }
@@ -269,6 +276,8 @@ func (s *Server) cancelRequest(w http.ResponseWriter, r *http.Request) {
 func (s *Server) decideRequest(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Decision string `json:"decision"`
+		Scope    string `json:"scope"`    // allow_always: one of the request's scopes (default: grant_target)
+		Duration string `json:"duration"` // allow_for: one of the request's allow_for (default: the first)
 	}
 	if !decodeJSON(w, r, &b) {
 		return
@@ -278,8 +287,15 @@ func (s *Server) decideRequest(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_decision", cleanMsg(err))
 		return
 	}
+	ch := approvals.Choice{Decision: d, Scope: b.Scope}
+	if b.Duration != "" {
+		if ch.Duration, err = approvals.ParseWhile(b.Duration); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_duration", cleanMsg(err))
+			return
+		}
+	}
 	a := agentFrom(r)
-	req, err := s.svc.Decide(r.Context(), r.PathValue("id"), d, approvals.Actor{Channel: "api", ID: a.ID, Name: a.ID})
+	req, err := s.svc.DecideChoice(r.Context(), r.PathValue("id"), ch, approvals.Actor{Channel: "api", ID: a.ID, Name: a.ID})
 	if err != nil {
 		s.errorResponse(w, r, err)
 		return
@@ -325,7 +341,7 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request) {
 	// can be cancelled costs each one two watcher goroutines.
 	dec, err := s.decider.Decide(context.WithoutCancel(r.Context()), policy.Input{
 		Profile: sub.Profile, Capability: sub.Capability, Target: sub.Target, Requested: sub.Autonomy,
-		Channel: sub.Channel, SenderID: sub.SenderID, Intent: sub.Intent, Executor: sub.Executor,
+		Channel: sub.Channel, SenderID: sub.SenderID, SessionID: sub.SessionID, Intent: sub.Intent, Executor: sub.Executor,
 		Args: sub.Args, Context: sub.Context, DryRun: true,
 	})
 	if err != nil {

@@ -97,7 +97,7 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 	a := &App{Config: cfg, DB: db, Grants: grants, Rules: rules, log: o.Logger, version: version, vaglio: vg, leaderRetry: o.LeaderRetry}
 	var srv *Server
 	a.Service = approvals.New(db, grants, decider, approvals.Options{
-		GrantTTL: cfg.Policy.GrantTTL, DefaultTimeout: cfg.Approvals.Timeout, StaleAfter: cfg.Policy.StaleAfter,
+		GrantTTL: cfg.Policy.GrantTTL, AllowFor: cfg.Approvals.AllowFor, SessionTTL: cfg.Approvals.SessionTTL, DefaultTimeout: cfg.Approvals.Timeout, StaleAfter: cfg.Policy.StaleAfter,
 		Retention: cfg.Approvals.Retention, Now: o.Now, Logger: o.Logger, Observer: metrics,
 		CallbackKey:      func(agent string) []byte { return srv.CallbackKey(agent) },
 		CallbackAllowed:  func(agent, url string) (callbackurl.Allowed, error) { return srv.CallbackAllowed(agent, url) },

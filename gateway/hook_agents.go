@@ -87,7 +87,7 @@ func (s *Server) askAll(ctx context.Context, a *Agent, calls []hooks.Call, wait 
 	for i, c := range calls {
 		sub, err := s.submission(a, requestBody{
 			CallID: c.CallID, Capability: c.Capability, Target: c.Target, Intent: c.Intent,
-			Executor: c.Executor, Summary: c.Summary, Args: c.Args, TimeoutS: wait.Seconds(), Ask: c.Ask,
+			Executor: c.Executor, Summary: c.Summary, Args: c.Args, TimeoutS: wait.Seconds(), Ask: c.Ask, SessionID: c.SessionID,
 		})
 		if err != nil {
 			withdrawAll()

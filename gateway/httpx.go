@@ -116,6 +116,8 @@ func (s *Server) errorResponse(w http.ResponseWriter, r *http.Request, err error
 		writeError(w, http.StatusNotFound, "not_found", "not found")
 	case errors.Is(err, approvals.ErrAllowAlwaysRefused), errors.Is(err, policy.ErrGrantNotAllowed):
 		writeError(w, http.StatusBadRequest, "allow_always_refused", cleanMsg(err))
+	case errors.Is(err, approvals.ErrNotOffered):
+		writeError(w, http.StatusBadRequest, "not_offered", cleanMsg(err))
 	case errors.As(err, &fe):
 		writeError(w, http.StatusBadRequest, "invalid_"+fe.Field, fe.Error())
 	case errors.Is(err, approvals.ErrInvalid), errors.Is(err, policy.ErrInvalid), errors.Is(err, policy.ErrUnknownCapability),

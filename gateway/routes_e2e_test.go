@@ -275,6 +275,20 @@ func (g *routesGW) tap(who tgbotapi.User, card telegramtest.Message, label strin
 	return a
 }
 
+// tapAlways taps Allow always on a Telegram card, then the narrowest scope
+// of the keyboard it opens, and returns the answer to the scope's tap.
+func (g *routesGW) tapAlways(who tgbotapi.User, card telegramtest.Message) telegramtest.Answer {
+	g.t.Helper()
+	g.tap(who, card, "Allow always")
+	var scopes telegramtest.Message
+	g.tg.WaitUntil(g.t, rtWait, "the scope keyboard", func() bool {
+		scopes, _ = g.tg.Message(card.ChatID, card.ID)
+		bs := scopes.Buttons()
+		return len(bs) > 0 && bs[len(bs)-1].Text == "← Back"
+	})
+	return g.tap(who, scopes, scopes.Buttons()[0].Text)
+}
+
 // click presses a Slack button as user and returns what they were told
 // privately ("" when nothing).
 func (g *routesGW) click(user, id string, card slacktest.Message, action string, wantAnswer bool) string {
@@ -386,10 +400,10 @@ func TestRoutes_QuorumTelegramAndSlack(t *testing.T) {
 		}
 
 		// Roberto allows always on Telegram: 1 of 2, on both cards, buttons kept.
-		wantIn(t, "Roberto's answer", g.tap(rtRoberto, card, "Allow always").Text, "1 of 2 approvals")
+		wantIn(t, "Roberto's answer", g.tapAlways(rtRoberto, card).Text, "1 of 2 approvals")
 		progress := "1 of 2 approvals: Roberto ✅ (Allow always) · waiting for 1 more"
 		card = g.tgCard(id, func(m telegramtest.Message) bool { return strings.Contains(m.Text, progress) })
-		if len(card.Buttons()) != 3 {
+		if len(card.Buttons()) != 4 {
 			t.Fatalf("telegram buttons after one approval: %v", card.Buttons())
 		}
 		scard = g.slackCard(id, func(m slacktest.Message) bool { return strings.Contains(m.Blocks, progress) })
@@ -452,7 +466,7 @@ func TestRoutes_DenyAfterAllow(t *testing.T) {
 	answer := g.ask("fs:write", "/srv/deny.txt", "30s")
 	id := g.pendingID("/srv/deny.txt")
 	card := g.tgCard(id, nil)
-	g.tap(rtRoberto, card, "Allow always")
+	g.tapAlways(rtRoberto, card)
 	scard := g.slackCard(id, func(m slacktest.Message) bool { return strings.Contains(m.Blocks, "1 of 2") })
 	g.click(rtAnna, id, scard, cards.SlackActionDeny, false)
 	r := agentAnswer(t, answer)
@@ -470,7 +484,7 @@ func TestRoutes_RestartKeepsFirstApproval(t *testing.T) {
 	g := newRoutesGW(t, quorumRoute)
 	g.ask("fs:write", "/srv/restart.txt", "1s")
 	id := g.pendingID("/srv/restart.txt")
-	g.tap(rtRoberto, g.tgCard(id, nil), "Allow always")
+	g.tapAlways(rtRoberto, g.tgCard(id, nil))
 	scard := g.slackCard(id, func(m slacktest.Message) bool { return strings.Contains(m.Blocks, "1 of 2") })
 	g.restart()
 	if r, _ := g.app.Service.Get(context.Background(), id); r.Status != approvals.StatusPending || r.AllowCount() != 1 {

@@ -222,6 +222,8 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("POST /v1/policy/rules", admin(s.addRule))
 	mux.Handle("PATCH /v1/policy/rules/{id}", admin(s.updateRule))
 	mux.Handle("DELETE /v1/policy/rules/{id}", admin(s.removeRule))
+	mux.Handle("POST /v1/policy/simulate", admin(s.simulate))
+	mux.Handle("GET /v1/policy/suggestions", admin(s.suggestions))
 	mux.Handle("GET /v1/audit", admin(s.listAudit))
 	mux.HandleFunc("GET /v1/policy/registry", s.registry)
 	mux.HandleFunc("GET /v1/policy/table", s.table)

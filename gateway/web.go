@@ -127,6 +127,36 @@ func (w *web) cardOf(ctx context.Context, r approvals.Request) pendingCard {
 		PagePath: cards.RequestPath(r.ID)}
 }
 
+// suggestionRow is one suggestion as the page shows it: the rule's fields
+// as Add this rule posts them, and the same made safe to read.
+type suggestionRow struct {
+	Suggestion
+	ShownTarget, ShownScope string
+}
+
+// webSuggestWindow and webSuggestMin are the page's Suggestions: the last
+// week, families allowed at least three times.
+const (
+	webSuggestWindow = 7 * 24 * time.Hour
+	webSuggestMin    = 3
+)
+
+// suggestionRows lists the page's suggestions; a failure shows none (it
+// is logged): the page's other lists matter more.
+func (w *web) suggestionRows(ctx context.Context) []suggestionRow {
+	list, err := w.s.Suggest(ctx, webSuggestWindow, webSuggestMin)
+	if err != nil {
+		w.s.log.Error("web page: suggestions", "err", err)
+		return nil
+	}
+	out := make([]suggestionRow, len(list))
+	for i, sg := range list {
+		out[i] = suggestionRow{Suggestion: sg, ShownTarget: cards.SafeIn(sg.Target, w.loc),
+			ShownScope: cards.SafeIn(sg.Agent+" · "+sg.Channel+"/"+sg.SenderID, w.loc)}
+	}
+	return out
+}
+
 // grantRow is one active grant.
 type grantRow struct {
 	policy.Grant
@@ -156,8 +186,12 @@ type pageData struct {
 	// Rules are every rule with its source; run-time ones can be removed.
 	Rules            []ruleRow
 	RuleCapabilities []string // the add form's choices
-	State            string   // fingerprint of the lists; the page reloads when it changes
-	Refresh          int      // seconds between checks
+	// Suggestions are the approve rules learned from the last week's
+	// allows (at least 3), each with Add this rule; read for the page
+	// only, not for its fingerprint.
+	Suggestions []suggestionRow
+	State       string // fingerprint of the lists; the page reloads when it changes
+	Refresh     int    // seconds between checks
 }
 
 // load reads the three lists and their fingerprint.
@@ -187,6 +221,7 @@ func (w *web) load(ctx context.Context) (pageData, error) {
 	}
 	for _, g := range grants {
 		g.Capability, g.Target, g.GrantedBy = cards.SafeIn(g.Capability, w.loc), cards.SafeIn(g.Target, w.loc), cards.SafeIn(g.GrantedBy, w.loc)
+		g.Agent, g.SessionID = cards.SafeIn(g.Agent, w.loc), cards.SafeIn(g.SessionID, w.loc)
 		d.Grants = append(d.Grants, grantRow{Grant: g, Principal: cards.SafeIn(g.Channel+"/"+g.SenderID, w.loc)})
 		fmt.Fprintf(h, "g%d;", g.ID)
 	}
@@ -217,6 +252,7 @@ func (w *web) page(rw http.ResponseWriter, r *http.Request) {
 	}
 	d.CSRF, d.User = sessionOf(r).CSRF, sessionOf(r).User
 	d.Flash = w.takeFlash(rw, r)
+	d.Suggestions = w.suggestionRows(r.Context())
 	w.render(rw, r, http.StatusOK, "page.html", &d)
 }
 
@@ -247,7 +283,12 @@ func (w *web) decide(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	actor := w.actor(r)
-	req, err := w.s.svc.Decide(r.Context(), id, d, actor)
+	ch, err := w.choice(r.Context(), id, d, r.PostFormValue("scope_index"), r.PostFormValue("duration"))
+	if err != nil {
+		w.redirect(rw, r, w.decideFailure(err))
+		return
+	}
+	req, err := w.s.svc.DecideChoice(r.Context(), id, ch, actor)
 	var already *approvals.AlreadyDecidedError
 	if errors.As(err, &already) && already.Request.DecidedBy == actor.String() &&
 		already.Request.Decision != nil && *already.Request.Decision == d {
@@ -265,6 +306,27 @@ func (w *web) decide(rw http.ResponseWriter, r *http.Request) {
 	w.redirect(rw, r, flash{Text: w.loc.T("web.decided", cards.SafeIn(cards.StatusLine(req, w.loc), w.loc), req.Capability, target)})
 }
 
+// choice reads the scope (an index into the request's scopes, as the
+// page's select offers them) and the while of a decision from the form.
+func (w *web) choice(ctx context.Context, id string, d approvals.Decision, scopeIndex, while string) (approvals.Choice, error) {
+	ch := approvals.Choice{Decision: d}
+	if while != "" {
+		dur, err := approvals.ParseWhile(while)
+		if err != nil {
+			return ch, err
+		}
+		ch.Duration = dur
+	}
+	if scopeIndex == "" {
+		return ch, nil
+	}
+	req, err := w.s.svc.Get(ctx, id)
+	if err != nil {
+		return ch, err
+	}
+	return approvals.ChoiceOfScope(req, ch, scopeIndex)
+}
+
 // decideFailure is what the owner reads when a decision was not recorded.
 func (w *web) decideFailure(err error) flash {
 	var already *approvals.AlreadyDecidedError
@@ -273,6 +335,8 @@ func (w *web) decideFailure(err error) flash {
 		return flash{Error: true, Text: alreadyDecided(already.Request, w.loc)}
 	case errors.Is(err, approvals.ErrAllowAlwaysRefused), errors.Is(err, policy.ErrGrantNotAllowed):
 		return flash{Error: true, Text: w.loc.T("web.allow_always_refused", cleanMsg(err))}
+	case errors.Is(err, approvals.ErrNotOffered):
+		return flash{Error: true, Text: w.loc.T("web.not_offered", cleanMsg(err))}
 	case errors.Is(err, approvals.ErrNotFound):
 		return flash{Error: true, Text: w.loc.T("web.request_gone")}
 	case errors.Is(err, approvals.ErrNotApprover):
@@ -425,7 +489,7 @@ func buttonClass(d approvals.Decision) string {
 	switch d {
 	case approvals.AllowOnce:
 		return "allow"
-	case approvals.AllowAlways:
+	case approvals.AllowAlways, approvals.AllowFor, approvals.AllowSession:
 		return "always"
 	}
 	return "deny"

@@ -248,12 +248,13 @@ func TestWeb_PendingCards(t *testing.T) {
 		!slices.Equal(fw.Vaglio.Factors, []string{vaglio.FactorIntentNamesExecutor}) {
 		t.Errorf("the API's vaglio verdict lost the judge's reason or factors: %+v", fw.Vaglio)
 	}
-	t.Run("fs:write has three buttons and says what Allow always grants", func(t *testing.T) {
+	t.Run("fs:write has four buttons and says what Allow always grants", func(t *testing.T) {
 		card := cardOf(t, page, fw.ID)
-		if n := strings.Count(card, `action="/web/decide"`); n != 3 {
-			t.Errorf("%d decide forms, want 3:\n%s", n, card)
+		if n := strings.Count(card, `action="/web/decide"`); n != 4 {
+			t.Errorf("%d decide forms, want 4:\n%s", n, card)
 		}
-		for _, want := range []string{`value="allow_once"`, `value="allow_always"`, `value="deny"`,
+		for _, want := range []string{`value="allow_once"`, `value="allow_always"`, `value="deny"`, `value="allow_for"`,
+			`name="duration" value="1h"`, `<select name="scope_index"`, `<option value="1">/home/u/invoices/*.pdf</option>`,
 			"/home/u/invoices/04.pdf", "save the invoice", "invoice_saver", "Supervised", "critical",
 			"Allow always grants fs:write on /home/u/invoices/04.pdf to web/owner until ", "Vaglio", "Expires",
 			">in 9 min</span>, ", " JST</dd>",

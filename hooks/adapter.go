@@ -157,6 +157,7 @@ func calls(ev Event, label, executor string, cs []Call) []Call {
 	for i := range cs {
 		cs[i].Executor = executor
 		cs[i].Summary = summary(label, ev)
+		cs[i].SessionID = ev.SessionID
 		cs[i].CallID = id
 		if id != "" && len(cs) > 1 {
 			cs[i].CallID = fmt.Sprintf("%s#%d", id, i+1)

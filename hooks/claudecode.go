@@ -142,6 +142,7 @@ func Decode(r io.Reader) (Event, error) {
 // /v1/requests body that the hook fills.
 type Call struct {
 	CallID     string // the tool_use_id: asking twice about one tool call finds the same request
+	SessionID  string // the agent's session id, for Allow this session
 	Capability string
 	Target     string
 	Intent     string
@@ -164,6 +165,7 @@ func Map(ev Event, tools map[string]string) (Call, error) {
 	}
 	c.Executor = Executor
 	c.Summary = summary("Claude Code", ev)
+	c.SessionID = ev.SessionID
 	return c, nil
 }
 

@@ -90,9 +90,12 @@ type Input struct {
 	Requested  Level // 0 = the profile's ceiling
 	Channel    string
 	SenderID   string
-	Intent     string
-	Executor   string
-	Args       map[string]any
+	// SessionID is the agent's session (empty: none): session grants
+	// match only their own agent's requests in their own session.
+	SessionID string
+	Intent    string
+	Executor  string
+	Args      map[string]any
 	// Context is the request's declared context (the vaglio seed's:
 	// mode, step, critical, …), for vaglio only.
 	Context map[string]any
@@ -136,7 +139,7 @@ type Decision struct {
 
 // GrantFinder finds the active grant covering a target (see GrantStore).
 type GrantFinder interface {
-	FindMatching(ctx context.Context, p Principal, capability, target string) (*Grant, error)
+	FindMatching(ctx context.Context, p Principal, s Session, capability, target string) (*Grant, error)
 	// Touch records that g decided a request (its last_used_at).
 	Touch(ctx context.Context, g *Grant) error
 }
@@ -276,7 +279,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 			// A require_approval rule means "ask every time": grants do not lift it.
 			trace("grants", "", "not consulted: rule %s requires approval", m.Rule.Label())
 		} else if d.Grants != nil && c.DefaultApproval != ApprovalAlways {
-			g, err := d.Grants.FindMatching(ctx, Principal{in.Channel, in.SenderID}, c.Name, in.Target)
+			g, err := d.Grants.FindMatching(ctx, Principal{in.Channel, in.SenderID}, Session{in.Profile.Agent, in.SessionID}, c.Name, in.Target)
 			if err != nil {
 				return Decision{}, fmt.Errorf("decide: %w", err)
 			}

@@ -69,14 +69,14 @@ func (s *GrantStore) activeFor(ctx context.Context, p Principal, capability stri
 }
 
 // FindMatching is GrantStore.FindMatching through the cache.
-func (c *GrantCache) FindMatching(ctx context.Context, p Principal, capability, target string) (*Grant, error) {
+func (c *GrantCache) FindMatching(ctx context.Context, p Principal, ss Session, capability, target string) (*Grant, error) {
 	cp, err := Lookup(capability)
 	if err != nil {
 		return nil, err
 	}
 	ver, err := c.version.Current(ctx)
 	if err != nil {
-		return c.store.FindMatching(ctx, p, capability, target)
+		return c.store.FindMatching(ctx, p, ss, capability, target)
 	}
 	key := cacheKey{p.Channel, p.SenderID, capability}
 	c.mu.Lock()
@@ -113,7 +113,7 @@ func (c *GrantCache) FindMatching(ctx context.Context, p Principal, capability, 
 			if best != nil && g.ID >= best.ID {
 				break
 			}
-			if (g.ExpiresAt == nil || g.ExpiresAt.After(now)) && c.store.norm.MatchGrant(cp.TargetKind, g.Target, target) {
+			if (g.ExpiresAt == nil || g.ExpiresAt.After(now)) && g.covers(ss) && c.store.norm.MatchGrant(cp.TargetKind, g.Target, target) {
 				best = g
 				break
 			}

@@ -24,14 +24,14 @@ func TestGrantCache_SeesOtherProcessRevoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := cache.FindMatching(ctx, p, "fs:write", "/a/inv/04.pdf"); got == nil || got.ID != g.ID {
+	if got, _ := cache.FindMatching(ctx, p, policy.Session{}, "fs:write", "/a/inv/04.pdf"); got == nil || got.ID != g.ID {
 		t.Fatalf("before revoke: %+v, want grant %d", got, g.ID)
 	}
 	other := storagetest.Reopen(t, db) // as another process, or another replica
 	if ok, err := policy.NewGrantStore(other, testNorm, time.Now).Revoke(ctx, g.ID, "revoked", "cli"); !ok || err != nil {
 		t.Fatalf("revoke: %v %v", ok, err)
 	}
-	if got, _ := cache.FindMatching(ctx, p, "fs:write", "/a/inv/04.pdf"); got != nil {
+	if got, _ := cache.FindMatching(ctx, p, policy.Session{}, "fs:write", "/a/inv/04.pdf"); got != nil {
 		t.Fatalf("after revoke in another handle: grant %d still matches", got.ID)
 	}
 	// A new grant from elsewhere is seen at once too.
@@ -40,7 +40,7 @@ func TestGrantCache_SeesOtherProcessRevoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := cache.FindMatching(ctx, p, "fs:write", "/a/inv/04.pdf"); got == nil || got.ID != g2.ID {
+	if got, _ := cache.FindMatching(ctx, p, policy.Session{}, "fs:write", "/a/inv/04.pdf"); got == nil || got.ID != g2.ID {
 		t.Fatalf("new grant from another handle: %+v, want %d", got, g2.ID)
 	}
 }
@@ -81,8 +81,8 @@ func TestGrantCache_AgreesWithStore(t *testing.T) {
 			if rng.IntN(2) == 0 {
 				capName, target = "network:http", []string{"example.com", "api.example.com", "x.a.b.example.com", "other.org"}[rng.IntN(4)]
 			}
-			want, err1 := store.FindMatching(ctx, p, capName, target)
-			got, err2 := cache.FindMatching(ctx, p, capName, target)
+			want, err1 := store.FindMatching(ctx, p, policy.Session{}, capName, target)
+			got, err2 := cache.FindMatching(ctx, p, policy.Session{}, capName, target)
 			if err1 != nil || err2 != nil {
 				t.Fatal(err1, err2)
 			}

@@ -41,7 +41,25 @@ type Grant struct {
 	RevokedAt    *time.Time `json:"revoked_at"`
 	RevokeReason *string    `json:"revoke_reason"`
 	Active       bool       `json:"active"`
-	RequestID    string     `json:"-"`
+	// Agent and SessionID are set on a session grant (Allow this
+	// session): it matches only that agent's requests in that session.
+	// Both are empty on every other grant.
+	Agent     string `json:"agent"`
+	SessionID string `json:"session_id"`
+	RequestID string `json:"-"`
+}
+
+// Session is the agent and session a request comes from, for session
+// grants; the zero Session matches no session grant.
+type Session struct {
+	Agent string
+	ID    string
+}
+
+// covers reports whether g may decide a request of s: every grant without
+// a session, and a session grant only for its own agent and session.
+func (g *Grant) covers(s Session) bool {
+	return g.SessionID == "" || s.ID != "" && g.SessionID == s.ID && g.Agent == s.Agent
 }
 
 // NewGrant is what Record writes. TTL 0 means no expiry.
@@ -52,6 +70,8 @@ type NewGrant struct {
 	GrantedBy  string
 	TTL        time.Duration
 	RequestID  string // the request whose Allow always wrote it, if any
+	// Session, when set, makes a session grant (see Grant.Agent).
+	Session Session
 }
 
 // touchEvery is how stale last_used_at may get before a decision rewrites
@@ -90,8 +110,8 @@ func (s *GrantStore) Record(ctx context.Context, g NewGrant) (Grant, error) {
 }
 
 const insertGrant = `INSERT INTO grants
-(channel, sender_id, capability, target, anchor, granted_at, expires_at, granted_by, request_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`
+(channel, sender_id, capability, target, anchor, granted_at, expires_at, granted_by, request_id, agent, session_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`
 
 // RecordTx writes a grant and its audit row through q, a transaction the
 // caller owns (the approval flow writes the decision and the grant together).
@@ -119,6 +139,12 @@ func (s *GrantStore) RecordTx(ctx context.Context, q storage.Querier, g NewGrant
 	if g.TTL < 0 {
 		return Grant{}, fmt.Errorf("record grant: negative ttl %s", g.TTL)
 	}
+	if (g.Session.ID == "") != (g.Session.Agent == "") {
+		return Grant{}, fmt.Errorf("record grant: a session grant needs both its agent and its session id")
+	}
+	if g.Session.ID != "" && g.TTL == 0 {
+		return Grant{}, fmt.Errorf("record grant: a session grant must expire")
+	}
 	target := g.Target
 	switch c.TargetKind {
 	case KindNone:
@@ -135,6 +161,7 @@ func (s *GrantStore) RecordTx(ctx context.Context, q storage.Querier, g NewGrant
 	out := Grant{
 		Channel: g.Channel, SenderID: g.SenderID, Capability: c.Name, Target: target,
 		GrantedAt: now.Truncate(time.Microsecond), GrantedBy: g.GrantedBy, Active: true, RequestID: g.RequestID,
+		Agent: g.Session.Agent, SessionID: g.Session.ID,
 	}
 	var expires any
 	if g.TTL > 0 {
@@ -144,13 +171,13 @@ func (s *GrantStore) RecordTx(ctx context.Context, q storage.Querier, g NewGrant
 	}
 	err = q.QueryRowContext(ctx, insertGrant, g.Channel, g.SenderID, c.Name, target,
 		s.norm.Anchor(c.TargetKind, target), storage.FormatTime(now), expires, g.GrantedBy,
-		sql.NullString{String: g.RequestID, Valid: g.RequestID != ""}).Scan(&out.ID)
+		sql.NullString{String: g.RequestID, Valid: g.RequestID != ""}, g.Session.Agent, g.Session.ID).Scan(&out.ID)
 	if err != nil {
 		return Grant{}, fmt.Errorf("record grant: %w", err)
 	}
 	err = storage.AppendAudit(ctx, q, storage.AuditEvent{
 		At: now, Actor: g.GrantedBy, Event: storage.AuditGrantWritten, RequestID: g.RequestID, GrantID: out.ID,
-		Detail: map[string]any{"channel": g.Channel, "sender_id": g.SenderID, "capability": c.Name, "target": target},
+		Detail: grantDetail(g, c.Name, target),
 	})
 	if err != nil {
 		return Grant{}, err
@@ -159,7 +186,16 @@ func (s *GrantStore) RecordTx(ctx context.Context, q storage.Querier, g NewGrant
 }
 
 const grantColumns = `id, channel, sender_id, capability, target, granted_at, expires_at, granted_by,
-last_used_at, revoked_at, revoke_reason, COALESCE(request_id, '')`
+last_used_at, revoked_at, revoke_reason, COALESCE(request_id, ''), agent, session_id`
+
+// grantDetail is the audit detail of a grant written.
+func grantDetail(g NewGrant, capability, target string) map[string]any {
+	d := map[string]any{"channel": g.Channel, "sender_id": g.SenderID, "capability": capability, "target": target}
+	if g.Session.ID != "" {
+		d["agent"], d["session_id"] = g.Session.Agent, g.Session.ID
+	}
+	return d
+}
 
 // findCandidates uses grants_lookup: one indexed probe per anchor. The
 // INDEXED BY is needed: without statistics SQLite prefers grants_principal
@@ -180,8 +216,9 @@ ORDER BY id`
 const touchGrant = `UPDATE grants SET last_used_at = $1 WHERE id = $2 AND revoked_at IS NULL`
 
 // FindMatching returns the active grant of p that covers target for the
-// capability, or nil. Revoked and expired grants never match.
-func (s *GrantStore) FindMatching(ctx context.Context, p Principal, capability, target string) (*Grant, error) {
+// capability, or nil. Revoked and expired grants never match, nor a
+// session grant of another agent or session than ss.
+func (s *GrantStore) FindMatching(ctx context.Context, p Principal, ss Session, capability, target string) (*Grant, error) {
 	c, err := Lookup(capability)
 	if err != nil {
 		return nil, err
@@ -212,7 +249,7 @@ func (s *GrantStore) FindMatching(ctx context.Context, p Principal, capability, 
 			rows.Close()
 			return nil, fmt.Errorf("find grant: %w", err)
 		}
-		if found == nil && s.norm.MatchGrant(c.TargetKind, g.Target, target) {
+		if found == nil && g.covers(ss) && s.norm.MatchGrant(c.TargetKind, g.Target, target) {
 			found = &g
 		}
 	}
@@ -362,7 +399,7 @@ func scanGrant(sc scanner, now time.Time) (Grant, error) {
 	var granted string
 	var expires, used, revoked, reason sql.NullString
 	if err := sc.Scan(&g.ID, &g.Channel, &g.SenderID, &g.Capability, &g.Target, &granted, &expires,
-		&g.GrantedBy, &used, &revoked, &reason, &g.RequestID); err != nil {
+		&g.GrantedBy, &used, &revoked, &reason, &g.RequestID, &g.Agent, &g.SessionID); err != nil {
 		return Grant{}, err
 	}
 	var err error

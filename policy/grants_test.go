@@ -60,7 +60,7 @@ func TestGrants_RoundTrip(t *testing.T) {
 			if got.RequestID != "req-1" || got.LastUsedAt != nil || got.RevokedAt != nil || got.RevokeReason != nil {
 				t.Errorf("Get = %+v: want request req-1, never used, not revoked", got)
 			}
-			found, err := s.FindMatching(ctx, p, tc.capability, tc.covers)
+			found, err := s.FindMatching(ctx, p, policy.Session{}, tc.capability, tc.covers)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +101,7 @@ func TestGrants_RelativeTildeNotWidened(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.target, func(t *testing.T) {
-			found, err := s.FindMatching(ctx, roberto, "fs:write", tc.target)
+			found, err := s.FindMatching(ctx, roberto, policy.Session{}, "fs:write", tc.target)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,7 +180,7 @@ func TestGrants_UnknownCapabilityRefused(t *testing.T) {
 			if !errors.Is(err, policy.ErrUnknownCapability) {
 				t.Errorf("Record err = %v, want ErrUnknownCapability", err)
 			}
-			if _, err := s.FindMatching(context.Background(), roberto, c, "/x"); !errors.Is(err, policy.ErrUnknownCapability) {
+			if _, err := s.FindMatching(context.Background(), roberto, policy.Session{}, c, "/x"); !errors.Is(err, policy.ErrUnknownCapability) {
 				t.Errorf("FindMatching err = %v, want ErrUnknownCapability", err)
 			}
 		})
@@ -225,11 +225,11 @@ func TestGrants_RevokeDeactivates(t *testing.T) {
 		t.Fatalf("Revoke unknown = %v, %v; want false, nil", changed, err)
 	}
 
-	found, err := s.FindMatching(ctx, roberto, "fs:read", "/home/r/inv/04.pdf")
+	found, err := s.FindMatching(ctx, roberto, policy.Session{}, "fs:read", "/home/r/inv/04.pdf")
 	if err != nil || found != nil {
 		t.Fatalf("FindMatching after revoke = %+v, %v; want nil", found, err)
 	}
-	if found, _ := s.FindMatching(ctx, roberto, "fs:read", "/home/r/other/a"); found == nil || found.ID != other.ID {
+	if found, _ := s.FindMatching(ctx, roberto, policy.Session{}, "fs:read", "/home/r/other/a"); found == nil || found.ID != other.ID {
 		t.Errorf("revoking one grant affected another: %+v", found)
 	}
 	got, err := s.Get(ctx, g.ID)
@@ -324,7 +324,7 @@ func TestGrants_ExpiredInactive(t *testing.T) {
 	for _, st := range steps {
 		clk.Advance(st.advance)
 		t.Run(st.name, func(t *testing.T) {
-			found, err := s.FindMatching(ctx, roberto, "fs:read", "/home/r/inv/04.pdf")
+			found, err := s.FindMatching(ctx, roberto, policy.Session{}, "fs:read", "/home/r/inv/04.pdf")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -354,7 +354,7 @@ func TestGrants_ExpiredInactive(t *testing.T) {
 			if n, _ := s.CountActive(ctx); n != len(active) {
 				t.Errorf("CountActive %d, want %d", n, len(active))
 			}
-			if f, _ := s.FindMatching(ctx, roberto, "fs:read", "/home/r/keep/x"); f == nil || f.ID != forever.ID {
+			if f, _ := s.FindMatching(ctx, roberto, policy.Session{}, "fs:read", "/home/r/keep/x"); f == nil || f.ID != forever.ID {
 				t.Error("a grant without expiry stopped matching")
 			}
 		})
@@ -517,7 +517,7 @@ func TestGrants_AnchorIndexFindsEveryPatternKind(t *testing.T) {
 			if !testNorm.MatchGrant(c.TargetKind, g.Target, tc.target) {
 				t.Fatalf("test case wrong: %q does not match %q", g.Target, tc.target)
 			}
-			found, err := s.FindMatching(ctx, p, tc.capability, tc.target)
+			found, err := s.FindMatching(ctx, p, policy.Session{}, tc.capability, tc.target)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -101,7 +101,7 @@ func (f *fakeFinder) add(p policy.Principal, capability, target string) int64 {
 	return id
 }
 
-func (f *fakeFinder) FindMatching(_ context.Context, p policy.Principal, capability, target string) (*policy.Grant, error) {
+func (f *fakeFinder) FindMatching(_ context.Context, p policy.Principal, _ policy.Session, capability, target string) (*policy.Grant, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.finds++
@@ -1277,7 +1277,7 @@ func TestDecide_RequireApprovalRuleIgnoresGrants(t *testing.T) {
 // fakeGrants finds its one grant for any request.
 type fakeGrants struct{ g *policy.Grant }
 
-func (f fakeGrants) FindMatching(context.Context, policy.Principal, string, string) (*policy.Grant, error) {
+func (f fakeGrants) FindMatching(context.Context, policy.Principal, policy.Session, string, string) (*policy.Grant, error) {
 	return f.g, nil
 }
 func (f fakeGrants) Touch(context.Context, *policy.Grant) error { return nil }

@@ -36,6 +36,7 @@ func cmdAsk(e *env, args []string) error {
 	fs.StringVar(&req.Autonomy, "autonomy", "", "lower the agent's ceiling for this request: ReadOnly, Supervised, Full")
 	fs.StringVar(&req.Channel, "channel", "", "principal channel whose grants apply (with --sender)")
 	fs.StringVar(&req.SenderID, "sender", "", "principal sender id whose grants apply (with --channel)")
+	fs.StringVar(&req.SessionID, "session", "", "the agent's session id (Allow this session grants match only it)")
 	fs.StringVar(&req.GrantTarget, "grant-target", "", "what Allow always should grant, e.g. /srv/app/**")
 	fs.StringVar(&req.CallID, "call-id", "", "your id for this call: asking again with it finds the same request")
 	durationVar(fs, &req.Timeout, "timeout", 0, "how long the request waits for a person before it expires (default approvals.timeout)")

@@ -68,7 +68,7 @@ func openGrants(e *env, cfg config.Config) (*storage.DB, *policy.GrantStore, err
 
 func cmdPolicy(e *env, args []string) error {
 	if len(args) == 0 {
-		return usagef("policy: missing subcommand (registry, table, check, grants, grant, revoke, rules)")
+		return usagef("policy: missing subcommand (registry, table, check, grants, grant, revoke, rules, test, simulate, suggest)")
 	}
 	sub, rest := args[0], args[1:]
 	if isHelp(sub) {
@@ -89,8 +89,14 @@ func cmdPolicy(e *env, args []string) error {
 		return policyRevoke(e, rest)
 	case "rules":
 		return policyRules(e, rest)
+	case "test":
+		return policyTest(e, rest)
+	case "simulate":
+		return policySimulate(e, rest)
+	case "suggest":
+		return policySuggest(e, rest)
 	}
-	return usagef("policy: unknown subcommand %q (registry, table, check, grants, grant, revoke, rules)", sub)
+	return usagef("policy: unknown subcommand %q (registry, table, check, grants, grant, revoke, rules, test, simulate, suggest)", sub)
 }
 
 func noPositional(name string, pos []string) error {

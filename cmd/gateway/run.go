@@ -64,12 +64,16 @@ Usage:
   gateway policy revoke ID
   gateway policy rules [add|update ID|rm ID] [--capability C --target T --action A
                        --sender S --agent A --channel C --position top|bottom|N]
+  gateway policy test [--config F] FILE
+  gateway policy simulate [--since 7d] [--add-rule CAP:TARGET:ACTION]… [--remove-rule ID]… [--level AGENT=LEVEL]…
+                       [--url URL] [--token TOKEN]
+  gateway policy suggest [--since 7d] [--min 3] [--url URL] [--token TOKEN]
   gateway prune [--dry-run]
   gateway audit [--since 24h|TIME] [--until …] [--agent ID] [--request ID] [--event NAME] [--actor …]
                 [--capability CAP] [--after SEQ] [--limit N] [--format text|jsonl|csv] [--follow] [--cursor FILE]
   gateway audit verify [--expect SEQ:HASH]
   gateway ask --capability CAP [--target T] [--intent …] [--executor …] [--summary …] [--autonomy LEVEL]
-              [--channel C --sender S] [--grant-target PATTERN] [--call-id ID] [--timeout 10m] [--wait 10m]
+              [--channel C --sender S] [--session ID] [--grant-target PATTERN] [--call-id ID] [--timeout 10m] [--wait 10m]
               [--json] [--url URL] [--token TOKEN]
   gateway ask --list [--include-blocked]
   gateway hook claude-code|codex|gemini|cursor [--wait 9m] [--no-ask] [--url URL] [--token TOKEN]

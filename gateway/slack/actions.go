@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	slackapi "github.com/slack-go/slack"
@@ -141,7 +142,11 @@ func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.Interacti
 		return
 	}
 	a := acts[0]
-	cb, err := cards.ParseSlackAction(a.BlockID, a.ActionID, a.Value)
+	value := a.Value
+	if a.ActionID == cards.SlackActionScope {
+		value = a.SelectedOption.Value // a select's choice
+	}
+	cb, err := cards.ParseSlackAction(a.BlockID, a.ActionID, value)
 	if err != nil {
 		m.log.Warn("refused an unexpected Slack action", "user_id", ic.User.ID,
 			"action_id", fmt.Sprintf("%.64q", a.ActionID), "err", err)
@@ -155,7 +160,32 @@ func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.Interacti
 	// Who may decide is the request's route's to say (people outside
 	// slack.approvers, members of a user group): the service checks.
 	actor := approvals.Actor{Channel: Name, ID: ic.User.ID, Name: ic.User.Name, Outsider: !m.approver[ic.User.ID]}
-	r, err := m.svc.Decide(ctx, cb.RequestID, cb.Decision, actor)
+	if cb.Menu {
+		m.chooseScope(ctx, ic, cb, answer)
+		return
+	}
+	ch := approvals.Choice{Decision: cb.Decision, Duration: cb.For}
+	if cb.Scope > 0 {
+		// The button names the scope its confirm dialog named; the select
+		// beside it must still say the same, or the person confirmed one
+		// scope while the select showed another.
+		if st := ic.BlockActionState; st != nil {
+			if sel, ok := st.Values[a.BlockID][cards.SlackActionScope]; ok &&
+				sel.SelectedOption.Value != "" && sel.SelectedOption.Value != strconv.Itoa(cb.Scope-1) {
+				answer(m.loc.T("slack.scope_changed"))
+				return
+			}
+		}
+		cur, err := m.svc.Get(ctx, cb.RequestID)
+		if err == nil {
+			ch, err = approvals.ChoiceOfScope(cur, ch, strconv.Itoa(cb.Scope-1))
+		}
+		if err != nil && !errors.Is(err, approvals.ErrNotFound) {
+			answer(m.decideRefusal(err, cb.RequestID))
+			return
+		}
+	}
+	r, err := m.svc.DecideChoice(ctx, cb.RequestID, ch, actor)
 	if errors.Is(err, approvals.ErrNotApprover) {
 		m.log.Warn("refused a decision from a non-approver", "user_id", ic.User.ID, "request_id", cb.RequestID)
 		if actor.Outsider {
@@ -177,6 +207,35 @@ func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.Interacti
 	m.log.Info("decided in slack", "request_id", r.ID, "decision", string(cb.Decision), "user_id", ic.User.ID)
 }
 
+// chooseScope answers a choice in a card's scope select: the card is drawn
+// again with that scope chosen, so Allow always's confirm dialog names it.
+// It decides nothing. Only a card in a channel is redrawn (the Home tab's
+// cards keep the narrowest scope).
+func (m *Messenger) chooseScope(ctx context.Context, ic slackapi.InteractionCallback, cb cards.Callback, answer func(string)) {
+	r, err := m.svc.Get(ctx, cb.RequestID)
+	if err != nil {
+		answer(m.decideRefusal(err, cb.RequestID))
+		return
+	}
+	if r.Status.Finished() {
+		return // the dispatcher has redrawn, or is redrawing, the finished card
+	}
+	c := m.card(r)
+	if cb.Scope-1 >= len(c.Scopes) {
+		answer(m.decideRefusal(approvals.ErrNotOffered, cb.RequestID))
+		return
+	}
+	ch, ts := ic.Container.ChannelID, ic.Container.MessageTs
+	if ch == "" || ts == "" {
+		return
+	}
+	msg := cards.Slack(c.WithScope(cb.Scope - 1))
+	if _, _, _, err := m.api.UpdateMessageContext(ctx, ch, ts, slackapi.MsgOptionText(msg.Text, false),
+		slackapi.MsgOptionDisableMarkdown(), slackapi.MsgOptionBlocks(msg.Blocks...)); err != nil {
+		m.log.Warn("could not redraw the card with the chosen scope", "request_id", r.ID, "err", err)
+	}
+}
+
 // decideRefusal is the one place a failed decision becomes what the
 // clicker reads.
 func (m *Messenger) decideRefusal(err error, id string) string {
@@ -189,6 +248,9 @@ func (m *Messenger) decideRefusal(err error, id string) string {
 		return m.loc.T("slack.already_finished", cards.EscapeMrkdwn(cards.SafeIn(cards.StatusLine(already.Request, m.loc), m.loc)))
 	case errors.Is(err, approvals.ErrAllowAlwaysRefused):
 		return m.loc.T("slack.allow_always_refused")
+	case errors.Is(err, approvals.ErrNotOffered):
+		m.log.Warn("refused a choice the card does not offer", "request_id", id, "err", err)
+		return m.loc.T("slack.not_offered")
 	case errors.Is(err, approvals.ErrNotFound):
 		return m.loc.T("slack.request_gone")
 	}

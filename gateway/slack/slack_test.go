@@ -26,12 +26,16 @@ func TestEndToEnd_AllowOnce(t *testing.T) {
 		t.Errorf("posted to %q, want %q", got, channel)
 	}
 	ids, values := post.Buttons()
-	if strings.Join(ids, ",") != "approval_allow_once,approval_allow_always,approval_deny" {
+	if strings.Join(ids, ",") != "approval_allow_once,approval_allow_for_1h,approval_allow_always,approval_deny" {
 		t.Errorf("buttons %v", ids)
 	}
-	for _, v := range values {
-		if v != id {
-			t.Errorf("button value %q, want the request id %q", v, id)
+	for i, v := range values {
+		want := id
+		if ids[i] == cards.SlackActionAllowAlways {
+			want = id + ":0" // the scope its confirm dialog names: the narrowest
+		}
+		if v != want {
+			t.Errorf("button %s value %q, want %q", ids[i], v, want)
 		}
 	}
 	wantContains(t, "fallback text", post.Text(), "a1 wants fs:write on /srv/reports/q1.txt")
@@ -451,7 +455,7 @@ func TestEvents_URLVerificationAndHome(t *testing.T) {
 	h.signedPost("/slack/events", slacktest.AppHomeOpened(approverID, ""), time.Now(), secret)
 	view := h.fake.Wait(t, "views.publish", waitFor)
 	ids, values := view.Buttons()
-	if len(ids) != 4 || values[0] != id || ids[3] != cards.SlackActionRevoke || values[3] != fmt.Sprint(g.ID) {
+	if len(ids) != 5 || values[0] != id || ids[4] != cards.SlackActionRevoke || values[4] != fmt.Sprint(g.ID) {
 		t.Errorf("home buttons %v %v", ids, values)
 	}
 

@@ -226,9 +226,15 @@ func FuzzTelegramUpdate(f *testing.F) {
 				d = dec
 			}
 		}
+		// The message is the request's card as Telegram stores it, with
+		// its buttons: a tap counts only as one of them.
+		kb := tgbotapi.NewInlineKeyboardMarkup(tgbotapi.NewInlineKeyboardRow(
+			tgbotapi.NewInlineKeyboardButtonData("o", cards.EncodeDecision(g.rid, approvals.AllowOnce)),
+			tgbotapi.NewInlineKeyboardButtonData("a", cards.EncodeDecision(g.rid, approvals.AllowAlways)),
+			tgbotapi.NewInlineKeyboardButtonData("d", cards.EncodeDecision(g.rid, approvals.Deny))))
 		g.deliver(t, tgbotapi.Update{CallbackQuery: &tgbotapi.CallbackQuery{ID: "q" + strconv.Itoa(g.update),
 			From: from, Data: data, ChatInstance: "1",
-			Message: &tgbotapi.Message{MessageID: 7, Chat: &tgbotapi.Chat{ID: fzChat, Type: "supergroup"}}}})
+			Message: &tgbotapi.Message{MessageID: 7, Chat: &tgbotapi.Chat{ID: fzChat, Type: "supergroup"}, ReplyMarkup: &kb}}})
 		g.check(t, "the tap", d, approver && data == cards.EncodeRevoke(g.gid), true)
 		if d != "" || (approver && data == cards.EncodeRevoke(g.gid)) {
 			g.prepare(t)

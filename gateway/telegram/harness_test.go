@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -341,6 +342,17 @@ func (h *harness) cardShows(m telegramtest.Message, want string) telegramtest.Me
 	h.fake.WaitUntil(h.t, waitLong, fmt.Sprintf("card %d showing %q", m.ID, want), func() bool {
 		got, _ = h.fake.Message(m.ChatID, m.ID)
 		return strings.Contains(got.Text, want)
+	})
+	return got
+}
+
+// keyboardShows waits until the card's keyboard has a button labelled want.
+func (h *harness) keyboardShows(m telegramtest.Message, want string) telegramtest.Message {
+	h.t.Helper()
+	var got telegramtest.Message
+	h.fake.WaitUntil(h.t, waitLong, fmt.Sprintf("card %d with a button %q", m.ID, want), func() bool {
+		got, _ = h.fake.Message(m.ChatID, m.ID)
+		return slices.Contains(buttonLabels(got), want)
 	})
 	return got
 }

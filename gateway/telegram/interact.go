@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,12 +59,48 @@ func (b *Bot) onCallback(ctx context.Context, q *tgbotapi.CallbackQuery) {
 		b.revokeByButton(ctx, q, cb.GrantID, by)
 		return
 	}
+	// A tap counts only as a button of the message it was tapped on:
+	// Telegram gives the message as it stores it, keyboard included, and a
+	// client can send any data for any message (a button of another card,
+	// a scope that was never offered, a replay of a closed keyboard).
+	if !onKeyboard(q) {
+		// A finished card has no keyboard left: a late tap from a phone
+		// that still shows it learns who decided (it could change nothing).
+		if r, err := b.svc.Get(ctx, cb.RequestID); err == nil && r.Status.Finished() {
+			b.answer(ctx, q.ID, alreadyText(r, b.loc), true)
+			return
+		}
+		log.Warn("refused a tap whose data is not a button of its message", "request_id", cb.RequestID)
+		b.answer(ctx, q.ID, b.loc.T("tg.bad_button"), true)
+		return
+	}
 	// Who may decide is the request's route's to say (it may name people
 	// outside telegram.approvers, or leave some of them out): the service
 	// checks, told whether the person is one of this channel's approvers.
 	by.Outsider = !b.isApprover(q.From)
+	if cb.Menu || cb.Back {
+		b.switchKeyboard(ctx, q, cb)
+		return
+	}
 	log = log.With("request_id", cb.RequestID, "decision", cb.Decision)
-	r, err := b.svc.Decide(ctx, cb.RequestID, cb.Decision, by)
+	ch := approvals.Choice{Decision: cb.Decision, Duration: cb.For}
+	if cb.Scope > 0 {
+		cur, err := b.svc.Get(ctx, cb.RequestID)
+		if err == nil {
+			ch, err = approvals.ChoiceOfScope(cur, ch, strconv.Itoa(cb.Scope-1))
+		}
+		if errors.Is(err, approvals.ErrNotOffered) {
+			log.Warn("refused a scope the card does not offer", "err", err)
+			b.answer(ctx, q.ID, b.loc.T("tg.not_offered"), true)
+			return
+		}
+		if err != nil && !errors.Is(err, approvals.ErrNotFound) {
+			log.Error("look up request", "err", err)
+			b.answer(ctx, q.ID, b.loc.T("tg.try_again"), true)
+			return
+		}
+	}
+	r, err := b.svc.DecideChoice(ctx, cb.RequestID, ch, by)
 	var already *approvals.AlreadyDecidedError
 	var counted *approvals.AlreadyCountedError
 	switch {
@@ -83,6 +120,9 @@ func (b *Bot) onCallback(ctx context.Context, q *tgbotapi.CallbackQuery) {
 	case errors.Is(err, approvals.ErrAllowAlwaysRefused):
 		log.Warn("refused Allow always for a capability that never gets a grant")
 		b.answer(ctx, q.ID, b.loc.T("tg.allow_always_refused"), true)
+	case errors.Is(err, approvals.ErrNotOffered):
+		log.Warn("refused a choice the card does not offer", "err", err)
+		b.answer(ctx, q.ID, b.loc.T("tg.not_offered"), true)
 	case errors.Is(err, approvals.ErrNotFound):
 		b.answer(ctx, q.ID, b.loc.T("tg.request_gone"), true)
 	default:
@@ -91,11 +131,66 @@ func (b *Bot) onCallback(ctx context.Context, q *tgbotapi.CallbackQuery) {
 	}
 }
 
+// onKeyboard reports whether the tap's data is one of the buttons of the
+// message it was tapped on.
+func onKeyboard(q *tgbotapi.CallbackQuery) bool {
+	if q.Message == nil || q.Message.ReplyMarkup == nil {
+		return false
+	}
+	for _, row := range q.Message.ReplyMarkup.InlineKeyboard {
+		for _, btn := range row {
+			if btn.CallbackData != nil && *btn.CallbackData == q.Data {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// switchKeyboard answers Allow always (Menu: the scope keyboard) and Back
+// (the card's own keyboard) by editing the card's buttons; it decides
+// nothing. A finished request gets its finished card instead.
+func (b *Bot) switchKeyboard(ctx context.Context, q *tgbotapi.CallbackQuery, cb cards.Callback) {
+	r, err := b.svc.Get(ctx, cb.RequestID)
+	if errors.Is(err, approvals.ErrNotFound) {
+		b.answer(ctx, q.ID, b.loc.T("tg.request_gone"), true)
+		return
+	}
+	if err != nil {
+		b.log.Error("look up request", "request_id", cb.RequestID, "err", err)
+		b.answer(ctx, q.ID, b.loc.T("tg.try_again"), true)
+		return
+	}
+	if !b.isApprover(q.From) && !slices.Contains(r.Approvers, Name+":"+strconv.FormatInt(q.From.ID, 10)) {
+		b.log.Warn("refused a tap from a non-approver", "request_id", r.ID, "user_id", q.From.ID)
+		b.answer(ctx, q.ID, b.loc.T("tg.not_approver"), true)
+		return
+	}
+	m := b.render(ctx, r)
+	if r.Status.Finished() {
+		b.answer(ctx, q.ID, alreadyText(r, b.loc), true)
+	} else {
+		if cb.Menu {
+			m.Keyboard = cards.TelegramScopeKeyboard(b.card(ctx, r))
+			b.answer(ctx, q.ID, b.loc.T("tg.choose_scope"), false)
+		} else {
+			b.answer(ctx, q.ID, "", false)
+		}
+	}
+	if err := b.editKeyboard(ctx, q.Message.Chat.ID, q.Message.MessageID, m.Keyboard); err != nil {
+		b.log.Warn("could not switch the card's keyboard", "request_id", r.ID, "err", err)
+	}
+}
+
 // decidedText confirms a tap that decided.
 func decidedText(r approvals.Request, l locale.Locale) string {
 	switch {
 	case r.Status == approvals.StatusPending:
 		return l.T("tg.counted", cards.Progress(r, l))
+	case r.Decision != nil && *r.Decision == approvals.AllowSession && r.GrantID != nil:
+		return l.T("tg.decided_session", *r.GrantID)
+	case r.Decision != nil && *r.Decision == approvals.AllowFor && r.GrantID != nil:
+		return l.T("tg.decided_for", cards.WhileWords(cards.AllowedFor(r)), *r.GrantID)
 	case r.Decision != nil && *r.Decision == approvals.AllowAlways && r.GrantID != nil:
 		return l.T("tg.decided_always", *r.GrantID)
 	case r.Status == approvals.StatusAllowed:
@@ -121,6 +216,10 @@ func alreadyText(r approvals.Request, l locale.Locale) string {
 		switch {
 		case r.Decision != nil && *r.Decision == approvals.AllowAlways:
 			return l.T("tg.already_allowed_always", who) + at
+		case r.Decision != nil && *r.Decision == approvals.AllowSession:
+			return l.T("tg.already_allowed_session", who) + at
+		case r.Decision != nil && *r.Decision == approvals.AllowFor:
+			return l.T("tg.already_allowed_for", cards.WhileWords(cards.AllowedFor(r)), who) + at
 		case r.Decision != nil:
 			return l.T("tg.already_allowed_once", who) + at
 		}

@@ -22,7 +22,7 @@ func TestTelegram_Italian(t *testing.T) {
 	r := h.pending("fs:write", "/home/roberto/notes/todo.md")
 	card := h.card(r.ID)
 
-	if got := buttonLabels(card); !slices.Equal(got, []string{"✅ Consenti una volta", "♾ Consenti sempre", "⛔ Nega"}) {
+	if got := buttonLabels(card); !slices.Equal(got, []string{"✅ Consenti una volta", "♾ Consenti sempre", "⏱ Consenti per 1 h", "⛔ Nega"}) {
 		t.Fatalf("buttons %q", got)
 	}
 	for _, want := range []string{

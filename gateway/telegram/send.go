@@ -231,6 +231,11 @@ func isParseError(err error) bool {
 // gateway) it is looked up on the grant, or computed for a pending
 // request as Allow always would compute it now.
 func (b *Bot) render(ctx context.Context, r approvals.Request) cards.TelegramMessage {
+	return cards.Telegram(b.card(ctx, r))
+}
+
+// card is r's neutral card as render shows it.
+func (b *Bot) card(ctx context.Context, r approvals.Request) cards.Card {
 	if r.GrantExpiresAt == nil {
 		switch {
 		case r.GrantID != nil:
@@ -242,7 +247,22 @@ func (b *Bot) render(ctx context.Context, r approvals.Request) cards.TelegramMes
 			r.GrantExpiresAt = &t
 		}
 	}
-	return cards.Telegram(cards.New(r, b.loc).WithPage(b.publicURL))
+	return cards.New(r, b.loc).WithPage(b.publicURL)
+}
+
+// editKeyboard replaces a message's inline keyboard (nil: none)
+// (https://core.telegram.org/bots/api#editmessagereplymarkup).
+func (b *Bot) editKeyboard(ctx context.Context, chat int64, id int, kb *tgbotapi.InlineKeyboardMarkup) error {
+	if kb == nil {
+		kb = &tgbotapi.InlineKeyboardMarkup{InlineKeyboard: [][]tgbotapi.InlineKeyboardButton{}}
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.callTimeout)
+	defer cancel()
+	_, err := b.bot(ctx).Send(tgbotapi.NewEditMessageReplyMarkup(chat, id, *kb))
+	if err != nil && strings.Contains(err.Error(), "message is not modified") {
+		return nil
+	}
+	return err
 }
 
 // cardRef is how a card is referenced in the cards table.

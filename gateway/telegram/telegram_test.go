@@ -31,7 +31,7 @@ func TestTelegram_EndToEnd_AllowAlways(t *testing.T) {
 	waiting := h.await(r.ID)
 
 	card := h.card(r.ID)
-	if got := buttonLabels(card); !slices.Equal(got, []string{cards.LabelAllowOnce, cards.LabelAllowAlways, cards.LabelDeny}) {
+	if got := buttonLabels(card); !slices.Equal(got, []string{cards.LabelAllowOnce, cards.LabelAllowAlways, "⏱ Allow for 1 h", cards.LabelDeny}) {
 		t.Fatalf("card buttons %q", got)
 	}
 	for _, want := range []string{"a1 wants fs:write", "Supervised", "critical", "/home/roberto/notes/todo.md",
@@ -51,7 +51,21 @@ func TestTelegram_EndToEnd_AllowAlways(t *testing.T) {
 		t.Fatalf("a stranger's tap changed the request: %s", got.Status)
 	}
 
+	// Allow always opens the scope keyboard, narrowest first, with Back;
+	// the tap on a scope decides.
 	q = h.fake.PressButton(t, roberto, chatID, card.ID, "Allow always")
+	if a := h.answerOf(q); a.ShowAlert {
+		t.Fatalf("Allow always answered %+v", a)
+	}
+	scopes := h.keyboardShows(card, "← Back")
+	if got, want := buttonLabels(scopes), []string{"♾ /home/roberto/notes/todo.md", "♾ /home/roberto/notes/*.md",
+		"♾ /home/roberto/notes/*", "← Back"}; !slices.Equal(got, want) {
+		t.Fatalf("scope keyboard %q, want %q", got, want)
+	}
+	if got := h.get(r.ID); got.Status != approvals.StatusPending {
+		t.Fatalf("opening the scopes decided: %s", got.Status)
+	}
+	q = h.fake.PressButton(t, roberto, chatID, card.ID, "notes/*.md")
 	var got answer
 	select {
 	case got = <-waiting:
@@ -66,8 +80,9 @@ func TestTelegram_EndToEnd_AllowAlways(t *testing.T) {
 		t.Errorf("approver's tap answered %+v", a)
 	}
 	g, err := h.app.Grants.Get(context.Background(), *got.r.GrantID)
-	if err != nil || !g.Active || g.Capability != "fs:write" || !strings.Contains(g.GrantedBy, "Roberto (42)") {
-		t.Fatalf("grant %+v, %v", g, err)
+	if err != nil || !g.Active || g.Capability != "fs:write" || !strings.Contains(g.GrantedBy, "Roberto (42)") ||
+		g.Target != "/home/roberto/notes/*.md" {
+		t.Fatalf("grant %+v, %v (want the chosen scope /home/roberto/notes/*.md)", g, err)
 	}
 	done := h.cardShows(card, "♾ Allowed always by Roberto (grant #")
 	if len(done.Buttons()) != 0 {
@@ -109,7 +124,8 @@ func TestTelegram_NoAllowAlwaysForAlwaysCapabilities(t *testing.T) {
 			}
 			q := h.fake.Press(roberto, chatID, card.ID, cards.EncodeDecision(r.ID, approvals.AllowAlways))
 			a := h.answerOf(q)
-			if !a.ShowAlert || !strings.Contains(a.Text, "not offered") {
+			// Not a button of the card: refused before the service is asked.
+			if !a.ShowAlert || !strings.Contains(a.Text, "not valid") {
 				t.Errorf("forged Allow always answered %+v", a)
 			}
 			if got := h.get(r.ID); got.Status != approvals.StatusPending || got.GrantID != nil {
@@ -508,7 +524,7 @@ func TestTelegram_Commands(t *testing.T) {
 		}
 		return false
 	})
-	if len(second.Buttons()) != 3 {
+	if len(second.Buttons()) != 4 {
 		t.Errorf("re-sent card has buttons %q", buttonLabels(second))
 	}
 	// The message addressed to another bot got no answer.

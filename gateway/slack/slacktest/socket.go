@@ -157,6 +157,12 @@ type BlockAction struct {
 	ResponseURL, TriggerID string
 	ActionTS               string
 	TeamID                 string // "" is T1, the fake's auth.test team
+	// Selected, when set, makes the action a static_select whose chosen
+	// option has this value (Value is then unused).
+	Selected string
+	// State is the message's input state Slack sends with the action:
+	// block id → action id → the selected option's value.
+	State map[string]map[string]string
 }
 
 // JSON is the payload.
@@ -176,6 +182,23 @@ func (a BlockAction) JSON() json.RawMessage {
 		"user": map[string]any{"id": a.UserID, "username": a.UserName, "name": a.UserName, "team_id": a.TeamID},
 		"actions": []map[string]any{{"type": "button", "block_id": a.BlockID, "action_id": a.ActionID,
 			"value": a.Value, "action_ts": a.ActionTS, "text": map[string]any{"type": "plain_text", "text": "x"}}},
+	}
+	if a.Selected != "" {
+		p["actions"] = []map[string]any{{"type": "static_select", "block_id": a.BlockID, "action_id": a.ActionID,
+			"action_ts": a.ActionTS, "selected_option": map[string]any{"value": a.Selected,
+				"text": map[string]any{"type": "plain_text", "text": "x"}}}}
+	}
+	if a.State != nil {
+		values := map[string]any{}
+		for block, acts := range a.State {
+			m := map[string]any{}
+			for act, v := range acts {
+				m[act] = map[string]any{"type": "static_select", "selected_option": map[string]any{"value": v,
+					"text": map[string]any{"type": "plain_text", "text": "x"}}}
+			}
+			values[block] = m
+		}
+		p["state"] = map[string]any{"values": values}
 	}
 	if a.ViewID != "" {
 		p["container"] = map[string]any{"type": "view", "view_id": a.ViewID}
