@@ -952,11 +952,16 @@ func (s *Service) Run(ctx context.Context) error {
 // RunSweep expires overdue requests now and every second after, until ctx
 // ends; then it waits for the callbacks in flight. Every replica runs it:
 // two sweeps finishing the same request are harmless (the first commit
-// wins, the other skips it), and expiry does not wait for a leader.
+// wins, the other skips it), and expiry does not wait for a leader. A pass
+// that fails is logged (an outage once, see noteDB) and the next one
+// tries again: RunSweep returns nil.
 func (s *Service) RunSweep(ctx context.Context) error {
-	if _, err := s.ExpireDue(ctx); err != nil {
-		return err
-	}
+	// Like every later pass, the first one does not end the sweep when the
+	// database is away (it once shut the gateway down when a replica's
+	// database blinked just as it started): it is logged and retried.
+	began := time.Now()
+	_, err := s.ExpireDue(ctx)
+	s.noteDB(ctx, began, err, "expiry sweep")
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {

@@ -81,7 +81,7 @@ func TestOutage_PostgreSQLAway(t *testing.T) {
 		req.Header.Set("Authorization", "Bearer tok-a1-0123456789abcdef01")
 		resp, err := client.Do(req)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v; the gateway's log:\n%s", err, logs.String())
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
