@@ -124,7 +124,7 @@ func (g gwSpec) write(t *testing.T) (string, []string) {
 	for i, a := range g.Agents {
 		fmt.Fprintf(&b, "[[agents]]\nid = %s\ntoken_env = %s\nautonomy = %s\nchannel = \"telegram\"\n",
 			q(a.ID), q(a.tokenEnv()), q(a.Autonomy))
-		fmt.Fprintf(&b, "sender_id = \"owner-%04d\"\nnotify = %s\nrate = \"6000/m\"\ncards_per_minute = 0\nadmin = %t\n\n", i, notify, a.Admin)
+		fmt.Fprintf(&b, "sender_id = \"owner-%04d\"\nnotify = %s\nrate = \"6000/m\"\ncards_per_minute = 0\nmax_pending = 100000\nadmin = %t\n\n", i, notify, a.Admin)
 		env = append(env, a.tokenEnv()+"="+a.Token)
 	}
 	if g.TelegramEndpoint != "" {

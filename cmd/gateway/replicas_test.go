@@ -135,6 +135,7 @@ sender_id = "owner"
 notify = ["telegram", "web"]
 rate = "1000000/s"
 cards_per_minute = 0 # every card posted: the test taps them
+max_pending = 100000 # the load leaves hundreds pending during the takeover
 
 [[agents]]
 id = "admin"
