@@ -45,6 +45,7 @@ FUZZ_TARGETS := \
 	./policy:FuzzMatchGrant \
 	./policy:FuzzMatchRule \
 	./policy:FuzzWildcard \
+	./policy:FuzzParseHost \
 	./vaglio:FuzzGuard \
 	./vaglio:FuzzGuardSeed \
 	./internal/jsonw:FuzzString \

@@ -221,15 +221,16 @@ func WhileWords(w string) string {
 	return strings.Join(parts, " ")
 }
 
-// idnHost returns, for a host target whose host is not ASCII, the host as
-// written and its ASCII form.
-func idnHost(capability, target string) (host, ascii string, ok bool) {
+// idnHost returns, for a host target whose host is written otherwise than
+// its canonical form (an IDN, "0x7f.1", "[::ffff:127.0.0.1]"), the host as
+// written and the canonical host rules and grants see.
+func idnHost(capability, target string) (host, canonical string, ok bool) {
 	c, err := policy.Lookup(capability)
 	if err != nil || c.TargetKind != policy.KindHost {
 		return "", "", false
 	}
-	host, ascii = policy.HostOf(target)
-	return host, ascii, host != ascii && !isASCII(host)
+	host, canonical = policy.HostOf(target)
+	return host, canonical, host != "" && strings.TrimSuffix(host, ".") != canonical
 }
 
 func isASCII(s string) bool {

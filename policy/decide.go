@@ -171,29 +171,48 @@ type Decider struct {
 // Validate checks the parts of a request that need no state (SPEC §4 step 1)
 // and returns the capability.
 func Validate(in Input) (Capability, error) {
+	c, _, err := validate(in)
+	return c, err
+}
+
+// validate is Validate, also answering what a host target names (the
+// zero HostTarget for other kinds): a decision parses its target once.
+func validate(in Input) (Capability, HostTarget, error) {
 	c, err := Lookup(in.Capability)
 	if err != nil {
-		return Capability{}, invalid("capability", err)
+		return Capability{}, HostTarget{}, invalid("capability", err)
 	}
 	if in.Requested != 0 && (in.Requested < ReadOnly || in.Requested > Full) {
-		return Capability{}, invalid("autonomy", fmt.Errorf("%w %d", ErrUnknownLevel, int(in.Requested)))
+		return Capability{}, HostTarget{}, invalid("autonomy", fmt.Errorf("%w %d", ErrUnknownLevel, int(in.Requested)))
 	}
-	if err := ValidateRequestTarget(c, in.Target); err != nil {
-		return Capability{}, invalid("target", err)
+	if err := ValidateTarget(c, in.Target); err != nil {
+		return Capability{}, HostTarget{}, invalid("target", err)
+	}
+	var h HostTarget
+	if c.TargetKind == KindHost {
+		if h, err = ParseHost(in.Target); err != nil {
+			return Capability{}, HostTarget{}, invalid("target", fmt.Errorf("%w: %w", ErrBadTarget, err))
+		}
 	}
 	if in.Profile.Ceiling < ReadOnly || in.Profile.Ceiling > Full {
-		return Capability{}, invalid("agent", fmt.Errorf("agent %q has no valid autonomy ceiling", in.Profile.Agent))
+		return Capability{}, HostTarget{}, invalid("agent", fmt.Errorf("agent %q has no valid autonomy ceiling", in.Profile.Agent))
 	}
-	return c, nil
+	return c, h, nil
 }
 
 // Decide computes the effective outcome. An error means the request is
 // invalid (errors.Is ErrInvalid) or storage failed; either way nothing is
 // allowed.
 func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
-	c, err := Validate(in)
+	c, host, err := validate(in)
 	if err != nil {
 		return Decision{}, err
+	}
+	// Rules, grants and the guard see a host target as the host it
+	// reaches ("http:evil.com。" is evil.com), canonicalised once here.
+	target := in.Target
+	if c.TargetKind == KindHost {
+		target = host.Host
 	}
 	// Six steps on the common path: profile, table, rules, combine, vaglio
 	// and one more (grants) at most.
@@ -230,7 +249,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 		trace("profile", Denied, "%s is not in %s allow_capabilities", c.Name, whose)
 		return deny(BlockedByPolicy, fmt.Sprintf("%s is outside the allowed capabilities of %s", c.Name, who)), nil
 	}
-	if !in.Profile.PermitsTarget(d.Norm, c, in.Target) {
+	if !in.Profile.PermitsTarget(d.Norm, c, target) {
 		trace("profile", Denied, "the target is outside token %s's targets for %s", in.Profile.Token, c.Name)
 		return deny(BlockedByPolicy, fmt.Sprintf("the target is outside the targets token %s may ask for with %s",
 			in.Profile.Token, c.Name)), nil
@@ -251,7 +270,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 		}
 	}
 	m := EvalRules(d.Norm, rules, RuleSubject{
-		Capability: c, Target: in.Target, Agent: in.Profile.Agent, Channel: in.Channel, SenderID: in.SenderID,
+		Capability: c, Target: target, Agent: in.Profile.Agent, Channel: in.Channel, SenderID: in.SenderID,
 	})
 	if m.Rule != nil {
 		trace("rules", "", "rule %s (%s, capability %q, target %q) says %s",
@@ -279,7 +298,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 			// A require_approval rule means "ask every time": grants do not lift it.
 			trace("grants", "", "not consulted: rule %s requires approval", m.Rule.Label())
 		} else if d.Grants != nil && c.DefaultApproval != ApprovalAlways {
-			g, err := d.Grants.FindMatching(ctx, Principal{in.Channel, in.SenderID}, Session{in.Profile.Agent, in.SessionID}, c.Name, in.Target)
+			g, err := d.Grants.FindMatching(ctx, Principal{in.Channel, in.SenderID}, Session{in.Profile.Agent, in.SessionID}, c.Name, target)
 			if err != nil {
 				return Decision{}, fmt.Errorf("decide: %w", err)
 			}
@@ -303,7 +322,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	if d.Vaglio != nil {
 		v := d.Vaglio.Check(ctx, vaglio.Request{
 			Agent: in.Profile.Agent, Capability: c.Name, Critical: c.Critical, Target: in.Target,
-			Intent: in.Intent, Executor: in.Executor, Args: in.Args, Context: in.Context,
+			Host: host.Host, Port: host.Port, Intent: in.Intent, Executor: in.Executor, Args: in.Args, Context: in.Context,
 		})
 		dec.Vaglio = &v
 		if !v.Approved {

@@ -152,9 +152,11 @@ func (s *GrantStore) RecordTx(ctx context.Context, q storage.Querier, g NewGrant
 	case KindPathGlob:
 		target = s.norm.cleanPath(target)
 	case KindHost:
-		target = strings.ToLower(target)
-		if !hasMeta(target) {
-			target = hostOf(target)
+		// A grant's host is always a clean host or *.parent: never what
+		// a misread URL left (the scheme of "http:good.com").
+		target = hostPattern(target)
+		if !validGrantHost(target) {
+			return Grant{}, fmt.Errorf("record grant: %w: %q is not a host or *.parent", ErrBadTarget, g.Target)
 		}
 	}
 	now := s.now().UTC()

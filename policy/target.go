@@ -3,13 +3,11 @@ package policy
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"path"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"golang.org/x/net/idna"
 )
 
 // MaxTargetBytes is the longest target accepted anywhere. A longer one is
@@ -41,29 +39,11 @@ func ValidateRequestTarget(c Capability, target string) error {
 		return err
 	}
 	if c.TargetKind == KindHost {
-		if strings.ContainsRune(target, '\\') {
-			// Parsers disagree on "http://good.com\\@evil.com": refuse, don't guess.
-			return fmt.Errorf("%w: a backslash in a host target", ErrBadTarget)
-		}
-		if h := hostOf(target); !validHost(h) {
-			return fmt.Errorf("%w: %q is not a host name", ErrBadTarget, h)
+		if _, err := ParseHost(target); err != nil {
+			return fmt.Errorf("%w: %w", ErrBadTarget, err)
 		}
 	}
 	return nil
-}
-
-// validHost accepts what a rule or a grant can meaningfully name: letters,
-// digits, '-' and '.' (IDNs in their xn-- form), or a bracketed IPv6
-// address. Anything else (percent escapes, spaces, "@") is refused, so no
-// executor can read a host differently from the gateway.
-func validHost(h string) bool {
-	if h == "" {
-		return false
-	}
-	if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
-		return strings.Trim(h[1:len(h)-1], "0123456789abcdef:.") == ""
-	}
-	return strings.Trim(h, "abcdefghijklmnopqrstuvwxyz0123456789-.") == ""
 }
 
 // Normalizer turns raw targets into the form grants and rules are matched
@@ -111,27 +91,38 @@ func (n Normalizer) cleanPath(p string) string {
 }
 
 // HostOf returns the host a host target names: as written (lower-cased,
-// without scheme, user, port or path) and in the ASCII form rules and
-// grants are matched against ("раураl.com", "xn--l-7sba6dbr.com").
-func HostOf(target string) (asWritten, ascii string) {
+// without scheme, user, port or path) and in the canonical form rules and
+// grants are matched against ("раураl.com", "xn--l-7sba6dbr.com";
+// "0x7f.1", "127.0.0.1"). See ParseHost.
+func HostOf(target string) (asWritten, canonical string) {
+	if h, err := ParseHost(target); err == nil {
+		return h.Written, h.Host
+	}
 	h := writtenHost(target)
 	return h, asciiHost(h)
 }
 
-// hostOf reduces a URL or host[:port] to a lower-case ASCII host name.
-func hostOf(t string) string { return asciiHost(writtenHost(t)) }
+// hostOf reduces a host target to its canonical host (ParseHost). A
+// canonical host is returned as it is, without parsing again: a decision
+// canonicalises its target once and then matches it against every rule
+// and grant. A target ParseHost refuses (a request never gets that far;
+// a stored grant or rule might) is reduced leniently, as written.
+func hostOf(t string) string {
+	if isCanonicalHost(t) {
+		return t
+	}
+	if h, err := ParseHost(t); err == nil {
+		return h.Host
+	}
+	return asciiHost(writtenHost(t))
+}
 
-// writtenHost reduces a URL or host[:port] to a lower-case host name.
+// writtenHost is the lenient reading of a host target ParseHost refuses:
+// lower-cased, without scheme, user, port or path.
 func writtenHost(t string) string {
 	t = strings.TrimSpace(t)
-	if strings.Contains(t, "://") {
-		if u, err := url.Parse(t); err == nil && u.Host != "" {
-			t = u.Host
-		} else {
-			// A URL net/url refuses (a bad escape or port) still names
-			// its host after the scheme, not the scheme itself.
-			_, t, _ = strings.Cut(t, "://")
-		}
+	if _, after, ok := strings.Cut(t, "://"); ok {
+		t = after
 	}
 	if i := strings.IndexAny(t, "/?#"); i >= 0 {
 		t = t[:i]
@@ -153,8 +144,8 @@ func writtenHost(t string) string {
 // form, label by label, as browsers and curl look it up (UTS #46, no
 // transitional mapping), so rules and grants always match the name the
 // request really goes to. A label that is already ASCII, or that holds a
-// wildcard, stays as it is; one IDNA refuses is left as is and then fails
-// validHost.
+// wildcard, stays as it is; one IDNA refuses is left as is (a request
+// naming it is refused by ParseHost).
 func asciiHost(h string) string {
 	if isASCII(h) {
 		return h
@@ -164,7 +155,7 @@ func asciiHost(h string) string {
 		if isASCII(l) || strings.ContainsAny(l, "*?[{") {
 			continue
 		}
-		if a, err := idna.Lookup.ToASCII(l); err == nil && a != "" {
+		if a, err := lookupProfile.ToASCII(l); err == nil && a != "" {
 			labels[i] = a
 		}
 	}
@@ -198,7 +189,7 @@ func (n Normalizer) MatchGrant(kind TargetKind, pattern, target string) bool {
 		}
 		return globMatch(p, t)
 	case KindHost:
-		return matchHost(asciiHost(strings.ToLower(pattern)), hostOf(target))
+		return matchHost(hostPattern(pattern), hostOf(target))
 	}
 	return pattern == target
 }
@@ -234,7 +225,7 @@ func (n Normalizer) MatchRule(kind TargetKind, pattern, target string) bool {
 		}
 		return wildcard(pattern, t)
 	case KindHost:
-		h, p := hostOf(target), asciiHost(strings.ToLower(pattern))
+		h, p := hostOf(target), hostPattern(pattern)
 		if strings.HasPrefix(p, "*.") && !strings.ContainsAny(p[2:], "*?") {
 			return matchHost(p, h)
 		}
@@ -344,7 +335,7 @@ func (n Normalizer) GrantTarget(kind TargetKind, target, suggested string) (stri
 		}
 		return p, true
 	case KindHost:
-		p := asciiHost(strings.ToLower(suggested))
+		p := hostPattern(suggested)
 		if rest, ok := strings.CutPrefix(p, "*."); ok {
 			if strings.Count(rest, ".") < 1 || hasMeta(rest) {
 				return norm, false
@@ -446,7 +437,7 @@ func (n Normalizer) Anchor(kind TargetKind, pattern string) string {
 		}
 		return d
 	case KindHost:
-		p := strings.ToLower(pattern)
+		p := hostPattern(pattern)
 		if !hasMeta(p) {
 			return p
 		}

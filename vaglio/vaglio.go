@@ -31,6 +31,10 @@ type Request struct {
 	Capability string // e.g. "code:exec", "fs:read"
 	Critical   bool   // from the capability registry
 	Target     string
+	// Host and Port are, for a host target (network:http), the host it
+	// reaches in canonical form and its port ("" when it names none), as
+	// policy read them (policy.ParseHost); empty for other targets.
+	Host, Port string
 	Intent     string
 	Executor   string
 	Args       map[string]any
