@@ -421,20 +421,15 @@ func resolve(cwd, p string) string {
 	return path.Join(cwd, p)
 }
 
-// hostOf returns the lower-case host of a URL or host[:port].
+// hostOf returns the host a URL or host[:port] reaches, read as a browser
+// reads it (policy.ParseHost: "http:evil.com" is evil.com, "0x7f.1" is
+// 127.0.0.1); "" when it names none.
 func hostOf(raw string) string {
-	raw = strings.TrimSpace(raw)
-	if raw == "" {
-		return ""
-	}
-	if !strings.Contains(raw, "://") {
-		raw = "http://" + raw
-	}
-	u, err := url.Parse(raw)
+	h, err := policy.ParseHost(raw)
 	if err != nil {
 		return ""
 	}
-	return strings.ToLower(u.Hostname())
+	return h.Host
 }
 
 // strip drops the query and fragment of a URL (they may hold tokens) so it
