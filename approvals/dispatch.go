@@ -43,17 +43,14 @@ const channelPauseMax = 15 * time.Second
 // is down one probe goes out per pause (1 s doubling to channelPauseMax)
 // instead of one call per pending card. The first success after failures
 // makes every waiting card due at once, so the backlog drains right away.
-func (s *Service) dispatch(ctx context.Context, n Notifier, wake <-chan struct{}) {
+//
+// The notifications of [[policy.notify]] go through the same loop, one per
+// delivery, with announceOnce as the round.
+func (s *Service) dispatch(ctx context.Context, once func(ctx context.Context, recovering bool) round, wake <-chan struct{}) {
 	failures := 0
-	var z summarizer
 	for ctx.Err() == nil {
-		r := s.dispatchOnce(ctx, n, failures > 0, &z)
+		r := once(ctx, failures > 0)
 		pause, hold := r.pause, r.hinted
-		if d := z.due(s.now()); d == 0 {
-			s.summarize(ctx, n, &z)
-		} else if d > 0 && (pause <= 0 || d < pause) {
-			pause = d // the summary's minute ends first
-		}
 		switch {
 		case r.failed:
 			failures++
@@ -82,6 +79,21 @@ func (s *Service) dispatch(ctx context.Context, n Notifier, wake <-chan struct{}
 			}
 		}
 		t.Stop()
+	}
+}
+
+// cardRound is one round of n's card dispatcher: the due cards, then the
+// summary of the cards held past cards_per_minute when its minute is up.
+func (s *Service) cardRound(n Notifier) func(ctx context.Context, recovering bool) round {
+	var z summarizer
+	return func(ctx context.Context, recovering bool) round {
+		r := s.dispatchOnce(ctx, n, recovering, &z)
+		if d := z.due(s.now()); d == 0 {
+			s.summarize(ctx, n, &z)
+		} else if d > 0 && (r.pause <= 0 || d < r.pause) {
+			r.pause = d // the summary's minute ends first
+		}
+		return r
 	}
 }
 
@@ -117,31 +129,51 @@ func (s *Service) dispatchOnce(ctx context.Context, n Notifier, recovering bool,
 			out.pause = s.nextDue(ctx, n.Name())
 			return out
 		}
-		for _, c := range due {
-			wait, failed := s.sendCard(ctx, n, c, z)
-			if failed {
-				out.failed, out.pause, out.hinted = true, wait, wait > 0
-				return out
-			}
-			if ctx.Err() != nil {
-				return out
-			}
-			out.sent = true
-			if recovering {
-				recovering = false
-				now := storage.FormatTime(s.now())
-				_, _ = s.db.ExecContext(ctx, `UPDATE cards SET next_at = $1
-					WHERE channel = $2 AND attempts > 0 AND next_at > $1 AND next_at != $3`, now, n.Name(), farFuture)
-				return out
-			}
+		send := func(c dueCard) (time.Duration, bool) { return s.sendCard(ctx, n, c, z) }
+		if sendDue(ctx, due, &out, recovering, send, func() {
+			_, _ = s.db.ExecContext(ctx, `UPDATE cards SET next_at = $1
+				WHERE channel = $2 AND attempts > 0 AND next_at > $1 AND next_at != $3`,
+				storage.FormatTime(s.now()), n.Name(), farFuture)
+		}) {
+			return out
 		}
 	}
 	return out
 }
 
+// sendDue sends due items in order; send returns the pause the messenger
+// asked for and whether it failed. It reports whether the round is over:
+// a send failed, shutdown began, or the first success after failures
+// (recovering) made everything waiting due at once (makeDue).
+func sendDue[T any](ctx context.Context, due []T, out *round, recovering bool, send func(T) (time.Duration, bool),
+	makeDue func()) bool {
+	for _, d := range due {
+		wait, failed := send(d)
+		if failed {
+			out.failed, out.pause, out.hinted = true, wait, wait > 0
+			return true
+		}
+		if ctx.Err() != nil {
+			return true
+		}
+		out.sent = true
+		if recovering {
+			makeDue()
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Service) nextDue(ctx context.Context, channel string) time.Duration {
+	return s.nextDueIn(ctx, `SELECT MIN(next_at) FROM cards WHERE channel = $1`, channel)
+}
+
+// nextDueIn is how long until the earliest next_at that query (one
+// argument: the channel or delivery) finds, at most idleRecheck.
+func (s *Service) nextDueIn(ctx context.Context, query, channel string) time.Duration {
 	var next sql.NullString
-	_ = s.db.QueryRowContext(ctx, `SELECT MIN(next_at) FROM cards WHERE channel = $1`, channel).Scan(&next)
+	_ = s.db.QueryRowContext(ctx, query, channel).Scan(&next)
 	if !next.Valid || next.String == farFuture {
 		return 0
 	}

@@ -95,14 +95,17 @@ func (h *hub) interested(id string) bool {
 func (h *hub) publish(e Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if e.Request.Status.Finished() {
+	// A notification is no news of the request's status (waiters had it
+	// at once), and goes to admin streams only: they see every agent's.
+	notification := e.Kind == EventNotification
+	if e.Request.Status.Finished() && !notification {
 		for ch := range h.waiters[e.Request.ID] {
 			ch <- e.Request // buffered, and each waiter is sent one event: never blocks
 		}
 		delete(h.waiters, e.Request.ID)
 	}
 	for s := range h.subs {
-		if s.agent != "" && s.agent != e.Request.Agent {
+		if s.agent != "" && (notification || s.agent != e.Request.Agent) {
 			continue
 		}
 		select {

@@ -60,6 +60,12 @@ type Options struct {
 	// requests may put on one messenger in any 60 s (0 = no bound). Nil:
 	// no bound for anyone.
 	CardsPerMinute func(agent string) int
+	// Notify are the [[policy.notify]] patterns (nil: none): a request
+	// allowed on arrival that matches one is told to its deliveries.
+	Notify *policy.NotifySet
+	// NotifyKey returns the HMAC key of a webhook delivery: the secret of
+	// the pattern (by index) whose webhook_url is url.
+	NotifyKey func(pattern int, url string) []byte
 }
 
 // Observer receives what metrics count. Every method must be cheap.
@@ -80,9 +86,13 @@ type Service struct {
 	hub       *hub
 	notifiers map[string]Notifier
 	wake      map[string]chan struct{}
-	timerWake chan struct{} // a request with an escalation or reminders was created
-	callbacks *callbacker
-	wg        sync.WaitGroup
+	// announcers are the deliveries of notifications, by name; each has a
+	// wake channel in announceWake.
+	announcers   map[string]announcer
+	announceWake map[string]chan struct{}
+	timerWake    chan struct{} // a request with an escalation or reminders was created
+	callbacks    *callbacker
+	wg           sync.WaitGroup
 	// cardTimes holds, per messenger and agent, when its recent new cards
 	// were posted (see overCardRate).
 	cardMu    sync.Mutex
@@ -116,13 +126,25 @@ func New(db *storage.DB, grants *policy.GrantStore, decider *policy.Decider, opt
 		cardTimes: map[string][]time.Time{},
 	}
 	s.callbacks = newCallbacker(opts.CallbackKey, opts.CallbackAllowed, opts.CallbackResolver, opts.Logger)
+	s.announcers, s.announceWake = map[string]announcer{}, map[string]chan struct{}{}
+	for _, a := range s.builtinAnnouncers() {
+		s.addAnnouncer(a)
+	}
 	return s
+}
+
+func (s *Service) addAnnouncer(a announcer) {
+	s.announcers[a.name] = a
+	s.announceWake[a.name] = make(chan struct{}, 1)
 }
 
 // AddNotifier registers a messenger. Call before Run.
 func (s *Service) AddNotifier(n Notifier) {
 	s.notifiers[n.Name()] = n
 	s.wake[n.Name()] = make(chan struct{}, 1)
+	if a, ok := n.(Announcer); ok {
+		s.addAnnouncer(announcer{name: n.Name(), send: a.Announce})
+	}
 }
 
 // Notifiers lists the registered messenger names.
@@ -308,6 +330,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		r.GrantID = &g
 	}
 	r.GrantTarget, _ = s.grants.Normalizer().GrantTarget(dec.Capability.TargetKind, sub.Target, sub.GrantTarget)
+	var notices []noticeRow // [[policy.notify]] deliveries of an allowed request
 	switch dec.Outcome {
 	case policy.ApprovalRequired:
 		if err := s.underPendingCap(qctx, agent, sub.MaxPending); err != nil {
@@ -324,6 +347,9 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	case policy.Allowed:
 		r.Quorum = 1
 		r.Status, r.DecidedBy, r.DecidedAt, r.ExpiresAt = StatusAllowed, "policy", &now, now
+		if s.opts.Notify != nil {
+			notices = s.matchNotify(dec.Capability, sub)
+		}
 	default:
 		r.Quorum = 1
 		r.Status, r.DecidedBy, r.DecidedAt, r.ExpiresAt = StatusDenied, "policy", &now, now
@@ -373,6 +399,11 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 				return err
 			}
 		}
+		if len(notices) > 0 {
+			if err := s.insertNotifications(qctx, tx, id, notices, storage.FormatTime(now)); err != nil {
+				return err
+			}
+		}
 		return storage.AppendPrepared(qctx, tx, audit)
 	})
 	if err != nil {
@@ -408,6 +439,9 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	} else {
 		s.opts.Observer.Decided(r.Status, s.now().Sub(start))
 		s.callbacks.send(r)
+		for _, n := range notices {
+			s.wakeAnnouncer(n.delivery)
+		}
 	}
 	return r, true, nil
 }
@@ -985,14 +1019,33 @@ func (s *Service) RunDispatch(ctx context.Context) {
 	s.dispatching.Add(1)
 	defer s.dispatching.Add(-1)
 	for name, n := range s.notifiers {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.dispatch(ctx, n, s.wake[name])
-		}()
+		s.goDispatch(ctx, s.cardRound(n), s.wake[name])
+	}
+	// Without patterns, the notification loops run only to finish what an
+	// earlier config queued: no idle queries on a gateway that has none.
+	var queued int
+	if s.opts.Notify.Empty() {
+		_ = s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM notifications`).Scan(&queued)
+	}
+	for name, a := range s.announcers {
+		if s.opts.Notify.Empty() && queued == 0 {
+			break
+		}
+		s.goDispatch(ctx, func(ctx context.Context, recovering bool) round {
+			return s.announceOnce(ctx, a, recovering)
+		}, s.announceWake[name])
 	}
 	<-ctx.Done()
 	s.wg.Wait()
+}
+
+// goDispatch runs one dispatcher loop (see dispatch), counted in s.wg.
+func (s *Service) goDispatch(ctx context.Context, once func(context.Context, bool) round, wake <-chan struct{}) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.dispatch(ctx, once, wake)
+	}()
 }
 
 // Notices between replicas on one database, sent with storage.DB.Notify
@@ -1001,6 +1054,12 @@ const (
 	noticeRequest  = "req "   // + request id: created pending, or finished
 	noticeCards    = "cards " // + messenger: cards reset for a fresh post
 	noticeProgress = "prog "  // + request id: an approval counted, still pending
+	// notifications of [[policy.notify]] were queued: the leader's
+	// dispatchers look for them
+	noticeNotifications = "notes"
+	// + request id: its "web" notification was delivered; every replica's
+	// admin streams publish it
+	noticeWebNotification = "webnote "
 )
 
 // Notice handles a change notice from another replica on the same database
@@ -1018,6 +1077,7 @@ func (s *Service) Notice(ctx context.Context, msg string) {
 			}
 		}
 		s.wakeAll(s.Notifiers())
+		s.wakeAnnouncers()
 	case strings.HasPrefix(msg, noticeRequest):
 		id := strings.TrimPrefix(msg, noticeRequest)
 		if s.dispatching.Load() == 0 && !s.hub.interested(id) {
@@ -1045,6 +1105,27 @@ func (s *Service) Notice(ctx context.Context, msg string) {
 		}
 	case strings.HasPrefix(msg, noticeCards):
 		s.wakeAll([]string{strings.TrimPrefix(msg, noticeCards)})
+	case msg == noticeNotifications:
+		s.wakeAnnouncers()
+	case strings.HasPrefix(msg, noticeWebNotification):
+		if r, err := s.Get(ctx, strings.TrimPrefix(msg, noticeWebNotification)); err == nil {
+			s.hub.publish(Event{Kind: EventNotification, Request: r})
+		}
+	}
+}
+
+func (s *Service) wakeAnnouncers() {
+	for name := range s.announceWake {
+		s.wakeAnnouncer(name)
+	}
+}
+
+func (s *Service) wakeAnnouncer(delivery string) {
+	if ch := s.announceWake[delivery]; ch != nil {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
 	}
 }
 

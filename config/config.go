@@ -114,6 +114,37 @@ type Policy struct {
 	// Rules are the [[policy.rules]], in file order: within an owner the
 	// first match wins, so order matters.
 	Rules []Rule
+	// Notify are the [[policy.notify]] patterns: requests allowed without
+	// a person that match one are told to its deliveries.
+	Notify []Notify
+}
+
+// Notify is one [[policy.notify]] entry: "allowed, but tell me".
+type Notify struct {
+	// NotifyPattern is what it matches and where it goes (Index unset:
+	// see Pattern).
+	policy.NotifyPattern
+	// WebhookSecretEnv names the variable holding the key of the
+	// webhook's X-Gateway-Signature (HMAC-SHA256 of the body), resolved
+	// into WebhookSecret.
+	WebhookSecretEnv string
+	WebhookSecret    string
+}
+
+// Pattern is the entry as policy matches it; i is its place in the file.
+func (n Notify) Pattern(i int) policy.NotifyPattern {
+	p := n.NotifyPattern
+	p.Index = i
+	return p
+}
+
+// NotifyPatterns returns the [[policy.notify]] entries as policy patterns.
+func (c Config) NotifyPatterns() []policy.NotifyPattern {
+	out := make([]policy.NotifyPattern, len(c.Policy.Notify))
+	for i, n := range c.Policy.Notify {
+		out[i] = n.Pattern(i)
+	}
+	return out
 }
 
 // The rule actions, from least to most restrictive.
@@ -662,6 +693,14 @@ func (c Config) Redacted() Config {
 	r.Slack.Admins = append([]string(nil), c.Slack.Admins...)
 	r.Policy.Rules = append([]Rule(nil), c.Policy.Rules...)
 	r.Approvals.AllowFor = append([]time.Duration(nil), c.Approvals.AllowFor...)
+	if c.Policy.Notify != nil {
+		r.Policy.Notify = make([]Notify, len(c.Policy.Notify))
+		for i, n := range c.Policy.Notify {
+			n.WebhookSecret = redact(n.WebhookSecret)
+			n.Deliveries = append([]string(nil), n.Deliveries...)
+			r.Policy.Notify[i] = n
+		}
+	}
 	if c.Approvals.Routes != nil {
 		r.Approvals.Routes = make([]Route, len(c.Approvals.Routes))
 		for i, rt := range c.Approvals.Routes {

@@ -170,9 +170,20 @@ type (
 		DSNEnv *string `toml:"dsn_env"`
 	}
 	filePolicy struct {
-		GrantTTL   *string `toml:"grant_ttl"`
-		StaleAfter *string `toml:"stale_after"`
-		Rules      []Rule  `toml:"rules"`
+		GrantTTL   *string      `toml:"grant_ttl"`
+		StaleAfter *string      `toml:"stale_after"`
+		Rules      []Rule       `toml:"rules"`
+		Notify     []fileNotify `toml:"notify"`
+	}
+	fileNotify struct {
+		Capability       string   `toml:"capability"`
+		Target           string   `toml:"target"`
+		Agent            string   `toml:"agent"`
+		SenderID         string   `toml:"sender_id"`
+		Channel          string   `toml:"channel"`
+		Deliveries       []string `toml:"deliveries"`
+		WebhookURL       string   `toml:"webhook_url"`
+		WebhookSecretEnv string   `toml:"webhook_secret_env"`
 	}
 	fileVaglio struct {
 		JudgeThreshold *float64       `toml:"judge_threshold"`
@@ -297,6 +308,11 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 		duration(p, "policy.grant_ttl", s.GrantTTL, &cfg.Policy.GrantTTL)
 		duration(p, "policy.stale_after", s.StaleAfter, &cfg.Policy.StaleAfter)
 		cfg.Policy.Rules = s.Rules
+		for _, n := range s.Notify {
+			cfg.Policy.Notify = append(cfg.Policy.Notify, Notify{NotifyPattern: policy.NotifyPattern{
+				Capability: n.Capability, Target: n.Target, Agent: n.Agent, SenderID: n.SenderID, Channel: n.Channel,
+				Deliveries: n.Deliveries, WebhookURL: n.WebhookURL}, WebhookSecretEnv: n.WebhookSecretEnv})
+		}
 	}
 	if s := f.Vaglio; s != nil {
 		set(&cfg.Vaglio.JudgeThreshold, s.JudgeThreshold)
@@ -713,6 +729,9 @@ func applyEnv(cfg *Config, getenv func(string) string, opt LoadOptions, p *probl
 		}
 	}
 	resolve(cfg.Web.AdminTokenEnv, &cfg.Web.AdminToken)
+	for i := range cfg.Policy.Notify {
+		resolve(cfg.Policy.Notify[i].WebhookSecretEnv, &cfg.Policy.Notify[i].WebhookSecret)
+	}
 	resolve(cfg.Vaglio.LLM.APIKeyEnv, &cfg.Vaglio.LLM.APIKey)
 	resolve(cfg.Telegram.TokenEnv, &cfg.Telegram.Token)
 	resolve(cfg.Telegram.WebhookSecretEnv, &cfg.Telegram.WebhookSecret)

@@ -149,6 +149,22 @@ func (c *Config) validatePolicy(p *problems) {
 			p.wrap(key+"."+fe.Field, fe.Err)
 		}
 	}
+	enabled := func(d string) bool {
+		return d == policy.DeliverTelegram && c.Telegram.Enabled() || d == policy.DeliverSlack && c.Slack.Enabled()
+	}
+	for i, n := range c.Policy.Notify {
+		key := fmt.Sprintf("policy.notify[%d]", i)
+		for _, fe := range policy.CheckNotify(n.Pattern(i), func(id string) bool { return agents[id] }, enabled) {
+			p.wrap(key+"."+fe.Field, fe.Err)
+		}
+		hook := slices.Contains(n.Deliveries, policy.DeliverWebhook)
+		if !hook && n.WebhookSecretEnv != "" {
+			p.add(key+".webhook_secret_env", "set, but deliveries has no \"webhook\"")
+		}
+		// The webhook's body is signed: a receiver must be able to tell it
+		// from a forgery, so the key is required.
+		secret(p, key+".webhook_secret_env", n.WebhookSecretEnv, n.WebhookSecret, hook)
+	}
 }
 
 func (c *Config) validateVaglio(p *problems) {

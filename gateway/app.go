@@ -104,6 +104,8 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 		CallbackResolver: o.CallbackResolver,
 		Routes:           routes(cfg.Approvals.Routes),
 		CardsPerMinute:   cardsPerMinute(cfg.Agents),
+		Notify:           notifySet(cfg, norm),
+		NotifyKey:        func(pattern int, url string) []byte { return notifyKey(cfg.Policy.Notify, pattern, url) },
 	})
 	srv = NewServer(cfg, Options{Service: a.Service, Decider: decider, Rules: rules,
 		Tokens: policy.NewTokenStore(db, norm, o.Now), Metrics: metrics, Logger: o.Logger, Now: o.Now, BodyTimeout: o.BodyTimeout})
@@ -273,6 +275,29 @@ func (a *App) EndWebSessions(ctx context.Context) (int, error) { return a.Server
 
 // AnyWebLogin reports whether any web user ever logged in.
 func (a *App) AnyWebLogin(ctx context.Context) (bool, error) { return a.Server.sessions.AnyLogin(ctx) }
+
+// notifySet compiles [[policy.notify]] for the decisions (nil: none).
+func notifySet(cfg config.Config, norm policy.Normalizer) *policy.NotifySet {
+	if len(cfg.Policy.Notify) == 0 {
+		return nil
+	}
+	return policy.CompileNotify(norm, cfg.NotifyPatterns())
+}
+
+// notifyKey is the signing key of a webhook delivery: the secret of the
+// pattern that queued it, or of any pattern with the same URL (the file
+// may have changed since); nil when none is left.
+func notifyKey(ns []config.Notify, pattern int, url string) []byte {
+	if pattern >= 0 && pattern < len(ns) && ns[pattern].WebhookURL == url && ns[pattern].WebhookSecret != "" {
+		return []byte(ns[pattern].WebhookSecret)
+	}
+	for _, n := range ns {
+		if n.WebhookURL == url && n.WebhookSecret != "" {
+			return []byte(n.WebhookSecret)
+		}
+	}
+	return nil
+}
 
 // Close writes the decision log lines still buffered and releases the
 // database.

@@ -47,6 +47,9 @@ func eventData(e approvals.Event) any {
 	if e.Kind == approvals.EventProgress {
 		return ProgressEvent{ID: r.ID, CallID: r.CallID, Approvals: r.Approvals, Quorum: r.Quorum}
 	}
+	if e.Kind == approvals.EventNotification {
+		return approvals.NewNotificationBody(r)
+	}
 	if e.Kind == approvals.EventRequired {
 		return RequiredEvent{ID: r.ID, CallID: r.CallID, Capability: r.Capability, Target: r.Target,
 			Command: r.Target, ExpiresAt: r.ExpiresAt.Format(time.RFC3339)}
@@ -55,9 +58,11 @@ func eventData(e approvals.Event) any {
 }
 
 // events streams this agent's approval_required and approval_resolved
-// events (an admin's stream carries every agent's, a child token's only
-// its own and its descendants'). A child token's stream ends with
-// "event: revoked" once the token is revoked or expired (see tokenGone).
+// events (an admin's stream carries every agent's, and the
+// command_notification events of [[policy.notify]]'s "web" delivery; a
+// child token's only its own and its descendants'). A child token's
+// stream ends with "event: revoked" once the token is revoked or expired
+// (see tokenGone).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	a := agentFrom(r)
 	flusher, ok := w.(http.Flusher)

@@ -21,7 +21,7 @@ const webMaxHistory = 200
 // auditEvents are the event names the History view suggests for its event
 // filter (any name can be typed: newer kinds of rows too).
 var auditEvents = []string{storage.AuditOutcome, storage.AuditApproval, storage.AuditDecision, storage.AuditEscalated,
-	storage.AuditExpired, storage.AuditCancelled,
+	storage.AuditNotified, storage.AuditExpired, storage.AuditCancelled,
 	storage.AuditNote, storage.AuditGrantWritten, storage.AuditGrantRevoked, storage.AuditRateLimited,
 	storage.AuditRuleAdded, storage.AuditRuleChanged, storage.AuditRuleRemoved, storage.AuditTokenCreated,
 	storage.AuditTokenRevoked, storage.AuditPrune, storage.AuditGenesis, storage.AuditCheckpoint}

@@ -76,6 +76,7 @@ var en = map[string]string{
 	"card.escalated":           "⏫ Escalated: no answer in %s",
 	"card.reminder":            "⏰ Reminder: %s wants %s and is still waiting for a decision",
 	"card.reminder_expires":    " · expires %s",
+	"notify.ran":               "🔔 %s ran %s %s · %s · %s",
 	"tg.not_route_approver":    "You are not among the approvers of this request (its route names them). Nothing changed.",
 	"tg.counted":               "✅ Counted: %s",
 	"tg.already_counted":       "Already counted: %s. Nothing changed.",

@@ -74,6 +74,7 @@ var it = map[string]string{
 	"card.escalated":           "⏫ Inoltrata: nessuna risposta in %s",
 	"card.reminder":            "⏰ Promemoria: %s chiede %s e attende ancora una decisione",
 	"card.reminder_expires":    " · scade alle %s",
+	"notify.ran":               "🔔 %s ha eseguito %s %s · %s · %s",
 	"tg.not_route_approver":    "Non sei tra gli approvatori di questa richiesta (li indica la sua route). Nulla è cambiato.",
 	"tg.counted":               "✅ Contata: %s",
 	"tg.already_counted":       "Già contata: %s. Nulla è cambiato.",

@@ -14,25 +14,9 @@ import (
 // says whether an agent id exists; a scope naming an unknown agent is
 // refused. A nil result means the rule is valid.
 func CheckRule(r Rule, knownAgent func(string) bool) []*FieldError {
-	var out []*FieldError
+	out, caps := checkSubject(r.Capability, r.Target)
 	add := func(field, format string, args ...any) {
 		out = append(out, &FieldError{Field: field, Err: fmt.Errorf(format, args...)})
-	}
-	caps, err := CapabilityPattern(r.Capability)
-	if err != nil {
-		out = append(out, &FieldError{Field: "capability", Err: err})
-	}
-	switch {
-	case r.Target == "":
-		add("target", "required (use \"*\" for any target)")
-	case len(r.Target) > MaxTargetBytes:
-		add("target", "longer than %d bytes", MaxTargetBytes)
-	case strings.ContainsRune(r.Target, 0):
-		add("target", "contains a NUL byte")
-	default:
-		if _, err := path.Match(r.Target, ""); err != nil {
-			add("target", "bad glob %q: %v", r.Target, err)
-		}
 	}
 	switch r.Action {
 	case ActionApprove, ActionRequireApproval, ActionBlock:
@@ -53,10 +37,46 @@ func CheckRule(r Rule, knownAgent func(string) bool) []*FieldError {
 			}
 		}
 	}
-	if r.Agent != "" && knownAgent != nil && !knownAgent(r.Agent) {
-		add("agent", "no agent %q in [[agents]]", r.Agent)
+	return append(out, checkScope(r.Agent, r.SenderID, r.Channel, knownAgent)...)
+}
+
+// checkSubject checks what a rule or a notify pattern matches requests
+// on: the capability pattern and the target glob. It returns the
+// capabilities the pattern covers.
+func checkSubject(capability, target string) ([]*FieldError, []Capability) {
+	var out []*FieldError
+	add := func(field, format string, args ...any) {
+		out = append(out, &FieldError{Field: field, Err: fmt.Errorf(format, args...)})
 	}
-	for _, f := range []struct{ name, v string }{{"sender_id", r.SenderID}, {"agent", r.Agent}, {"channel", r.Channel}} {
+	caps, err := CapabilityPattern(capability)
+	if err != nil {
+		out = append(out, &FieldError{Field: "capability", Err: err})
+	}
+	switch {
+	case target == "":
+		add("target", "required (use \"*\" for any target)")
+	case len(target) > MaxTargetBytes:
+		add("target", "longer than %d bytes", MaxTargetBytes)
+	case strings.ContainsRune(target, 0):
+		add("target", "contains a NUL byte")
+	default:
+		if _, err := path.Match(target, ""); err != nil {
+			add("target", "bad glob %q: %v", target, err)
+		}
+	}
+	return out, caps
+}
+
+// checkScope checks the optional scope of a rule or a notify pattern.
+func checkScope(agent, senderID, channel string, knownAgent func(string) bool) []*FieldError {
+	var out []*FieldError
+	add := func(field, format string, args ...any) {
+		out = append(out, &FieldError{Field: field, Err: fmt.Errorf(format, args...)})
+	}
+	if agent != "" && knownAgent != nil && !knownAgent(agent) {
+		add("agent", "no agent %q in [[agents]]", agent)
+	}
+	for _, f := range []struct{ name, v string }{{"sender_id", senderID}, {"agent", agent}, {"channel", channel}} {
 		if len(f.v) > 256 || strings.ContainsRune(f.v, 0) {
 			add(f.name, "must be at most 256 bytes with no NUL byte")
 		}

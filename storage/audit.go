@@ -81,6 +81,7 @@ const (
 	AuditNote         = "note"          // the owner attached a note to a request
 	AuditApproval     = "approval"      // one approver's allow counted towards a quorum
 	AuditEscalated    = "escalated"     // a pending request's card went to its route's escalate_to
+	AuditNotified     = "notified"      // an allowed request was told to a [[policy.notify]] delivery
 	AuditGenesis      = "chain_genesis" // the first row of the hash chain
 	// AuditCheckpoint stands where the prune job removed the oldest rows:
 	// its hash is the hash of the last row removed, so the chain after it

@@ -10,6 +10,7 @@ import (
 	"github.com/metnos/gateway/client"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/locale"
+	"github.com/metnos/gateway/policy"
 )
 
 func TestAsk_AllowedByPolicy(t *testing.T) {
@@ -222,5 +223,37 @@ func TestAsk_List(t *testing.T) {
 	caps, err := client.New(g.URL, liveAgentToken).Capabilities(context.Background(), false)
 	if err != nil || len(caps) != 12 {
 		t.Errorf("client.Capabilities: %d %v", len(caps), err)
+	}
+}
+
+// TestAsk_ListRestrict: for an agent in restrict mode `gateway ask --list`
+// says denied where a person would have been asked, and leaves those out
+// unless --include-blocked.
+func TestAsk_ListRestrict(t *testing.T) {
+	g := startLive(t, func(cfg *config.Config) {
+		cfg.Agents[0].Mode = policy.ModeRestrict
+	})
+	r := runCLI(context.Background(), agentEnv(t, g.URL), "", "ask", "--list", "--include-blocked")
+	if r.code != exitOK {
+		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 13 {
+		t.Fatalf("%d lines: %q", len(lines), r.stdout)
+	}
+	for _, l := range lines {
+		var c client.Capability
+		if err := json.Unmarshal([]byte(l), &c); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		cp, _ := policy.Lookup(c.Name)
+		want := policy.ModeRestrict.Apply(policy.TableOutcome(policy.Supervised, cp))
+		if string(c.Outcome) != string(want) {
+			t.Errorf("%s: %s, want %s", c.Name, c.Outcome, want)
+		}
+	}
+	r = runCLI(context.Background(), agentEnv(t, g.URL), "", "ask", "--list")
+	if n := len(strings.Split(strings.TrimSpace(r.stdout), "\n")); r.code != exitOK || n != 4 {
+		t.Errorf("--list in restrict mode: exit %d, %d lines (want the 4 allowed): %q", r.code, n, r.stdout)
 	}
 }

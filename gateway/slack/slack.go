@@ -217,6 +217,19 @@ func (m *Messenger) Summarize(ctx context.Context, waiting []approvals.Waiting) 
 	return nil
 }
 
+// Announce posts a notification of [[policy.notify]] to slack.channel_id
+// (https://docs.slack.dev/reference/methods/chat.postMessage): plain
+// text, no blocks, no buttons. One attempt: the service retries.
+func (m *Messenger) Announce(ctx context.Context, n approvals.Notification) error {
+	_, _, err := m.api.PostMessageContext(ctx, m.cfg.ChannelID,
+		slackapi.MsgOptionText(cards.NewNotification(n.Request, m.loc).SlackText(m.loc), false),
+		slackapi.MsgOptionDisableMarkdown())
+	if err != nil {
+		return apiError("chat.postMessage", err)
+	}
+	return nil
+}
+
 // Update re-renders the card of r in place
 // (https://docs.slack.dev/reference/methods/chat.update): finished cards
 // lose their buttons and show the outcome.

@@ -461,7 +461,11 @@ func TestEvents_URLVerificationAndHome(t *testing.T) {
 
 	// A stranger sees no requests.
 	h.signedPost("/slack/events", slacktest.AppHomeOpened(strangerID, ""), time.Now(), secret)
-	stranger := h.fake.Wait(t, "views.publish", waitFor)
+	// (A refresh of the approver's tab, for the card just posted, may
+	// come first: wait for the stranger's own.)
+	stranger := h.fake.WaitMatch(t, "views.publish", waitFor, func(c slacktest.Call) bool {
+		return strings.Contains(string(c.Body), `"user_id":"`+strangerID+`"`)
+	})
 	if ids, _ := stranger.Buttons(); len(ids) != 0 || !strings.Contains(string(stranger.Body), "not an approver") {
 		t.Errorf("stranger's home: %s", stranger.Body)
 	}

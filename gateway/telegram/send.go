@@ -73,7 +73,10 @@ func (e *FloodError) RetryAfter() time.Duration { return e.Err.RetryAfter }
 // Unwrap returns the *Error.
 func (e *FloodError) Unwrap() error { return e.Err }
 
-var _ approvals.RetryAfterError = (*FloodError)(nil)
+var (
+	_ approvals.RetryAfterError = (*FloodError)(nil)
+	_ approvals.Announcer       = (*Bot)(nil)
+)
 
 // redact removes the bot token from s.
 func (b *Bot) redact(s string) string { return b.redactor.Replace(s) }
@@ -181,6 +184,21 @@ func (b *Bot) Remind(ctx context.Context, r approvals.Request, ref string) error
 	msg.ParseMode = tgbotapi.ModeHTML
 	msg.ReplyToMessageID = id
 	msg.AllowSendingWithoutReply = true
+	if _, err := b.bot(ctx).Send(msg); err != nil {
+		return b.sendError("sendMessage", err)
+	}
+	return nil
+}
+
+// Announce posts a notification of [[policy.notify]] to telegram.chat_id:
+// a plain message, no keyboard. One attempt: the service retries with
+// backoff, and pauses on a *FloodError.
+func (b *Bot) Announce(ctx context.Context, n approvals.Notification) error {
+	ctx, cancel := context.WithTimeout(ctx, b.callTimeout)
+	defer cancel()
+	msg := tgbotapi.NewMessage(b.cfg.ChatID, cards.NewNotification(n.Request, b.loc).TelegramHTML(b.loc))
+	msg.ParseMode = tgbotapi.ModeHTML
+	msg.DisableWebPagePreview = true
 	if _, err := b.bot(ctx).Send(msg); err != nil {
 		return b.sendError("sendMessage", err)
 	}
