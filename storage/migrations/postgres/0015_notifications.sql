@@ -1,4 +1,4 @@
--- PostgreSQL mirror of migrations/sqlite/0012_notifications.sql.
+-- PostgreSQL mirror of migrations/sqlite/0015_notifications.sql.
 CREATE TABLE notifications (
     id          BIGSERIAL PRIMARY KEY,
     request_id  TEXT NOT NULL REFERENCES requests (id) ON DELETE CASCADE,
