@@ -266,7 +266,12 @@ func (r Request) AllowSessionOffered() bool {
 // AllowAlwaysOffered reports whether the card may show Allow always.
 func (r Request) AllowAlwaysOffered() bool {
 	c, err := policy.Lookup(r.Capability)
-	return err == nil && c.DefaultApproval != policy.ApprovalAlways
+	if err != nil || c.DefaultApproval == policy.ApprovalAlways {
+		return false
+	}
+	// Writing a persistence point is code execution: asked every time.
+	_, persistence := vaglio.PersistencePoint(r.Target)
+	return !(c.Name == "fs:write" && persistence)
 }
 
 // Actor is who decided: the channel they used, their id there, and a name

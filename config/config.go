@@ -40,6 +40,7 @@ package config
 import (
 	"log/slog"
 	"maps"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -51,6 +52,9 @@ import (
 // Config is the whole gateway configuration. Secret fields hold values
 // resolved from the environment by Load; print Redacted, never Config itself.
 type Config struct {
+	// File is the config file this was loaded from, or the default path
+	// that was looked for ("" when none): one of the gateway's own files.
+	File      string
 	Server    Server
 	Storage   Storage
 	Policy    Policy
@@ -339,6 +343,10 @@ type Agent struct {
 	// connection for minutes (agents[].max_streams, default
 	// DefaultMaxStreams). Past it: 429 too_many_streams.
 	MaxStreams int
+	// Workspace lists the directories the agent works in (absolute, or
+	// under "~/"). When set, fs:* requests outside them ask a person at
+	// every level (approval_required where the table would allow).
+	Workspace []string
 }
 
 // DefaultMaxStreams is agents[].max_streams when the file does not say.
@@ -355,7 +363,7 @@ const MinTokenLen = 24
 // Profile is the agent's restrictive profile for policy decisions.
 func (a Agent) Profile() policy.Profile {
 	return policy.Profile{Agent: a.ID, Ceiling: a.Autonomy, Allow: a.AllowCapabilities, Deny: a.DenyCapabilities,
-		Mode: a.Mode}
+		Mode: a.Mode, Workspace: a.Workspace}
 }
 
 // PolicyRules returns the [[policy.rules]] as policy rules, in file order.
@@ -780,4 +788,57 @@ func orEnv(getenv func(string) string) func(string) string {
 		return osGetenv
 	}
 	return getenv
+}
+
+// OwnPaths are the gateway's own files and directories, forbidden to every
+// agent (vaglio.Own): the SQLite database (its -wal, -shm and -journal
+// too), the generated token file beside it, the config file, the state
+// directory, the directory that holds the database and the decision-log
+// directory. A directory shared with other things (/, /tmp, the home
+// directory or one above it) is left out; the files in it are still
+// listed. A nil getenv means os.Getenv.
+func (c Config) OwnPaths(getenv func(string) string) []string {
+	getenv = orEnv(getenv)
+	home := getenv("HOME")
+	var out []string
+	add := func(p string) {
+		if p != "" && filepath.IsAbs(p) {
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	addDir := func(d string) {
+		if d != "" && filepath.IsAbs(d) && !sharedDir(filepath.Clean(d), home) {
+			add(d)
+		}
+	}
+	if c.Storage.Driver == "" || c.Storage.Driver == "sqlite" {
+		add(c.Storage.Path)
+		add(filepath.Join(filepath.Dir(c.Storage.Path), TokenFileName))
+		addDir(filepath.Dir(c.Storage.Path))
+	}
+	add(c.File)
+	addDir(StateDir(getenv))
+	addDir(c.Vaglio.LogDir)
+	return out
+}
+
+// TokenFileName is the file beside the database that holds the generated
+// local agent's token.
+const TokenFileName = "agent-token"
+
+// sharedDir reports a directory that holds far more than the gateway's
+// files: protecting it whole would forbid agents the machine.
+func sharedDir(d, home string) bool {
+	if strings.Count(d, "/") <= 1 {
+		return true // /, /tmp, /srv, /home
+	}
+	switch d {
+	case "/var/tmp", "/var/lib", "/var/log", "/usr/local", "/usr/share", "/run/user", filepath.Clean(os.TempDir()):
+		return true
+	}
+	if home != "" {
+		h := filepath.Clean(home)
+		return d == h || strings.HasPrefix(h, d+"/")
+	}
+	return false
 }

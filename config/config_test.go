@@ -87,7 +87,8 @@ func TestLoad_DefaultsWithoutFile(t *testing.T) {
 					Gemini:     HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
 					Cursor:     HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
 				},
-				Log: Log{Level: "info"},
+				Log:  Log{Level: "info"},
+				File: tc.path, // the default path looked for is the gateway's own, even when missing
 			}
 			if !reflect.DeepEqual(cfg, want) {
 				t.Errorf("got  %+v\nwant %+v", cfg, want)
@@ -303,6 +304,9 @@ func TestLoad_Refused(t *testing.T) {
 		{"approve * via mail:*", "[[policy.rules]]\ncapability = \"mail:*\"\ntarget = \"*\"\naction = \"approve\"\n", nil,
 			[]string{"policy.rules[0].target:", "mail:send"}},
 
+		{"agent relative workspace", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\nworkspace = [\"~/src\", \"src/app\", \"/srv/*\", \"/\"]\n", nil,
+			[]string{`agents[0].workspace[1]: "src/app" is not an absolute directory`, `agents[0].workspace[2]: "/srv/*" holds a wildcard`,
+				`agents[0].workspace[3]: "/" is the whole file system`}},
 		{"agent missing id", "[[agents]]\ntoken_env = \"METNOS_AGENT_TOKEN\"\n", nil,
 			[]string{"agents[0].id: required"}},
 		{"agent bad id", "[[agents]]\nid = \"Big Agent\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\n", nil,

@@ -80,6 +80,9 @@ func LoadWith(path string, explicit bool, getenv func(string) string, opt LoadOp
 	if len(p) > 0 {
 		return Config{}, &Error{File: file, Problems: p}
 	}
+	if path != "" {
+		cfg.File, _ = filepath.Abs(path)
+	}
 	return cfg, nil
 }
 
@@ -238,6 +241,7 @@ type (
 		Callbacks         []string  `toml:"callbacks"`
 		MaxPending        *int      `toml:"max_pending"`
 		MaxStreams        *int      `toml:"max_streams"`
+		Workspace         []string  `toml:"workspace"`
 	}
 	fileWeb struct {
 		AdminTokenEnv *string `toml:"admin_token_env"`
@@ -376,6 +380,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 		a.AllowCapabilities = fa.AllowCapabilities
 		a.DenyCapabilities = fa.DenyCapabilities
 		a.Principals = fa.Principals
+		a.Workspace = fa.Workspace
 		if fa.Mode != nil {
 			if m, err := policy.ParseMode(*fa.Mode); err != nil {
 				p.wrap(fmt.Sprintf("agents[%d].mode", i), err)

@@ -5,6 +5,7 @@ import (
 	"github.com/metnos/gateway/internal/callbackurl"
 	"net"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -431,6 +432,17 @@ func (c *Config) validateAgents(p *problems, skipTokens bool) {
 		for j, pr := range a.Principals {
 			if ch, snd, ok := strings.Cut(pr, ":"); !ok || ch == "" || snd == "" {
 				p.add(fmt.Sprintf("%s.principals[%d]", key, j), "%q is not \"channel:sender_id\"", pr)
+			}
+		}
+		for j, w := range a.Workspace {
+			k := fmt.Sprintf("%s.workspace[%d]", key, j)
+			switch {
+			case !filepath.IsAbs(w) && w != "~" && !strings.HasPrefix(w, "~/"):
+				p.add(k, "%q is not an absolute directory or one under ~/", w)
+			case strings.ContainsAny(w, "*?[{\x00"):
+				p.add(k, "%q holds a wildcard or a NUL byte: name directories", w)
+			case filepath.Clean(w) == "/":
+				p.add(k, "%q is the whole file system: leave workspace out instead", w)
 			}
 		}
 	}

@@ -85,7 +85,8 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 	norm := policy.Normalizer{Home: o.Home}
 	grants := policy.NewGrantStore(db, norm, o.Now)
 	vg := vaglio.New(vaglio.Options{Threshold: cfg.Vaglio.JudgeThreshold, LogDir: cfg.Vaglio.LogDir,
-		Home: o.Home, Now: o.Now, Logger: o.Logger, Judge: NewJudge(cfg.Vaglio, o.Now)})
+		Home: o.Home, Now: o.Now, Logger: o.Logger, Judge: NewJudge(cfg.Vaglio, o.Now),
+		Own: OwnGuard(cfg, cfg.Server.Listen, nil)})
 	// Decisions read grants through a cache that asks SQLite, per decision,
 	// whether any process changed them (see policy.GrantCache).
 	version := storage.NewGrantsVersion(db)
@@ -130,6 +131,8 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 // stop accepting, let in-flight requests finish, stop the background work.
 // Pending requests stay pending in the database.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	// The listener's port is known now (server.listen may say :0).
+	a.vaglio.SetOwn(OwnGuard(a.Config, ln.Addr().String(), nil))
 	// Requests that expired while the gateway was down are expired before
 	// the first answer (SPEC §5): else the first calls still see them pending.
 	for {

@@ -15,7 +15,8 @@ import (
 func (a *Agent) Profile() policy.Profile {
 	if a.Child != nil {
 		p := a.Child.Profile.Profile(a.ID, a.Child.Label())
-		p.Mode = a.Mode // a child token runs in its agent's mode
+		p.Mode = a.Mode           // a child token runs in its agent's mode
+		p.Workspace = a.Workspace // and works where its agent does
 		return p
 	}
 	return a.Agent.Profile()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +49,41 @@ type Profile struct {
 	// Mode is the agent's: in ModeRestrict what a person would be asked
 	// about is denied at once ("" = ModeAsk).
 	Mode Mode
+	// Workspace lists the directories the agent works in (the agent's
+	// workspace key; "~" allowed). When set, an fs:* request outside them
+	// asks a person where the table would allow it.
+	Workspace []string
+}
+
+// InWorkspace reports whether an fs:* target lies in the profile's
+// workspace (always, when none is set). A glob is inside when the part
+// before its first wildcard is; a relative path, whose directory is
+// unknown, is not.
+func (p Profile) InWorkspace(n Normalizer, target string) bool {
+	if len(p.Workspace) == 0 {
+		return true
+	}
+	t := n.cleanPath(target)
+	if i := strings.IndexAny(t, "*?[{"); i >= 0 {
+		t = path.Dir(t[:i] + "x")
+	}
+	if !strings.HasPrefix(t, "/") {
+		return false
+	}
+	for _, w := range p.Workspace {
+		w = n.cleanPath(w)
+		if t == w || strings.HasPrefix(t, w+"/") || w == "/" {
+			return true
+		}
+	}
+	return false
+}
+
+// Asker is a Vetter that also says which requests a person must see even
+// where the autonomy table allows them (vaglio.Vaglio.MustAsk). always
+// means only a person may allow it: no approve rule, no grant.
+type Asker interface {
+	MustAsk(r vaglio.Request) (reason string, always bool)
 }
 
 // Permits reports whether the profile lets a capability through at all
@@ -102,7 +138,9 @@ type Input struct {
 	// Ask, when set, says why this request needs a person whatever the
 	// table, rules and grants would allow (a hook's tool input that names
 	// two different paths: which one the tool uses is not known). Only a
-	// denial beats it; no rule or grant turns it into allowed.
+	// denial beats it; no rule or grant turns it into allowed. The guard
+	// asks the same way, every time, for fs:write on a persistence point
+	// (Asker.MustAsk's always); Decision.AskAlways reports either.
 	Ask string
 	// DryRun decides without side effects on grants (no last_used_at):
 	// POST /v1/check and `gateway policy check`.
@@ -135,6 +173,10 @@ type Decision struct {
 	Trace      []Step          `json:"trace"`
 	Capability Capability      `json:"-"`
 	Table      Outcome         `json:"-"` // the table's word, before rules and grants
+	// AskAlways: only a person may allow this request, every time, and no
+	// rule or grant did: Input.Ask, or fs:write on a persistence point
+	// (whose card offers no Allow always, approvals.AllowAlwaysOffered).
+	AskAlways bool `json:"-"`
 }
 
 // GrantFinder finds the active grant covering a target (see GrantStore).
@@ -261,6 +303,26 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	if dec.Table == Denied {
 		return deny(BlockedByPolicy, fmt.Sprintf("%s is denied at autonomy %s", c.Name, level)), nil
 	}
+	// What the table allows may still need a person. Two kinds of asks
+	// need one every time (always: no approve rule, no grant allows them,
+	// dec.AskAlways): in.Ask (a hook's tool input naming two paths or
+	// hosts) and fs:write on a persistence point. Two need one where the
+	// table would allow, and an approve rule or a grant may still allow
+	// them: a search or listing of a tree holding a forbidden path, a path
+	// outside the agent's workspace.
+	table, ask, always := dec.Table, in.Ask, in.Ask != ""
+	if ask == "" && c.TargetKind == KindPathGlob {
+		if a, ok := d.Vaglio.(Asker); ok {
+			ask, always = a.MustAsk(vaglio.Request{Agent: in.Profile.Agent, Capability: c.Name, Target: in.Target})
+		}
+		if ask == "" && !in.Profile.InWorkspace(d.Norm, in.Target) {
+			ask = "the path is outside the agent's workspace"
+		}
+	}
+	if ask != "" {
+		table, dec.AskAlways = ApprovalRequired, always
+		step("ask", ApprovalRequired, ask)
+	}
 
 	// Step 4: the rules.
 	rules := d.Rules
@@ -284,16 +346,24 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	switch {
 	case m.Action == ActionBlock:
 		return deny(BlockedByPolicy, "blocked by rule "+m.Rule.Label()), nil
-	case in.Ask != "":
-		dec.Outcome, dec.Reason = ApprovalRequired, in.Ask
-	case dec.Table == Allowed && m.Action == ActionRequireApproval:
+	case always:
+		// Only a person, every time; Input.Ask's reason is shown as given.
+		dec.Outcome, dec.Reason = ApprovalRequired, ask
+		if in.Ask == "" {
+			dec.Reason = c.Name + " needs approval: " + ask
+		}
+		step("grants", "", "not consulted: a person decides every time")
+	case table == Allowed && m.Action == ActionRequireApproval:
 		dec.Outcome, dec.Reason = ApprovalRequired, "rule "+m.Rule.Label()+" requires approval"
-	case dec.Table == Allowed:
+	case table == Allowed:
 		dec.Outcome, dec.Reason = Allowed, c.Name+" is allowed at autonomy "+level.String()
 	case m.Action == ActionApprove:
 		dec.Outcome, dec.Reason = Allowed, "approved by rule "+m.Rule.Label()
 	default:
 		dec.Outcome, dec.Reason = ApprovalRequired, fmt.Sprintf("%s needs approval at autonomy %s", c.Name, level)
+		if ask != "" {
+			dec.Reason = c.Name + " needs approval: " + ask
+		}
 		if m.Action == ActionRequireApproval {
 			// A require_approval rule means "ask every time": grants do not lift it.
 			trace("grants", "", "not consulted: rule %s requires approval", m.Rule.Label())

@@ -3,8 +3,11 @@ package vaglio
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/metnos/gateway/internal/shell"
 )
 
 // CapabilityCodeExec is the capability whose target and args are shell
@@ -15,6 +18,9 @@ const CapabilityCodeExec = "code:exec"
 type component struct {
 	pat     string // path.Match pattern against a lower-case element
 	example string // a name pat matches, to test a glob in the input against
+	// except are names pat matches that the rule leaves alone (the safe
+	// devices of /dev/*).
+	except []string
 }
 
 // pathRule is one forbidden path. Anchored rules start at the root
@@ -28,6 +34,12 @@ type pathRule struct {
 
 func lit(s string) component             { return component{pat: s, example: s} }
 func glob(pat, example string) component { return component{pat: pat, example: example} }
+
+// safeDevices are the entries of /dev an agent may name: no disk, no
+// memory, nothing that reaches the hardware. Everything else under /dev
+// (sd*, vd*, xvd*, nvme*, dm-*, mapper/, disk/, mem, kmem, port, …) is
+// forbidden.
+var safeDevices = []string{"null", "zero", "random", "urandom", "full", "tty", "stdin", "stdout", "stderr", "fd", "pts", "shm"}
 
 // forbiddenPaths is the closed list of SPEC §4 step 6, read as the seed's
 // regexes read it (vaglio v1.1 §3): /etc/passwd, /etc/shadow, /etc/sudoers
@@ -52,6 +64,18 @@ var forbiddenPaths = []pathRule{
 	{name: "/dev/nvme*", anchored: true, comps: []component{lit("dev"), glob("nvme*", "nvme0n1")}},
 	{name: "/dev/mmcblk*", anchored: true, comps: []component{lit("dev"), glob("mmcblk*", "mmcblk0")}},
 	{name: "/dev/loop*", anchored: true, comps: []component{lit("dev"), glob("loop*", "loop0")}},
+	// A machine that runs agents: every device but the safe ones, kernel
+	// memory, group passwords, old passwords, service-account tokens,
+	// private TLS keys.
+	{name: "/dev/<device>", anchored: true, comps: []component{lit("dev"), {pat: "*", example: "vda", except: safeDevices}}},
+	{name: "/proc/kcore", anchored: true, comps: []component{lit("proc"), lit("kcore")}},
+	{name: "/proc/sysrq-trigger", anchored: true, comps: []component{lit("proc"), lit("sysrq-trigger")}},
+	{name: "/etc/gshadow*", anchored: true, comps: []component{lit("etc"), glob("gshadow*", "gshadow")}},
+	{name: "/etc/security/opasswd", anchored: true, comps: []component{lit("etc"), lit("security"), glob("opasswd*", "opasswd")}},
+	{name: "/etc/ssl/private", anchored: true, comps: []component{lit("etc"), lit("ssl"), lit("private")}},
+	{name: "/etc/pki/tls/private", anchored: true, comps: []component{lit("etc"), lit("pki"), lit("tls"), lit("private")}},
+	{name: "/run/secrets", anchored: true, comps: []component{lit("run"), lit("secrets")}},
+	{name: "/run/secrets", anchored: true, comps: []component{lit("var"), lit("run"), lit("secrets")}},
 	{name: ".ssh", comps: []component{lit(".ssh")}},
 	{name: ".aws/credentials", comps: []component{glob("*.aws", ".aws"), glob("credentials*", "credentials")}},
 	{name: ".config/*/credentials.env", comps: []component{glob("*.config", ".config"), glob("*", "metnos"), glob("credentials.env*", "credentials.env")}},
@@ -89,8 +113,22 @@ func isShellRequest(r Request) bool {
 // reason names the rule that matched and where (target, args.a.b[2]),
 // never the matched string, so it is safe to log and to show on a card.
 func Guard(r Request, home string) (blocked bool, reason string) {
+	return guard(r, home, nil)
+}
+
+// guard is Guard with the gateway's own files and addresses (nil: none).
+func guard(r Request, home string, own *ownRules) (blocked bool, reason string) {
 	if home != "" {
 		home = path.Clean(home)
+	}
+	if own != nil {
+		if reason, hit := own.reachesGateway(r); hit {
+			return true, reason
+		}
+	}
+	var extra []pathRule
+	if own != nil {
+		extra = own.paths
 	}
 	shell := isShellRequest(r)
 	check := func(s, where string) (string, bool) {
@@ -104,8 +142,15 @@ func Guard(r Request, home string) (blocked bool, reason string) {
 				return fmt.Sprintf("guard: dangerous shell command %q in %s", rule, where), true
 			}
 		}
-		if rule, hit := forbiddenPathIn(s, home); hit {
+		if rule, hit := forbiddenPathIn(s, home, extra); hit {
 			return fmt.Sprintf("guard: forbidden path %s in %s", rule, where), true
+		}
+		if shell {
+			// bash's own reading: every word, redirection target and
+			// here-document, also inside substitutions and bash -c.
+			if rule, hit := forbiddenPathInWords(s, home, extra); hit {
+				return fmt.Sprintf("guard: forbidden path %s in %s", rule, where), true
+			}
 		}
 		if rule, hit := seedPathIn(s, home); hit {
 			return fmt.Sprintf("guard: forbidden path %s in %s", rule, where), true
@@ -139,18 +184,18 @@ func Guard(r Request, home string) (blocked bool, reason string) {
 // forbiddenPathIn looks for a forbidden path anywhere in s: s itself as one
 // path, and every word of it as a shell would split it, so the path inside
 // `cat ~/.ssh/id_rsa` or `--key=/etc/shadow` is found.
-func forbiddenPathIn(s, home string) (rule string, hit bool) {
+func forbiddenPathIn(s, home string, extra []pathRule) (rule string, hit bool) {
 	if s == "" {
 		return "", false
 	}
 	s = shellNormalize(s, home)
-	if rule, hit := forbiddenPath(expandTilde(strings.TrimSpace(s), home)); hit {
+	if rule, hit := forbiddenPath(expandTilde(strings.TrimSpace(s), home), extra); hit {
 		return rule, true
 	}
 	for _, word := range strings.Fields(s) {
 		for _, w := range expandBraces(word) {
 			for _, tok := range strings.FieldsFunc(w, isPathSep) {
-				if rule, hit := forbiddenPath(expandTilde(tok, home)); hit {
+				if rule, hit := forbiddenPath(expandTilde(tok, home), extra); hit {
 					return rule, true
 				}
 			}
@@ -165,13 +210,25 @@ func isPathSep(r rune) bool {
 	return unicode.IsSpace(r) || strings.ContainsRune(";|&<>()`,=:{}", r)
 }
 
-// forbiddenPath checks one path, after cleaning it.
-func forbiddenPath(p string) (rule string, hit bool) {
+// forbiddenPath checks one path, after cleaning it, against the closed
+// list and the extra rules (the gateway's own files).
+func forbiddenPath(p string, extra []pathRule) (rule string, hit bool) {
 	if p == "" {
 		return "", false
 	}
-	rooted := strings.HasPrefix(p, "/")
-	comps := strings.Split(strings.TrimPrefix(path.Clean(strings.ToLower(p)), "/"), "/")
+	comps, rooted := pathComps(p)
+	if rule, hit := matchPathRules(forbiddenPaths, comps, rooted); hit {
+		return rule, true
+	}
+	return matchPathRules(extra, comps, rooted)
+}
+
+// pathComps cleans p and splits it into lower-case components. A relative
+// path that climbs with leading ".." is taken as reaching the root, since
+// the working directory is unknown.
+func pathComps(p string) (comps []string, rooted bool) {
+	rooted = strings.HasPrefix(p, "/")
+	comps = strings.Split(strings.TrimPrefix(path.Clean(strings.ToLower(p)), "/"), "/")
 	if !rooted {
 		n := 0
 		for n < len(comps) && comps[n] == ".." {
@@ -181,7 +238,12 @@ func forbiddenPath(p string) (rule string, hit bool) {
 			comps, rooted = comps[n:], true
 		}
 	}
-	for _, r := range forbiddenPaths {
+	return comps, rooted
+}
+
+// matchPathRules finds the first rule that matches the path's components.
+func matchPathRules(rules []pathRule, comps []string, rooted bool) (rule string, hit bool) {
+	for _, r := range rules {
 		if r.anchored {
 			if rooted && (r.matchAt(comps) ||
 				// macOS: /etc is a symlink to /private/etc.
@@ -191,6 +253,9 @@ func forbiddenPath(p string) (rule string, hit bool) {
 			continue
 		}
 		for i := range comps {
+			if r.whole && len(comps)-i != len(r.comps) {
+				continue
+			}
 			if hasPrefix(comps[i:], r.comps) {
 				return r.name, true
 			}
@@ -230,12 +295,12 @@ func (c component) match(in string) bool {
 			return false
 		}
 		if ok, err := path.Match(in, c.example); err == nil {
-			return ok
+			return ok || c.globReachesNonSafe(in)
 		}
 		// A malformed pattern is taken literally by the shell: fall through.
 	}
 	ok, _ := path.Match(c.pat, in)
-	return ok
+	return ok && !slices.Contains(c.except, in)
 }
 
 // unquote drops shell quoting characters (a Replacer is safe for concurrent use).
@@ -550,4 +615,51 @@ func squeezeShellSpace(s string) string {
 
 func isSpaceByte(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+// globReachesNonSafe reports, for a component with exceptions (/dev/*),
+// whether a glob in the input matches some name outside them: /dev/m*
+// reaches /dev/mem though not the example vda. A glob that matches only
+// safe names (/dev/std*) does not.
+func (c component) globReachesNonSafe(in string) bool {
+	if c.except == nil {
+		return false
+	}
+	for _, name := range []string{"sda", "vda", "xvda", "nvme0n1", "mem", "kmem", "port", "mapper", "disk", "dm-0",
+		"mmcblk0", "loop0", "md0", "hda", "sr0", "tty1", "ttys0", "console", "kmsg", "tcp", "udp", "input", "cpu", "bus",
+		"hidraw0", "watchdog", "fuse", "kvm", "net", "snd", "dri", "usb", "sg0", "nbd0", "zram0", "ram0", "rtc0"} {
+		if ok, _ := path.Match(in, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// forbiddenPathInWords checks every word bash would hand to a command of
+// the command line s (shell.Words: arguments, redirection targets,
+// here-documents, the words of substitutions and of scripts run through
+// bash -c or eval) as a path. A word known only when the command runs is
+// a pattern (*/.ssh for $DIR/.ssh) and matches when it can reach a
+// forbidden path. A line bash would not parse adds nothing here: the
+// lexical checks above still read it whole.
+func forbiddenPathInWords(s, home string, extra []pathRule) (rule string, hit bool) {
+	if !strings.ContainsAny(s, "/~$`") {
+		return "", false
+	}
+	words, _ := shell.Words(s)
+	for _, w := range words {
+		t := w.Text
+		if w.Tilde {
+			t = expandTilde(t, home)
+		}
+		if rule, hit := forbiddenPath(t, extra); hit {
+			return rule, true
+		}
+		if w.Kind == shell.Heredoc || strings.ContainsAny(t, " \t\n") {
+			if rule, hit := forbiddenPathIn(t, home, extra); hit {
+				return rule, true
+			}
+		}
+	}
+	return "", false
 }

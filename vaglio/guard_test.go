@@ -194,11 +194,11 @@ func FuzzGuard(f *testing.F) {
 		// The structured rules clean paths (the seed's raw regexes, which
 		// also run, do not: /root/../tmp is blocked raw, /tmp/../root/../tmp
 		// is not).
-		rule, hit := forbiddenPathIn(s, testHome)
+		rule, hit := forbiddenPathIn(s, testHome, nil)
 		if !hit {
 			return
 		}
-		if _, b := forbiddenPathIn("/tmp/../"+s, testHome); !b {
+		if _, b := forbiddenPathIn("/tmp/../"+s, testHome, nil); !b {
 			t.Errorf("forbiddenPathIn(%q) hit %s but not with /tmp/../ before it", s, rule)
 		}
 	})

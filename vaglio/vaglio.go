@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/metnos/gateway/internal/jsonw"
@@ -129,6 +130,9 @@ type Options struct {
 	// Logger receives log write failures (never argument values); nil
 	// discards them.
 	Logger *slog.Logger
+	// Own is what the gateway guards of itself (its files and addresses);
+	// SetOwn replaces it once the listening address is known.
+	Own Own
 }
 
 // Vaglio runs the guard and the judge and keeps the decision log. It is safe
@@ -143,6 +147,7 @@ type Vaglio struct {
 	logger    *slog.Logger
 
 	logs *logWriter // the decision log, buffered (see logwriter.go)
+	own  atomic.Pointer[ownRules]
 }
 
 // New builds a Vaglio from o, filling in the defaults documented on Options.
@@ -179,10 +184,37 @@ func New(o Options) *Vaglio {
 	if v.home != "" && (v.logDir == "~" || strings.HasPrefix(v.logDir, "~/")) {
 		v.logDir = filepath.Join(v.home, v.logDir[1:])
 	}
+	v.SetOwn(o.Own)
 	v.logs = &logWriter{dir: v.logDir, onErr: func(err error) {
 		v.logger.Warn("vaglio: write decision log", "error", err)
 	}}
 	return v
+}
+
+// SetOwn replaces what the gateway guards of itself: the server calls it
+// once it listens, when the port is known. Safe for concurrent use.
+func (v *Vaglio) SetOwn(o Own) { v.own.Store(compileOwn(o, v.home)) }
+
+// MustAsk says whether a request must be put to a person even where the
+// autonomy table allows it, and why. always means nothing but a person
+// may allow it (no approve rule, no grant, no Allow always): fs:write on
+// a persistence point (~/.bashrc, cron, .git/hooks/), which is code
+// execution. Otherwise (always false) an fs:* request whose tree holds a
+// forbidden path (a search or listing of /etc or ~) asks, and a rule or a
+// grant may still allow it.
+func (v *Vaglio) MustAsk(r Request) (reason string, always bool) {
+	if !strings.HasPrefix(r.Capability, "fs:") {
+		return "", false
+	}
+	if r.Capability == "fs:write" {
+		if rule, hit := PersistencePoint(expandTilde(r.Target, v.home)); hit {
+			return "writes a persistence point (" + rule + "), code that runs later: a person decides every time", true
+		}
+	}
+	if rule, hit := holdsForbidden(r.Target, v.home, v.own.Load()); hit {
+		return "the tree searched or listed holds a forbidden path (" + rule + ")", false
+	}
+	return "", false
 }
 
 // Close writes the decision log lines still buffered and closes the log
@@ -201,7 +233,7 @@ func (v *Vaglio) Flush() { v.logs.flush() }
 // that cannot be written is reported on the Logger, never to the caller.
 func (v *Vaglio) Check(ctx context.Context, r Request) Verdict {
 	verdict := Verdict{TS: v.now().UTC(), JudgeKind: v.judge.Kind()}
-	if blocked, reason := Guard(r, v.home); blocked {
+	if blocked, reason := guard(r, v.home, v.own.Load()); blocked {
 		verdict.Reason, verdict.BlockedBy = reason, BlockedByGuard
 	} else if j, err := v.score(ctx, r); err != nil {
 		verdict.Reason, verdict.BlockedBy = fmt.Sprintf("judge: %s failed, denied: %v", verdict.JudgeKind, err), BlockedByJudge

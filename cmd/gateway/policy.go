@@ -200,7 +200,7 @@ func policyCheck(e *env, args []string) error {
 	}
 	defer db.Close()
 	vg := vaglio.New(vaglio.Options{Threshold: cfg.Vaglio.JudgeThreshold, LogDir: cfg.Vaglio.LogDir, Home: e.getenv("HOME"),
-		Judge: gateway.NewJudge(cfg.Vaglio, nil)})
+		Judge: gateway.NewJudge(cfg.Vaglio, nil), Own: gateway.OwnGuard(cfg, cfg.Server.Listen, e.getenv)})
 	defer vg.Close() // the decision log is buffered
 	rules := policy.NewRuleStore(db, cfg.PolicyRules(), cfg.HasAgent, nil)
 	defer rules.Close()

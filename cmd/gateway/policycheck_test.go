@@ -85,3 +85,22 @@ func TestUnknownFlag(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestPolicyCheck_GatewayOwnFiles: the CLI's decision guards the files of
+// the config it runs with: the generated token file, the database and its
+// -wal, the config file, the state directory, at Full.
+func TestPolicyCheck_GatewayOwnFiles(t *testing.T) {
+	home := t.TempDir()
+	getenv := func(k string) string { return map[string]string{"HOME": home, "XDG_STATE_HOME": home + "/state"}[k] }
+	cfgPath := home + "/gw.toml"
+	if err := os.WriteFile(cfgPath, []byte("[storage]\npath = \""+home+"/data/gw.db\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{home + "/data/agent-token", home + "/data/gw.db-wal", cfgPath,
+		home + "/state/metnos/agent-token", "~/state/metnos/gateway.db", home + "/data"} {
+		r := runCLI(context.Background(), getenv, "", "policy", "check", "Full", "fs:read", "--target", target, "--config", cfgPath)
+		if r.code != 0 || !strings.Contains(r.stdout, `"outcome":"denied"`) || !strings.Contains(r.stdout, "gateway's own") {
+			t.Errorf("check %s = %d %s %s", target, r.code, r.stdout, r.stderr)
+		}
+	}
+}

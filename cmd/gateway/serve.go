@@ -63,7 +63,7 @@ func ensureLocalAgent(cfg *config.Config) (path string, created bool, err error)
 	if len(cfg.Agents) > 0 {
 		return "", false, nil
 	}
-	path = filepath.Join(filepath.Dir(cfg.Storage.Path), "agent-token")
+	path = filepath.Join(filepath.Dir(cfg.Storage.Path), config.TokenFileName)
 	tok, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
