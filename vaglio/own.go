@@ -156,13 +156,16 @@ func holdsForbidden(p, home string, own *ownRules) (string, bool) {
 		}
 		return true
 	}
-	rules := forbiddenPaths
-	if own != nil {
-		rules = append(rules[:len(rules):len(rules)], own.paths...)
-	}
-	for _, r := range rules {
+	for _, r := range forbiddenPaths {
 		if r.anchored && above(r.comps) {
 			return r.name, true
+		}
+	}
+	if own != nil {
+		for _, r := range own.paths {
+			if above(r.comps) {
+				return r.name, true
+			}
 		}
 	}
 	if home != "" {
