@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/metnos/gateway/storage"
 )
 
 // batchedRef is the ref of a card held back by the agent's
@@ -42,11 +44,15 @@ func (s *Service) overCardRate(messenger, agent string) bool {
 }
 
 // holdCard records that request id's card on messenger is held back
-// (batched): in sync, never posted, counted by waitingBatched.
-func (s *Service) holdCard(ctx context.Context, messenger, id string, gen int64) error {
+// (batched): in sync, never posted, counted by waitingBatched. When the
+// request changed since it was read at rev (decided meanwhile), the card
+// stays due now, so the change is recorded on the next round instead of
+// being parked far in the future.
+func (s *Service) holdCard(ctx context.Context, messenger, id string, gen, rev int64) error {
 	_, err := s.db.ExecContext(context.WithoutCancel(ctx), `UPDATE cards SET ref = $1, shown_status = $2, attempts = 0,
-		last_error = '', next_at = $3 WHERE request_id = $4 AND channel = $5 AND gen = $6`,
-		batchedRef, string(StatusPending), farFuture, id, messenger, gen)
+		last_error = '', next_at = CASE WHEN EXISTS (SELECT 1 FROM requests WHERE id = $4 AND status = $2 AND rev = $7)
+		THEN $3 ELSE $8 END WHERE request_id = $4 AND channel = $5 AND gen = $6`,
+		batchedRef, string(StatusPending), farFuture, id, messenger, gen, rev, storage.FormatTime(s.now()))
 	if err != nil {
 		return fmt.Errorf("hold card of %s: %w", id, err)
 	}

@@ -200,7 +200,7 @@ func (s *Service) sendCard(ctx context.Context, n Notifier, c dueCard, z *summar
 	case !c.ref.Valid && s.overCardRate(n.Name(), r.Agent):
 		// Past the agent's cards_per_minute: no card of its own; the
 		// messenger's summary counts it (the web page lists it).
-		if err := s.holdCard(ctx, n.Name(), r.ID, c.gen); err != nil {
+		if err := s.holdCard(ctx, n.Name(), r.ID, c.gen, r.Rev); err != nil {
 			s.log.Error("cards: hold", "channel", n.Name(), "request_id", r.ID, "err", err)
 		}
 		z.held = true
