@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -260,4 +261,80 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n]
+}
+
+// RunDispatch runs one card dispatcher per messenger until ctx ends and
+// their sends in flight finish. With several replicas only the leader runs
+// it (see storage.DB.Lead), so a card is posted once; it may run again
+// after it returned (a replica that leads again).
+func (s *Service) RunDispatch(ctx context.Context) {
+	s.dispatching.Add(1)
+	defer s.dispatching.Add(-1)
+	for name, n := range s.notifiers {
+		s.goDispatch(ctx, s.cardRound(n), s.wake[name])
+	}
+	// Without patterns, the notification loops run only to finish what an
+	// earlier config queued: no idle queries on a gateway that has none.
+	var queued int
+	if s.opts.Notify.Empty() {
+		_ = s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM notifications`).Scan(&queued)
+	}
+	for name, a := range s.announcers {
+		if s.opts.Notify.Empty() && queued == 0 {
+			break
+		}
+		s.goDispatch(ctx, func(ctx context.Context, recovering bool) round {
+			return s.announceOnce(ctx, a, recovering)
+		}, s.announceWake[name])
+	}
+	<-ctx.Done()
+	s.wg.Wait()
+}
+
+// Resend marks the cards of every pending request on one messenger for a
+// fresh post (Telegram /pending): their old messages stay, new ones come.
+func (s *Service) Resend(ctx context.Context, channel string) (int, error) {
+	if s.notifiers[channel] == nil {
+		return 0, fmt.Errorf("%w: channel: %q is not configured", ErrInvalid, channel)
+	}
+	now := storage.FormatTime(s.now())
+	res, err := s.db.ExecContext(ctx, `INSERT INTO cards (request_id, channel, next_at)
+		SELECT id, $1, $2 FROM requests WHERE status = 'pending'
+		ON CONFLICT (request_id, channel) DO UPDATE SET ref = NULL, shown_status = NULL, next_at = $2, attempts = 0,
+		gen = cards.gen + 1`,
+		channel, now)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	s.wakeAll([]string{channel})
+	if err := s.db.Notify(ctx, s.db, noticeCards+channel); err != nil {
+		s.log.Warn("resend: the other replicas were not told; the leader's dispatcher finds the cards within seconds",
+			"channel", channel, "err", err)
+	}
+	return int(n), nil
+}
+
+// CardRef returns the message reference of a request's card on a channel.
+func (s *Service) CardRef(ctx context.Context, id, channel string) (string, error) {
+	var ref sql.NullString
+	err := s.db.QueryRowContext(ctx, `SELECT ref FROM cards WHERE request_id = $1 AND channel = $2`, id, channel).Scan(&ref)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !ref.Valid {
+		return "", ErrNotFound
+	}
+	return ref.String, err
+}
+
+// RequestByCardRef finds the request whose card on channel has ref (a
+// reply to a Telegram message names only the message).
+func (s *Service) RequestByCardRef(ctx context.Context, channel, ref string) (Request, error) {
+	var id string
+	err := s.db.QueryRowContext(ctx, `SELECT request_id FROM cards WHERE channel = $1 AND ref = $2`, channel, ref).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Request{}, ErrNotFound
+	}
+	if err != nil {
+		return Request{}, err
+	}
+	return s.Get(ctx, id)
 }
