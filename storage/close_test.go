@@ -12,10 +12,10 @@ import (
 // TestClose_LeavesNothingRunning: once Close returns, nothing of the
 // database writes into its directory any more: the last connection has
 // closed, so SQLite has checkpointed and removed the -wal and -shm files.
-// (A statement prepared in the background by the first transaction once
-// outlived Close; its connection closed later and SQLite removed the WAL
-// then, after `gateway migrate` had returned: t.TempDir's cleanup found
-// the directory not empty.)
+// (A connection opened for a caller that had waited for one, and one held
+// by a statement prepared in the background, once outlived Close; it
+// closed later and SQLite removed the WAL then, after `gateway migrate` had
+// returned: t.TempDir's cleanup found the directory not empty.)
 func TestClose_LeavesNothingRunning(t *testing.T) {
 	for i := range 10 {
 		path := filepath.Join(t.TempDir(), "gw.db")

@@ -28,7 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	_ "modernc.org/sqlite" // the "sqlite" driver: pure Go, no cgo
+	"modernc.org/sqlite" // pure Go, no cgo
 )
 
 //go:embed migrations/sqlite/*.sql migrations/postgres/*.sql
@@ -107,37 +107,12 @@ type DB struct {
 	stmtMu  sync.RWMutex
 	stmts   map[string]*sql.Stmt
 	warming sync.Map // queries of transactions being (or once) prepared in the background
-	// background runs those preparations; Close waits for them, so no
-	// connection outlives it (see background).
-	background background
-}
+	// conns counts the open SQLite connections, so Close can wait for
+	// them (see countedConnector); nil on PostgreSQL.
+	conns *countedConnector
 
-// background runs the DB's short-lived goroutines and lets Close wait for
-// them. A statement prepared in the background holds a connection; one
-// still running when Close returned closed that connection later, and the
-// last connection to close is the one that checkpoints and removes the
-// WAL: `gateway migrate` wrote into its directory after it had returned.
-type background struct {
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
-}
-
-// goRun runs f on a goroutine of its own unless the DB is closing.
-func (b *background) goRun(f func()) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.closed {
-		b.wg.Go(f)
-	}
-}
-
-// stop refuses new goroutines and waits for the running ones.
-func (b *background) stop() {
-	b.mu.Lock()
-	b.closed = true
-	b.mu.Unlock()
-	b.wg.Wait()
+	versionsMu sync.Mutex
+	versions   []*GrantsVersion // made by NewGrantsVersion, NewChangeVersion; closed by Close
 }
 
 // writeWait is how long a write transaction waits for the one before it,
@@ -187,19 +162,20 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)" +
 		"&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)&_pragma=journal_size_limit(67108864)&_pragma=wal_autocheckpoint(0)&_txlock=immediate"
-	sqldb, err := sql.Open("sqlite", dsn)
+	connector, err := sqlite.NewConnector(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	conns := &countedConnector{Connector: connector}
+	sqldb := sql.OpenDB(conns)
 	n := maxConns()
 	sqldb.SetMaxOpenConns(n)
 	sqldb.SetMaxIdleConns(n)
 	db := &DB{DB: sqldb, Path: path, Dialect: SQLite, writeLock: make(chan struct{}, 1), stmts: map[string]*sql.Stmt{},
-		checkpointStop: make(chan struct{}), checkpointDone: make(chan struct{})}
+		checkpointStop: make(chan struct{}), checkpointDone: make(chan struct{}), conns: conns}
 	go db.runCheckpoints()
 	if err := db.migrate(ctx); err != nil {
-		db.stopCheckpoints()
-		sqldb.Close()
+		db.Close()
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
 	}
 	return db, nil
@@ -538,7 +514,7 @@ func (q txQuerier) txStmt(query string) *sql.Stmt {
 	q.db.stmtMu.RUnlock()
 	if st == nil {
 		if _, started := q.db.warming.LoadOrStore(query, true); !started {
-			q.db.background.goRun(func() { q.db.stmt(context.Background(), query) })
+			go q.db.stmt(context.Background(), query)
 		}
 	}
 	return st
@@ -585,10 +561,21 @@ func (q txQuerier) QueryRowContext(ctx context.Context, query string, args ...an
 	return q.tx.QueryRowContext(ctx, query, args...)
 }
 
-// Close closes the cached statements and the database.
+// closeWait bounds how long Close waits for the connections still open.
+const closeWait = 10 * time.Second
+
+// Close closes the version sources made over the database (they hold a
+// connection), the cached statements and the database, and waits for the
+// last connection to close.
 func (db *DB) Close() error {
 	db.stopCheckpoints()
-	db.background.stop()
+	db.versionsMu.Lock()
+	versions := db.versions
+	db.versions = nil
+	db.versionsMu.Unlock()
+	for _, v := range versions {
+		v.Close()
+	}
 	if w := db.wal.Swap(nil); w != nil {
 		defer w.close() // after the connections: they keep the -shm file
 	}
@@ -598,5 +585,12 @@ func (db *DB) Close() error {
 		delete(db.stmts, q)
 	}
 	db.stmtMu.Unlock()
-	return db.DB.Close()
+	err := db.DB.Close()
+	if db.conns != nil {
+		// A connection being opened for a caller that waited for one, or
+		// one a statement prepared in the background holds, closes after
+		// DB.Close returns: wait for it (see countedConnector).
+		db.conns.wait(closeWait)
+	}
+	return err
 }

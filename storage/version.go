@@ -41,9 +41,20 @@ type versionSnap struct {
 	grants int64
 }
 
-// NewGrantsVersion returns a version source over db.
+// NewGrantsVersion returns a version source over db. It holds a
+// connection of its own once used: Close it, or close db (which closes it).
 func NewGrantsVersion(db *DB) *GrantsVersion {
-	return &GrantsVersion{db: db, query: `SELECT n FROM grants_version WHERE id = 1`}
+	return db.newVersion(`SELECT n FROM grants_version WHERE id = 1`)
+}
+
+// newVersion makes a version source that reads its counter with query,
+// and registers it for DB.Close.
+func (db *DB) newVersion(query string) *GrantsVersion {
+	v := &GrantsVersion{db: db, query: query}
+	db.versionsMu.Lock()
+	db.versions = append(db.versions, v)
+	db.versionsMu.Unlock()
+	return v
 }
 
 // Current returns a number that changes whenever grants change.
