@@ -2,7 +2,6 @@ package approvals
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -113,8 +112,7 @@ func grantedBy(as []Approval) string {
 func (s *Service) Cancel(ctx context.Context, id, agent, tokenID string) (Request, error) {
 	now := s.now().UTC().Truncate(time.Microsecond)
 	var r Request
-	err := s.db.InTx(ctx, func(sqltx *sql.Tx) error {
-		tx := s.db.Tx(sqltx)
+	err := s.db.InTx(ctx, func(tx storage.Querier) error {
 		var err error
 		if r, err = getRequest(ctx, tx, id); err != nil {
 			return err
@@ -212,8 +210,7 @@ func (s *Service) finished(r Request) {
 func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 	now := s.now().UTC().Truncate(time.Microsecond)
 	var done []Request
-	err := s.db.InTx(ctx, func(sqltx *sql.Tx) error {
-		tx := s.db.Tx(sqltx)
+	err := s.db.InTx(ctx, func(tx storage.Querier) error {
 		due, err := listRequests(ctx, tx, `SELECT `+requestColumns+` FROM requests
 			WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at LIMIT 500`, storage.FormatTime(now))
 		if err != nil {
@@ -246,8 +243,7 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 func (s *Service) SetNote(ctx context.Context, id, note string, by Actor) (Request, error) {
 	now := s.now().UTC()
 	var r Request
-	err := s.db.InTx(ctx, func(sqltx *sql.Tx) error {
-		tx := s.db.Tx(sqltx)
+	err := s.db.InTx(ctx, func(tx storage.Querier) error {
 		var err error
 		if r, err = getRequest(ctx, tx, id); err != nil {
 			return err

@@ -2,7 +2,6 @@ package approvals
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -258,8 +257,7 @@ func (s *Service) announce(ctx context.Context, a announcer, d dueNotice) (time.
 	}
 	// Recorded even when shutdown began meanwhile: it was delivered.
 	wctx := context.WithoutCancel(ctx)
-	err = s.db.InTx(wctx, func(sqltx *sql.Tx) error {
-		tx := s.db.Tx(sqltx)
+	err = s.db.InTx(wctx, func(tx storage.Querier) error {
 		res, err := tx.ExecContext(wctx, `DELETE FROM notifications WHERE id = $1`, d.id)
 		if err != nil {
 			return err

@@ -2,7 +2,6 @@ package approvals
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -53,7 +52,7 @@ func (s *Service) Prune(ctx context.Context, dryRun bool) (PruneReport, error) {
 	nowS := storage.FormatTime(now)
 	staleS := storage.FormatTime(now.Add(-s.opts.StaleAfter))
 	keepS := storage.FormatTime(now.Add(-s.opts.Retention))
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.db.InTx(ctx, func(tx storage.Querier) error {
 		var err error
 		if s.opts.StaleAfter > 0 {
 			rep.StaleRevoked, err = ids(ctx, tx, `SELECT id FROM grants WHERE revoked_at IS NULL

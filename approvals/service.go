@@ -2,7 +2,6 @@ package approvals
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -215,8 +214,7 @@ func (s *Service) DecideChoice(ctx context.Context, id string, ch Choice, by Act
 	now := s.now().UTC().Truncate(time.Microsecond)
 	var r Request
 	var expired, progress bool
-	err = s.db.InTx(ctx, func(sqltx *sql.Tx) error {
-		tx := s.db.Tx(sqltx)
+	err = s.db.InTx(ctx, func(tx storage.Querier) error {
 		// A concurrent approval (another replica, another channel) changes
 		// rev between our read and our write: read again and recount. Each
 		// round either writes or sees someone else's commit, so it ends.

@@ -3,7 +3,6 @@ package approvals
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/base32"
 	"errors"
 	"fmt"
@@ -234,8 +233,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	// fn names what it needs of r, not r: a closure over r (which GroupTx
 	// keeps) moved every Request to the heap.
 	id, notify, pending := r.ID, r.Notify, r.Status == StatusPending
-	err = s.db.GroupTx(ctx, func(sqltx *sql.Tx) error {
-		tx := s.db.Tx(sqltx)
+	err = s.db.GroupTx(ctx, func(tx storage.Querier) error {
 		var err error
 		if inserted, err = insertRequestRow(qctx, tx, row); err != nil || !inserted {
 			return err

@@ -116,8 +116,7 @@ func (s *Service) escalate(ctx context.Context, id string, now time.Time) (bool,
 	var r Request
 	var done bool
 	var added []string
-	err := s.db.InTx(ctx, func(sqltx *sql.Tx) error {
-		tx := s.db.Tx(sqltx)
+	err := s.db.InTx(ctx, func(tx storage.Querier) error {
 		var err error
 		if r, err = getRequest(ctx, tx, id); err != nil || r.Status.Finished() {
 			return err

@@ -101,7 +101,7 @@ func (s *GrantStore) Normalizer() Normalizer { return s.norm }
 // Record writes a grant in its own transaction, with its audit row.
 func (s *GrantStore) Record(ctx context.Context, g NewGrant) (Grant, error) {
 	var out Grant
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.db.InTx(ctx, func(tx storage.Querier) error {
 		var err error
 		out, err = s.RecordTx(ctx, tx, g)
 		return err
@@ -365,7 +365,7 @@ const revokeGrant = `UPDATE grants SET revoked_at = $1, revoke_reason = $2 WHERE
 // grant already revoked or one that does not exist (a no-op, not an error).
 func (s *GrantStore) Revoke(ctx context.Context, id int64, reason, by string) (bool, error) {
 	var changed bool
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.db.InTx(ctx, func(tx storage.Querier) error {
 		var err error
 		changed, err = s.RevokeTx(ctx, tx, id, reason, by)
 		return err

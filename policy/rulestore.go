@@ -290,7 +290,7 @@ func (s *RuleStore) Add(ctx context.Context, nr NewRule, by string) (RuleInfo, e
 		return RuleInfo{}, err
 	}
 	var out RuleInfo
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := s.db.InTx(ctx, func(tx storage.Querier) error {
 		if err := storage.BumpVersion(ctx, tx, storage.RulesVersionTable); err != nil {
 			return err
 		}
@@ -328,7 +328,7 @@ func (s *RuleStore) Update(ctx context.Context, id string, p RulePatch, by strin
 		return RuleInfo{}, err
 	}
 	var out RuleInfo
-	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.InTx(ctx, func(tx storage.Querier) error {
 		if err := storage.BumpVersion(ctx, tx, storage.RulesVersionTable); err != nil {
 			return err
 		}
@@ -394,7 +394,7 @@ func (s *RuleStore) Remove(ctx context.Context, id, by string) error {
 	if err != nil {
 		return err
 	}
-	return s.db.InTx(ctx, func(tx *sql.Tx) error {
+	return s.db.InTx(ctx, func(tx storage.Querier) error {
 		if err := storage.BumpVersion(ctx, tx, storage.RulesVersionTable); err != nil {
 			return err
 		}

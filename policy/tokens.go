@@ -189,7 +189,7 @@ func (s *TokenStore) Create(ctx context.Context, c Caller, req TokenRequest, by 
 	if child.MaxRequests != nil {
 		maxReq = *child.MaxRequests
 	}
-	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.InTx(ctx, func(tx storage.Querier) error {
 		if c.Token != nil {
 			// The parent must still be alive as this commits: a revoke of it
 			// that committed first would otherwise miss this child.
@@ -285,7 +285,7 @@ func (s *TokenStore) Consume(ctx context.Context, t *Token) error {
 	if t.Profile.MaxRequests == nil {
 		return nil // a child's bound is the minimum of its ancestors': none has one
 	}
-	return s.db.InTx(ctx, func(tx *sql.Tx) error {
+	return s.db.InTx(ctx, func(tx storage.Querier) error {
 		for _, id := range strings.Split(strings.Trim(t.path, "/"), "/") {
 			res, err := tx.ExecContext(ctx, `UPDATE agent_tokens SET used = used + 1
 				WHERE id = $1 AND (max_requests IS NULL OR used < max_requests)`, id)
@@ -344,7 +344,7 @@ func (s *TokenStore) Revoke(ctx context.Context, c Caller, admin bool, id, by st
 		return 0, fmt.Errorf("token %s: %w", id, ErrNotFound)
 	}
 	var n int64
-	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.InTx(ctx, func(tx storage.Querier) error {
 		now := s.now()
 		res, err := tx.ExecContext(ctx, `UPDATE agent_tokens SET revoked_at = $1
 			WHERE agent = $2 AND path LIKE $3 AND revoked_at IS NULL`, storage.FormatTime(now), t.Agent, t.path+"%")

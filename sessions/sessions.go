@@ -108,7 +108,7 @@ func (s *Store) NewLink(ctx context.Context, user string) (token string, expires
 func (s *Store) UseLink(ctx context.Context, token string) (sessionToken string, sess Session, err error) {
 	now := s.now()
 	sessionToken = randomToken()
-	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.InTx(ctx, func(tx storage.Querier) error {
 		var user string
 		err := tx.QueryRowContext(ctx, useLink, hashOf(token), storage.FormatTime(now)).Scan(&user)
 		if errors.Is(err, sql.ErrNoRows) {

@@ -104,9 +104,11 @@ const (
 	auditCheckpointHash = "audit_checkpoint_hash"
 )
 
-// ErrAuditNeedsTx is returned by AppendAudit given a plain *sql.DB: the row
-// must be sealed into the chain by the transaction that commits it.
-var ErrAuditNeedsTx = errors.New("audit: append inside a transaction (DB.InTx) or through *storage.DB")
+// ErrAuditNeedsTx is returned by AppendAudit given anything but the *DB or
+// the Querier of its InTx or GroupTx (a plain *sql.DB, a *sql.Tx begun
+// around them): the row must join the chain in the transaction that
+// commits it.
+var ErrAuditNeedsTx = errors.New("audit: append inside a transaction (DB.InTx, DB.GroupTx) or through *storage.DB")
 
 const insertAudit = `INSERT INTO audit (at, actor, event, request_id, grant_id, detail, agent, capability)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
@@ -119,8 +121,9 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 func AppendAudit(ctx context.Context, q Querier, e AuditEvent) error {
 	switch db := q.(type) {
 	case *DB:
-		return db.InTx(ctx, func(tx *sql.Tx) error { return AppendAudit(ctx, db.Tx(tx), e) })
-	case *sql.DB:
+		return db.InTx(ctx, func(q Querier) error { return AppendAudit(ctx, q, e) })
+	case txQuerier:
+	default:
 		return fmt.Errorf("audit %s: %w", e.Event, ErrAuditNeedsTx)
 	}
 	rec, err := newAuditRecord(ctx, q, e)
@@ -180,8 +183,9 @@ func PrepareAuditStrings(e AuditEvent, kv ...string) (AuditRecord, error) {
 func AppendPrepared(ctx context.Context, q Querier, rec AuditRecord) error {
 	switch db := q.(type) {
 	case *DB:
-		return db.InTx(ctx, func(tx *sql.Tx) error { return rec.append(ctx, db.Tx(tx)) })
-	case *sql.DB:
+		return db.InTx(ctx, func(q Querier) error { return rec.append(ctx, q) })
+	case txQuerier:
+	default:
 		return fmt.Errorf("audit %s: %w", rec.e.Event, ErrAuditNeedsTx)
 	}
 	return rec.append(ctx, q)
@@ -290,7 +294,7 @@ func stringObject(kv []string) []byte {
 	return append(b, '}')
 }
 
-// append inserts rec through q, a transaction.
+// append inserts rec through q, the Querier of InTx or GroupTx.
 func (rec AuditRecord) append(ctx context.Context, q Querier) error {
 	e := rec.e
 	if tq, ok := q.(txQuerier); ok && tq.db.Dialect == SQLite {
@@ -502,7 +506,7 @@ func (db *DB) lockHead(ctx context.Context, q Querier) (seq int64, hash string, 
 // row left unsealed), after the chain's head. DB.InTx calls it just before
 // every commit.
 func (db *DB) sealAudit(ctx context.Context, tx *sql.Tx) error {
-	q := db.Tx(tx)
+	q := db.tx(tx)
 	c := db.cursor.Load()
 	if c != nil && c.tx == tx {
 		// The rows appended in tx are sealed already; move the head past
@@ -573,8 +577,7 @@ func scanUnsealed(ctx context.Context, q Querier) ([]AuditEvent, error) {
 // sealed: on a new database and on one migrated from before the chain
 // (whose older rows it counts as legacy_rows).
 func (db *DB) ensureGenesis(ctx context.Context) error {
-	return db.InTx(ctx, func(sqltx *sql.Tx) error {
-		q := db.Tx(sqltx)
+	return db.InTx(ctx, func(q Querier) error {
 		seq, hash, err := db.lockHead(ctx, q)
 		if err != nil {
 			return err

@@ -2,7 +2,7 @@ package storage_test
 
 import (
 	"context"
-	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -89,12 +89,33 @@ func TestAudit_ChainFresh(t *testing.T) {
 }
 
 // TestAudit_AppendNeedsTx: a plain *sql.DB cannot append (its row could
-// not be sealed); the *storage.DB runs its own transaction.
+// not be sealed), nor a transaction begun around InTx and GroupTx (a raw
+// *sql.Tx: its row would be written around the chain); the *storage.DB
+// runs its own transaction.
 func TestAudit_AppendNeedsTx(t *testing.T) {
+	ctx := context.Background()
 	db := storagetest.Open(t)
-	err := storage.AppendAudit(context.Background(), db.DB, storage.AuditEvent{Actor: "x", Event: "note"})
-	if err == nil {
-		t.Fatal("append through *sql.DB succeeded")
+	err := storage.AppendAudit(ctx, db.DB, storage.AuditEvent{Actor: "x", Event: "note"})
+	if !errors.Is(err, storage.ErrAuditNeedsTx) {
+		t.Fatalf("append through *sql.DB: %v, want ErrAuditNeedsTx", err)
+	}
+	tx, err := db.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = storage.AppendAudit(ctx, tx, storage.AuditEvent{Actor: "x", Event: "note"})
+	if !errors.Is(err, storage.ErrAuditNeedsTx) {
+		t.Fatalf("append through a raw *sql.Tx: %v, want ErrAuditNeedsTx", err)
+	}
+	rec, err := storage.PrepareAudit(storage.AuditEvent{Actor: "x", Event: "note"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := storage.AppendPrepared(ctx, tx, rec); !errors.Is(err, storage.ErrAuditNeedsTx) {
+		t.Fatalf("prepared append through a raw *sql.Tx: %v, want ErrAuditNeedsTx", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
 	}
 	if n := verify(t, db).Rows; n != 1 {
 		t.Fatalf("rows = %d", n)
@@ -209,10 +230,8 @@ func TestAudit_ConcurrentAppends(t *testing.T) {
 				if w%2 == 1 {
 					write = db.GroupTx // group commit: several writers' rows in one transaction
 				}
-				err := write(ctx, func(tx *sql.Tx) error {
-					// Through the statement cache (on SQLite chained at once) and
-					// through the plain transaction (sealed at commit): both join.
-					if err := storage.AppendAudit(ctx, db.Tx(tx), storage.AuditEvent{Actor: fmt.Sprintf("w%d", w), Event: "note",
+				err := write(ctx, func(tx storage.Querier) error {
+					if err := storage.AppendAudit(ctx, tx, storage.AuditEvent{Actor: fmt.Sprintf("w%d", w), Event: "note",
 						Detail: map[string]any{"i": i}}); err != nil {
 						return err
 					}
@@ -257,7 +276,7 @@ func TestAudit_ReplicasOneChain(t *testing.T) {
 		for w := range perReplica {
 			wg.Go(func() {
 				for i := range each {
-					err := r.InTx(ctx, func(tx *sql.Tx) error {
+					err := r.InTx(ctx, func(tx storage.Querier) error {
 						appendOne := func() error {
 							return storage.AppendAudit(ctx, tx, storage.AuditEvent{Actor: fmt.Sprintf("replica%d", ri),
 								Event: "note", Detail: map[string]any{"w": w, "i": i}})
@@ -341,7 +360,7 @@ func prune(t *testing.T, db *storage.DB, before time.Time) storage.AuditPruned {
 	t.Helper()
 	ctx := context.Background()
 	var p storage.AuditPruned
-	err := db.InTx(ctx, func(tx *sql.Tx) error {
+	err := db.InTx(ctx, func(tx storage.Querier) error {
 		var err error
 		if p, err = storage.PruneAudit(ctx, tx, before, false); err != nil {
 			return err

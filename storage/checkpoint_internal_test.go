@@ -12,15 +12,12 @@ import (
 	"time"
 )
 
-// blobsDB opens a database with a blobs table and restartFrames set to
+// blobsDB opens a database with a blobs table and RestartFrames set to
 // restart for the test; frames reads the WAL's frame count (mxFrame) from
 // the -shm file.
 func blobsDB(t *testing.T, restart int) (db *DB, frames func() uint32) {
 	t.Helper()
-	old := restartFrames
-	restartFrames = restart
-	t.Cleanup(func() { restartFrames = old })
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "c.db"))
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "c.db"), RestartFrames(restart))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +36,7 @@ func blobsDB(t *testing.T, restart int) (db *DB, frames func() uint32) {
 
 // TestCheckpoints_RestartDespiteReaders: with readers always overlapping
 // (as under load), a PASSIVE checkpoint never lets the WAL start again;
-// once the WAL is past restartFrames a RESTART checkpoint does, and the
+// once the WAL is past RestartFrames a RESTART checkpoint does, and the
 // WAL's frame count falls back.
 func TestCheckpoints_RestartDespiteReaders(t *testing.T) {
 	ctx := context.Background()
@@ -70,7 +67,7 @@ func TestCheckpoints_RestartDespiteReaders(t *testing.T) {
 	var most uint32
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if err := db.InTx(ctx, func(tx *sql.Tx) error {
+		if err := db.InTx(ctx, func(tx Querier) error {
 			for range 64 {
 				if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (b) VALUES ($1)`, row); err != nil {
 					return err
@@ -81,13 +78,13 @@ func TestCheckpoints_RestartDespiteReaders(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := frames()
-		if most > uint32(restartFrames) && f < most/2 {
+		if most > uint32(db.checkpoints.restartFrames) && f < most/2 {
 			return // started again
 		}
 		most = max(most, f)
 		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatalf("the WAL never started again: %d frames at most, restartFrames %d", most, restartFrames)
+	t.Fatalf("the WAL never started again: %d frames at most, RestartFrames %d", most, db.checkpoints.restartFrames)
 }
 
 // TestCheckpoints_StartAgainUnderSteadyWrites: group commits back to back
@@ -109,7 +106,7 @@ func TestCheckpoints_StartAgainUnderSteadyWrites(t *testing.T) {
 					return
 				default:
 				}
-				err := db.GroupTx(ctx, func(tx *sql.Tx) error {
+				err := db.GroupTx(ctx, func(tx Querier) error {
 					_, err := tx.ExecContext(ctx, `INSERT INTO blobs (b) VALUES ($1)`, row)
 					return err
 				})

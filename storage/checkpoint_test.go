@@ -2,13 +2,13 @@ package storage_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/binary"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/metnos/gateway/storage"
 	"github.com/metnos/gateway/storage/storagetest"
 )
 
@@ -25,7 +25,7 @@ func TestCheckpoints_WALStaysBounded(t *testing.T) {
 	row := strings.Repeat("x", 8<<10)
 	const rounds, perRound = 40, 128 // 40 × 128 × 8 KiB = 40 MiB
 	for range rounds {
-		err := db.InTx(ctx, func(tx *sql.Tx) error {
+		err := db.InTx(ctx, func(tx storage.Querier) error {
 			for range perRound {
 				if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (b) VALUES ($1)`, row); err != nil {
 					return err

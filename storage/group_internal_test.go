@@ -2,9 +2,9 @@ package storage
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestGroupHead_CarriedOnlyAcrossOwnCommits: a group commit that follows
@@ -27,10 +27,10 @@ func TestGroupHead_CarriedOnlyAcrossOwnCommits(t *testing.T) {
 	defer other.Close()
 	group := func(step string) (known bool) {
 		t.Helper()
-		err := db.GroupTx(ctx, func(tx *sql.Tx) error {
+		err := db.GroupTx(ctx, func(tx Querier) error {
 			c := db.cursor.Load()
-			known = c != nil && c.tx == tx && c.loaded
-			return AppendAudit(ctx, db.Tx(tx), AuditEvent{Actor: "group", Event: "note", Detail: map[string]any{"step": step}})
+			known = c != nil && c.tx == tx.(txQuerier).tx && c.loaded
+			return AppendAudit(ctx, tx, AuditEvent{Actor: "group", Event: "note", Detail: map[string]any{"step": step}})
 		})
 		if err != nil {
 			t.Fatalf("%s: %v", step, err)
@@ -39,8 +39,7 @@ func TestGroupHead_CarriedOnlyAcrossOwnCommits(t *testing.T) {
 	}
 	inTx := func(on *DB, actor string) {
 		t.Helper()
-		// A raw *sql.Tx: the row is sealed at the commit, after the head.
-		if err := on.InTx(ctx, func(tx *sql.Tx) error {
+		if err := on.InTx(ctx, func(tx Querier) error {
 			return AppendAudit(ctx, tx, AuditEvent{Actor: actor, Event: "note"})
 		}); err != nil {
 			t.Fatal(err)
@@ -105,5 +104,49 @@ func TestVouched_ChainOfOwnCommits(t *testing.T) {
 	}
 	if !db.vouched(h(21), h(22)) {
 		t.Error("the recorded commit after the gap is not vouched for")
+	}
+}
+
+// TestHeaderNow_PinnedWhileThePoolEmpties: the mapping the group head
+// trusts keeps a connection of its own, so it keeps reading the live
+// WAL-index when every connection of the pool closes (then, without the
+// pin, SQLite removes the -shm file and the next connection makes a new
+// one: the mapping would read a header that never moves again, and a
+// group would carry the chain's head over another process's commit).
+func TestHeaderNow_PinnedWhileThePoolEmpties(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "p.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	write := func() {
+		t.Helper()
+		if err := db.GroupTx(ctx, func(q Querier) error {
+			return AppendAudit(ctx, q, AuditEvent{Actor: "test", Event: "note"})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write() // maps the -shm file
+	before, ok := db.headerNow()
+	if !ok {
+		t.Skip("no WAL-index mapping on this platform")
+	}
+	db.stopCheckpoints() // it holds a connection now and then
+	// Every connection of the pool closes: the idle ones now, one that a
+	// statement prepared in the background still holds when it is put back.
+	db.DB.SetMaxIdleConns(0)
+	for deadline := time.Now().Add(10 * time.Second); db.DB.Stats().OpenConnections != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections of the pool still open after 10 s", db.DB.Stats().OpenConnections)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	db.DB.SetMaxIdleConns(maxConns())
+	write()
+	after, ok := db.headerNow()
+	if !ok || after == before {
+		t.Fatalf("the header did not move with a commit after the pool emptied (ok %v): the mapping is stale", ok)
 	}
 }

@@ -2,7 +2,6 @@ package storage_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -42,14 +41,14 @@ func TestGroupTx_Concurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			errs[i] = db.GroupTx(ctx, func(tx *sql.Tx) error {
+			errs[i] = db.GroupTx(ctx, func(tx storage.Querier) error {
 				if _, err := tx.ExecContext(ctx, `INSERT INTO items (k, v) VALUES ($1, 1)`, fmt.Sprint("a", i)); err != nil {
 					return err
 				}
 				if _, err := tx.ExecContext(ctx, `INSERT INTO items (k, v) VALUES ($1, 2)`, fmt.Sprint("b", i)); err != nil {
 					return err
 				}
-				if err := storage.AppendAudit(ctx, db.Tx(tx), storage.AuditEvent{Actor: "test", Event: storage.AuditNote,
+				if err := storage.AppendAudit(ctx, tx, storage.AuditEvent{Actor: "test", Event: storage.AuditNote,
 					RequestID: fmt.Sprint("r", i)}); err != nil {
 					return err
 				}
@@ -86,8 +85,8 @@ func TestGroupTx_Concurrent(t *testing.T) {
 func TestGroupTx_ConstraintFailure(t *testing.T) {
 	db := openGroupT(t)
 	ctx := context.Background()
-	insert := func(k string) func(tx *sql.Tx) error {
-		return func(tx *sql.Tx) error {
+	insert := func(k string) func(tx storage.Querier) error {
+		return func(tx storage.Querier) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO items (k, v) VALUES ($1, 1)`, k)
 			return err
 		}
@@ -126,7 +125,7 @@ func TestGroupTx_CancelledCall(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	ran := false
-	err := db.GroupTx(ctx, func(tx *sql.Tx) error { ran = true; return nil })
+	err := db.GroupTx(ctx, func(tx storage.Querier) error { ran = true; return nil })
 	if !errors.Is(err, context.Canceled) || ran {
 		t.Fatalf("cancelled call: err %v, ran %v", err, ran)
 	}

@@ -1,6 +1,10 @@
 package storage
 
-import "sync/atomic"
+import (
+	"context"
+	"database/sql/driver"
+	"sync/atomic"
+)
 
 // Under a steady stream of decided-now requests every decision found the
 // WAL-index header moved (by the group commits of this very process) and
@@ -33,17 +37,19 @@ const walChange = 2
 
 // headerNow reads the WAL-index header through the DB's own mapping,
 // made on first use. ok is false without one (not SQLite, not mapped).
-// Unlike GrantsVersion's, this mapping has no connection of its own
-// keeping the -shm file in place; if SQLite ever replaced the file, the
-// header read here would stop moving, and a commit whose header did not
-// move by exactly one is never vouched for: it fails closed.
+// Like GrantsVersion's, the mapping is pinned: a connection of its own,
+// outside the pool, stays open as long as the mapping is used, so SQLite
+// never removes the -shm file under it (it does when the last connection
+// closes, and the next one makes a new file: a mapping of the old one
+// would read a header that never moves again, and a group would take the
+// chain's head it carried for current after another process's commit).
 func (db *DB) headerNow() (walHeader, bool) {
 	if db.Path == "" || db.pg != nil {
 		return walHeader{}, false
 	}
 	w := db.wal.Load()
 	if w == nil {
-		if w = openWALIndex(db.Path); w == nil {
+		if w = db.pinWALIndex(); w == nil {
 			return walHeader{}, false
 		}
 		if !db.wal.CompareAndSwap(nil, w) {
@@ -51,7 +57,38 @@ func (db *DB) headerNow() (walHeader, bool) {
 			w = db.wal.Load()
 		}
 	}
-	return w.header()
+	return w.idx.header()
+}
+
+// pinnedIndex is a mapping of the -shm file and the connection that keeps
+// the file in place while it is mapped.
+type pinnedIndex struct {
+	idx  *walIndex
+	conn driver.Conn
+}
+
+// pinWALIndex opens the pinning connection, then maps the file; nil when
+// either fails (the caller then asks SQLite).
+func (db *DB) pinWALIndex() *pinnedIndex {
+	if db.conns == nil {
+		return nil
+	}
+	conn, err := db.conns.Connector.Connect(context.Background())
+	if err != nil {
+		return nil
+	}
+	idx := openWALIndex(db.Path)
+	if idx == nil {
+		conn.Close()
+		return nil
+	}
+	return &pinnedIndex{idx: idx, conn: conn}
+}
+
+// close unmaps the file, then lets it go.
+func (p *pinnedIndex) close() {
+	p.idx.close()
+	p.conn.Close()
 }
 
 // vouchCommit records the commit between before and after if it was the
@@ -89,6 +126,6 @@ func (db *DB) vouched(from, to walHeader) bool {
 
 // ownState is the DB's part of the above.
 type ownState struct {
-	wal atomic.Pointer[walIndex]
+	wal atomic.Pointer[pinnedIndex]
 	own atomic.Pointer[ownCommit] // the newest recorded commit
 }

@@ -2,7 +2,6 @@ package storage_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"os"
 	"slices"
@@ -197,7 +196,7 @@ func TestNotify_CommittedReachOthers(t *testing.T) {
 		t.Fatalf("first call %q, want \"\"", m)
 	}
 	boom := errors.New("boom")
-	if err := b.InTx(ctx, func(tx *sql.Tx) error {
+	if err := b.InTx(ctx, func(tx storage.Querier) error {
 		if err := b.Notify(ctx, tx, "rolled back"); err != nil {
 			return err
 		}
@@ -205,7 +204,7 @@ func TestNotify_CommittedReachOthers(t *testing.T) {
 	}); !errors.Is(err, boom) {
 		t.Fatal(err)
 	}
-	if err := b.InTx(ctx, func(tx *sql.Tx) error { return b.Notify(ctx, tx, "req r1") }); err != nil {
+	if err := b.InTx(ctx, func(tx storage.Querier) error { return b.Notify(ctx, tx, "req r1") }); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Notify(ctx, b, "req r2"); err != nil {

@@ -86,10 +86,7 @@ type DB struct {
 
 	group groupCommit // see GroupTx
 
-	// checkpointStop ends the WAL checkpointer (SQLite; see runCheckpoints).
-	checkpointStop chan struct{}
-	checkpointDone chan struct{}
-	checkpointOnce sync.Once
+	checkpoints *checkpointer // SQLite; see runCheckpoints
 
 	ownState // the group writer's own commits (owncommits.go)
 
@@ -137,8 +134,8 @@ func maxConns() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
 // in memory, checkpoints beside the writes (see runCheckpoints) and
 // immediate transactions (deferred ones fail with SQLITE_BUSY under
 // concurrent read-then-write, which busy_timeout does not cure), then
-// migrates.
-func Open(ctx context.Context, path string) (*DB, error) {
+// migrates. opts tune the checkpointer.
+func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("storage: empty database path")
 	}
@@ -172,7 +169,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	sqldb.SetMaxOpenConns(n)
 	sqldb.SetMaxIdleConns(n)
 	db := &DB{DB: sqldb, Path: path, Dialect: SQLite, writeLock: make(chan struct{}, 1), stmts: map[string]*sql.Stmt{},
-		checkpointStop: make(chan struct{}), checkpointDone: make(chan struct{}), conns: conns}
+		checkpoints: newCheckpointer(opts), conns: conns}
 	go db.runCheckpoints()
 	if err := db.migrate(ctx); err != nil {
 		db.Close()
@@ -355,7 +352,11 @@ func (db *DB) Ping(ctx context.Context) error {
 // for a concurrent writer of the same row and then see its commit. Just
 // before the commit the audit rows fn appended are sealed into the hash
 // chain (see audit.go).
-func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+//
+// fn gets the transaction as a Querier, never the *sql.Tx itself: the
+// audit rows it appends through it join the chain (AppendAudit refuses a
+// bare transaction), so no caller can append a row around the chain.
+func (db *DB) InTx(ctx context.Context, fn func(q Querier) error) error {
 	unlock, err := db.lockWrite(ctx)
 	if err != nil {
 		return err
@@ -368,7 +369,7 @@ func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	defer tx.Rollback()
 	_, endCursor := db.openCursor(tx)
 	defer endCursor()
-	if err := fn(tx); err != nil {
+	if err := fn(db.tx(tx)); err != nil {
 		return err
 	}
 	// The audit rows fn appended join the hash chain as it commits.
@@ -490,9 +491,9 @@ func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) *s
 	return db.DB.QueryRowContext(ctx, query, args...)
 }
 
-// Tx returns a Querier running through tx with the statement cache: for
-// the statements of a transaction that run on every request.
-func (db *DB) Tx(tx *sql.Tx) Querier { return txQuerier{db: db, tx: tx} }
+// tx returns the Querier InTx and GroupTx hand their functions: tx with
+// the statement cache, through which audit rows join the chain.
+func (db *DB) tx(tx *sql.Tx) Querier { return txQuerier{db: db, tx: tx} }
 
 type txQuerier struct {
 	db *DB
@@ -577,7 +578,7 @@ func (db *DB) Close() error {
 		v.Close()
 	}
 	if w := db.wal.Swap(nil); w != nil {
-		defer w.close() // after the connections: they keep the -shm file
+		defer w.close() // after the pool's connections: the last to close removes the WAL
 	}
 	db.stmtMu.Lock()
 	for q, st := range db.stmts {

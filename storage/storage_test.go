@@ -196,7 +196,7 @@ func TestInTx_RollsBackOnError(t *testing.T) {
 			if _, err := db.ExecContext(ctx, `DELETE FROM audit`); err != nil {
 				t.Fatal(err)
 			}
-			err := db.InTx(ctx, func(tx *sql.Tx) error {
+			err := db.InTx(ctx, func(tx storage.Querier) error {
 				if err := storage.AppendAudit(ctx, tx, storage.AuditEvent{Actor: "a", Event: storage.AuditNote}); err != nil {
 					return err
 				}

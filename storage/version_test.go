@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"database/sql"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,7 +157,7 @@ func TestGrantsVersion_GroupCommitsVouched(t *testing.T) {
 	defer v.Close()
 	group := func() {
 		t.Helper()
-		if err := db.GroupTx(ctx, func(tx *sql.Tx) error {
+		if err := db.GroupTx(ctx, func(tx Querier) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO items (k) VALUES (1)`)
 			return err
 		}); err != nil {
@@ -193,7 +192,7 @@ func TestGrantsVersion_GroupCommitsVouched(t *testing.T) {
 	for name, foreign := range map[string]func(){
 		"another handle": func() { bumpGrants(t, other) },
 		"this process's InTx": func() {
-			if err := db.InTx(ctx, func(tx *sql.Tx) error {
+			if err := db.InTx(ctx, func(tx Querier) error {
 				_, err := tx.ExecContext(ctx, `UPDATE grants_version SET n = n + 1 WHERE id = 1`)
 				return err
 			}); err != nil {

@@ -2,7 +2,6 @@ package slack
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"log/slog"
 	"sync"
@@ -55,7 +54,7 @@ func (c *replayStore) firstTime(ctx context.Context, keys ...string) bool {
 	now := c.now()
 	at, expired := storage.FormatTime(now), storage.FormatTime(now.Add(-c.ttl))
 	ctx = context.WithoutCancel(ctx)
-	err := c.db.InTx(ctx, func(tx *sql.Tx) error {
+	err := c.db.InTx(ctx, func(tx storage.Querier) error {
 		for _, k := range keys {
 			if k == "" {
 				continue
