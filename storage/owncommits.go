@@ -129,3 +129,36 @@ type ownState struct {
 	wal atomic.Pointer[pinnedIndex]
 	own atomic.Pointer[ownCommit] // the newest recorded commit
 }
+
+// groupHead carries the chain's head from one group commit to the next.
+// When the WAL-index header at the next group's BEGIN is still the one
+// the last group's COMMIT left (no commit of anyone came between, see
+// owncommits.go), the head row holds what the cursor held at that commit,
+// and no row is unsealed: the group neither reads the head row nor looks
+// for unsealed rows. Any other commit changes the header, and the group
+// reads both again.
+type groupHead struct {
+	ok    bool
+	after walHeader
+	seq   int64
+	hash  string
+}
+
+// resume loads c from h if the header is still the one h was taken at.
+func (h *groupHead) resume(db *DB, c *chainCursor) {
+	if !h.ok || c == nil {
+		return
+	}
+	h.ok = false
+	if now, ok := db.headerNow(); ok && now == h.after {
+		c.seq, c.hash, c.loaded, c.clean = h.seq, h.hash, true, true
+	}
+}
+
+// keep records the head c left, after the group's commit moved the header
+// from before to after and was the only commit in between.
+func (h *groupHead) keep(c *chainCursor, before, after walHeader) {
+	if c != nil && c.loaded && !c.others && after[walChange] == before[walChange]+1 {
+		*h = groupHead{ok: true, after: after, seq: c.seq, hash: c.hash}
+	}
+}

@@ -351,7 +351,7 @@ func (db *DB) Ping(ctx context.Context) error {
 // are conditional updates (UPDATE … WHERE status = 'pending'), which wait
 // for a concurrent writer of the same row and then see its commit. Just
 // before the commit the audit rows fn appended are sealed into the hash
-// chain (see audit.go).
+// chain (see auditchain.go).
 //
 // fn gets the transaction as a Querier, never the *sql.Tx itself: the
 // audit rows it appends through it join the chain (AppendAudit refuses a
