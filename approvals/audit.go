@@ -3,15 +3,10 @@ package approvals
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/metnos/gateway/storage"
 )
-
-// slackMention is how Slack writes a user in a slash command's text:
-// <@U0123|roberto> (or <@U0123>).
-var slackMention = regexp.MustCompile(`^<@([A-Z0-9]+)(?:\|([^>]*))?>$`)
 
 // AuditScope says what an AuditLookup looked for: Kind "all", "person"
 // (Value: the name or id given), "request", "agent" or "actor" (part of
@@ -20,8 +15,9 @@ type AuditScope struct{ Kind, Value string }
 
 // AuditLookup answers a person asking a chat for the audit trail (Slack's
 // /approvals audit, Telegram's /history): arg is empty (everything), a
-// person ("@name", or Slack's <@U…> mention: rows whose actor names them),
-// a request id or an agent id. It returns the last n rows for it, oldest
+// person ("@name": rows whose actor names them; a messenger with a mention
+// syntax of its own reads it and calls AuditPerson), a request id or an
+// agent id. It returns the last n rows for it, oldest
 // first, and what it looked for. An argument that is neither a known
 // request nor an agent is taken as part of an actor.
 func (s *Service) AuditLookup(ctx context.Context, arg string, n int) ([]storage.AuditEvent, AuditScope, error) {
@@ -38,17 +34,8 @@ func (s *Service) AuditLookup(ctx context.Context, arg string, n int) ([]storage
 		rows, err := last(storage.AuditFilter{})
 		return rows, AuditScope{Kind: "all"}, err
 	}
-	if m := slackMention.FindStringSubmatch(arg); m != nil {
-		who := m[1]
-		if m[2] != "" {
-			who = m[2]
-		}
-		rows, err := last(storage.AuditFilter{Actor: m[1]})
-		return rows, AuditScope{"person", who}, err
-	}
-	if strings.HasPrefix(arg, "@") {
-		rows, err := last(storage.AuditFilter{Actor: strings.TrimPrefix(arg, "@")})
-		return rows, AuditScope{"person", strings.TrimPrefix(arg, "@")}, err
+	if name, ok := strings.CutPrefix(arg, "@"); ok {
+		return s.AuditPerson(ctx, name, name, n)
 	}
 	rows, err := last(storage.AuditFilter{RequestID: arg})
 	if err != nil || len(rows) > 0 {
@@ -59,4 +46,14 @@ func (s *Service) AuditLookup(ctx context.Context, arg string, n int) ([]storage
 	}
 	rows, err = last(storage.AuditFilter{Actor: arg})
 	return rows, AuditScope{"actor", arg}, err
+}
+
+// AuditPerson is AuditLookup for a person: the last n rows whose actor
+// contains actor (a name, or a messenger's user id), shown as who.
+func (s *Service) AuditPerson(ctx context.Context, actor, who string, n int) ([]storage.AuditEvent, AuditScope, error) {
+	rows, err := s.db.QueryAudit(ctx, storage.AuditFilter{Actor: actor, Limit: n, Newest: true})
+	if err != nil {
+		return nil, AuditScope{}, fmt.Errorf("audit lookup: %w", err)
+	}
+	return rows, AuditScope{"person", who}, nil
 }

@@ -274,10 +274,17 @@ func (r Request) AllowAlwaysOffered() bool {
 	return !(c.Name == "fs:write" && persistence)
 }
 
+// The channels of the gateway itself. Each messenger names its own
+// (telegram.Name, slack.Name): approvals does not know them.
+const (
+	ChannelWeb = "web" // the web page: cards, decisions by its owner
+	ChannelAPI = "api" // the HTTP API: an admin agent's decision
+)
+
 // Actor is who decided: the channel they used, their id there, and a name
 // for people to read ("Roberto").
 type Actor struct {
-	Channel string // "web", "telegram", "slack", "api", "cli"
+	Channel string // ChannelWeb, ChannelAPI, or a messenger's name ("telegram", "slack")
 	ID      string
 	Name    string
 	// Outsider says the person is not among the channel's own approvers
@@ -290,9 +297,9 @@ type Actor struct {
 // "slack:<member id>", "web:<login name>", "agent:<agent id>" (the API).
 func (a Actor) Identity() string {
 	switch a.Channel {
-	case "api":
+	case ChannelAPI:
 		return "agent:" + a.ID
-	case "web":
+	case ChannelWeb:
 		return "web:" + a.Name
 	}
 	return a.Channel + ":" + a.ID

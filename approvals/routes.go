@@ -69,7 +69,7 @@ func (s *Service) applyRoute(r *Request, notify []string) {
 		r.RemindEvery = rt.RemindEvery
 	}
 	for _, n := range notify {
-		if n != "web" && s.notifiers[n] != nil {
+		if n != ChannelWeb && s.notifiers[n] != nil {
 			r.Notify = append(r.Notify, n)
 		}
 	}

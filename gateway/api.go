@@ -295,7 +295,7 @@ func (s *Server) decideRequest(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	a := agentFrom(r)
-	req, err := s.svc.DecideChoice(r.Context(), r.PathValue("id"), ch, approvals.Actor{Channel: "api", ID: a.ID, Name: a.ID})
+	req, err := s.svc.DecideChoice(r.Context(), r.PathValue("id"), ch, approvals.Actor{Channel: approvals.ChannelAPI, ID: a.ID, Name: a.ID})
 	if err != nil {
 		s.errorResponse(w, r, err)
 		return

@@ -74,7 +74,7 @@ func (w *web) webActor(r *http.Request) string { return "web:" + sessionOf(r).Us
 // approvals read "web:<user>", and quorum counts each user once.
 func (w *web) actor(r *http.Request) approvals.Actor {
 	u := sessionOf(r).User
-	return approvals.Actor{Channel: "web", ID: u, Name: u}
+	return approvals.Actor{Channel: approvals.ChannelWeb, ID: u, Name: u}
 }
 
 // addRule is POST /web/rules/add: the page's add form (admins only: every

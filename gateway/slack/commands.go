@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/storage"
 )
 
 // handleCommand answers one verified, first-time slash command privately:
@@ -81,7 +83,15 @@ func (m *Messenger) handleCommand(ctx context.Context, c slackapi.SlashCommand) 
 			m.reply(ctx, to, m.loc.T("slack.audit_usage"))
 			return
 		}
-		rows, scope, err := m.svc.AuditLookup(ctx, strings.Join(args, ""), cards.MaxAuditListed)
+		arg := strings.Join(args, "")
+		var rows []storage.AuditEvent
+		var scope approvals.AuditScope
+		var err error
+		if id, who, ok := mention(arg); ok {
+			rows, scope, err = m.svc.AuditPerson(ctx, id, who, cards.MaxAuditListed)
+		} else {
+			rows, scope, err = m.svc.AuditLookup(ctx, arg, cards.MaxAuditListed)
+		}
 		if err != nil {
 			m.log.Error("audit for slack", "err", err)
 			m.reply(ctx, to, m.loc.T("slack.internal"))
@@ -133,4 +143,22 @@ func (m *Messenger) rulesCommand(ctx context.Context, c slackapi.SlashCommand, a
 	default:
 		answer(m.loc.T("slack.rules_usage"))
 	}
+}
+
+// mentionRE is how Slack writes a user in a slash command's text:
+// <@U0123|roberto> (or <@U0123>).
+var mentionRE = regexp.MustCompile(`^<@([A-Z0-9]+)(?:\|([^>]*))?>$`)
+
+// mention reads a Slack mention: the member id, and the name to show (the
+// id when the mention has no name).
+func mention(s string) (id, who string, ok bool) {
+	m := mentionRE.FindStringSubmatch(s)
+	if m == nil {
+		return "", "", false
+	}
+	who = m[1]
+	if m[2] != "" {
+		who = m[2]
+	}
+	return m[1], who, true
 }
