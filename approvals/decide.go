@@ -45,7 +45,7 @@ func (s *Service) countTx(ctx context.Context, tx storage.Querier, r *Request, a
 		return false, err
 	}
 	r.Approvals, r.Rev = next, r.Rev+1
-	if _, err := tx.ExecContext(ctx, `UPDATE cards SET next_at = $1, attempts = 0 WHERE request_id = $2`,
+	if _, err := tx.ExecContext(ctx, resetCards,
 		storage.FormatTime(now), r.ID); err != nil {
 		return false, err
 	}
@@ -162,7 +162,7 @@ func (s *Service) finishTx(ctx context.Context, tx storage.Querier, r *Request, 
 		}
 		return &AlreadyDecidedError{Request: cur}
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE cards SET next_at = $1, attempts = 0 WHERE request_id = $2`,
+	if _, err := tx.ExecContext(ctx, resetCards,
 		storage.FormatTime(now), r.ID); err != nil {
 		return err
 	}

@@ -18,6 +18,11 @@ import (
 // never looks at it until a status change sets next_at to now again.
 const farFuture = "9999-12-31T23:59:59.000000Z"
 
+// resetCards makes every card of a request due now, to show what changed
+// (an approval counted, the request finished or escalated): $1 now, $2
+// the request id.
+const resetCards = `UPDATE cards SET next_at = $1, attempts = 0 WHERE request_id = $2`
+
 const requestColumns = `id, call_id, agent, status, decision, outcome, reason, blocked_by, vaglio,
 capability, target, grant_target, autonomy, channel, sender_id, intent, executor, summary, arg_keys,
 trace, notify, callback_url, decided_by, decided_at, created_at, expires_at, grant_id, note, grant_expires_at,

@@ -146,7 +146,7 @@ func (s *Service) escalate(ctx context.Context, id string, now time.Time) (bool,
 			}
 		}
 		// Every card shows the escalation line from now on.
-		if _, err := tx.ExecContext(ctx, `UPDATE cards SET next_at = $1, attempts = 0 WHERE request_id = $2`,
+		if _, err := tx.ExecContext(ctx, resetCards,
 			storage.FormatTime(now), r.ID); err != nil {
 			return err
 		}
