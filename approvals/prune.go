@@ -118,12 +118,25 @@ func (s *Service) Prune(ctx context.Context, dryRun bool) (PruneReport, error) {
 	return rep, nil
 }
 
-// StartPruner runs Prune once now and then on schedule (a robfig/cron
-// spec). Panics in the job are recovered and overlapping runs skipped. The
-// returned stop waits for a running pass to finish.
-func (s *Service) StartPruner(ctx context.Context, schedule string) (stop func(), err error) {
+// Job is one more task of the leader's scheduler ([approvals] digest):
+// Run on Spec, a robfig/cron standard spec.
+type Job struct {
+	Name, Spec string
+	Run        func(ctx context.Context)
+}
+
+// StartScheduler runs Prune once now and then on the prune spec, and
+// every job on its own, all on one robfig/cron scheduler reading specs in
+// loc (the server's time zone; nil: the machine's). Panics in a job are
+// recovered and overlapping runs of one job skipped. The returned stop
+// waits for running jobs to finish.
+func (s *Service) StartScheduler(ctx context.Context, prune string, loc *time.Location, jobs ...Job) (stop func(), err error) {
+	if loc == nil {
+		loc = time.Local
+	}
 	logger := cronLogger{s.log}
-	c := cron.New(cron.WithChain(cron.Recover(logger), cron.SkipIfStillRunning(logger)), cron.WithLogger(logger))
+	c := cron.New(cron.WithChain(cron.Recover(logger), cron.SkipIfStillRunning(logger)), cron.WithLogger(logger),
+		cron.WithLocation(loc))
 	job := func() {
 		began := time.Now()
 		rep, err := s.Prune(ctx, false)
@@ -134,8 +147,13 @@ func (s *Service) StartPruner(ctx context.Context, schedule string) (stop func()
 		s.log.Info("prune", "stale_revoked", len(rep.StaleRevoked), "expired_marked", len(rep.ExpiredMarked),
 			"requests_deleted", rep.RequestsDeleted, "grants_deleted", rep.GrantsDeleted, "audit_deleted", rep.AuditDeleted)
 	}
-	if _, err := c.AddFunc(schedule, job); err != nil {
-		return nil, fmt.Errorf("prune schedule %q: %w", schedule, err)
+	if _, err := c.AddFunc(prune, job); err != nil {
+		return nil, fmt.Errorf("prune schedule %q: %w", prune, err)
+	}
+	for _, j := range jobs {
+		if _, err := c.AddFunc(j.Spec, func() { j.Run(ctx) }); err != nil {
+			return nil, fmt.Errorf("%s schedule %q: %w", j.Name, j.Spec, err)
+		}
 	}
 	c.Start()
 	var first sync.WaitGroup

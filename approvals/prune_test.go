@@ -3,6 +3,7 @@ package approvals_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,12 +165,12 @@ func TestPrune_InjectedClock(t *testing.T) {
 	}
 }
 
-// TestStartPruner_RunsAtStart: the prune job runs once at start-up.
-func TestStartPruner_RunsAtStart(t *testing.T) {
+// TestStartScheduler_RunsAtStart: the prune job runs once at start-up.
+func TestStartScheduler_RunsAtStart(t *testing.T) {
 	f := newFixture(t)
 	g := f.grant(t, "/srv/x/*", 0)
 	f.clock.Add(staleTTL + day)
-	stop, err := f.svc.StartPruner(context.Background(), "@hourly")
+	stop, err := f.svc.StartScheduler(context.Background(), "@hourly", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestStartPruner_RunsAtStart(t *testing.T) {
 	if g := f.getGrant(t, g.ID); g.Active || reason(g) != "stale" {
 		t.Errorf("grant after start-up prune: active %v reason %q", g.Active, reason(g))
 	}
-	if _, err := f.svc.StartPruner(context.Background(), "every now and then"); err == nil {
+	if _, err := f.svc.StartScheduler(context.Background(), "every now and then", nil); err == nil {
 		t.Error("a bad schedule was accepted")
 	}
 }
@@ -232,5 +233,28 @@ func TestPrune_AuditRetentionKeepsChain(t *testing.T) {
 	}
 	if v, err := db.VerifyAudit(ctx, nil); err != nil || v.OK || v.BadSeq != first[0].Seq+1 || v.Problem != "removed" {
 		t.Fatalf("verify after a deletion: %v %+v", err, v)
+	}
+}
+
+// TestStartScheduler_Jobs: a job runs on the prune job's scheduler on its
+// own spec; a bad spec of a job is refused with the job's name.
+func TestStartScheduler_Jobs(t *testing.T) {
+	f := newFixture(t)
+	ran := make(chan struct{}, 8)
+	stop, err := f.svc.StartScheduler(context.Background(), "@hourly", time.UTC,
+		approvals.Job{Name: "digest", Spec: "@every 1s", Run: func(context.Context) { ran <- struct{}{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ran:
+	case <-time.After(30 * time.Second):
+		t.Error("the job did not run")
+	}
+	stop()
+	_, err = f.svc.StartScheduler(context.Background(), "@hourly", nil,
+		approvals.Job{Name: "digest", Spec: "at six", Run: func(context.Context) {}})
+	if err == nil || !strings.Contains(err.Error(), `digest schedule "at six"`) {
+		t.Errorf("bad job spec: %v", err)
 	}
 }

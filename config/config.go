@@ -255,6 +255,12 @@ type Approvals struct {
 	// (approvals.session_ttl): it matches only requests with the same
 	// agent and session id, and ends after this even if the session goes on.
 	SessionTTL time.Duration
+	// Digest, when set, is a robfig/cron standard spec read in the server's
+	// time zone (server.timezone): at each tick every messenger that can
+	// (Telegram, Slack) gets one message with the last 24 hours' asks,
+	// allows, denies and expiries and the top three suggested rules. Empty
+	// (the default): no digest.
+	Digest string
 	// Routes are the [[approvals.routes]], in file order: the first that
 	// matches a request decides where its card goes, who may decide it and
 	// how many must allow. No match: the agent's notify and each channel's

@@ -210,6 +210,7 @@ type (
 		Retention     *string     `toml:"retention"`
 		AllowFor      *[]string   `toml:"allow_for"`
 		SessionTTL    *string     `toml:"session_ttl"`
+		Digest        *string     `toml:"digest"`
 		Routes        []fileRoute `toml:"routes"`
 	}
 	fileRoute struct {
@@ -338,6 +339,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 	if s := f.Approvals; s != nil {
 		duration(p, "approvals.timeout", s.Timeout, &cfg.Approvals.Timeout)
 		set(&cfg.Approvals.PruneSchedule, s.PruneSchedule)
+		set(&cfg.Approvals.Digest, s.Digest)
 		duration(p, "approvals.retention", s.Retention, &cfg.Approvals.Retention)
 		duration(p, "approvals.session_ttl", s.SessionTTL, &cfg.Approvals.SessionTTL)
 		if s.AllowFor != nil {

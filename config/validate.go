@@ -221,6 +221,13 @@ func (c *Config) validateApprovals(p *problems) {
 	if _, err := cron.ParseStandard(c.Approvals.PruneSchedule); err != nil {
 		p.add("approvals.prune_schedule", "bad cron spec %q: %v", c.Approvals.PruneSchedule, err)
 	}
+	if d := c.Approvals.Digest; d != "" {
+		if _, err := cron.ParseStandard(d); err != nil {
+			p.add("approvals.digest", "bad cron spec %q: %v", d, err)
+		} else if !c.digestMessenger() {
+			p.add("approvals.digest", "no messenger to post the digest on (configure [telegram] or [slack])")
+		}
+	}
 	positive(p, "approvals.retention", c.Approvals.Retention)
 	if t := c.Approvals.SessionTTL; t < time.Second || t > c.Policy.GrantTTL {
 		p.add("approvals.session_ttl", "%v is out of range (want 1s to policy.grant_ttl, %v)", t, c.Policy.GrantTTL)
@@ -243,6 +250,10 @@ func (c *Config) validateApprovals(p *problems) {
 		c.validateRoute(p, fmt.Sprintf("approvals.routes[%d]", i), rt)
 	}
 }
+
+// digestMessenger reports whether any configured messenger can post the
+// digest.
+func (c *Config) digestMessenger() bool { return c.Telegram.Enabled() || c.Slack.Enabled() }
 
 var (
 	tgUserRE    = regexp.MustCompile(`^[1-9][0-9]{0,19}$`)

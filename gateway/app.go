@@ -208,18 +208,19 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 
 // lead runs the work that must not run on two replicas at once: the card
 // dispatchers (a card is posted once), escalations and reminders (sent
-// once), the prune job, and each messenger's
+// once), the prune job and the digest, and each messenger's
 // background work (Telegram long polling: two pollers would steal each
 // other's updates; Slack Socket Mode: Slack would deliver each event to
 // one connection at random). HTTP (webhooks, Slack interactivity, the API
 // and the web page) works on every replica. It returns when ctx ends, or
 // with the first error of that work, once all of it has stopped.
 func (a *App) lead(ctx context.Context) error {
-	stopPrune, err := a.Service.StartPruner(ctx, a.Config.Approvals.PruneSchedule)
+	stopSchedule, err := a.Service.StartScheduler(ctx, a.Config.Approvals.PruneSchedule, a.Config.Server.Zone(),
+		a.digestJobs()...)
 	if err != nil {
 		return err
 	}
-	defer stopPrune()
+	defer stopSchedule()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

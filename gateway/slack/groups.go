@@ -30,7 +30,10 @@ type groupEntry struct {
 
 var _ approvals.GroupResolver = (*Messenger)(nil)
 var _ approvals.Reminder = (*Messenger)(nil)
-var _ approvals.Announcer = (*Messenger)(nil)
+var (
+	_ approvals.Announcer    = (*Messenger)(nil)
+	_ approvals.DigestSender = (*Messenger)(nil)
+)
 
 // IsGroup reports whether a Slack id names a user group (S…) rather than
 // a member (U…, W…).

@@ -230,6 +230,18 @@ func (m *Messenger) Announce(ctx context.Context, n approvals.Notification) erro
 	return nil
 }
 
+// SendDigest posts the daily digest ([approvals] digest) to the channel:
+// a plain message, no buttons.
+func (m *Messenger) SendDigest(ctx context.Context, d approvals.Digest) error {
+	_, _, err := m.api.PostMessageContext(ctx, m.cfg.ChannelID,
+		slackapi.MsgOptionText(cards.NewDigest(d, m.loc).SlackText(m.loc), false),
+		slackapi.MsgOptionDisableMarkdown())
+	if err != nil {
+		return apiError("chat.postMessage", err)
+	}
+	return nil
+}
+
 // Update re-renders the card of r in place
 // (https://docs.slack.dev/reference/methods/chat.update): finished cards
 // lose their buttons and show the outcome.

@@ -76,6 +76,7 @@ func (e *FloodError) Unwrap() error { return e.Err }
 var (
 	_ approvals.RetryAfterError = (*FloodError)(nil)
 	_ approvals.Announcer       = (*Bot)(nil)
+	_ approvals.DigestSender    = (*Bot)(nil)
 )
 
 // redact removes the bot token from s.
@@ -197,6 +198,20 @@ func (b *Bot) Announce(ctx context.Context, n approvals.Notification) error {
 	ctx, cancel := context.WithTimeout(ctx, b.callTimeout)
 	defer cancel()
 	msg := tgbotapi.NewMessage(b.cfg.ChatID, cards.NewNotification(n.Request, b.loc).TelegramHTML(b.loc))
+	msg.ParseMode = tgbotapi.ModeHTML
+	msg.DisableWebPagePreview = true
+	if _, err := b.bot(ctx).Send(msg); err != nil {
+		return b.sendError("sendMessage", err)
+	}
+	return nil
+}
+
+// SendDigest posts the daily digest ([approvals] digest) to the chat: a
+// plain message, no buttons.
+func (b *Bot) SendDigest(ctx context.Context, d approvals.Digest) error {
+	ctx, cancel := context.WithTimeout(ctx, b.callTimeout)
+	defer cancel()
+	msg := tgbotapi.NewMessage(b.cfg.ChatID, cards.NewDigest(d, b.loc).TelegramHTML(b.loc))
 	msg.ParseMode = tgbotapi.ModeHTML
 	msg.DisableWebPagePreview = true
 	if _, err := b.bot(ctx).Send(msg); err != nil {

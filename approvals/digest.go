@@ -1,0 +1,75 @@
+package approvals
+
+import (
+	"context"
+	"time"
+
+	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/storage"
+)
+
+// Digest is the daily summary of [approvals] digest: what reached a person
+// between From and To and how it ended, and the approve rules the history
+// suggests. One message per messenger that is a DigestSender.
+type Digest struct {
+	From, To time.Time
+	DigestCounts
+	// Suggestions are the first few of the web page's Suggestions (most
+	// used first); Link is that section's address.
+	Suggestions []DigestSuggestion
+	Link        string
+}
+
+// DigestCounts are the requests that arrived between From and To and
+// needed a person (Asked), by how they stand now.
+type DigestCounts struct {
+	Asked, Allowed, Denied, Expired, Cancelled, Pending int
+}
+
+// DigestSuggestion is one suggested approve rule as a digest names it.
+// Every field but Count is an agent's string: a messenger escapes it as it
+// escapes cards.
+type DigestSuggestion struct {
+	Agent, Capability, Target string
+	Count                     int
+}
+
+// DigestSender is implemented by a Notifier that can post the digest on
+// its messenger (a plain message: nothing in it is decided by a tap).
+type DigestSender interface {
+	SendDigest(ctx context.Context, d Digest) error
+}
+
+// DigestCounts counts the requests created in [from, to) that needed a
+// person on arrival, by their status now.
+func (s *Service) DigestCounts(ctx context.Context, from, to time.Time) (DigestCounts, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT status, COUNT(*) FROM requests
+		WHERE created_at >= $1 AND created_at < $2 AND outcome = $3 GROUP BY status`,
+		storage.FormatTime(from), storage.FormatTime(to), string(policy.ApprovalRequired))
+	if err != nil {
+		return DigestCounts{}, err
+	}
+	defer rows.Close()
+	var c DigestCounts
+	for rows.Next() {
+		var st Status
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return DigestCounts{}, err
+		}
+		c.Asked += n
+		switch st {
+		case StatusAllowed:
+			c.Allowed += n
+		case StatusDenied:
+			c.Denied += n
+		case StatusExpired:
+			c.Expired += n
+		case StatusCancelled:
+			c.Cancelled += n
+		case StatusPending:
+			c.Pending += n
+		}
+	}
+	return c, rows.Err()
+}

@@ -1,0 +1,77 @@
+package cards
+
+import (
+	"html"
+	"strings"
+
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/locale"
+)
+
+// MaxDigestTarget bounds, in characters, a suggested rule's target in a
+// digest (head and tail kept, the cut marked); the web page shows it whole.
+const MaxDigestTarget = 200
+
+// Digest is the daily summary of [approvals] digest as a messenger shows
+// it. Every agent string went through Display and is cut; the counts and
+// the link are the gateway's own.
+type Digest struct {
+	From, To    string
+	Counts      approvals.DigestCounts
+	Suggestions []approvals.DigestSuggestion
+	Link        string
+}
+
+// NewDigest builds the neutral fields of d's message.
+func NewDigest(d approvals.Digest, l locale.Locale) Digest {
+	out := Digest{From: l.Clock(d.From), To: l.Clock(d.To), Counts: d.DigestCounts, Link: d.Link}
+	for _, s := range d.Suggestions {
+		target, _ := CutIn(SafeIn(s.Target, l), MaxDigestTarget, l)
+		out.Suggestions = append(out.Suggestions, approvals.DigestSuggestion{Agent: SafeIn(s.Agent, l),
+			Capability: SafeIn(s.Capability, l), Target: target, Count: s.Count})
+	}
+	return out
+}
+
+// render writes the message; esc escapes the digest's own text, code a
+// target.
+func (d Digest) render(l locale.Locale, esc, code func(string) string) string {
+	var b strings.Builder
+	b.WriteString(esc(l.T("digest.title", d.From, d.To)))
+	b.WriteByte('\n')
+	c := d.Counts
+	b.WriteString(esc(l.T("digest.counts", c.Asked, c.Allowed, c.Denied, c.Expired)))
+	if c.Pending > 0 || c.Cancelled > 0 {
+		b.WriteString(esc(l.T("digest.open", c.Pending, c.Cancelled)))
+	}
+	b.WriteByte('\n')
+	if len(d.Suggestions) == 0 {
+		b.WriteString(esc(l.T("digest.no_suggestions")))
+		return b.String()
+	}
+	b.WriteString(esc(l.T("digest.suggestions")))
+	for _, s := range d.Suggestions {
+		b.WriteString("\n• ")
+		b.WriteString(esc(s.Agent + " · " + s.Capability + " "))
+		b.WriteString(code(s.Target))
+		b.WriteString(esc(" · " + l.T("digest.times", s.Count)))
+	}
+	b.WriteByte('\n')
+	b.WriteString(esc(l.T("digest.review", d.Link)))
+	return b.String()
+}
+
+// Text is the message as plain text.
+func (d Digest) Text(l locale.Locale) string {
+	id := func(s string) string { return s }
+	return d.render(l, id, id)
+}
+
+// TelegramHTML is the message for Telegram's HTML parse mode, targets in
+// <code>.
+func (d Digest) TelegramHTML(l locale.Locale) string {
+	return d.render(l, html.EscapeString, func(s string) string { return "<code>" + html.EscapeString(s) + "</code>" })
+}
+
+// SlackText is the message for a Slack post without markdown.
+func (d Digest) SlackText(l locale.Locale) string { return EscapeMrkdwn(d.Text(l)) }
