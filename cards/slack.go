@@ -506,6 +506,10 @@ func SlackGrantLine(g policy.Grant, l locale.Locale) string {
 		codeSpan(&cs, "", SafeIn(g.Target, l), 1000),
 		l.T("grants.for_by", codeSpan(&cs, "", SafeIn(g.Channel+"/"+g.SenderID, l), 300),
 			codeSpan(&cs, "", SafeIn(DisplayName(g.GrantedBy), l), 300)))
+	if g.SessionID != "" {
+		s += " · " + l.T("grants.session", codeSpan(&cs, "", SafeIn(g.Agent, l), 300),
+			codeSpan(&cs, "", SafeIn(g.SessionID, l), 300))
+	}
 	if g.ExpiresAt != nil {
 		s += " · " + l.T("grants.until", l.Date(*g.ExpiresAt))
 	}

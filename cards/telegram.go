@@ -326,6 +326,9 @@ func renderTelegramGrants(grants []policy.Grant, more bool, l locale.Locale, lim
 		t.tag("code", cut(g.Target))
 		t.nl()
 		t.text(l.T("grants.for_by", cut(g.Channel+"/"+g.SenderID), cut(DisplayName(g.GrantedBy))))
+		if g.SessionID != "" {
+			t.text(" · " + l.T("grants.session", cut(g.Agent), cut(g.SessionID)))
+		}
 		if g.ExpiresAt != nil {
 			t.text(" · " + l.T("grants.until", l.Date(*g.ExpiresAt)))
 		}

@@ -111,6 +111,7 @@ var en = map[string]string{
 	"grants.on":            "%s on",
 	"grants.for_by":        "for %s · by %s",
 	"grants.until":         "until %s",
+	"grants.session":       "only agent %s, session %s",
 	"grants.last_used":     "last used %s",
 	"grants.never_used":    "never used",
 	"grants.more_before":   "Only the newest are listed;",

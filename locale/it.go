@@ -108,6 +108,7 @@ var it = map[string]string{
 	"grants.none":          "Nessuna autorizzazione attiva. Consenti sempre su una scheda ne crea una.",
 	"grants.on":            "%s su",
 	"grants.for_by":        "per %s · da %s",
+	"grants.session":       "solo l'agente %s, sessione %s",
 	"grants.until":         "fino al %s",
 	"grants.last_used":     "ultimo uso %s",
 	"grants.never_used":    "mai usata",

@@ -96,7 +96,7 @@ func TestTelegram_AllowFor(t *testing.T) {
 
 // TestTelegram_AllowSession: a request naming its session gets "Allow this
 // session"; the grant answers the same session at once and a second
-// session is asked again.
+// session is asked again; /grants names the grant's agent and session.
 func TestTelegram_AllowSession(t *testing.T) {
 	h := newHarness(t)
 	ask := func(session string) (int, approvals.Request) {
@@ -120,6 +120,10 @@ func TestTelegram_AllowSession(t *testing.T) {
 	}
 	if code, second := ask("s-2"); code != http.StatusAccepted || second.Status != approvals.StatusPending {
 		t.Fatalf("second session: %d %s, want asked again", code, second.Status)
+	}
+	list := h.replyTo(roberto.ID, h.fake.Say(roberto, roberto.ID, "/grants", 0))
+	if !strings.Contains(list, "api.example.com") || !strings.Contains(list, "only agent a1, session s-1") {
+		t.Errorf("/grants does not name the session grant's agent and session:\n%s", list)
 	}
 }
 
