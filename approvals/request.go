@@ -84,6 +84,9 @@ var (
 	// ErrNotApprover: the person is not among the request's approvers (its
 	// route's, else the channel's own). Nothing changed.
 	ErrNotApprover = errors.New("not an approver for this request")
+	// ErrOutsider comes with ErrNotApprover when the person is not even
+	// an approver of the channel they used (Actor.Outsider).
+	ErrOutsider = errors.New("not an approver of this channel")
 	// ErrNotOffered: a scope or a while the request's card did not offer
 	// (a forged or stale tap). Nothing changed.
 	ErrNotOffered = errors.New("not offered on this request")

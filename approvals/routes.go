@@ -79,6 +79,16 @@ func (s *Service) applyRoute(r *Request, notify []string) {
 // member of a group the route names counts), else, with no approvers in
 // the route, an approver of the channel used.
 func (s *Service) authorize(ctx context.Context, r Request, by Actor) error {
+	err := s.approverOf(ctx, r, by)
+	if err != nil && by.Outsider {
+		return fmt.Errorf("%w: %w", ErrOutsider, err)
+	}
+	return err
+}
+
+// approverOf is authorize's check, before it says whether a refused
+// person is an outsider.
+func (s *Service) approverOf(ctx context.Context, r Request, by Actor) error {
 	if len(r.Approvers) == 0 {
 		if by.Outsider {
 			return fmt.Errorf("%w: %s", ErrNotApprover, by.Identity())

@@ -410,7 +410,7 @@ func TestRoutes_QuorumTelegramAndSlack(t *testing.T) {
 		if !strings.Contains(scard.Blocks, cards.SlackActionAllowOnce) {
 			t.Fatalf("slack card lost its buttons: %s", scard.Blocks)
 		}
-		wantIn(t, "Roberto again", g.tap(rtRoberto, card, "Allow once").Text, "Already counted")
+		wantIn(t, "Roberto again", g.tap(rtRoberto, card, "Allow once").Text, "already counted")
 		// The web page shows the progress too.
 		if st, page := webPageAs(t, g.app, g.base, "owner"); st != http.StatusOK || !strings.Contains(page, progress) {
 			t.Fatalf("web page (%d) does not show %q", st, progress)

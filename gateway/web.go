@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/metnos/gateway/approvals"
@@ -327,54 +326,14 @@ func (w *web) choice(ctx context.Context, id string, d approvals.Decision, scope
 	return approvals.ChoiceOfScope(req, ch, scopeIndex)
 }
 
-// decideFailure is what the owner reads when a decision was not recorded.
+// decideFailure shows cards.Refusal's words for a decision that was not
+// recorded.
 func (w *web) decideFailure(err error) flash {
-	var already *approvals.AlreadyDecidedError
-	switch {
-	case errors.As(err, &already):
-		return flash{Error: true, Text: alreadyDecided(already.Request, w.loc)}
-	case errors.Is(err, approvals.ErrAllowAlwaysRefused), errors.Is(err, policy.ErrGrantNotAllowed):
-		return flash{Error: true, Text: w.loc.T("web.allow_always_refused", cleanMsg(err))}
-	case errors.Is(err, approvals.ErrNotOffered):
-		return flash{Error: true, Text: w.loc.T("web.not_offered", cleanMsg(err))}
-	case errors.Is(err, approvals.ErrNotFound):
-		return flash{Error: true, Text: w.loc.T("web.request_gone")}
-	case errors.Is(err, approvals.ErrNotApprover):
-		return flash{Error: true, Text: w.loc.T("web.not_route_approver")}
-	case errors.Is(err, approvals.ErrAlreadyCounted):
-		return flash{Error: true, Text: w.loc.T("web.already_counted")}
-	case errors.Is(err, approvals.ErrInvalid):
-		return flash{Error: true, Text: cleanMsg(err)}
+	text, expected := cards.Refusal(err, w.loc)
+	if !expected {
+		w.s.log.Error("web decide failed", "err", err)
 	}
-	w.s.log.Error("web decide failed", "err", err)
-	return flash{Error: true, Text: w.loc.T("web.decide_failed")}
-}
-
-// alreadyDecided says who came first: "Already decided: allowed by
-// telegram:Roberto at 14:03".
-func alreadyDecided(r approvals.Request, l locale.Locale) string {
-	at := ""
-	if r.DecidedAt != nil {
-		at = l.T("tg.at", l.Clock(*r.DecidedAt))
-	}
-	switch r.Status {
-	case approvals.StatusExpired:
-		return l.T("web.already_expired", at)
-	case approvals.StatusCancelled:
-		return l.T("web.already_withdrawn", at)
-	}
-	who := r.DecidedBy
-	if ch, _, ok := strings.Cut(who, ":"); ok {
-		who = ch + ":" + cards.DisplayName(who)
-	}
-	if who == "" {
-		who = l.T("web.policy")
-	}
-	status := l.T("web.status_denied")
-	if r.Status == approvals.StatusAllowed {
-		status = l.T("web.status_allowed")
-	}
-	return l.T("web.already_decided", status, who, at)
+	return flash{Error: true, Text: text}
 }
 
 // revoke is POST /web/revoke: the Revoke button of a grant.

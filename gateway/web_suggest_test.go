@@ -75,7 +75,7 @@ func TestWeb_Suggestions(t *testing.T) {
 	r2 := apiRequest(t, srv.URL, fsWrite("/srv/other/y.md"))
 	_, body := postForm(t, c, srv.URL+"/web/decide", url.Values{"id": {r2.ID}, "decision": {"allow_always"},
 		"scope_index": {"7"}, "csrf": {csrfOf(t, getPage(t, c, srv.URL))}}, nil)
-	if got := apiGet(t, srv.URL, r2.ID); got.Status != approvals.StatusPending || !strings.Contains(body, "Not offered") {
+	if got := apiGet(t, srv.URL, r2.ID); got.Status != approvals.StatusPending || !strings.Contains(body, "not offered") {
 		t.Fatalf("a forged scope index: %s", got.Status)
 	}
 }

@@ -186,15 +186,6 @@ func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.Interacti
 		}
 	}
 	r, err := m.svc.DecideChoice(ctx, cb.RequestID, ch, actor)
-	if errors.Is(err, approvals.ErrNotApprover) {
-		m.log.Warn("refused a decision from a non-approver", "user_id", ic.User.ID, "request_id", cb.RequestID)
-		if actor.Outsider {
-			answer(m.loc.T("slack.not_approver"))
-		} else {
-			answer(m.loc.T("slack.not_route_approver"))
-		}
-		return
-	}
 	if err != nil {
 		answer(m.decideRefusal(err, cb.RequestID))
 		return
@@ -236,26 +227,19 @@ func (m *Messenger) chooseScope(ctx context.Context, ic slackapi.InteractionCall
 	}
 }
 
-// decideRefusal is the one place a failed decision becomes what the
-// clicker reads.
+// decideRefusal renders cards.Refusal's words for a decision that was
+// not recorded, and logs what deserves it.
 func (m *Messenger) decideRefusal(err error, id string) string {
-	var already *approvals.AlreadyDecidedError
-	var counted *approvals.AlreadyCountedError
+	text, expected := cards.Refusal(err, m.loc)
 	switch {
-	case errors.As(err, &counted):
-		return m.loc.T("slack.already_counted", cards.EscapeMrkdwn(cards.Progress(counted.Request, m.loc)))
-	case errors.As(err, &already):
-		return m.loc.T("slack.already_finished", cards.EscapeMrkdwn(cards.SafeIn(cards.StatusLine(already.Request, m.loc), m.loc)))
-	case errors.Is(err, approvals.ErrAllowAlwaysRefused):
-		return m.loc.T("slack.allow_always_refused")
+	case !expected:
+		m.log.Error("decide from slack failed", "request_id", id, "err", err)
+	case errors.Is(err, approvals.ErrNotApprover):
+		m.log.Warn("refused a decision from a non-approver", "request_id", id, "err", err)
 	case errors.Is(err, approvals.ErrNotOffered):
 		m.log.Warn("refused a choice the card does not offer", "request_id", id, "err", err)
-		return m.loc.T("slack.not_offered")
-	case errors.Is(err, approvals.ErrNotFound):
-		return m.loc.T("slack.request_gone")
 	}
-	m.log.Error("decide from slack failed", "request_id", id, "err", err)
-	return m.loc.T("slack.internal")
+	return cards.EscapeMrkdwn(text)
 }
 
 // revoke is a Revoke click on the Home tab or /approvals revoke: admins

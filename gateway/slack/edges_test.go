@@ -70,7 +70,7 @@ func TestInteractions_ReplaySeenAfterRestart(t *testing.T) {
 
 // TestReplicas_SlackReplayOnSecondReplica_Postgres: a signed click handled
 // by one replica and replayed to the other is ignored there (no answer,
-// not even "already finished").
+// not even "Already decided").
 func TestReplicas_SlackReplayOnSecondReplica_Postgres(t *testing.T) {
 	dsn := storagetest.FreshSchema(t)
 	onPG := func(s *setup) { s.cfg.Storage.Driver, s.cfg.Storage.DSN = "postgres", dsn }
@@ -92,5 +92,5 @@ func TestReplicas_SlackReplayOnSecondReplica_Postgres(t *testing.T) {
 		time.Now(), secret); st != http.StatusOK {
 		t.Fatalf("answered %d", st)
 	}
-	wantContains(t, "second click", two.answer("chat.postEphemeral"), "already finished")
+	wantContains(t, "second click", two.answer("chat.postEphemeral"), "Already decided: ")
 }

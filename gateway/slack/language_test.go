@@ -33,7 +33,7 @@ func TestSlack_Italian(t *testing.T) {
 		t.Fatalf("interaction answered %d", st)
 	}
 	wantContains(t, "refusal", h.fake.Wait(t, "chat.postEphemeral", waitFor).Text(),
-		"Non sei tra gli approvatori: solo le persone elencate in `slack.approvers` possono decidere.")
+		"Non sei tra gli approvatori di questo gateway. Nulla è cambiato.")
 
 	h.signedPost("/slack/commands", h.command(approverID, "pending"), time.Now(), secret)
 	got := h.answer("response_url")
@@ -58,7 +58,7 @@ func TestSlack_Italian(t *testing.T) {
 
 	h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, cards.SlackActionDeny), time.Now(), secret)
 	wantContains(t, "second click", h.fake.Wait(t, "chat.postEphemeral", waitFor).Text(),
-		"Quella richiesta è già conclusa: ✅ Consentita una volta da roberto · ")
+		"Già decisa: consentita una volta da roberto alle ")
 
 	h.signedPost("/slack/events", slacktest.AppHomeOpened(approverID, ""), time.Now(), secret)
 	view := string(h.fake.Wait(t, "views.publish", waitFor).Body)

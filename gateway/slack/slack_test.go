@@ -157,7 +157,7 @@ func TestInteractions_ReplayHasNoSecondEffect(t *testing.T) {
 		time.Now(), secret); st != http.StatusOK {
 		t.Fatalf("answered %d", st)
 	}
-	wantContains(t, "second click", h.answer("chat.postEphemeral"), "already finished: ⛔ Denied by roberto")
+	wantContains(t, "second click", h.answer("chat.postEphemeral"), "Already decided: denied by roberto at ")
 }
 
 // Slack wants an answer within 3 seconds; a slow Slack API (or database)

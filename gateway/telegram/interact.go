@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,7 +68,7 @@ func (b *Bot) onCallback(ctx context.Context, q *tgbotapi.CallbackQuery) {
 		// A finished card has no keyboard left: a late tap from a phone
 		// that still shows it learns who decided (it could change nothing).
 		if r, err := b.svc.Get(ctx, cb.RequestID); err == nil && r.Status.Finished() {
-			b.answer(ctx, q.ID, alreadyText(r, b.loc), true)
+			b.answer(ctx, q.ID, cards.AlreadyDecided(r, b.loc), true)
 			return
 		}
 		log.Warn("refused a tap whose data is not a button of its message", "request_id", cb.RequestID)
@@ -89,46 +90,32 @@ func (b *Bot) onCallback(ctx context.Context, q *tgbotapi.CallbackQuery) {
 		if err == nil {
 			ch, err = approvals.ChoiceOfScope(cur, ch, strconv.Itoa(cb.Scope-1))
 		}
-		if errors.Is(err, approvals.ErrNotOffered) {
-			log.Warn("refused a scope the card does not offer", "err", err)
-			b.answer(ctx, q.ID, b.loc.T("tg.not_offered"), true)
-			return
-		}
 		if err != nil && !errors.Is(err, approvals.ErrNotFound) {
-			log.Error("look up request", "err", err)
-			b.answer(ctx, q.ID, b.loc.T("tg.try_again"), true)
+			b.refuse(ctx, q, log, err)
 			return
 		}
 	}
 	r, err := b.svc.DecideChoice(ctx, cb.RequestID, ch, by)
-	var already *approvals.AlreadyDecidedError
-	var counted *approvals.AlreadyCountedError
+	if err != nil {
+		b.refuse(ctx, q, log, err)
+		return
+	}
+	b.answer(ctx, q.ID, decidedText(r, b.loc), false)
+}
+
+// refuse answers a tap whose decision was not recorded with
+// cards.Refusal's words, as an alert, and logs what deserves it.
+func (b *Bot) refuse(ctx context.Context, q *tgbotapi.CallbackQuery, log *slog.Logger, err error) {
+	text, expected := cards.Refusal(err, b.loc)
 	switch {
-	case err == nil:
-		b.answer(ctx, q.ID, decidedText(r, b.loc), false)
+	case !expected:
+		log.Error("decision failed", "err", err)
 	case errors.Is(err, approvals.ErrNotApprover):
 		log.Warn("refused a tap from a non-approver")
-		if by.Outsider {
-			b.answer(ctx, q.ID, b.loc.T("tg.not_approver"), true)
-		} else {
-			b.answer(ctx, q.ID, b.loc.T("tg.not_route_approver"), true)
-		}
-	case errors.As(err, &counted):
-		b.answer(ctx, q.ID, b.loc.T("tg.already_counted", cards.Progress(counted.Request, b.loc)), true)
-	case errors.As(err, &already):
-		b.answer(ctx, q.ID, alreadyText(already.Request, b.loc), true)
-	case errors.Is(err, approvals.ErrAllowAlwaysRefused):
-		log.Warn("refused Allow always for a capability that never gets a grant")
-		b.answer(ctx, q.ID, b.loc.T("tg.allow_always_refused"), true)
-	case errors.Is(err, approvals.ErrNotOffered):
+	case errors.Is(err, approvals.ErrAllowAlwaysRefused), errors.Is(err, approvals.ErrNotOffered):
 		log.Warn("refused a choice the card does not offer", "err", err)
-		b.answer(ctx, q.ID, b.loc.T("tg.not_offered"), true)
-	case errors.Is(err, approvals.ErrNotFound):
-		b.answer(ctx, q.ID, b.loc.T("tg.request_gone"), true)
-	default:
-		log.Error("decision failed", "err", err)
-		b.answer(ctx, q.ID, b.loc.T("tg.try_again"), true)
 	}
+	b.answer(ctx, q.ID, text, true)
 }
 
 // onKeyboard reports whether the tap's data is one of the buttons of the
@@ -152,13 +139,8 @@ func onKeyboard(q *tgbotapi.CallbackQuery) bool {
 // nothing. A finished request gets its finished card instead.
 func (b *Bot) switchKeyboard(ctx context.Context, q *tgbotapi.CallbackQuery, cb cards.Callback) {
 	r, err := b.svc.Get(ctx, cb.RequestID)
-	if errors.Is(err, approvals.ErrNotFound) {
-		b.answer(ctx, q.ID, b.loc.T("tg.request_gone"), true)
-		return
-	}
 	if err != nil {
-		b.log.Error("look up request", "request_id", cb.RequestID, "err", err)
-		b.answer(ctx, q.ID, b.loc.T("tg.try_again"), true)
+		b.refuse(ctx, q, b.log.With("request_id", cb.RequestID), err)
 		return
 	}
 	if !b.isApprover(q.From) && !slices.Contains(r.Approvers, Name+":"+strconv.FormatInt(q.From.ID, 10)) {
@@ -168,7 +150,7 @@ func (b *Bot) switchKeyboard(ctx context.Context, q *tgbotapi.CallbackQuery, cb 
 	}
 	m := b.render(ctx, r)
 	if r.Status.Finished() {
-		b.answer(ctx, q.ID, alreadyText(r, b.loc), true)
+		b.answer(ctx, q.ID, cards.AlreadyDecided(r, b.loc), true)
 	} else {
 		if cb.Menu {
 			m.Keyboard = cards.TelegramScopeKeyboard(b.card(ctx, r))
@@ -197,35 +179,6 @@ func decidedText(r approvals.Request, l locale.Locale) string {
 		return l.T("tg.decided_once")
 	}
 	return l.T("tg.decided_deny")
-}
-
-// alreadyText tells the one who came second what happened first:
-// "Already decided: allowed once by Roberto at 14:03".
-func alreadyText(r approvals.Request, l locale.Locale) string {
-	at := ""
-	if r.DecidedAt != nil {
-		at = l.T("tg.at", l.Clock(*r.DecidedAt))
-	}
-	who := cards.SafeIn(cards.DisplayName(r.DecidedBy), l)
-	switch r.Status {
-	case approvals.StatusExpired:
-		return l.T("tg.already_expired") + at
-	case approvals.StatusCancelled:
-		return l.T("tg.already_withdrawn") + at
-	case approvals.StatusAllowed:
-		switch {
-		case r.Decision != nil && *r.Decision == approvals.AllowAlways:
-			return l.T("tg.already_allowed_always", who) + at
-		case r.Decision != nil && *r.Decision == approvals.AllowSession:
-			return l.T("tg.already_allowed_session", who) + at
-		case r.Decision != nil && *r.Decision == approvals.AllowFor:
-			return l.T("tg.already_allowed_for", cards.WhileWords(cards.AllowedFor(r)), who) + at
-		case r.Decision != nil:
-			return l.T("tg.already_allowed_once", who) + at
-		}
-		return l.T("tg.already_allowed", who) + at
-	}
-	return l.T("tg.already_denied", who) + at
 }
 
 // revokeByButton handles a Revoke button of a /grants list, then redraws

@@ -13,7 +13,6 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/locale"
 )
 
 func TestDedupe_ForgetsOldest(t *testing.T) {
@@ -104,30 +103,5 @@ func TestAPIError_RedactsAndClassifies(t *testing.T) {
 	var te *Error
 	if !errors.As(plain, &te) || te.Code != 500 {
 		t.Errorf("500 classified as %v", plain)
-	}
-}
-
-func TestAlreadyText(t *testing.T) {
-	at := time.Date(2026, 11, 20, 14, 3, 0, 0, time.UTC)
-	d := func(d approvals.Decision) *approvals.Decision { return &d }
-	cases := []struct {
-		r    approvals.Request
-		want string
-	}{
-		{approvals.Request{Status: approvals.StatusAllowed, Decision: d(approvals.AllowOnce), DecidedBy: "telegram:Roberto (42)", DecidedAt: &at},
-			"Already decided: allowed once by Roberto at 14:03 UTC"},
-		{approvals.Request{Status: approvals.StatusAllowed, Decision: d(approvals.AllowAlways), DecidedBy: "web:owner", DecidedAt: &at},
-			"Already decided: allowed always by owner at 14:03 UTC"},
-		{approvals.Request{Status: approvals.StatusDenied, Decision: d(approvals.Deny), DecidedBy: "api:boss", DecidedAt: &at},
-			"Already decided: denied by boss at 14:03 UTC"},
-		{approvals.Request{Status: approvals.StatusExpired, DecidedBy: "timeout", DecidedAt: &at},
-			"Already decided: expired (nobody answered in time) at 14:03 UTC"},
-		{approvals.Request{Status: approvals.StatusCancelled, DecidedBy: "agent:a1", DecidedAt: &at},
-			"Already decided: withdrawn by the agent at 14:03 UTC"},
-	}
-	for _, tc := range cases {
-		if got := alreadyText(tc.r, locale.New(locale.English, time.UTC, func() time.Time { return at })); got != tc.want {
-			t.Errorf("got %q, want %q", got, tc.want)
-		}
 	}
 }
