@@ -27,6 +27,7 @@
 //	approvals.retention       8760h (1 year)
 //	telegram.api_endpoint     https://api.telegram.org/bot%s/%s
 //	slack.api_url             https://slack.com/api/
+//	discord.api_url           https://discord.com/api/v10 (discord.mode "gateway")
 //	hooks.claude_code.wait    9m (and hooks.codex, hooks.gemini, hooks.cursor alike)
 //	hooks.claude_code.unknown_tool  ask (likewise)
 //	log.level                 info (log.format "" = text on a terminal, JSON otherwise)
@@ -64,6 +65,7 @@ type Config struct {
 	Web       Web
 	Telegram  Telegram
 	Slack     Slack
+	Discord   Discord
 	Hooks     Hooks
 	Log       Log
 }
@@ -469,6 +471,7 @@ const (
 	NotifyWeb      = "web"
 	NotifyTelegram = "telegram"
 	NotifySlack    = "slack"
+	NotifyDiscord  = "discord"
 )
 
 // Web is the [web] table. The web page is always on; every visit needs a
@@ -574,6 +577,46 @@ func (s Slack) Enabled() bool { return s.BotTokenEnv != "" || s.BotToken != "" }
 // SocketMode reports whether an app-level token is configured.
 func (s Slack) SocketMode() bool { return s.AppTokenEnv != "" || s.AppToken != "" }
 
+// Discord is the [discord] table. It is enabled by setting token_env.
+type Discord struct {
+	// TokenEnv names the variable holding the bot token.
+	TokenEnv string
+	// Token is the resolved bot token (secret).
+	Token string
+	// ApplicationID is the application's id (slash commands are
+	// registered under it; interaction follow-ups go to its webhook).
+	ApplicationID string
+	// PublicKey is the application's Ed25519 public key, hex: it verifies
+	// /discord/interactions. Required in HTTP mode.
+	PublicKey string
+	// GuildID is the server the bot serves; ChannelID the channel cards
+	// are posted to. Taps and commands from anywhere else are refused.
+	GuildID, ChannelID string
+	// Approvers are the Discord user ids allowed to decide; Admins those
+	// allowed to revoke grants and see the rules and the audit.
+	Approvers, Admins []string
+	// Language of cards, buttons and command answers: "en" or "it".
+	Language string
+	// Mode is how taps arrive: "gateway" (the websocket, the default) or
+	// "http" (the interactions endpoint /discord/interactions).
+	Mode string
+	// APIURL is the versioned REST base, "https://discord.com/api/v10" by
+	// default; the websocket's address comes from its GET /gateway/bot.
+	APIURL string
+}
+
+// The discord.mode values.
+const (
+	DiscordModeGateway = "gateway"
+	DiscordModeHTTP    = "http"
+)
+
+// Enabled reports whether a bot token is configured.
+func (d Discord) Enabled() bool { return d.TokenEnv != "" || d.Token != "" }
+
+// HTTPMode reports whether taps arrive on the interactions endpoint.
+func (d Discord) HTTPMode() bool { return d.Mode == DiscordModeHTTP }
+
 // Hooks is the [hooks] table: one section per coding agent whose hooks
 // the gateway answers.
 type Hooks struct {
@@ -629,8 +672,10 @@ func defaults(getenv func(string) string) Config {
 		Web:      Web{Language: string(locale.DefaultLang), Users: []WebUser{{Name: DefaultWebUser}}},
 		Telegram: Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s", Language: string(locale.DefaultLang)},
 		Slack:    Slack{APIURL: "https://slack.com/api/", Language: string(locale.DefaultLang)},
-		Hooks:    Hooks{ClaudeCode: defaultHookAgent(), Codex: defaultHookAgent(), Gemini: defaultHookAgent(), Cursor: defaultHookAgent()},
-		Log:      Log{Level: "info"},
+		Discord: Discord{APIURL: "https://discord.com/api/v10", Language: string(locale.DefaultLang),
+			Mode: DiscordModeGateway},
+		Hooks: Hooks{ClaudeCode: defaultHookAgent(), Codex: defaultHookAgent(), Gemini: defaultHookAgent(), Cursor: defaultHookAgent()},
+		Log:   Log{Level: "info"},
 	}
 }
 

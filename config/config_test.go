@@ -44,6 +44,7 @@ var secrets = map[string]string{
 	"GATEWAY_DATABASE_URL":    "postgres://u:pw-SECRET-0009@db/gw",
 	"PG_DSN":                  "postgres://u:pw-SECRET-0010@db/gw",
 	"NOTIFY_WEBHOOK_SECRET":   "hook-SECRET-0011",
+	"DISCORD_BOT_TOKEN":       "discord-SECRET-0012",
 }
 
 // baseEnv is HOME plus every secret.
@@ -81,6 +82,7 @@ func TestLoad_DefaultsWithoutFile(t *testing.T) {
 				Web:      Web{Language: "en", Users: []WebUser{{Name: DefaultWebUser}}},
 				Telegram: Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s", Language: "en"},
 				Slack:    Slack{APIURL: "https://slack.com/api/", Language: "en"},
+				Discord:  Discord{APIURL: "https://discord.com/api/v10", Language: "en", Mode: DiscordModeGateway},
 				Hooks: Hooks{
 					ClaudeCode: ClaudeCode{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
 					Codex:      HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
@@ -93,7 +95,7 @@ func TestLoad_DefaultsWithoutFile(t *testing.T) {
 			if !reflect.DeepEqual(cfg, want) {
 				t.Errorf("got  %+v\nwant %+v", cfg, want)
 			}
-			if cfg.Telegram.Enabled() || cfg.Slack.Enabled() {
+			if cfg.Telegram.Enabled() || cfg.Slack.Enabled() || cfg.Discord.Enabled() {
 				t.Error("chat channels enabled by default")
 			}
 		})

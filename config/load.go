@@ -159,6 +159,7 @@ type (
 		Web       *fileWeb       `toml:"web"`
 		Telegram  *fileTelegram  `toml:"telegram"`
 		Slack     *fileSlack     `toml:"slack"`
+		Discord   *fileDiscord   `toml:"discord"`
 		Hooks     *fileHooks     `toml:"hooks"`
 		Log       *fileLog       `toml:"log"`
 	}
@@ -269,6 +270,18 @@ type (
 		Admins           *[]string `toml:"admins"`
 		APIURL           *string   `toml:"api_url"`
 		Language         *string   `toml:"language"`
+	}
+	fileDiscord struct {
+		TokenEnv      *string   `toml:"token_env"`
+		ApplicationID *string   `toml:"application_id"`
+		PublicKey     *string   `toml:"public_key"`
+		GuildID       *string   `toml:"guild_id"`
+		ChannelID     *string   `toml:"channel_id"`
+		Approvers     *[]string `toml:"approvers"`
+		Admins        *[]string `toml:"admins"`
+		Language      *string   `toml:"language"`
+		Mode          *string   `toml:"mode"`
+		APIURL        *string   `toml:"api_url"`
 	}
 	fileHooks struct {
 		ClaudeCode *fileClaudeCode `toml:"claude_code"`
@@ -428,6 +441,22 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 		}
 		set(&cfg.Slack.Language, s.Language)
 	}
+	if s := f.Discord; s != nil {
+		set(&cfg.Discord.TokenEnv, s.TokenEnv)
+		set(&cfg.Discord.ApplicationID, s.ApplicationID)
+		set(&cfg.Discord.PublicKey, s.PublicKey)
+		set(&cfg.Discord.GuildID, s.GuildID)
+		set(&cfg.Discord.ChannelID, s.ChannelID)
+		set(&cfg.Discord.Approvers, s.Approvers)
+		set(&cfg.Discord.Admins, s.Admins)
+		set(&cfg.Discord.Language, s.Language)
+		if s.Mode != nil && *s.Mode != "" {
+			cfg.Discord.Mode = *s.Mode
+		}
+		if s.APIURL != nil && *s.APIURL != "" { // "" = the default
+			cfg.Discord.APIURL = *s.APIURL
+		}
+	}
 	if s := f.Hooks; s != nil {
 		for _, sec := range []struct {
 			key  string
@@ -563,4 +592,5 @@ func applyEnv(cfg *Config, getenv func(string) string, opt LoadOptions, p *probl
 	resolve(cfg.Slack.BotTokenEnv, &cfg.Slack.BotToken)
 	resolve(cfg.Slack.SigningSecretEnv, &cfg.Slack.SigningSecret)
 	resolve(cfg.Slack.AppTokenEnv, &cfg.Slack.AppToken)
+	resolve(cfg.Discord.TokenEnv, &cfg.Discord.Token)
 }

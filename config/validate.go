@@ -61,6 +61,7 @@ func (c *Config) validate(p *problems, opt LoadOptions) {
 	language(p, "web.language", c.Web.Language)
 	language(p, "telegram.language", c.Telegram.Language)
 	language(p, "slack.language", c.Slack.Language)
+	language(p, "discord.language", c.Discord.Language)
 	if u := c.Web.PublicURL; u != "" {
 		if err := httpURL(u); err != nil {
 			p.add("web.public_url", "%q: %v", u, err)
@@ -70,6 +71,7 @@ func (c *Config) validate(p *problems, opt LoadOptions) {
 	}
 	c.validateTelegram(p)
 	c.validateSlack(p)
+	c.validateDiscord(p)
 	c.validateHooks(p)
 	c.validateLog(p)
 }
@@ -151,7 +153,8 @@ func (c *Config) validatePolicy(p *problems) {
 		}
 	}
 	enabled := func(d string) bool {
-		return d == policy.DeliverTelegram && c.Telegram.Enabled() || d == policy.DeliverSlack && c.Slack.Enabled()
+		return d == policy.DeliverTelegram && c.Telegram.Enabled() || d == policy.DeliverSlack && c.Slack.Enabled() ||
+			d == policy.DeliverDiscord && c.Discord.Enabled()
 	}
 	for i, n := range c.Policy.Notify {
 		key := fmt.Sprintf("policy.notify[%d]", i)
@@ -259,6 +262,10 @@ var (
 	tgUserRE    = regexp.MustCompile(`^[1-9][0-9]{0,19}$`)
 	webLoginRE  = regexp.MustCompile(`^[A-Za-z0-9_.@-]{1,64}$`)
 	slackUserRE = regexp.MustCompile(`^[UWS][A-Z0-9]{1,31}$`)
+	// A Discord id is a snowflake: a decimal number, 17-20 digits today
+	// (https://discord.com/developers/docs/reference#snowflakes).
+	snowflakeRE  = regexp.MustCompile(`^[1-9][0-9]{5,19}$`)
+	ed25519HexRE = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 )
 
 // validateRoute checks one [[approvals.routes]] entry: every channel it
@@ -290,7 +297,7 @@ func (c *Config) validateRoute(p *problems, key string, rt Route) {
 		seen[ap] = true
 		switch {
 		case !ok || user == "":
-			p.add(ak, "%q is not \"channel:user\" (e.g. \"telegram:123456789\", \"slack:U0123456\", \"web:owner\", \"agent:ops\")", ap)
+			p.add(ak, "%q is not \"channel:user\" (e.g. \"telegram:123456789\", \"slack:U0123456\", \"discord:80351110224678912\", \"web:owner\", \"agent:ops\")", ap)
 		case ch == NotifyTelegram:
 			if !c.Telegram.Enabled() {
 				p.add(ak, "telegram is not configured (set telegram.token_env)")
@@ -304,6 +311,17 @@ func (c *Config) validateRoute(p *problems, key string, rt Route) {
 				p.add(ak, "bad Slack id %q (a member ID such as U0123456, or a user group ID such as S0123456)", user)
 			}
 			groups = groups || strings.HasPrefix(user, "S")
+		case ch == NotifyDiscord:
+			role, isRole := strings.CutPrefix(user, "role:")
+			switch {
+			case !c.Discord.Enabled():
+				p.add(ak, "discord is not configured (set discord.token_env)")
+			case isRole && !snowflakeRE.MatchString(role):
+				p.add(ak, "bad Discord role id %q (the role's numeric id, as discord:role:<id>)", role)
+			case !isRole && !snowflakeRE.MatchString(user):
+				p.add(ak, "bad Discord user id %q (a numeric id; Developer Mode, Copy User ID)", user)
+			}
+			groups = groups || isRole
 		case ch == NotifyWeb:
 			if !webLoginRE.MatchString(user) {
 				p.add(ak, "bad web login name %q (the web page's login is \"owner\")", user)
@@ -324,7 +342,7 @@ func (c *Config) validateRoute(p *problems, key string, rt Route) {
 				p.add(ak, "agent %q is not an admin agent (only admin agents may decide over the API)", user)
 			}
 		default:
-			p.add(ak, "unknown channel %q in %q (want telegram, slack, web or agent)", ch, ap)
+			p.add(ak, "unknown channel %q in %q (want telegram, slack, discord, web or agent)", ch, ap)
 		}
 	}
 	switch {
@@ -354,14 +372,16 @@ func (c *Config) notifyChannels(p *problems, key string, list []string) {
 	for j, n := range list {
 		nk := fmt.Sprintf("%s[%d]", key, j)
 		switch {
-		case n != NotifyWeb && n != NotifyTelegram && n != NotifySlack:
-			p.add(nk, "unknown channel %q (want web, telegram or slack)", n)
+		case n != NotifyWeb && n != NotifyTelegram && n != NotifySlack && n != NotifyDiscord:
+			p.add(nk, "unknown channel %q (want web, telegram, slack or discord)", n)
 		case seen[n]:
 			p.add(nk, "%q is listed twice", n)
 		case n == NotifyTelegram && !c.Telegram.Enabled():
 			p.add(nk, "telegram is not configured (set telegram.token_env)")
 		case n == NotifySlack && !c.Slack.Enabled():
 			p.add(nk, "slack is not configured (set slack.bot_token_env)")
+		case n == NotifyDiscord && !c.Discord.Enabled():
+			p.add(nk, "discord is not configured (set discord.token_env)")
 		}
 		seen[n] = true
 	}
@@ -581,6 +601,56 @@ func slackIDs(p *problems, key string, ids []string) {
 		if !slackIDRE.MatchString(id) {
 			p.add(fmt.Sprintf("%s[%d]", key, i), "bad user id %q (want the member ID, e.g. U0123456)", id)
 		}
+	}
+}
+
+func (c *Config) validateDiscord(p *problems) {
+	d := &c.Discord
+	if d.Enabled() {
+		secret(p, "discord.token_env", d.TokenEnv, d.Token, true)
+		for _, req := range []struct{ key, val, what string }{
+			{"discord.application_id", d.ApplicationID, "the application's id, from the Developer Portal"},
+			{"discord.guild_id", d.GuildID, "the server's id"},
+			{"discord.channel_id", d.ChannelID, "the channel cards are posted to"},
+		} {
+			if req.val == "" {
+				p.add(req.key, "required when discord is enabled (%s)", req.what)
+			}
+		}
+		if len(d.Approvers) == 0 {
+			p.add("discord.approvers", "required when discord is enabled (the user ids allowed to decide)")
+		}
+		if d.HTTPMode() && d.PublicKey == "" {
+			p.add("discord.public_key", "required when discord.mode is \"http\" (it verifies /discord/interactions)")
+		}
+	}
+	for _, id := range []struct{ key, val string }{
+		{"discord.application_id", d.ApplicationID}, {"discord.guild_id", d.GuildID}, {"discord.channel_id", d.ChannelID},
+	} {
+		if id.val != "" && !snowflakeRE.MatchString(id.val) {
+			p.add(id.key, "bad id %q (a numeric id; Developer Mode, Copy ID)", id.val)
+		}
+	}
+	for _, list := range []struct {
+		key string
+		ids []string
+	}{{"discord.approvers", d.Approvers}, {"discord.admins", d.Admins}} {
+		for i, id := range list.ids {
+			if !snowflakeRE.MatchString(id) {
+				p.add(fmt.Sprintf("%s[%d]", list.key, i), "bad user id %q (a numeric id as a string, e.g. \"80351110224678912\")", id)
+			}
+		}
+	}
+	if d.PublicKey != "" && !ed25519HexRE.MatchString(d.PublicKey) {
+		p.add("discord.public_key", "want the application's public key: 64 hex digits")
+	}
+	if d.Mode != DiscordModeGateway && d.Mode != DiscordModeHTTP {
+		p.add("discord.mode", "%q: want \"gateway\" or \"http\"", d.Mode)
+	}
+	if err := httpURL(d.APIURL); err != nil {
+		p.add("discord.api_url", "%q: %v", d.APIURL, err)
+	} else if strings.HasSuffix(d.APIURL, "/") || strings.ContainsAny(d.APIURL, "?#") {
+		p.add("discord.api_url", "%q: want the versioned REST base without a trailing \"/\" (e.g. https://discord.com/api/v10)", d.APIURL)
 	}
 }
 

@@ -392,4 +392,12 @@ Each card shows what an agent wants to do. Tap ✅ Allow once, ♾ Allow always 
 	"display.line_breaks": "%s line breaks",
 	"display.cut":         "%s characters cut",
 	"number.thousands":    ",",
+
+	// Discord: private answers to taps and /approvals.
+	"discord.not_approver":  "You are not an approver: only the people listed in discord.approvers (or named by the request's route) can decide. Nothing was changed.",
+	"discord.not_admin":     "Only the people listed in discord.admins can do this. Nothing was changed.",
+	"discord.wrong_place":   "The gateway takes taps and commands only in its own server and channel. Nothing was changed.",
+	"discord.not_this_card": "That button does not belong to this message's request. Nothing was changed.",
+	"discord.replayed":      "This interaction was already handled. Nothing was changed.",
+	"discord.help":          "/approvals pending · /approvals grants [sender] · /approvals revoke id · /approvals audit [of] · /approvals rules [remove]",
 }

@@ -389,4 +389,12 @@ Ogni scheda mostra che cosa un agente vuole fare. Tocca ✅ Consenti una volta, 
 	"display.line_breaks": "%s a capo",
 	"display.cut":         "%s caratteri tagliati",
 	"number.thousands":    ".",
+
+	// Discord: risposte private a tocchi e /approvals.
+	"discord.not_approver":  "Non sei tra gli approvatori: solo le persone elencate in discord.approvers (o indicate dalla route della richiesta) possono decidere. Nulla è cambiato.",
+	"discord.not_admin":     "Solo le persone elencate in discord.admins possono farlo. Nulla è cambiato.",
+	"discord.wrong_place":   "Il gateway accetta tocchi e comandi solo nel suo server e nel suo canale. Nulla è cambiato.",
+	"discord.not_this_card": "Quel pulsante non appartiene alla richiesta di questo messaggio. Nulla è cambiato.",
+	"discord.replayed":      "Questa interazione è già stata gestita. Nulla è cambiato.",
+	"discord.help":          "/approvals pending · /approvals grants [mittente] · /approvals revoke id · /approvals audit [di] · /approvals rules [remove]",
 }

@@ -13,12 +13,13 @@ const (
 	DeliverWeb      = "web"      // an SSE event on the admin event stream
 	DeliverTelegram = "telegram" // a plain message in the Telegram chat
 	DeliverSlack    = "slack"    // a plain message in the Slack channel
+	DeliverDiscord  = "discord"  // a plain message in the Discord channel
 	DeliverWebhook  = "webhook"  // a signed POST to WebhookURL
 )
 
 // Deliveries lists the known deliveries.
 func Deliveries() []string {
-	return []string{DeliverLog, DeliverWeb, DeliverTelegram, DeliverSlack, DeliverWebhook}
+	return []string{DeliverLog, DeliverWeb, DeliverTelegram, DeliverSlack, DeliverDiscord, DeliverWebhook}
 }
 
 // NotifyPattern is one [[policy.notify]] entry: a request allowed without
@@ -58,7 +59,7 @@ func CheckNotify(p NotifyPattern, knownAgent func(string) bool, enabled func(del
 			add(field, "unknown delivery %q (want one of %s)", d, strings.Join(Deliveries(), ", "))
 		case slices.Index(p.Deliveries, d) < i:
 			add(field, "%q is listed twice", d)
-		case (d == DeliverTelegram || d == DeliverSlack) && enabled != nil && !enabled(d):
+		case (d == DeliverTelegram || d == DeliverSlack || d == DeliverDiscord) && enabled != nil && !enabled(d):
 			add(field, "%s is not configured ([%s] has no token)", d, d)
 		}
 	}

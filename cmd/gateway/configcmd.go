@@ -47,9 +47,9 @@ func cmdConfig(e *env, args []string) error {
 		if zone == "" {
 			zone = "this machine's (" + time.Now().Format("MST") + ")"
 		}
-		fmt.Fprintf(e.stdout, "ok: %s: %d agent(s), %d rule(s), telegram %s, slack %s, database %s, time zone %s\n", src,
+		fmt.Fprintf(e.stdout, "ok: %s: %d agent(s), %d rule(s), telegram %s, slack %s, discord %s, database %s, time zone %s\n", src,
 			len(cfg.Agents), len(cfg.Policy.Rules), onOff(cfg.Telegram.Enabled()), onOff(cfg.Slack.Enabled()),
-			cfg.Storage.Driver, zone)
+			onOff(cfg.Discord.Enabled()), cfg.Storage.Driver, zone)
 		return nil
 	}
 	return usagef("config: unknown subcommand %q (check, example)", sub)

@@ -194,7 +194,7 @@ func flushLog(log *slog.Logger) {
 // returns nil when the config does not enable it.
 func messengers(cfg config.Config, log *slog.Logger) []gateway.MessengerFactory {
 	var out []gateway.MessengerFactory
-	for _, f := range []func(config.Config, *slog.Logger) gateway.MessengerFactory{telegramMessenger, slackMessenger} {
+	for _, f := range []func(config.Config, *slog.Logger) gateway.MessengerFactory{telegramMessenger, slackMessenger, discordMessenger} {
 		if m := f(cfg, log); m != nil {
 			out = append(out, m)
 		}

@@ -1,0 +1,17 @@
+package main
+
+import (
+	"log/slog"
+
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/discord"
+)
+
+// discordMessenger builds the discord adapter when the config enables it.
+func discordMessenger(cfg config.Config, log *slog.Logger) gateway.MessengerFactory {
+	if !cfg.Discord.Enabled() {
+		return nil
+	}
+	return discord.Factory(cfg.Discord, discord.Options{Logger: log, Location: cfg.Server.Zone(), PublicURL: cfg.Web.PublicURL})
+}

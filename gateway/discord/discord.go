@@ -1,0 +1,361 @@
+// Package discord is the gateway's Discord messenger: it posts each
+// pending request as a message with buttons to discord.channel_id, edits
+// it when the request finishes (from whatever channel), and takes the
+// approvers' taps and the /approvals slash command either over Discord's
+// websocket gateway (the default: no public URL needed) or on the HTTP
+// interactions endpoint /discord/interactions (verified with the
+// application's Ed25519 public key).
+//
+// It speaks Discord through github.com/bwmarrin/discordgo. The approval
+// flow above it does not know it is Discord: the Messenger is an
+// approvals.Notifier, and the dispatcher in approvals owns retries,
+// backoff, Discord's 429 retry_after and the persisted message refs
+// ("channel:message").
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
+
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/locale"
+	"github.com/metnos/gateway/policy"
+)
+
+// Name is the messenger's name in agents[].notify and on cards.
+const Name = config.NotifyDiscord
+
+const (
+	maxListed     = 20
+	jobTimeout    = 30 * time.Second
+	shutdownGrace = 5 * time.Second
+)
+
+// Options are the adapter's collaborators; all are optional.
+type Options struct {
+	Logger *slog.Logger
+	// HTTPClient makes every REST call. Default: a client with a 30 s timeout.
+	HTTPClient *http.Client
+	// Dialer opens the gateway websocket (default: gorilla's).
+	Dialer *websocket.Dialer
+	// Location and Now are the zone and clock of card text.
+	Location *time.Location
+	Now      func() time.Time
+	// Rules is the rule store /approvals rules lists (default: the server's).
+	Rules *policy.RuleStore
+	// Backoff is the first pause before the websocket is opened again
+	// after a failure; it doubles up to a minute. Default one second.
+	Backoff time.Duration
+	// PublicURL is web.public_url: a card that had to cut a field links
+	// to the request's page under it.
+	PublicURL string
+}
+
+// Messenger is the Discord adapter: a gateway.Messenger.
+type Messenger struct {
+	cfg     config.Discord
+	svc     *approvals.Service
+	api     *discordgo.Session
+	http    *http.Client
+	log     *slog.Logger
+	loc     locale.Locale
+	opts    Options
+	pubKey  []byte
+	replays *replays
+
+	approver map[string]bool
+	admin    map[string]bool
+	roles    roleCache
+
+	jobsMu   sync.Mutex
+	jobs     sync.WaitGroup
+	closed   bool
+	jobCtx   context.Context
+	stopJobs context.CancelFunc
+}
+
+var (
+	_ gateway.Messenger       = (*Messenger)(nil)
+	_ approvals.Announcer     = (*Messenger)(nil)
+	_ approvals.Reminder      = (*Messenger)(nil)
+	_ approvals.Summarizer    = (*Messenger)(nil)
+	_ approvals.GroupResolver = (*Messenger)(nil)
+)
+
+// Factory returns the gateway.MessengerFactory that builds the adapter
+// once the approvals service exists.
+func Factory(cfg config.Discord, o Options) gateway.MessengerFactory {
+	return func(svc *approvals.Service, srv *gateway.Server) (gateway.Messenger, error) {
+		if o.Rules == nil && srv != nil {
+			o.Rules = srv.Rules()
+		}
+		return New(svc, cfg, o)
+	}
+}
+
+// New builds the adapter. It makes no call to Discord: a bad token shows
+// up as failed sends (retried, logged) and as Run's error.
+func New(svc *approvals.Service, cfg config.Discord, o Options) (*Messenger, error) {
+	switch {
+	case cfg.Token == "":
+		return nil, errors.New("discord.token_env: the bot token is empty")
+	case cfg.ChannelID == "" || cfg.GuildID == "" || cfg.ApplicationID == "":
+		return nil, errors.New("discord.application_id, guild_id and channel_id are required")
+	}
+	if cfg.APIURL == "" {
+		cfg.APIURL = "https://discord.com/api/v10"
+	}
+	if cfg.Mode == "" {
+		cfg.Mode = config.DiscordModeGateway
+	}
+	var pub []byte
+	if cfg.HTTPMode() {
+		k, err := parsePublicKey(cfg.PublicKey)
+		if err != nil {
+			return nil, err
+		}
+		pub = k
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 30 * time.Second,
+			Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	if o.Location == nil {
+		o.Location = time.Local
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = time.Second
+	}
+	rest, err := newREST(cfg.APIURL, o.HTTPClient)
+	if err != nil {
+		return nil, err
+	}
+	api, err := discordgo.New("Bot " + cfg.Token)
+	if err != nil {
+		return nil, fmt.Errorf("discord: %w", err)
+	}
+	api.Client = rest
+	// 429s go back to the dispatcher (approvals.RetryAfterError), which
+	// holds the whole channel for retry_after: one limiter, not two.
+	api.ShouldRetryOnRateLimit = false
+	api.MaxRestRetries = 0
+	api.ShouldReconnectOnError = false // Run reopens, with backoff and a context
+	api.StateEnabled = false
+	api.Identify.Intents = discordgo.IntentsGuilds // interactions need no privileged intent
+	api.LogLevel = -1                              // discordgo logs nothing; errors come back to us
+	if o.Dialer != nil {
+		api.Dialer = o.Dialer
+	}
+	m := &Messenger{
+		cfg: cfg, svc: svc, api: api, http: o.HTTPClient, log: o.Logger.With("channel", Name), opts: o,
+		loc:    locale.New(locale.Lang(cfg.Language), o.Location, o.Now),
+		pubKey: pub, approver: set(cfg.Approvers), admin: set(cfg.Admins),
+	}
+	m.replays = &replays{db: svc.DB(), log: m.log}
+	m.jobCtx, m.stopJobs = context.WithCancel(context.Background())
+	return m, nil
+}
+
+func set(ids []string) map[string]bool {
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out
+}
+
+// Name is "discord", the name agents list in notify.
+func (m *Messenger) Name() string { return Name }
+
+// card is the neutral card of r, linked to its web page.
+func (m *Messenger) card(r approvals.Request) cards.Card {
+	return cards.New(r, m.loc).WithPage(m.opts.PublicURL)
+}
+
+// noMentions is allowed_mentions {"parse": []}: whatever a message says,
+// Discord notifies nobody. Every message the adapter writes carries it.
+func noMentions() *discordgo.MessageAllowedMentions {
+	return &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
+}
+
+// Post sends the card of a pending request to discord.channel_id
+// (https://discord.com/developers/docs/resources/message#create-message).
+// The ref is "channel:message", which the edit needs; the dispatcher
+// persists it.
+func (m *Messenger) Post(ctx context.Context, r approvals.Request) (string, error) {
+	msg := cards.Discord(m.card(r))
+	sent, err := m.api.ChannelMessageSendComplex(m.cfg.ChannelID, &discordgo.MessageSend{
+		Content: msg.Content, Components: msg.Components, AllowedMentions: noMentions(),
+	}, discordgo.WithContext(ctx))
+	if err != nil {
+		return "", apiError("create message", err)
+	}
+	m.log.Debug("card posted", "request_id", r.ID, "message_id", sent.ID)
+	return m.cfg.ChannelID + ":" + sent.ID, nil
+}
+
+// Update re-renders the card of r in place
+// (https://discord.com/developers/docs/resources/message#edit-message):
+// a finished card loses its buttons and shows the outcome.
+func (m *Messenger) Update(ctx context.Context, r approvals.Request, ref string) error {
+	ch, id, ok := strings.Cut(ref, ":")
+	if !ok || ch == "" || id == "" {
+		m.log.Error("card ref is not channel:message; not retrying", "request_id", r.ID, "ref", ref)
+		return nil
+	}
+	err := m.edit(ctx, ch, id, cards.Discord(m.card(r)))
+	var re *discordgo.RESTError
+	if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusNotFound {
+		m.log.Warn("card gone; not updating it", "request_id", r.ID, "message_id", id)
+		return nil
+	}
+	if err != nil {
+		return apiError("edit message", err)
+	}
+	return nil
+}
+
+func (m *Messenger) edit(ctx context.Context, channel, id string, msg cards.DiscordMessage) error {
+	_, err := m.api.ChannelMessageEditComplex(&discordgo.MessageEdit{
+		ID: id, Channel: channel, Content: &msg.Content, Components: &msg.Components, AllowedMentions: noMentions(),
+	}, discordgo.WithContext(ctx))
+	return err
+}
+
+// say posts plain text (already escaped) to the cards' channel, as a
+// reply to message when it is set.
+func (m *Messenger) say(ctx context.Context, text, replyTo string) error {
+	send := &discordgo.MessageSend{Content: cards.DiscordText(text), AllowedMentions: noMentions()}
+	if replyTo != "" {
+		send.Reference = &discordgo.MessageReference{MessageID: replyTo, ChannelID: m.cfg.ChannelID, GuildID: m.cfg.GuildID}
+	}
+	_, err := m.api.ChannelMessageSendComplex(m.cfg.ChannelID, send, discordgo.WithContext(ctx))
+	if err != nil {
+		return apiError("create message", err)
+	}
+	return nil
+}
+
+// Summarize posts how many requests of each agent wait without a card of
+// their own (past its cards_per_minute), with the web page's link.
+func (m *Messenger) Summarize(ctx context.Context, waiting []approvals.Waiting) error {
+	return m.say(ctx, cards.EscapeDiscord(cards.WaitingSummary(waiting, m.opts.PublicURL, m.loc)), "")
+}
+
+// Announce posts a notification of [[policy.notify]]: plain text, no
+// buttons. One attempt: the service retries.
+func (m *Messenger) Announce(ctx context.Context, n approvals.Notification) error {
+	return m.say(ctx, cards.EscapeDiscord(cards.NewNotification(n.Request, m.loc).Text(m.loc)), "")
+}
+
+// Remind posts a short reminder of a pending request in reply to its card.
+func (m *Messenger) Remind(ctx context.Context, r approvals.Request, ref string) error {
+	_, id, ok := strings.Cut(ref, ":")
+	if !ok || id == "" {
+		return nil
+	}
+	return m.say(ctx, cards.EscapeDiscord(cards.Reminder(r, m.loc)), id)
+}
+
+// rateLimited is a 429 from Discord as an approvals.RetryAfterError, so
+// the dispatcher pauses the channel for as long as Discord asked
+// (https://discord.com/developers/docs/topics/rate-limits).
+type rateLimited struct {
+	call string
+	wait time.Duration
+}
+
+// Error says which call Discord slowed down and for how long.
+func (e *rateLimited) Error() string {
+	return fmt.Sprintf("discord %s: rate limited; retry after %s", e.call, e.wait)
+}
+
+// RetryAfter is how long Discord asked us to wait.
+func (e *rateLimited) RetryAfter() time.Duration { return e.wait }
+
+func apiError(call string, err error) error {
+	var rl *discordgo.RateLimitError
+	if errors.As(err, &rl) && rl.RateLimit != nil && rl.TooManyRequests != nil {
+		return &rateLimited{call: call, wait: max(rl.RetryAfter, 100*time.Millisecond)}
+	}
+	return fmt.Errorf("discord %s: %w", call, err)
+}
+
+// Routes mounts /discord/interactions in HTTP mode; in gateway mode
+// Discord talks to us over the websocket only.
+func (m *Messenger) Routes(s *gateway.Server) {
+	if m.cfg.HTTPMode() {
+		s.Handle("POST /discord/interactions", http.HandlerFunc(m.interactions))
+	}
+}
+
+// Run registers the slash commands and, in gateway mode, holds the
+// websocket open. It returns when ctx ends (after the work already
+// acknowledged is done), or with an error when Discord refuses the token.
+func (m *Messenger) Run(ctx context.Context) error {
+	defer m.shutdown()
+	m.registerCommands(ctx)
+	if !m.cfg.HTTPMode() {
+		return m.runGateway(ctx)
+	}
+	m.log.Info("discord ready (HTTP interactions)", "chat_id", m.cfg.ChannelID, "guild_id", m.cfg.GuildID)
+	<-ctx.Done()
+	return nil
+}
+
+// goJob runs work after Discord has been answered (it wants an answer
+// within 3 s). Jobs are tracked so shutdown waits for them.
+func (m *Messenger) goJob(work func(ctx context.Context)) {
+	m.jobsMu.Lock()
+	defer m.jobsMu.Unlock()
+	if m.closed {
+		m.log.Warn("shutting down; dropped discord work")
+		return
+	}
+	m.jobs.Add(1)
+	jobCtx := m.jobCtx
+	go func() {
+		defer m.jobs.Done()
+		ctx, cancel := context.WithTimeout(jobCtx, jobTimeout)
+		defer cancel()
+		work(ctx)
+	}()
+}
+
+// shutdown lets acknowledged work finish for a few seconds, then cancels
+// what is left, and drops idle connections; then takes work again (a
+// replica that stops leading still serves HTTP interactions).
+func (m *Messenger) shutdown() {
+	m.jobsMu.Lock()
+	m.closed = true
+	m.jobsMu.Unlock()
+	done := make(chan struct{})
+	go func() { m.jobs.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(shutdownGrace):
+		m.stopJobs()
+		<-done
+	}
+	m.stopJobs()
+	m.http.CloseIdleConnections()
+	m.jobsMu.Lock()
+	m.jobCtx, m.stopJobs = context.WithCancel(context.Background())
+	m.closed = false
+	m.jobsMu.Unlock()
+}

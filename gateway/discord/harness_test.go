@@ -1,0 +1,296 @@
+package discord_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/discord"
+	"github.com/metnos/gateway/gateway/discord/discordtest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	botToken   = "discord-test-bot-token"
+	appID      = "1100000000000000001"
+	guildID    = "1100000000000000002"
+	channelID  = "1100000000000000003"
+	approverID = "80351110224678912"
+	adminID    = "80351110224678913" // an admin who is not an approver
+	strangerID = "80351110224678914"
+	agentToken = "agent-token-a1-0123456789abcdef"
+	waitFor    = 10 * time.Second
+)
+
+// harness is a whole gateway (SQLite in a temp dir, the real HTTP server on
+// 127.0.0.1:0) with the Discord messenger pointed at the fake.
+type harness struct {
+	t      *testing.T
+	fake   *discordtest.Server
+	app    *gateway.App
+	cfg    config.Config
+	base   string
+	client *http.Client
+	extra  []gateway.MessengerFactory
+
+	cancel    context.CancelFunc
+	serveDone chan struct{}
+	logw      *testLog
+}
+
+type harnessOption func(*harness)
+
+// httpMode selects the interactions endpoint.
+func httpMode(h *harness) { h.cfg.Discord.Mode = config.DiscordModeHTTP }
+
+func newHarness(t *testing.T, opts ...harnessOption) *harness {
+	t.Helper()
+	h := &harness{t: t, client: &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}}
+	h.fake = discordtest.New(discordtest.Options{Token: botToken, ApplicationID: appID, GuildID: guildID, ChannelID: channelID,
+		HeartbeatInterval: 200 * time.Millisecond})
+	cfg := config.Default()
+	cfg.Server.Timezone = "Asia/Tokyo"
+	dir := t.TempDir()
+	cfg.Storage.Path = filepath.Join(dir, "gateway.db")
+	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
+	a := config.NewAgent("a1")
+	a.Token, a.Notify, a.Admin = agentToken, []string{"discord", "web"}, true
+	cfg.Agents = []config.Agent{a}
+	cfg.Discord = config.Discord{Token: botToken, ApplicationID: appID, GuildID: guildID, ChannelID: channelID,
+		Approvers: []string{approverID}, Admins: []string{approverID, adminID}, Language: "en",
+		Mode: config.DiscordModeGateway, APIURL: h.fake.APIURL(), PublicKey: h.fake.PublicKey()}
+	h.cfg = cfg
+	for _, o := range opts {
+		o(h)
+	}
+	if err := h.cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		h.stop()
+		h.fake.Close()
+		h.client.CloseIdleConnections()
+	})
+	h.start()
+	return h
+}
+
+func (h *harness) start() {
+	t := h.t
+	t.Helper()
+	h.logw = &testLog{t: t}
+	logger := slog.New(slog.NewTextHandler(h.logw, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ms := append([]gateway.MessengerFactory{discord.Factory(h.cfg.Discord, discord.Options{Logger: logger,
+		Location: h.cfg.Server.Zone(), Backoff: 50 * time.Millisecond})}, h.extra...)
+	app, err := gateway.NewApp(context.Background(), h.cfg, gateway.AppOptions{Logger: logger, Messengers: ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.app = app
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.base = "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel, h.serveDone = cancel, make(chan struct{})
+	go func() {
+		defer close(h.serveDone)
+		if err := app.Serve(ctx, ln); err != nil {
+			h.logw.Write([]byte("serve: " + err.Error()))
+		}
+	}()
+	if !h.cfg.Discord.HTTPMode() {
+		h.fake.Await(t, waitFor, "the gateway session", func(s *discordtest.Server) bool { return s.ConnectedLocked() })
+	}
+}
+
+// stop shuts the gateway down as SIGTERM would.
+func (h *harness) stop() {
+	if h.app == nil {
+		return
+	}
+	h.cancel()
+	select {
+	case <-h.serveDone:
+	case <-time.After(30 * time.Second):
+		h.t.Error("Serve did not return after cancel")
+	}
+	h.logw.stop()
+	_ = h.app.Close()
+	h.app = nil
+}
+
+// testLog sends the gateway's log to t.Log until the test is over.
+type testLog struct {
+	mu   sync.Mutex
+	t    *testing.T
+	done bool
+}
+
+func (l *testLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.t.Log(strings.TrimSpace(string(p)))
+	}
+	return len(p), nil
+}
+
+func (l *testLog) stop() {
+	l.mu.Lock()
+	l.done = true
+	l.mu.Unlock()
+}
+
+func (h *harness) api(method, path string, body any) (int, []byte) {
+	h.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, h.base+path, rd)
+	req.Header.Set("Authorization", "Bearer "+agentToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := h.client.Do(req)
+	if err != nil {
+		h.t.Errorf("%s %s: %v", method, path, err)
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+type agentResult struct {
+	status int
+	req    approvals.Request
+}
+
+// submit posts a request as the agent and waits for the answer in the
+// background, as an agent blocked on ?wait= does.
+func (h *harness) submit(body map[string]any, wait string) <-chan agentResult {
+	out := make(chan agentResult, 1)
+	go func() {
+		st, b := h.api("POST", "/v1/requests?wait="+wait, body)
+		var r approvals.Request
+		_ = json.Unmarshal(b, &r)
+		out <- agentResult{st, r}
+	}()
+	return out
+}
+
+func waitAgent(t *testing.T, ch <-chan agentResult) agentResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(waitFor):
+		t.Fatal("the agent got no answer")
+		return agentResult{}
+	}
+}
+
+func (h *harness) get(id string) approvals.Request {
+	h.t.Helper()
+	r, err := h.app.Service.Get(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+func fsWrite(target string) map[string]any {
+	return map[string]any{"capability": "fs:write", "target": target, "intent": "write the quarterly report",
+		"executor": "report_writer", "args": map[string]any{"path": target}}
+}
+
+// cardN waits for the n-th card (1-based) in the channel and returns its
+// request id and message, once the dispatcher has recorded its ref.
+func (h *harness) cardN(n int) (string, discordtest.Message) {
+	h.t.Helper()
+	var msg discordtest.Message
+	h.fake.Await(h.t, waitFor, "a card", func(s *discordtest.Server) bool {
+		k := 0
+		for _, m := range s.MessagesLocked(channelID) {
+			if len(m.Buttons()) > 0 || strings.Contains(m.Content, "Request `r") {
+				if k++; k == n {
+					msg = m
+					return true
+				}
+			}
+		}
+		return false
+	})
+	i := strings.Index(msg.Content, "Request `r")
+	id := msg.Content[i+len("Request `") : i+len("Request `")+strings.IndexByte(msg.Content[i+len("Request `"):], '`')]
+	deadline := time.Now().Add(waitFor)
+	for {
+		ref, err := h.app.Service.CardRef(context.Background(), id, "discord")
+		if err == nil {
+			if ref != channelID+":"+msg.ID {
+				h.t.Fatalf("card ref %q; want %s:%s", ref, channelID, msg.ID)
+			}
+			return id, msg
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("card ref of %s: %v", id, err)
+		}
+		time.Sleep(10 * time.Millisecond) // the dispatcher records the ref just after the post
+	}
+}
+
+// customID returns the card's button whose custom id starts with prefix.
+func customID(t *testing.T, m discordtest.Message, prefix string) string {
+	t.Helper()
+	for _, b := range m.Buttons() {
+		if strings.HasPrefix(b, prefix) {
+			return b
+		}
+	}
+	t.Fatalf("no button %s… on the card (buttons %v)", prefix, m.Buttons())
+	return ""
+}
+
+// tap presses a button as user, over the websocket or the endpoint, and
+// returns the interaction's token (its follow-ups are found by it).
+func (h *harness) tap(in discordtest.Interaction) {
+	h.t.Helper()
+	if h.cfg.Discord.HTTPMode() {
+		st, body, err := h.fake.PostInteraction(h.client, h.base+"/discord/interactions", in)
+		if err != nil || st != http.StatusOK {
+			h.t.Fatalf("interaction answered %d %s (%v)", st, body, err)
+		}
+		return
+	}
+	h.fake.Tap(h.t, in)
+}
+
+// ephemeralWith waits for a private message to the tapper containing want.
+func (h *harness) ephemeralWith(want string) {
+	h.t.Helper()
+	h.fake.Await(h.t, waitFor, "an ephemeral answer with "+want, func(s *discordtest.Server) bool {
+		for _, m := range s.MessagesLocked(channelID) {
+			if m.Ephemeral && strings.Contains(m.Content, want) {
+				return true
+			}
+		}
+		return false
+	})
+}
