@@ -67,6 +67,7 @@ type Config struct {
 	Slack     Slack
 	Discord   Discord
 	Hooks     Hooks
+	MCP       MCP
 	Log       Log
 }
 
@@ -779,6 +780,7 @@ func (c Config) Redacted() Config {
 			r.Agents[i] = a
 		}
 	}
+	r.MCP = redactedMCP(c.MCP)
 	for _, h := range []*HookAgent{&r.Hooks.ClaudeCode, &r.Hooks.Codex, &r.Hooks.Gemini, &r.Hooks.Cursor} {
 		if h.Tools != nil {
 			h.Tools = maps.Clone(h.Tools)

@@ -161,6 +161,7 @@ type (
 		Slack     *fileSlack     `toml:"slack"`
 		Discord   *fileDiscord   `toml:"discord"`
 		Hooks     *fileHooks     `toml:"hooks"`
+		MCP       *fileMCP       `toml:"mcp"`
 		Log       *fileLog       `toml:"log"`
 	}
 	fileServer struct {
@@ -478,6 +479,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 			}
 		}
 	}
+	decodeMCP(cfg, f.MCP, getenv, p)
 	if s := f.Log; s != nil {
 		set(&cfg.Log.Format, s.Format)
 		set(&cfg.Log.Level, s.Level)

@@ -73,6 +73,7 @@ func (c *Config) validate(p *problems, opt LoadOptions) {
 	c.validateSlack(p)
 	c.validateDiscord(p)
 	c.validateHooks(p)
+	c.validateMCP(p)
 	c.validateLog(p)
 }
 

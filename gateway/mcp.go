@@ -34,28 +34,33 @@ func (s *Server) mcpHandler(api http.Handler) http.Handler {
 	})
 	// Tool calls run outside the HTTP handler that carried them; count
 	// them so a shutdown waits for their withdrawals (see DrainMCP).
-	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/call" {
-				s.mcpCalls.Add(1)
-				defer s.mcpCalls.Done()
-			}
-			return next(ctx, method, req)
+	s.mcp.AddReceivingMiddleware(s.countMCPCalls)
+	return s.endOnRevoke(mcpserver.HTTPHandler(s.mcp, s.mcpVerify, s.log))
+}
+
+// countMCPCalls counts the tool calls in flight, for DrainMCP.
+func (s *Server) countMCPCalls(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "tools/call" {
+			s.mcpCalls.Add(1)
+			defer s.mcpCalls.Done()
 		}
-	})
-	verify := func(tok string) string {
-		if a := s.AgentByToken(tok); a != nil {
-			return a.ID
-		}
-		// A child token (a sub-agent's) acts as its root agent here too.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if a, err := s.childAgent(ctx, tok); err == nil && a != nil {
-			return a.ID
-		}
-		return ""
+		return next(ctx, method, req)
 	}
-	return s.endOnRevoke(mcpserver.HTTPHandler(s.mcp, verify, s.log))
+}
+
+// mcpVerify names the agent of an MCP bearer token ("" = none).
+func (s *Server) mcpVerify(tok string) string {
+	if a := s.AgentByToken(tok); a != nil {
+		return a.ID
+	}
+	// A child token (a sub-agent's) acts as its root agent here too.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if a, err := s.childAgent(ctx, tok); err == nil && a != nil {
+		return a.ID
+	}
+	return ""
 }
 
 // endOnRevoke ends an MCP HTTP exchange made with a child token (a tool
@@ -108,6 +113,10 @@ func (b mcpBackend) Get(ctx context.Context, id string, wait time.Duration) (cli
 
 func (b mcpBackend) Cancel(ctx context.Context, id string) (client.Request, error) {
 	return b.c.Cancel(ctx, id)
+}
+
+func (b mcpBackend) Capabilities(ctx context.Context, includeBlocked bool) ([]client.Capability, error) {
+	return b.c.Capabilities(ctx, includeBlocked)
 }
 
 func (b mcpBackend) Check(ctx context.Context, r client.Req) (client.CheckResult, error) {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/mcpproxy"
 	"github.com/metnos/gateway/mcpserver"
 	"github.com/metnos/gateway/policy"
 )
@@ -54,18 +55,20 @@ type Server struct {
 	streams  *slots          // each agent's open SSE streams and long-polls
 	sessions *sessions.Store // the web page's logins
 	// bodyTimeout bounds how long a request's body may take (BodyTimeout).
-	bodyTimeout time.Duration
-	metrics     *Metrics
-	log         *slog.Logger
-	now         func() time.Time
-	web         *web
-	mux         *http.ServeMux // the routes, built by Handler
-	extra       []route
-	shutdown    chan struct{} // closed when the server begins shutting down (ends SSE streams)
-	leader      atomic.Bool   // this replica runs the leader's work (see App.lead)
-	mcp         *mcp.Server   // the MCP tools at /mcp (set by routes)
-	mcpCalls    sync.WaitGroup
-	recheck     time.Duration // how often open connections of child tokens read theirs again (tokenRecheck)
+	bodyTimeout  time.Duration
+	metrics      *Metrics
+	log          *slog.Logger
+	now          func() time.Time
+	web          *web
+	mux          *http.ServeMux // the routes, built by Handler
+	extra        []route
+	shutdown     chan struct{} // closed when the server begins shutting down (ends SSE streams)
+	leader       atomic.Bool   // this replica runs the leader's work (see App.lead)
+	mcp          *mcp.Server   // the MCP tools at /mcp (set by routes)
+	mcpCalls     sync.WaitGroup
+	mcpProxies   []*mcp.Server      // the proxies at /mcp/{name} (set by routes)
+	mcpUpstreams []*mcpproxy.Shared // the servers they stand in front of
+	recheck      time.Duration      // how often open connections of child tokens read theirs again (tokenRecheck)
 }
 
 type route struct {
@@ -176,6 +179,7 @@ func (s *Server) Shutdown() {
 		if s.mcp != nil {
 			mcpserver.Close(s.mcp) // ends the MCP sessions' open streams
 		}
+		s.closeMCPProxies()
 	}
 }
 
@@ -232,6 +236,8 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("POST /v1/hooks/gemini", agent(s.agentHook(hooks.Gemini)))
 	mux.Handle("POST /v1/hooks/cursor", agent(s.agentHook(hooks.Cursor)))
 	mux.Handle("/mcp", s.mcpHandler(s.recoverPanics(mux))) // MCP streamable HTTP (GET, POST, DELETE); agent token
+	mux.Handle("GET /v1/mcp/servers/{name}", agent(s.mcpServerMap))
+	mux.Handle("/mcp/{name}", s.mcpProxyHandler(s.recoverPanics(mux))) // the MCP proxy of [[mcp.servers]]; agent token
 
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)

@@ -33,11 +33,17 @@ type Verifier func(token string) (agent string)
 // agent that opened it: the same session id with another agent's token is
 // refused (403). Tool handlers find the caller's token with Token.
 func HTTPHandler(s *mcp.Server, verify Verifier, log *slog.Logger) http.Handler {
-	return httpHandler(s, verify, log, MaxSessionsPerAgent, time.Now)
+	return httpHandler(func(*http.Request) *mcp.Server { return s }, verify, log, MaxSessionsPerAgent, time.Now)
 }
 
-func httpHandler(s *mcp.Server, verify Verifier, log *slog.Logger, maxSessions int, now func() time.Time) http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
+// HTTPHandlerFor is HTTPHandler for a server chosen by the request that
+// opens each session.
+func HTTPHandlerFor(server func(*http.Request) *mcp.Server, verify Verifier, log *slog.Logger) http.Handler {
+	return httpHandler(server, verify, log, MaxSessionsPerAgent, time.Now)
+}
+
+func httpHandler(server func(*http.Request) *mcp.Server, verify Verifier, log *slog.Logger, maxSessions int, now func() time.Time) http.Handler {
+	h := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{
 		Logger:                       log,
 		SessionTimeout:               SessionIdleTimeout,
 		MaxRequestBodyBytes:          MaxBodyBytes,
@@ -63,11 +69,15 @@ const tokenKey = "gateway_token"
 
 // Token is the bearer token an HTTP tool call was authenticated with, ""
 // over stdio.
-func Token(req *mcp.CallToolRequest) string {
-	if req == nil || req.Extra == nil || req.Extra.TokenInfo == nil {
+func Token(req mcp.Request) string {
+	if req == nil {
 		return ""
 	}
-	tok, _ := req.Extra.TokenInfo.Extra[tokenKey].(string)
+	extra := req.GetExtra()
+	if extra == nil || extra.TokenInfo == nil {
+		return ""
+	}
+	tok, _ := extra.TokenInfo.Extra[tokenKey].(string)
 	return tok
 }
 

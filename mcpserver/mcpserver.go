@@ -234,11 +234,30 @@ func (t *tools) requestApproval(ctx context.Context, req *mcp.CallToolRequest, i
 	if err != nil {
 		return nil, nil, err
 	}
+	got, err := Await(ctx, b, r, wait)
+	if err != nil {
+		return nil, nil, err
+	}
+	return nil, raw(got), nil
+}
+
+// Asker is the part of a Backend Await uses.
+type Asker interface {
+	Request(ctx context.Context, r client.Req, wait time.Duration) (client.Request, error)
+	Get(ctx context.Context, id string, wait time.Duration) (client.Request, error)
+	Cancel(ctx context.Context, id string) (client.Request, error)
+}
+
+// Await posts r and waits up to wait until it is finished. No answer in
+// time (or ctx ending) withdraws it, so a request returned without error
+// is always final: allowed, denied, expired or cancelled. Errors are what
+// the agent may read (explain).
+func Await(ctx context.Context, b Asker, r client.Req, wait time.Duration) (client.Request, error) {
 	// Post without waiting, then wait: once the request exists its id is
 	// known, so a call cancelled while it waits can withdraw it.
 	got, err := b.Request(ctx, r, 0)
 	if err != nil {
-		return nil, nil, explain(err)
+		return client.Request{}, explain(err)
 	}
 	if !got.Finished() {
 		var next client.Request
@@ -247,7 +266,7 @@ func (t *tools) requestApproval(ctx context.Context, req *mcp.CallToolRequest, i
 		}
 	}
 	if err == nil && got.Finished() {
-		return nil, raw(got), nil
+		return got, nil
 	}
 	// Nobody answered in time, or the call was cancelled: withdraw it so
 	// its cards stop asking.
@@ -257,13 +276,13 @@ func (t *tools) requestApproval(ctx context.Context, req *mcp.CallToolRequest, i
 	var ae *client.APIError
 	switch {
 	case errors.As(cerr, &ae) && ae.Request != nil:
-		return nil, raw(*ae.Request), nil // decided in the last instant
+		return *ae.Request, nil // decided in the last instant
 	case cerr != nil:
-		return nil, nil, fmt.Errorf("request %s got no answer and could not be withdrawn: %w", got.ID, explain(cerr))
+		return client.Request{}, fmt.Errorf("request %s got no answer and could not be withdrawn: %w", got.ID, explain(cerr))
 	case err != nil:
-		return nil, nil, fmt.Errorf("waiting for request %s (now withdrawn): %w", got.ID, explain(err))
+		return client.Request{}, fmt.Errorf("waiting for request %s (now withdrawn): %w", got.ID, explain(err))
 	}
-	return nil, raw(done), nil
+	return done, nil
 }
 
 func (t *tools) check(ctx context.Context, req *mcp.CallToolRequest, in Action) (*mcp.CallToolResult, any, error) {

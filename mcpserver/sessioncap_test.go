@@ -21,7 +21,7 @@ func TestHTTP_SessionCap(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
 	verify := func(tok string) string { return map[string]string{"tok-a": "a", "tok-b": "b"}[tok] }
-	srv := httptest.NewServer(httpHandler(s, verify, slog.New(slog.DiscardHandler), 2, clock))
+	srv := httptest.NewServer(httpHandler(func(*http.Request) *mcp.Server { return s }, verify, slog.New(slog.DiscardHandler), 2, clock))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { Close(s) })
 	do := func(method, tok, session string) *http.Response {

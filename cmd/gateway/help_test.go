@@ -12,7 +12,7 @@ var helpPaths = []string{
 	"serve", "policy", "policy registry", "policy table", "policy check", "policy grants", "policy grant",
 	"policy revoke", "policy rules", "policy rules add", "policy rules update", "policy rules rm", "policy test", "policy simulate", "policy suggest", "prune",
 	"audit", "audit verify", "ask", "hook", "hook claude-code", "hook codex", "hook gemini", "hook cursor",
-	"mcp", "config", "config check", "config example", "migrate", "version", "login", "logout",
+	"mcp", "mcp-proxy", "config", "config check", "config example", "migrate", "version", "login", "logout",
 }
 
 var helpFlagRE = regexp.MustCompile(`(?m)^  --([a-z-]+)`)

@@ -80,6 +80,8 @@ Usage:
                               (the agent's hook event on stdin)
   gateway mcp [--url URL] [--token TOKEN]
                               (MCP server on stdio: approval_prompt, request_approval, check)
+  gateway mcp-proxy [--name NAME] [--include-blocked] [--url URL] [--token TOKEN] -- COMMAND ARGS…
+                              (the MCP server COMMAND on stdio, each tool call asked about first)
   gateway config check|example
   gateway migrate
   gateway version
@@ -92,18 +94,19 @@ type command func(e *env, args []string) error
 
 func commands() map[string]command {
 	return map[string]command{
-		"version": cmdVersion,
-		"policy":  cmdPolicy,
-		"serve":   cmdServe,
-		"prune":   cmdPrune,
-		"migrate": cmdMigrate,
-		"config":  cmdConfig,
-		"ask":     cmdAsk,
-		"hook":    cmdHook,
-		"audit":   cmdAudit,
-		"mcp":     cmdMCP,
-		"login":   cmdLogin,
-		"logout":  cmdLogout,
+		"version":   cmdVersion,
+		"policy":    cmdPolicy,
+		"serve":     cmdServe,
+		"prune":     cmdPrune,
+		"migrate":   cmdMigrate,
+		"config":    cmdConfig,
+		"ask":       cmdAsk,
+		"hook":      cmdHook,
+		"audit":     cmdAudit,
+		"mcp":       cmdMCP,
+		"mcp-proxy": cmdMCPProxy,
+		"login":     cmdLogin,
+		"logout":    cmdLogout,
 	}
 }
 
