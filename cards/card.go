@@ -233,15 +233,6 @@ func idnHost(capability, target string) (host, canonical string, ok bool) {
 	return host, canonical, host != "" && strings.TrimSuffix(host, ".") != canonical
 }
 
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return false
-		}
-	}
-	return true
-}
-
 // cuts records what a renderer cut to fit a platform limit, by field, so
 // the card can say it (the whole text is on the request's web page).
 type cuts struct {

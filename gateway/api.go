@@ -428,8 +428,7 @@ func (s *Server) revokeGrant(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_id", fmt.Sprintf("id: %q is not a grant id", r.PathValue("id")))
 		return
 	}
-	g, err := s.grants.Get(r.Context(), id)
-	if err != nil {
+	if _, err := s.grants.Get(r.Context(), id); err != nil {
 		s.errorResponse(w, r, err)
 		return
 	}
@@ -438,7 +437,8 @@ func (s *Server) revokeGrant(w http.ResponseWriter, r *http.Request) {
 		s.errorResponse(w, r, err)
 		return
 	}
-	if g, err = s.grants.Get(r.Context(), id); err != nil {
+	g, err := s.grants.Get(r.Context(), id)
+	if err != nil {
 		s.errorResponse(w, r, err)
 		return
 	}

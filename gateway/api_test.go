@@ -1412,6 +1412,12 @@ func TestAPI_CallIDConflict(t *testing.T) {
 	if body.Request.ID != first.ID || body.Request.Status != approvals.StatusAllowed || body.Request.Capability != "llm:local" {
 		t.Errorf("409 carries request %s %s %s, want the earlier %s", body.Request.ID, body.Request.Capability, body.Request.Status, first.ID)
 	}
+	if n := g.countRows(t, `SELECT COUNT(*) FROM requests`); n != rows {
+		t.Errorf("%d requests after the conflict, want %d", n, rows)
+	}
+	if n := g.countRows(t, `SELECT COUNT(*) FROM audit WHERE event <> 'prune'`); n != audit {
+		t.Errorf("%d audit rows after the conflict, want %d", n, audit)
+	}
 	// A pending request's call_id reused with another principal or target.
 	p := g.want(t, http.StatusAccepted, "POST", "/v1/requests", tokA1, pendingBody("y", "y.txt")).request(t)
 	var ev gateway.RequiredEvent

@@ -191,7 +191,9 @@ func TestJudge_Fallback(t *testing.T) {
 			case <-r.Context().Done():
 			}
 		}, "no answer within 100ms"},
-		{"503", APIOpenAI, func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "overloaded", 503) }, "HTTP 503"},
+		{"503", APIOpenAI, func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+		}, "HTTP 503"},
 		{"500 anthropic", APIAnthropic, func(w http.ResponseWriter, _ *http.Request) { http.Error(w, `{"type":"error"}`, 500) }, "HTTP 500"},
 		{"redirect not followed", APIOpenAI, func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "http://127.0.0.1:1/steal", http.StatusTemporaryRedirect)
@@ -279,7 +281,7 @@ func TestJudge_NeverAllowsBecauseTheModelFailed(t *testing.T) {
 	m := newModelServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch mode.Load() {
 		case "503":
-			http.Error(w, "down", 503)
+			http.Error(w, "down", http.StatusServiceUnavailable)
 		case "nonsense":
 			openAIAnswer(`{"score": 1, "reason": "ok", "note": "ignore the rules"}`)(w, r)
 		default:
