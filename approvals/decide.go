@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -49,9 +50,13 @@ func (s *Service) countTx(ctx context.Context, tx storage.Querier, r *Request, a
 		storage.FormatTime(now), r.ID); err != nil {
 		return false, err
 	}
+	detail := map[string]any{"decision": string(a.Decision), "approver": a.Approver,
+		"channel": a.Channel, "approvals": r.AllowCount(), "quorum": r.Quorum, "capability": r.Capability}
+	if a.proof.Valid() {
+		maps.Copy(detail, a.proof.AuditDetail())
+	}
 	err = storage.AppendAudit(ctx, tx, storage.AuditEvent{At: now, Actor: a.By, Event: storage.AuditApproval,
-		RequestID: r.ID, Detail: map[string]any{"decision": string(a.Decision), "approver": a.Approver,
-			"channel": a.Channel, "approvals": r.AllowCount(), "quorum": r.Quorum, "capability": r.Capability}})
+		RequestID: r.ID, Detail: detail})
 	return err == nil, err
 }
 
@@ -93,6 +98,8 @@ func (s *Service) decideTx(ctx context.Context, tx storage.Querier, r *Request, 
 	var extra map[string]any
 	if r.Quorum > 1 {
 		extra = map[string]any{"approvals": r.AllowCount(), "quorum": r.Quorum}
+	} else if a.proof.Valid() {
+		extra = a.proof.AuditDetail() // with a quorum, each approval's row carries its own
 	}
 	return s.finishTx(ctx, tx, r, status, &d, a.By, now, storage.AuditDecision, extra)
 }

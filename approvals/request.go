@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metnos/gateway/passkeys"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/vaglio"
 )
@@ -93,6 +94,9 @@ var (
 	// ErrAlreadyCounted: the person's allow was already counted towards the
 	// quorum; errors.As an *AlreadyCountedError for the request.
 	ErrAlreadyCounted = errors.New("approval already counted")
+	// ErrStepUpRequired: an allow without a passkey assertion on a request
+	// whose route has step_up = "passkey". Nothing changed.
+	ErrStepUpRequired = errors.New("this request needs an allow signed with a passkey on the web page")
 )
 
 // ErrCallIDConflict: the agent used a call_id it had used before for a
@@ -203,6 +207,9 @@ type Request struct {
 	EscalateAfter time.Duration `json:"-"`
 	EscalateTo    []string      `json:"-"`
 	RemindEvery   time.Duration `json:"-"`
+	// StepUp is "passkey" when every allow needs the approver's passkey
+	// (the route's step_up), else "".
+	StepUp string `json:"step_up,omitempty"`
 	// Rev counts the changes a card shows besides the status.
 	Rev int64 `json:"-"`
 
@@ -223,6 +230,10 @@ type Approval struct {
 	// for ("1h").
 	Scope string `json:"scope,omitempty"`
 	For   string `json:"for,omitempty"`
+	// Passkey names the passkey that signed this allow (step-up).
+	Passkey string `json:"passkey,omitempty"`
+	// proof is the signature itself, for the audit row.
+	proof *passkeys.Proof
 }
 
 // AllowCount is how many counted approvals allow.
@@ -294,6 +305,11 @@ type Actor struct {
 	// (telegram.approvers, slack.approvers): they may decide only requests
 	// whose route names them. The web owner and admin agents are insiders.
 	Outsider bool
+	// Passkey is the verified passkey assertion that came with the
+	// decision (the web page's step-up), nil for a tap. An allow of a
+	// request whose route has step_up = "passkey" needs one, by this very
+	// web user, over this request and decision.
+	Passkey *passkeys.Proof
 }
 
 // Identity is the approver identity routes name: "telegram:<user id>",

@@ -114,6 +114,10 @@ func (r Request) AppendJSON(b []byte) []byte {
 		b = jsonw.Key(b, "grant_expires_at", false)
 		b = jsonw.Time(b, *r.GrantExpiresAt)
 	}
+	if r.StepUp != "" {
+		b = jsonw.Key(b, "step_up", false)
+		b = jsonw.String(b, r.StepUp)
+	}
 	b = jsonw.Key(b, "quorum", false)
 	b = strconv.AppendInt(b, int64(r.Quorum), 10)
 	b = jsonw.Key(b, "approvals", false)
@@ -156,6 +160,10 @@ func (a Approval) AppendJSON(b []byte) []byte {
 	if a.For != "" {
 		b = jsonw.Key(b, "for", false)
 		b = jsonw.String(b, a.For)
+	}
+	if a.Passkey != "" {
+		b = jsonw.Key(b, "passkey", false)
+		b = jsonw.String(b, a.Passkey)
 	}
 	return append(b, '}')
 }

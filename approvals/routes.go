@@ -23,7 +23,13 @@ type Route struct {
 	EscalateTo    []string
 	// RemindEvery > 0 reminds the approvers this often while pending.
 	RemindEvery time.Duration
+	// StepUp "passkey" makes every allow need a passkey assertion
+	// (Actor.Passkey) over the request and the decision; Deny stays a tap.
+	StepUp string
 }
+
+// StepUpPasskey is a route's step_up that asks each allow for a passkey.
+const StepUpPasskey = "passkey"
 
 // Matches reports whether the route applies to a request of agent for the
 // capability.
@@ -67,6 +73,9 @@ func (s *Service) applyRoute(r *Request, notify []string) {
 			r.EscalateAfter, r.EscalateTo = rt.EscalateAfter, append([]string(nil), rt.EscalateTo...)
 		}
 		r.RemindEvery = rt.RemindEvery
+		if rt.StepUp == StepUpPasskey {
+			r.StepUp = StepUpPasskey
+		}
 	}
 	for _, n := range notify {
 		if n != ChannelWeb && s.notifiers[n] != nil {

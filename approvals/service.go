@@ -242,7 +242,13 @@ func (s *Service) DecideChoice(ctx context.Context, id string, ch Choice, by Act
 			if d != Deny && r.Counted(by.Identity()) {
 				return &AlreadyCountedError{Request: r}
 			}
+			if err := checkStepUp(r, d, by); err != nil {
+				return err
+			}
 			a := Approval{By: by.String(), Approver: by.Identity(), Decision: d, Channel: by.Channel, At: now}
+			if by.Passkey.Valid() {
+				a.Passkey, a.proof = by.Passkey.PasskeyName(), by.Passkey
+			}
 			switch d {
 			case AllowAlways:
 				a.Scope = scope

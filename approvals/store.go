@@ -27,15 +27,15 @@ const requestColumns = `id, call_id, agent, status, decision, outcome, reason, b
 capability, target, grant_target, autonomy, channel, sender_id, intent, executor, summary, arg_keys,
 trace, notify, callback_url, decided_by, decided_at, created_at, expires_at, grant_id, note, grant_expires_at,
 token_id, token_name, quorum, approvers, approvals, rev, escalate_after_ms, escalate_to, escalated_at, remind_every_ms,
-scopes, allow_for, session_id`
+scopes, allow_for, session_id, step_up`
 
 const insertRequest = `INSERT INTO requests (id, call_id, agent, status, outcome, reason, blocked_by, vaglio,
 capability, target, grant_target, autonomy, channel, sender_id, intent, executor, summary, arg_keys,
 trace, notify, callback_url, decided_by, decided_at, created_at, expires_at,
 decision, grant_id, note, grant_expires_at, token_id, token_name, quorum, approvers, approvals, rev,
-escalate_after_ms, escalate_to, escalated_at, remind_every_ms, escalate_at, remind_at, scopes, allow_for, session_id)
+escalate_after_ms, escalate_to, escalated_at, remind_every_ms, escalate_at, remind_at, scopes, allow_for, session_id, step_up)
 VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,
-$32,$33,$34,$35,$36,$37,$38,$39,$40,$41,$42,$43,$44)
+$32,$33,$34,$35,$36,$37,$38,$39,$40,$41,$42,$43,$44,$45)
 ON CONFLICT (agent, COALESCE(token_id, ''), call_id) DO NOTHING`
 
 // insertRequestShort is insertRequest without the columns that a request
@@ -87,7 +87,7 @@ func requestRowAs(r Request, full bool) requestInsert {
 		r.TokenName == "" && r.Quorum <= 1 && len(r.Approvers) == 0 && len(r.Approvals) == 0 && r.Rev == 0 &&
 		r.EscalateAfter.Milliseconds() == 0 && len(r.EscalateTo) == 0 && r.EscalatedAt == nil &&
 		r.RemindEvery.Milliseconds() == 0 && escalateAt == nil && remindAt == nil && len(r.Scopes) == 0 &&
-		len(r.AllowFor) == 0 && r.SessionID == "" && !full {
+		len(r.AllowFor) == 0 && r.SessionID == "" && r.StepUp == "" && !full {
 		return requestInsert{insertRequestShort, args}
 	}
 	return requestInsert{insertRequest, append(args,
@@ -95,7 +95,7 @@ func requestRowAs(r Request, full bool) requestInsert {
 		sql.NullString{String: r.TokenID, Valid: r.TokenID != ""}, r.TokenName,
 		max(r.Quorum, 1), stringList(r.Approvers), jsonList(r.Approvals), r.Rev, r.EscalateAfter.Milliseconds(),
 		stringList(r.EscalateTo), nullTime(r.EscalatedAt), r.RemindEvery.Milliseconds(), escalateAt, remindAt,
-		stringList(r.Scopes), stringList(r.AllowFor), r.SessionID,
+		stringList(r.Scopes), stringList(r.AllowFor), r.SessionID, r.StepUp,
 	)}
 }
 
@@ -195,7 +195,7 @@ func scanRequest(sc rowScanner) (Request, error) {
 		&r.Summary, &keys, &trace, &notify, &r.CallbackURL, &r.DecidedBy, &decidedAt, &created, &expires,
 		&grantID, &r.Note, &grantExpires, &tokenID, &r.TokenName,
 		&r.Quorum, &approvers, &approvals, &r.Rev, &escalateMS, &escalateTo, &escalatedAt, &remindMS,
-		&scopes, &allowFor, &r.SessionID)
+		&scopes, &allowFor, &r.SessionID, &r.StepUp)
 	if err != nil {
 		return Request{}, err
 	}

@@ -296,7 +296,17 @@ type Route struct {
 	// RemindEvery, when set, sends a short reminder in reply to each card
 	// this often while the request is pending.
 	RemindEvery time.Duration
+	// StepUp is what an allow needs besides a tap: StepUpNone, or
+	// StepUpPasskey (each allow signed on the web page with the approver's
+	// passkey, over the request and the decision).
+	StepUp string
 }
+
+// The values of a route's step_up.
+const (
+	StepUpNone    = "none"
+	StepUpPasskey = "passkey"
+)
 
 // MinRouteInterval is the shortest escalate_after and remind_every.
 const MinRouteInterval = time.Second

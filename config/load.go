@@ -225,6 +225,7 @@ type (
 		EscalateAfter *string  `toml:"escalate_after"`
 		EscalateTo    []string `toml:"escalate_to"`
 		RemindEvery   *string  `toml:"remind_every"`
+		StepUp        *string  `toml:"step_up"`
 	}
 	fileAgent struct {
 		ID                string    `toml:"id"`
@@ -369,6 +370,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 			rt := Route{Capability: fr.Capability, Agent: fr.Agent, Critical: fr.Critical, Notify: fr.Notify,
 				Approvers: fr.Approvers, Quorum: 1, EscalateTo: fr.EscalateTo}
 			set(&rt.Quorum, fr.Quorum)
+			set(&rt.StepUp, fr.StepUp)
 			duration(p, key+".escalate_after", fr.EscalateAfter, &rt.EscalateAfter)
 			duration(p, key+".remind_every", fr.RemindEvery, &rt.RemindEvery)
 			cfg.Approvals.Routes = append(cfg.Approvals.Routes, rt)

@@ -30,6 +30,7 @@ remind_every = "10m"
 
 [[approvals.routes]]
 capability = "fs:*"
+step_up = "passkey"
 `
 	cfg, err := Load(writeFile(t, src), true, env(baseEnv(t)))
 	if err != nil {
@@ -40,7 +41,7 @@ capability = "fs:*"
 		{Capability: "mail:send", Agent: "metnos", Critical: &yes, Notify: []string{"telegram", "slack"},
 			Approvers: []string{"telegram:5123456789", "slack:U0APPROVER", "slack:S0OPSGROUP", "web:owner", "agent:ops"},
 			Quorum:    2, EscalateAfter: 5 * time.Minute, EscalateTo: []string{"slack"}, RemindEvery: 10 * time.Minute},
-		{Capability: "fs:*", Quorum: 1},
+		{Capability: "fs:*", Quorum: 1, StepUp: StepUpPasskey},
 	}
 	if !reflect.DeepEqual(cfg.Approvals.Routes, want) {
 		t.Errorf("routes:\n got %+v\nwant %+v", cfg.Approvals.Routes, want)
@@ -80,6 +81,11 @@ func TestLoad_RoutesRefused(t *testing.T) {
 		{"escalate_to without after", route("capability = \"*\"\nescalate_to = [\"slack\"]\n"), "approvals.routes[0].escalate_after: must be at least 1s"},
 		{"escalate bad duration", route("capability = \"*\"\nescalate_after = \"soon\"\nescalate_to = [\"slack\"]\n"), `approvals.routes[0].escalate_after: bad duration "soon"`},
 		{"remind too often", route("capability = \"*\"\nremind_every = \"10ms\"\n"), "approvals.routes[0].remind_every: must be at least 1s"},
+		{"step_up unknown", route("capability = \"*\"\nstep_up = \"yubikey\"\n"), `approvals.routes[0].step_up: unknown value "yubikey"`},
+		{"step_up no web approver", route("capability = \"*\"\nstep_up = \"passkey\"\napprovers = [\"telegram:5123456789\", \"slack:U0APPROVER\"]\n"),
+			`approvals.routes[0].step_up: "passkey" needs a web user among the approvers`},
+		{"step_up quorum beyond web", route("capability = \"*\"\nstep_up = \"passkey\"\nquorum = 2\napprovers = [\"telegram:5123456789\", \"web:owner\"]\n"),
+			`approvals.routes[0].step_up: "passkey" with quorum 2 needs 2 web users among the approvers, only 1 listed`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

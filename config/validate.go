@@ -352,6 +352,7 @@ func (c *Config) validateRoute(p *problems, key string, rt Route) {
 	case len(rt.Approvers) > 0 && !groups && rt.Quorum > len(rt.Approvers):
 		p.add(key+".quorum", "%d can never be reached: only %d approvers are listed", rt.Quorum, len(rt.Approvers))
 	}
+	c.checkStepUp(p, key, rt)
 	if rt.EscalateAfter != 0 || len(rt.EscalateTo) > 0 {
 		switch {
 		case rt.EscalateAfter < MinRouteInterval:
@@ -727,5 +728,34 @@ func (c *Config) validateWebUsers(p *problems) {
 		} else {
 			seen[u.Name] = i
 		}
+	}
+}
+
+// checkStepUp checks a route's step_up: with "passkey" only web users can
+// allow (on the web page, with their passkey), so a route must let at
+// least quorum of them approve.
+func (c *Config) checkStepUp(p *problems, key string, rt Route) {
+	switch rt.StepUp {
+	case "", StepUpNone:
+		return
+	case StepUpPasskey:
+	default:
+		p.add(key+".step_up", "unknown value %q (want \"none\" or \"passkey\")", rt.StepUp)
+		return
+	}
+	if len(rt.Approvers) == 0 {
+		return // every web user may approve: each channel's own approvers
+	}
+	web := 0
+	for _, ap := range rt.Approvers {
+		if ch, user, _ := strings.Cut(ap, ":"); ch == NotifyWeb && c.Web.WebUser(user) {
+			web++
+		}
+	}
+	switch {
+	case web == 0:
+		p.add(key+".step_up", "\"passkey\" needs a web user among the approvers (\"web:<name>\"): only they can sign an allow with a passkey")
+	case rt.Quorum > web:
+		p.add(key+".step_up", "\"passkey\" with quorum %d needs %d web users among the approvers, only %d listed", rt.Quorum, rt.Quorum, web)
 	}
 }

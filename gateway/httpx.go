@@ -110,6 +110,9 @@ func (s *Server) errorResponse(w http.ResponseWriter, r *http.Request, err error
 		writeJSON(w, http.StatusConflict, requestConflict("already_counted", counted.Error(), counted.Request))
 	case errors.Is(err, approvals.ErrNotApprover):
 		writeError(w, http.StatusForbidden, "not_approver", "not an approver for this request (its route names who may decide)")
+	case errors.Is(err, approvals.ErrStepUpRequired):
+		writeError(w, http.StatusForbidden, "step_up_required",
+			"this request's route asks for a passkey: allow it on the web page (/r/{id}); deny works here")
 	case errors.Is(err, errForeignPrincipal):
 		writeError(w, http.StatusForbidden, "forbidden_principal", err.Error())
 	case errors.Is(err, approvals.ErrNotFound), errors.Is(err, policy.ErrNotFound):

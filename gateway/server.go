@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"github.com/metnos/gateway/hooks"
 	"github.com/metnos/gateway/internal/callbackurl"
+	"github.com/metnos/gateway/passkeys"
 	"github.com/metnos/gateway/sessions"
 	"log/slog"
 	"net/http"
@@ -54,6 +55,7 @@ type Server struct {
 	limiter  *limiter
 	streams  *slots          // each agent's open SSE streams and long-polls
 	sessions *sessions.Store // the web page's logins
+	passkeys *passkeys.Store // the web users' passkeys and their challenges
 	// bodyTimeout bounds how long a request's body may take (BodyTimeout).
 	bodyTimeout  time.Duration
 	metrics      *Metrics
@@ -105,7 +107,7 @@ func NewServer(cfg config.Config, o Options) *Server {
 	}
 	s := &Server{
 		cfg: cfg, svc: o.Service, grants: o.Service.Grants(), decider: o.Decider, rules: o.Rules, tokens: o.Tokens, metrics: o.Metrics,
-		log: o.Logger, now: o.Now, limiter: newLimiter(o.Now), streams: newSlots(), sessions: sessions.New(o.Service.DB(), o.Now), bodyTimeout: o.BodyTimeout, shutdown: make(chan struct{}), recheck: tokenRecheck,
+		log: o.Logger, now: o.Now, limiter: newLimiter(o.Now), streams: newSlots(), sessions: sessions.New(o.Service.DB(), o.Now), passkeys: passkeys.New(o.Service.DB(), o.Now), bodyTimeout: o.BodyTimeout, shutdown: make(chan struct{}), recheck: tokenRecheck,
 	}
 	for _, a := range cfg.Agents {
 		s.agents = append(s.agents, &Agent{Agent: a, tokenHash: sha256.Sum256([]byte(a.Token))})

@@ -18,6 +18,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/locale"
+	"github.com/metnos/gateway/passkeys"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -85,6 +86,13 @@ func (s *Server) webRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /web/revoke", w.access(w.csrf(hf(w.revoke))))
 	mux.Handle("POST /web/rules/add", w.access(w.csrf(hf(w.addRule))))
 	mux.Handle("POST /web/rules/remove", w.access(w.csrf(hf(w.removeRule))))
+	mux.Handle("POST /web/passkeys/begin", w.access(w.csrf(hf(w.passkeyBegin))))
+	mux.Handle("POST /web/passkeys/add", w.access(w.csrf(hf(w.passkeyAdd))))
+	mux.Handle("POST /web/passkeys/remove", w.access(w.csrf(hf(w.passkeyRemove))))
+	mux.Handle("POST /web/decide/passkey/begin", w.access(w.csrf(hf(w.stepUpBegin))))
+	mux.Handle("POST /web/decide/passkey", w.access(w.csrf(hf(w.stepUpDecide))))
+	mux.Handle("POST /login/passkey/begin", w.loginCSRF(hf(w.passkeyLoginBegin)))
+	mux.Handle("POST /login/passkey", w.loginCSRF(hf(w.passkeyLogin)))
 	mux.HandleFunc("GET /login", w.loginPage)
 	mux.HandleFunc("GET /login/{token}", w.loginLink)
 	mux.Handle("POST /login", w.loginCSRF(hf(w.login)))
@@ -98,6 +106,9 @@ type pendingCard struct {
 	Buttons   []cards.Button
 	Principal string // whose grants Allow always writes: "web/owner"
 	PagePath  string // the request's own page, /r/{id}
+	// StepUp: each allow is signed with the user's passkey (the route's
+	// step_up); the allow buttons run the assertion.
+	StepUp bool
 }
 
 // cardView is what the card template reads: the card, the CSRF token of
@@ -123,7 +134,7 @@ func (w *web) cardOf(ctx context.Context, r approvals.Request) pendingCard {
 	}
 	c := cards.New(r, w.loc)
 	return pendingCard{Card: c, Buttons: c.Buttons(), Principal: cards.SafeIn(r.Channel+"/"+r.SenderID, w.loc),
-		PagePath: cards.RequestPath(r.ID)}
+		PagePath: cards.RequestPath(r.ID), StepUp: r.StepUp != ""}
 }
 
 // suggestionRow is one suggestion as the page shows it: the rule's fields
@@ -281,12 +292,18 @@ func (w *web) decide(rw http.ResponseWriter, r *http.Request) {
 		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.bad_decision")})
 		return
 	}
-	actor := w.actor(r)
 	ch, err := w.choice(r.Context(), id, d, r.PostFormValue("scope_index"), r.PostFormValue("duration"))
 	if err != nil {
 		w.redirect(rw, r, w.decideFailure(err))
 		return
 	}
+	w.decideAs(rw, r, id, ch, w.actor(r))
+}
+
+// decideAs records ch on request id by actor and goes back with what
+// happened.
+func (w *web) decideAs(rw http.ResponseWriter, r *http.Request, id string, ch approvals.Choice, actor approvals.Actor) {
+	d := ch.Decision
 	req, err := w.s.svc.DecideChoice(r.Context(), id, ch, actor)
 	var already *approvals.AlreadyDecidedError
 	if errors.As(err, &already) && already.Request.DecidedBy == actor.String() &&
@@ -329,6 +346,9 @@ func (w *web) choice(ctx context.Context, id string, d approvals.Decision, scope
 // decideFailure shows cards.Refusal's words for a decision that was not
 // recorded.
 func (w *web) decideFailure(err error) flash {
+	if errors.Is(err, passkeys.ErrNoCeremony) || errors.Is(err, passkeys.ErrRefused) || errors.Is(err, passkeys.ErrNotFound) {
+		return flash{Error: true, Text: w.loc.T("web.passkey_refused", cards.SafeIn(cleanMsg(err), w.loc))}
+	}
 	text, expected := cards.Refusal(err, w.loc)
 	if !expected {
 		w.s.log.Error("web decide failed", "err", err)

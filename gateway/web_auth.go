@@ -16,7 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/passkeys"
 	"github.com/metnos/gateway/sessions"
 )
 
@@ -436,12 +438,22 @@ type accountData struct {
 	CSRF    string
 	Expires time.Time
 	Flash   *flash
+	// Passkeys are the user's passkeys in use.
+	Passkeys []passkeys.Passkey
 }
 
 // account is GET /account: the signed-in user, as an approver, and the
 // session's end.
 func (w *web) account(rw http.ResponseWriter, r *http.Request) {
 	s := sessionOf(r)
+	keys, err := w.s.passkeys.List(r.Context(), s.User)
+	if err != nil {
+		w.fail(rw, r, err)
+		return
+	}
+	for i := range keys {
+		keys[i].Name = cards.SafeIn(keys[i].Name, w.loc)
+	}
 	w.render(rw, r, http.StatusOK, "account.html", &accountData{User: s.User, CSRF: s.CSRF, Expires: s.ExpiresAt,
-		Flash: w.takeFlash(rw, r)})
+		Flash: w.takeFlash(rw, r), Passkeys: keys})
 }

@@ -1,0 +1,229 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/passkeys"
+)
+
+// The web page's passkeys (passkeys package): added and removed on the
+// Account page, used to sign in, and to sign each allow of a request whose
+// route has step_up = "passkey". Each ceremony is two calls: a begin that
+// answers the options for navigator.credentials (JSON, from a fetch), and
+// a form POST with the browser's answer.
+
+// rp is the relying party of the page as the browser asked for it.
+func (w *web) rp(r *http.Request) (passkeys.RP, error) {
+	return passkeys.RPOf(w.s.cfg.Web.PublicURL, r.Host)
+}
+
+// beginJSON answers a ceremony's options, or why none was started.
+func (w *web) beginJSON(rw http.ResponseWriter, b passkeys.Begun, err error) {
+	rw.Header().Set("Cache-Control", "no-store")
+	if err != nil {
+		status, msg := http.StatusBadRequest, cleanMsg(err)
+		if !errors.Is(err, passkeys.ErrNotFound) && !errors.Is(err, approvals.ErrNotFound) &&
+			!errors.Is(err, approvals.ErrInvalid) && !errors.Is(err, approvals.ErrNotOffered) &&
+			!errors.Is(err, approvals.ErrAllowAlwaysRefused) && !errors.Is(err, errNotStepUp) {
+			w.s.log.Error("passkey ceremony", "err", err)
+			status, msg = http.StatusInternalServerError, w.loc.T("web.failed")
+		}
+		writeJSON(rw, status, map[string]string{"error": msg})
+		return
+	}
+	writeJSON(rw, http.StatusOK, b)
+}
+
+// passkeyBegin is POST /web/passkeys/begin: the options to add a passkey
+// for the signed-in user.
+func (w *web) passkeyBegin(rw http.ResponseWriter, r *http.Request) {
+	rp, err := w.rp(r)
+	if err != nil {
+		w.beginJSON(rw, passkeys.Begun{}, err)
+		return
+	}
+	b, err := w.s.passkeys.BeginRegistration(r.Context(), rp, sessionOf(r).User)
+	w.beginJSON(rw, b, err)
+}
+
+// passkeyAdd is POST /web/passkeys/add: the authenticator's answer, which
+// stores the passkey under the name given (else "passkey added <date>").
+func (w *web) passkeyAdd(rw http.ResponseWriter, r *http.Request) {
+	rw = backTo{rw, "/account"}
+	rp, err := w.rp(r)
+	if err != nil {
+		w.redirect(rw, r, flash{Error: true, Text: err.Error()})
+		return
+	}
+	user := sessionOf(r).User
+	def := w.loc.T("web.passkey_default_name", w.s.now().In(w.s.cfg.Server.Zone()).Format(time.DateOnly))
+	p, err := w.s.passkeys.FinishRegistration(r.Context(), rp, user, r.PostFormValue("ceremony"),
+		r.PostFormValue("name"), def, []byte(r.PostFormValue("credential")))
+	if err != nil {
+		w.s.log.Warn("passkey not added", "user", user, "err", err)
+		w.redirect(rw, r, w.decideFailure(err))
+		return
+	}
+	w.s.log.Info("passkey added", "user", user, "passkey", p.Name, "credential_id", p.CredentialID)
+	w.redirect(rw, r, flash{Text: w.loc.T("web.passkey_added", p.Name)})
+}
+
+// passkeyRemove is POST /web/passkeys/remove: the passkey signs nothing
+// more; its public key stays for the audit check.
+func (w *web) passkeyRemove(rw http.ResponseWriter, r *http.Request) {
+	rw = backTo{rw, "/account"}
+	user := sessionOf(r).User
+	id, err := strconv.ParseInt(r.PostFormValue("id"), 10, 64)
+	if err != nil {
+		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.passkey_unknown")})
+		return
+	}
+	p, err := w.s.passkeys.Remove(r.Context(), user, id)
+	switch {
+	case errors.Is(err, passkeys.ErrNotFound):
+		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.passkey_unknown")})
+	case err != nil:
+		w.s.log.Error("passkey remove failed", "user", user, "err", err)
+		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.failed")})
+	default:
+		w.s.log.Info("passkey removed", "user", user, "passkey", p.Name, "credential_id", p.CredentialID)
+		w.redirect(rw, r, flash{Text: w.loc.T("web.passkey_removed", p.Name)})
+	}
+}
+
+// passkeyLoginBegin is POST /login/passkey/begin: the options of a
+// sign-in with a discoverable passkey.
+func (w *web) passkeyLoginBegin(rw http.ResponseWriter, r *http.Request) {
+	rp, err := w.rp(r)
+	if err != nil {
+		w.beginJSON(rw, passkeys.Begun{}, err)
+		return
+	}
+	b, err := w.s.passkeys.BeginLogin(r.Context(), rp)
+	w.beginJSON(rw, b, err)
+}
+
+// webUserExists says whether name is a web user of the config (the
+// default "owner" when none are listed).
+func (w *web) webUserExists(name string) bool {
+	return w.s.cfg.Web.WebUser(name) || (len(w.s.cfg.Web.Users) == 0 && name == DefaultWebUser(w.s.cfg))
+}
+
+// passkeyLogin is POST /login/passkey: a verified assertion of a
+// configured web user's passkey starts their session.
+func (w *web) passkeyLogin(rw http.ResponseWriter, r *http.Request) {
+	next, src := safeNext(r.PostFormValue("next")), sourceOf(r)
+	rp, err := w.rp(r)
+	var user string
+	if err == nil {
+		user, err = w.s.passkeys.FinishLogin(r.Context(), rp, r.PostFormValue("ceremony"),
+			[]byte(r.PostFormValue("credential")), w.webUserExists)
+	}
+	if err != nil {
+		if !errors.Is(err, passkeys.ErrRefused) && !errors.Is(err, passkeys.ErrNoCeremony) {
+			w.fail(rw, r, err)
+			return
+		}
+		wait := w.throttle.fail(src, "")
+		w.s.log.Warn("web passkey sign-in refused", "remote", r.RemoteAddr, "err", err)
+		if wait > 0 {
+			rw.Header().Set("Retry-After", strconv.Itoa(retrySeconds(wait)))
+		}
+		w.render(rw, r, http.StatusUnauthorized, "login.html", loginData{CSRF: w.loginToken(rw, r), Next: next,
+			Token: w.s.cfg.Web.AdminToken != "", Error: w.loc.T("web.passkey_login_refused")})
+		return
+	}
+	tok, s, err := w.s.sessions.Start(r.Context(), user, "passkey")
+	if err != nil {
+		w.fail(rw, r, err)
+		return
+	}
+	w.throttle.succeed(src, user)
+	w.s.log.Info("web login", "user", user, "via", "passkey", "remote", r.RemoteAddr)
+	w.startSession(rw, r, tok, s, next)
+}
+
+// errNotStepUp refuses a passkey ceremony for a request that does not ask
+// for one (or is no longer pending).
+var errNotStepUp = errors.New("this request does not ask for a passkey (or is decided)")
+
+// stepChoice is a decision's choice as a step-up ceremony stores it.
+type stepChoice struct {
+	Decision approvals.Decision `json:"d"`
+	Scope    string             `json:"s,omitempty"`
+	Duration time.Duration      `json:"f,omitempty"`
+}
+
+// stepUpBegin is POST /web/decide/passkey/begin: one of a step-up card's
+// allow buttons. The challenge commits to the request and the decision
+// (approvals.StepUpContent) and a nonce spent once; only the signed-in
+// user's passkeys can answer it.
+func (w *web) stepUpBegin(rw http.ResponseWriter, r *http.Request) {
+	id := r.PostFormValue("id")
+	d, err := approvals.ParseDecision(r.PostFormValue("decision"))
+	if err != nil || id == "" {
+		w.beginJSON(rw, passkeys.Begun{}, approvals.ErrInvalid)
+		return
+	}
+	ch, err := w.choice(r.Context(), id, d, r.PostFormValue("scope_index"), r.PostFormValue("duration"))
+	if err != nil {
+		w.beginJSON(rw, passkeys.Begun{}, err)
+		return
+	}
+	req, err := w.s.svc.Get(r.Context(), id)
+	if err != nil {
+		w.beginJSON(rw, passkeys.Begun{}, err)
+		return
+	}
+	if req.Status != approvals.StatusPending || req.StepUp == "" || d == approvals.Deny {
+		w.beginJSON(rw, passkeys.Begun{}, errNotStepUp)
+		return
+	}
+	rp, err := w.rp(r)
+	if err != nil {
+		w.beginJSON(rw, passkeys.Begun{}, err)
+		return
+	}
+	choice, _ := json.Marshal(stepChoice{Decision: ch.Decision, Scope: ch.Scope, Duration: ch.Duration})
+	b, err := w.s.passkeys.BeginStepUp(r.Context(), rp, sessionOf(r).User, req.ID, string(choice),
+		approvals.StepUpContent(req, d).JSON())
+	w.beginJSON(rw, b, err)
+}
+
+// stepUpDecide is POST /web/decide/passkey: the assertion answering a
+// step-up challenge. The decision is the one the challenge was made for
+// (stored with it, never read from this form), taken only when the
+// assertion verifies against one of the signed-in user's passkeys.
+func (w *web) stepUpDecide(rw http.ResponseWriter, r *http.Request) {
+	if id := r.PostFormValue("id"); r.PostFormValue("from") == "request" && id != "" {
+		rw = backTo{rw, cards.RequestPath(url.PathEscape(id))}
+	}
+	rp, err := w.rp(r)
+	if err != nil {
+		w.redirect(rw, r, flash{Error: true, Text: err.Error()})
+		return
+	}
+	user := sessionOf(r).User
+	proof, id, choice, err := w.s.passkeys.FinishStepUp(r.Context(), rp, user, r.PostFormValue("ceremony"),
+		[]byte(r.PostFormValue("credential")))
+	if err != nil {
+		w.s.log.Warn("passkey step-up refused", "user", user, "err", err)
+		w.redirect(rw, r, w.decideFailure(err))
+		return
+	}
+	var sc stepChoice
+	if err := json.Unmarshal([]byte(choice), &sc); err != nil {
+		w.fail(rw, r, err)
+		return
+	}
+	actor := w.actor(r)
+	actor.Passkey = proof
+	w.decideAs(rw, r, id, approvals.Choice{Decision: sc.Decision, Scope: sc.Scope, Duration: sc.Duration}, actor)
+}
