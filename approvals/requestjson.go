@@ -114,10 +114,6 @@ func (r Request) AppendJSON(b []byte) []byte {
 		b = jsonw.Key(b, "grant_expires_at", false)
 		b = jsonw.Time(b, *r.GrantExpiresAt)
 	}
-	if r.StepUp != "" {
-		b = jsonw.Key(b, "step_up", false)
-		b = jsonw.String(b, r.StepUp)
-	}
 	b = jsonw.Key(b, "quorum", false)
 	b = strconv.AppendInt(b, int64(r.Quorum), 10)
 	b = jsonw.Key(b, "approvals", false)
@@ -136,6 +132,10 @@ func (r Request) AppendJSON(b []byte) []byte {
 	if r.EscalatedAt != nil {
 		b = jsonw.Key(b, "escalated_at", false)
 		b = jsonw.Time(b, *r.EscalatedAt)
+	}
+	if r.StepUp != "" {
+		b = jsonw.Key(b, "step_up", false)
+		b = jsonw.String(b, r.StepUp)
 	}
 	return append(b, '}')
 }

@@ -18,7 +18,7 @@ import (
 // escaping. It also fails when Request gains a field AppendJSON does not
 // know of (the field count below).
 func TestRequestAppendJSON_AsEncodingJSON(t *testing.T) {
-	if n := reflect.TypeFor[approvals.Request]().NumField(); n != 44 {
+	if n := reflect.TypeFor[approvals.Request]().NumField(); n != 45 {
 		t.Fatalf("Request has %d fields; teach Request.AppendJSON the new ones, then update this count", n)
 	}
 	r := rand.New(rand.NewPCG(11, 12))
@@ -59,7 +59,7 @@ func TestRequestAppendJSON_AsEncodingJSON(t *testing.T) {
 			Autonomy: policy.Level(r.IntN(5)), Channel: str(), SenderID: str(), Intent: str(), Executor: str(),
 			Summary: str(), ArgKeys: strs(), DecidedBy: str(), DecidedAt: tmp(), CreatedAt: tm(), ExpiresAt: tm(),
 			Note: str(), Notify: strs(), TokenID: str(), TokenName: str(), CallbackURL: str(),
-			GrantExpiresAt: tmp(), Quorum: r.IntN(4), EscalatedAt: tmp(),
+			GrantExpiresAt: tmp(), Quorum: r.IntN(4), EscalatedAt: tmp(), StepUp: str(),
 			Scopes: strs(), AllowFor: strs(), SessionID: str(),
 			Approvers: strs(), EscalateAfter: time.Duration(r.IntN(1000)), EscalateTo: strs(), RemindEvery: time.Duration(r.IntN(9)), Rev: r.Int64N(9),
 		}
@@ -89,7 +89,7 @@ func TestRequestAppendJSON_AsEncodingJSON(t *testing.T) {
 			req.Approvals = make([]approvals.Approval, n-1)
 			for i := range req.Approvals {
 				req.Approvals[i] = approvals.Approval{By: str(), Approver: str(), Decision: approvals.Decision(str()),
-					Channel: str(), At: tm(), Scope: str(), For: str()}
+					Channel: str(), At: tm(), Scope: str(), For: str(), Passkey: str()}
 			}
 		}
 		if got, want := string(req.AppendJSON(nil)), jsonwtest.EncodingJSON(t, req); got != want {
