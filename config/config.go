@@ -281,11 +281,12 @@ type Route struct {
 	// non-critical (false) capabilities.
 	Critical *bool
 	// Notify replaces the agent's notify for matching requests ("web",
-	// "telegram", "slack").
+	// "telegram", "slack", "discord").
 	Notify []string
 	// Approvers are who may decide, as "channel:user": "telegram:<user id>",
-	// "slack:<member id>" or "slack:<user group id>" (S…), "web:<login
-	// name>", "agent:<admin agent id>". Empty: each channel's own approvers.
+	// "slack:<member id>" or "slack:<user group id>" (S…), "discord:<user
+	// id>" or "discord:role:<role id>", "web:<login name>", "agent:<admin
+	// agent id>". Empty: each channel's own approvers.
 	Approvers []string
 	// Quorum is how many distinct approvers must allow (at least 1).
 	Quorum int

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"go.uber.org/goleak"
 
 	"github.com/metnos/gateway/approvals"
@@ -21,6 +22,8 @@ import (
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/discord"
 	"github.com/metnos/gateway/gateway/discord/discordtest"
+	"github.com/metnos/gateway/gateway/telegram"
+	"github.com/metnos/gateway/gateway/telegram/telegramtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -46,7 +49,7 @@ type harness struct {
 	cfg    config.Config
 	base   string
 	client *http.Client
-	extra  []gateway.MessengerFactory
+	tg     *telegramtest.Server // with withTelegram
 
 	cancel    context.CancelFunc
 	serveDone chan struct{}
@@ -54,6 +57,24 @@ type harness struct {
 }
 
 type harnessOption func(*harness)
+
+// tgChat is the Telegram chat of withTelegram; tgRoberto its approver.
+const tgChat = int64(-100777)
+
+var tgRoberto = tgbotapi.User{ID: 42, FirstName: "Roberto"}
+
+// withTelegram adds Telegram, against its own fake, beside Discord.
+func withTelegram(h *harness) {
+	h.tg = telegramtest.New(h.t, telegramtest.Options{})
+	h.cfg.Telegram = config.Telegram{TokenEnv: "TELEGRAM_BOT_TOKEN", Token: telegramtest.DefaultToken, ChatID: tgChat,
+		Approvers: []int64{tgRoberto.ID}, APIEndpoint: h.tg.Endpoint(), Language: "en"}
+	h.cfg.Agents[0].Notify = append(h.cfg.Agents[0].Notify, "telegram")
+}
+
+// withRoutes sets [[approvals.routes]].
+func withRoutes(rs ...config.Route) harnessOption {
+	return func(h *harness) { h.cfg.Approvals.Routes = rs }
+}
 
 // httpMode selects the interactions endpoint.
 func httpMode(h *harness) { h.cfg.Discord.Mode = config.DiscordModeHTTP }
@@ -95,8 +116,12 @@ func (h *harness) start() {
 	t.Helper()
 	h.logw = &testLog{t: t}
 	logger := slog.New(slog.NewTextHandler(h.logw, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ms := append([]gateway.MessengerFactory{discord.Factory(h.cfg.Discord, discord.Options{Logger: logger,
-		Location: h.cfg.Server.Zone(), Backoff: 50 * time.Millisecond})}, h.extra...)
+	ms := []gateway.MessengerFactory{discord.Factory(h.cfg.Discord, discord.Options{Logger: logger,
+		Location: h.cfg.Server.Zone(), Backoff: 50 * time.Millisecond})}
+	if h.tg != nil {
+		ms = append(ms, telegram.Factory(telegram.Options{Config: h.cfg.Telegram, Logger: logger, Location: time.UTC,
+			GrantTTL: h.cfg.Policy.GrantTTL, PollTimeout: 2 * time.Second, CallTimeout: 2 * time.Second}))
+	}
 	app, err := gateway.NewApp(context.Background(), h.cfg, gateway.AppOptions{Logger: logger, Messengers: ms})
 	if err != nil {
 		t.Fatal(err)

@@ -118,7 +118,7 @@ func (m *Messenger) scopeMenu(ctx context.Context, cb cards.Callback, actor appr
 		return ephemeral(m.decideRefusal(&approvals.AlreadyDecidedError{Request: r}, r.ID))
 	}
 	if !m.mayDecide(r, actor) {
-		return ephemeral(m.t("discord.not_approver"))
+		return ephemeral(m.decideRefusal(approvals.ErrOutsider, r.ID))
 	}
 	msg := cards.Discord(m.card(r))
 	if cb.Menu {
@@ -160,13 +160,6 @@ func (m *Messenger) decide(ctx context.Context, cb cards.Callback, actor approva
 		}
 	}
 	r, err := m.svc.DecideChoice(ctx, cb.RequestID, ch, actor)
-	if errors.Is(err, approvals.ErrNotApprover) {
-		m.log.Warn("refused a decision from a non-approver", "user_id", actor.ID, "request_id", cb.RequestID)
-		if actor.Outsider {
-			return m.t("discord.not_approver")
-		}
-		return m.t("slack.not_route_approver")
-	}
 	if err != nil {
 		return m.decideRefusal(err, cb.RequestID)
 	}
@@ -178,25 +171,19 @@ func (m *Messenger) decide(ctx context.Context, cb cards.Callback, actor approva
 	return ""
 }
 
-// decideRefusal is what a failed decision tells the person who tapped.
+// decideRefusal renders cards.Refusal's words for a decision that was
+// not recorded, and logs what deserves it.
 func (m *Messenger) decideRefusal(err error, id string) string {
-	var already *approvals.AlreadyDecidedError
-	var counted *approvals.AlreadyCountedError
+	text, expected := cards.Refusal(err, m.loc)
 	switch {
-	case errors.As(err, &counted):
-		return m.t("slack.already_counted", cards.Progress(counted.Request, m.loc))
-	case errors.As(err, &already):
-		return m.t("slack.already_finished", cards.SafeIn(cards.StatusLine(already.Request, m.loc), m.loc))
-	case errors.Is(err, approvals.ErrAllowAlwaysRefused):
-		return m.t("slack.allow_always_refused")
+	case !expected:
+		m.log.Error("decide from discord failed", "request_id", id, "err", err)
+	case errors.Is(err, approvals.ErrNotApprover):
+		m.log.Warn("refused a decision from a non-approver", "request_id", id, "err", err)
 	case errors.Is(err, approvals.ErrNotOffered):
 		m.log.Warn("refused a choice the card does not offer", "request_id", id, "err", err)
-		return m.t("slack.not_offered")
-	case errors.Is(err, approvals.ErrNotFound):
-		return m.t("slack.request_gone")
 	}
-	m.log.Error("decide from discord failed", "request_id", id, "err", err)
-	return m.t("slack.internal")
+	return cards.EscapeDiscord(text)
 }
 
 // followUp tells the person who made i something privately, after the
