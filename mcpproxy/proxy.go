@@ -221,6 +221,8 @@ func (p *proxy) call(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result,
 		return nil, err
 	}
 	wait := p.o.Map.Wait()
+	stop := keepAlive(ctx, req)
+	defer stop()
 	for _, r := range reqs {
 		r.Timeout = wait
 		got, err := mcpserver.Await(ctx, b, r, wait+2*time.Second) // let the gateway expire it first
@@ -238,6 +240,38 @@ func (p *proxy) call(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result,
 	// The arguments that were asked about, not the raw bytes: the server
 	// gets exactly what the gateway read.
 	return cs.CallTool(ctx, &mcp.CallToolParams{Meta: req.Params.Meta, Name: name, Arguments: args})
+}
+
+// ProgressEvery is how often a call that waits for a person tells a
+// client that asked for progress (a progressToken) that it still waits,
+// so a client whose timeout restarts on progress keeps waiting.
+const ProgressEvery = 15 * time.Second
+
+// keepAlive sends progress notifications until stop is called.
+func keepAlive(ctx context.Context, req *mcp.CallToolRequest) (stop func()) {
+	tok := req.Params.GetProgressToken()
+	if tok == nil || req.Session == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(ProgressEvery)
+		defer t.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(n),
+					Message: "approval gateway: waiting for a person to decide"})
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 // verdict says why a finished request does not let the call run.

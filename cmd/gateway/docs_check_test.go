@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -133,14 +134,21 @@ func checkCommands(files []docFile) []string {
 	for _, c := range commandLines(files) {
 		var out, errb bytes.Buffer
 		// --help twice: a flag shown without its value ("`gateway ask
-		// --session`") takes the first as its value.
-		code := run(context.Background(), append(append([]string{}, c.args...), "--help", "--help"), strings.NewReader(""), &out, &errb,
+		// --session`") takes the first as its value. It goes before a
+		// "--": the words after it are another program's (`gateway
+		// mcp-proxy --name fs -- CMD ARGS…`).
+		own, other := c.args, []string(nil)
+		if i := slices.Index(c.args, "--"); i >= 0 {
+			own, other = c.args[:i], c.args[i:]
+		}
+		args := append(append(append([]string{}, own...), "--help", "--help"), other...)
+		code := run(context.Background(), args, strings.NewReader(""), &out, &errb,
 			func(string) string { return "" })
 		if code != 0 {
 			problems = append(problems, fmt.Sprintf("%s: `%s` does not parse: %s", c.where, c.raw, strings.TrimSpace(errb.String())))
 			continue
 		}
-		for _, a := range c.args {
+		for _, a := range own {
 			name, _, _ := strings.Cut(a, "=")
 			if strings.HasPrefix(name, "--") && name != "--help" && !regexp.MustCompile(`(^|[\s\[|])`+regexp.QuoteMeta(name)+`\b`).MatchString(usage) {
 				problems = append(problems, fmt.Sprintf("%s: `%s`: gateway --help does not list %s", c.where, c.raw, name))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/metnos/gateway/client"
 	"github.com/metnos/gateway/mcpserver"
 )
 
@@ -29,15 +30,7 @@ func cmdMCP(e *env, args []string) error {
 	if len(pos) != 0 {
 		return usagef("unexpected argument %q (want `gateway mcp`)", pos[0])
 	}
-	fallback := ""
-	if e.getenv("GATEWAY_URL") == "" && *urlFlag == "" {
-		cfg, err := loadConfig(e, *cfgPath)
-		if err != nil {
-			return err
-		}
-		fallback = "http://" + cfg.Server.Listen
-	}
-	c, err := agentClient(e, *urlFlag, *tokenFlag, fallback)
+	c, err := agentClientOrConfig(e, *cfgPath, *urlFlag, *tokenFlag)
 	if err != nil {
 		return err
 	}
@@ -53,6 +46,20 @@ func cmdMCP(e *env, args []string) error {
 		return nil // the client closed stdin, or we were stopped
 	}
 	return err
+}
+
+// agentClientOrConfig is agentClient whose URL, when neither --url nor
+// GATEWAY_URL gives one, is the config's server.listen.
+func agentClientOrConfig(e *env, cfgPath, urlFlag, tokenFlag string) (*client.Client, error) {
+	fallback := ""
+	if e.getenv("GATEWAY_URL") == "" && urlFlag == "" {
+		cfg, err := loadConfig(e, cfgPath)
+		if err != nil {
+			return nil, err
+		}
+		fallback = "http://" + cfg.Server.Listen
+	}
+	return agentClient(e, urlFlag, tokenFlag, fallback)
 }
 
 type nopCloser struct{ io.Writer }

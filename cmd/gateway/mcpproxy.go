@@ -49,15 +49,7 @@ func cmdMCPProxy(e *env, args []string) error {
 	if *name == "" {
 		*name = filepath.Base(command[0])
 	}
-	fallback := ""
-	if e.getenv("GATEWAY_URL") == "" && *urlFlag == "" {
-		cfg, err := loadConfig(e, *cfgPath)
-		if err != nil {
-			return err
-		}
-		fallback = "http://" + cfg.Server.Listen
-	}
-	c, err := agentClient(e, *urlFlag, *tokenFlag, fallback)
+	c, err := agentClientOrConfig(e, *cfgPath, *urlFlag, *tokenFlag)
 	if err != nil {
 		return err
 	}
