@@ -28,7 +28,7 @@
 //	telegram.api_endpoint     https://api.telegram.org/bot%s/%s
 //	slack.api_url             https://slack.com/api/
 //	discord.api_url           https://discord.com/api/v10 (discord.mode "gateway")
-//	hooks.claude_code.wait    9m (and hooks.codex, hooks.gemini, hooks.cursor alike)
+//	hooks.claude_code.wait    9m (and every other [hooks.NAME] alike)
 //	hooks.claude_code.unknown_tool  ask (likewise)
 //	log.level                 info (log.format "" = text on a terminal, JSON otherwise)
 //	each [[agents]] entry     autonomy Supervised, channel "web", sender_id "owner",
@@ -636,13 +636,14 @@ type Hooks struct {
 	Codex      HookAgent  // [hooks.codex]
 	Gemini     HookAgent  // [hooks.gemini]
 	Cursor     HookAgent  // [hooks.cursor]
+	Copilot    HookAgent  // [hooks.copilot]
 }
 
 // ClaudeCode is [hooks.claude_code], the PreToolUse hook adapter (SPEC §9).
 type ClaudeCode = HookAgent
 
 // HookAgent is one agent's hook section: [hooks.claude_code],
-// [hooks.codex], [hooks.gemini], [hooks.cursor]. Every section has the
+// [hooks.codex], [hooks.gemini], [hooks.cursor], [hooks.copilot]. Every section has the
 // same keys and the same defaults.
 type HookAgent struct {
 	// Wait is how long the hook waits for a person before answering "ask";
@@ -686,8 +687,9 @@ func defaults(getenv func(string) string) Config {
 		Slack:    Slack{APIURL: "https://slack.com/api/", Language: string(locale.DefaultLang)},
 		Discord: Discord{APIURL: "https://discord.com/api/v10", Language: string(locale.DefaultLang),
 			Mode: DiscordModeGateway},
-		Hooks: Hooks{ClaudeCode: defaultHookAgent(), Codex: defaultHookAgent(), Gemini: defaultHookAgent(), Cursor: defaultHookAgent()},
-		Log:   Log{Level: "info"},
+		Hooks: Hooks{ClaudeCode: defaultHookAgent(), Codex: defaultHookAgent(), Gemini: defaultHookAgent(), Cursor: defaultHookAgent(),
+			Copilot: defaultHookAgent()},
+		Log: Log{Level: "info"},
 	}
 }
 
@@ -792,7 +794,8 @@ func (c Config) Redacted() Config {
 		}
 	}
 	r.MCP = redactedMCP(c.MCP)
-	for _, h := range []*HookAgent{&r.Hooks.ClaudeCode, &r.Hooks.Codex, &r.Hooks.Gemini, &r.Hooks.Cursor} {
+	for _, h := range []*HookAgent{&r.Hooks.ClaudeCode, &r.Hooks.Codex, &r.Hooks.Gemini, &r.Hooks.Cursor,
+		&r.Hooks.Copilot} {
 		if h.Tools != nil {
 			h.Tools = maps.Clone(h.Tools)
 		}
@@ -821,6 +824,7 @@ func (h *Hooks) HookSections() []HookSection {
 		{"codex", "hooks.codex", &h.Codex},
 		{"gemini", "hooks.gemini", &h.Gemini},
 		{"cursor", "hooks.cursor", &h.Cursor},
+		{"copilot", "hooks.copilot", &h.Copilot},
 	}
 }
 

@@ -290,6 +290,7 @@ type (
 		Codex      *fileClaudeCode `toml:"codex"`
 		Gemini     *fileClaudeCode `toml:"gemini"`
 		Cursor     *fileClaudeCode `toml:"cursor"`
+		Copilot    *fileClaudeCode `toml:"copilot"`
 	}
 	fileClaudeCode struct {
 		Wait        *string           `toml:"wait"`
@@ -470,6 +471,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 			{"hooks.codex", s.Codex, &cfg.Hooks.Codex},
 			{"hooks.gemini", s.Gemini, &cfg.Hooks.Gemini},
 			{"hooks.cursor", s.Cursor, &cfg.Hooks.Cursor},
+			{"hooks.copilot", s.Copilot, &cfg.Hooks.Copilot},
 		} {
 			if sec.file == nil {
 				continue

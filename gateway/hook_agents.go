@@ -14,7 +14,7 @@ import (
 	"github.com/metnos/gateway/storage"
 )
 
-// agentHook serves POST /v1/hooks/{claude-code,codex,gemini,cursor}, the
+// agentHook serves POST /v1/hooks/NAME (every hooks.Adapters()), the
 // one hook pipeline (SPEC §9): the body is the agent's hook event exactly
 // as the agent wrote it, the answer is the JSON the agent reads, with 200
 // (a bad token is the middleware's 401; Claude Code's tool_use_id that
@@ -68,14 +68,30 @@ func (s *Server) agentVerdict(w http.ResponseWriter, r *http.Request, ad hooks.A
 	if err != nil {
 		return ev, hooks.VerdictOf(hooks.Unmapped(err, sec.UnknownTool))
 	}
-	return ev, s.askAll(r.Context(), agentFrom(r), calls, wait, conflict)
+	a := agentFrom(r)
+	switch ad.RoleOf(ev) {
+	case hooks.PairFollow:
+		if v, ok := s.followVerdict(r.Context(), a, ad.Name, calls, wait); ok {
+			return ev, v
+		}
+	case hooks.PairLead:
+		keys := make([]pairKey, len(calls))
+		for i, c := range calls {
+			keys[i] = newPairKey(a, ad.Name, c)
+		}
+		v := s.askAll(r.Context(), a, calls, wait, conflict, func(i int, req approvals.Request) { s.pairs.put(keys[i], req.ID) })
+		s.pairs.answered(keys)
+		return ev, v
+	}
+	return ev, s.askAll(r.Context(), a, calls, wait, conflict, nil)
 }
 
 // askAll asks about every call and waits for them together: denied as
 // soon as one is denied, allowed when all are; whatever is still pending
 // at the end of wait (or at a shutdown, or when the agent hangs up) is
-// withdrawn and the verdict is ask.
-func (s *Server) askAll(ctx context.Context, a *Agent, calls []hooks.Call, wait time.Duration, conflict **approvals.CallIDConflictError) hooks.Verdict {
+// withdrawn and the verdict is ask. made, when set, is told the request
+// each call became.
+func (s *Server) askAll(ctx context.Context, a *Agent, calls []hooks.Call, wait time.Duration, conflict **approvals.CallIDConflictError, made func(i int, req approvals.Request)) hooks.Verdict {
 	verdicts := make([]hooks.Verdict, len(calls))
 	var pending []approvals.Request
 	var pendingAt []int
@@ -105,6 +121,9 @@ func (s *Server) askAll(ctx context.Context, a *Agent, calls []hooks.Call, wait 
 				return hooks.VerdictOf(hooks.Failed(errors.New("the gateway's database cannot be reached; retry later")))
 			}
 			return hooks.VerdictOf(hooks.Failed(errors.New(cleanMsg(err))))
+		}
+		if made != nil {
+			made(i, req)
 		}
 		if req.Status.Finished() {
 			verdicts[i] = hooks.VerdictOf(hooks.Decide(hookResult(req)))

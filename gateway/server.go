@@ -71,6 +71,7 @@ type Server struct {
 	mcpProxies   []*mcp.Server      // the proxies at /mcp/{name} (set by routes)
 	mcpUpstreams []*mcpproxy.Shared // the servers they stand in front of
 	recheck      time.Duration      // how often open connections of child tokens read theirs again (tokenRecheck)
+	pairs        hookPairs          // the first events of hook pairs (hook_pairs.go)
 }
 
 type route struct {
@@ -233,10 +234,9 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("GET /v1/audit", admin(s.listAudit))
 	mux.HandleFunc("GET /v1/policy/registry", s.registry)
 	mux.HandleFunc("GET /v1/policy/table", s.table)
-	mux.Handle("POST /v1/hooks/claude-code", agent(s.agentHook(hooks.ClaudeCode)))
-	mux.Handle("POST /v1/hooks/codex", agent(s.agentHook(hooks.Codex)))
-	mux.Handle("POST /v1/hooks/gemini", agent(s.agentHook(hooks.Gemini)))
-	mux.Handle("POST /v1/hooks/cursor", agent(s.agentHook(hooks.Cursor)))
+	for _, ad := range hooks.Adapters() {
+		mux.Handle("POST /v1/hooks/"+ad.Name, agent(s.agentHook(ad)))
+	}
 	mux.Handle("/mcp", s.mcpHandler(s.recoverPanics(mux))) // MCP streamable HTTP (GET, POST, DELETE); agent token
 	mux.Handle("GET /v1/mcp/servers/{name}", agent(s.mcpServerMap))
 	mux.Handle("/mcp/{name}", s.mcpProxyHandler(s.recoverPanics(mux))) // the MCP proxy of [[mcp.servers]]; agent token

@@ -33,6 +33,31 @@ type Adapter struct {
 	// earlier, different call with 409 call_id_conflict (the deny in the
 	// body), as POST /v1/requests does; otherwise with 200 and the deny.
 	ConflictIs409 bool
+	// Pair, when set, says which of two events that one tool call fires
+	// (Copilot CLI's preToolUse then permissionRequest, Qwen Code's
+	// PermissionRequest then PreToolUse) an event is: the gateway answers
+	// a PairFollow from the PairLead's request for the same agent,
+	// session, capability and target, never with a second card.
+	Pair func(ev Event) PairRole
+}
+
+// PairRole is an event's place in a pair of events for one tool call.
+type PairRole int
+
+// The roles: an event of its own, the first of a pair (its requests are
+// remembered), the second (answered from the first's requests).
+const (
+	PairNone PairRole = iota
+	PairLead
+	PairFollow
+)
+
+// RoleOf is ev's PairRole under a.
+func (a Adapter) RoleOf(ev Event) PairRole {
+	if a.Pair == nil || ev.SessionID == "" {
+		return PairNone // without a session two events cannot be told to be one call
+	}
+	return a.Pair(ev)
 }
 
 // NoAsk turns an answer that says "ask" into one that denies, for an
@@ -120,7 +145,9 @@ func (r Reply) JSON() []byte {
 
 // Adapters are the agents `gateway hook NAME` and POST /v1/hooks/NAME
 // serve.
-func Adapters() []Adapter { return []Adapter{ClaudeCode, Codex, Gemini, Cursor} }
+func Adapters() []Adapter {
+	return []Adapter{ClaudeCode, Codex, Gemini, Cursor, Copilot}
+}
 
 // AdapterNamed finds an adapter by name.
 func AdapterNamed(name string) (Adapter, bool) {

@@ -28,7 +28,7 @@ var pathFields = []string{"file_path", "absolute_path", "path", "target_file", "
 // dataFields hold what a tool writes, left out of args.
 var dataFields = map[string]bool{
 	"content": true, "contents": true, "old_string": true, "new_string": true, "old_str": true, "new_str": true,
-	"new_source": true, "code_edit": true, "edits": true,
+	"new_source": true, "code_edit": true, "edits": true, "file_text": true, "diff": true,
 }
 
 // inputArgs is the tool input for the guard: every field but what it

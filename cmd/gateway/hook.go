@@ -13,7 +13,8 @@ import (
 	"github.com/metnos/gateway/hooks"
 )
 
-// cmdHook is `gateway hook claude-code|codex|gemini|cursor`: an agent's
+// cmdHook is `gateway hook NAME` (claude-code, codex, gemini, cursor,
+// copilot, …: hooks.Adapters): an agent's
 // hook (SPEC §9), one pipeline for all (agentHook). It reads the event on
 // stdin and prints the answer JSON on stdout, and exits 0 whatever
 // happened, because the agents read the JSON only on exit 0: an
@@ -33,7 +34,7 @@ func cmdHook(e *env, args []string) error {
 	ad, isAdapter := hooks.AdapterNamed(strings.Join(pos, " "))
 	known := len(pos) == 1 && isAdapter
 	if !known && (len(pos) > 0 || err == nil) { // none: a parse error or --help, answered below
-		return usagef("want `gateway hook claude-code|codex|gemini|cursor`")
+		return usagef("want `gateway hook %s`", hookNames())
 	}
 	if err != nil {
 		return err // --help, after the positionals are checked
@@ -42,6 +43,15 @@ func cmdHook(e *env, args []string) error {
 		return usagef("--wait: negative duration %s", *wait)
 	}
 	return agentHook(e, ad, *cfgPath, *urlFlag, *tokenFlag, *wait, *noAsk)
+}
+
+// hookNames are the agents `gateway hook` serves, as "a|b|c".
+func hookNames() string {
+	var names []string
+	for _, ad := range hooks.Adapters() {
+		names = append(names, ad.Name)
+	}
+	return strings.Join(names, "|")
 }
 
 // hookMargin is how much longer than the wait the hook gives the gateway

@@ -12,7 +12,7 @@ import (
 	"github.com/metnos/gateway/hooks"
 )
 
-// agentHook is `gateway hook claude-code|codex|gemini|cursor`: it hands the agent's
+// agentHook is `gateway hook NAME`: it hands the agent's
 // hook event, as the agent wrote it, to the gateway's POST
 // /v1/hooks/NAME, which maps it with the server's own [hooks.NAME]
 // settings and waits by its own wait, and prints the answer the agent

@@ -1,5 +1,6 @@
 // Package agenttest is what the tests that drive the real agent programs
-// (Claude Code, Codex, Gemini CLI, the MCP Inspector) share: finding the
+// (Claude Code, Codex, Gemini CLI, Copilot CLI, Qwen Code, OpenCode, the
+// MCP Inspector) share: finding the
 // pinned CLIs, building the gateway binary once, running it as a server
 // on loopback, and a scripted stand-in for a model API.
 //
@@ -272,6 +273,23 @@ func (g *Gateway) DecideNext(d time.Duration, decision string) <-chan client.Eve
 		}
 	}()
 	return ch
+}
+
+// MorePending drains the events already received and reports how many
+// were requests waiting for a person: after an agent run, a card that
+// should not have been made.
+func (g *Gateway) MorePending() int {
+	n := 0
+	for {
+		select {
+		case e := <-g.events:
+			if e.Kind == client.EventRequired {
+				n++
+			}
+		default:
+			return n
+		}
+	}
 }
 
 // Decide decides a pending request as a person would (the admin API, the
