@@ -86,6 +86,7 @@ func (s *Server) webRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /web/revoke", w.access(w.csrf(hf(w.revoke))))
 	mux.Handle("POST /web/rules/add", w.access(w.csrf(hf(w.addRule))))
 	mux.Handle("POST /web/rules/remove", w.access(w.csrf(hf(w.removeRule))))
+	mux.Handle("POST /web/rules/simulate", w.access(w.csrf(hf(w.simulateRule))))
 	mux.Handle("POST /web/passkeys/begin", w.access(w.csrf(hf(w.passkeyBegin))))
 	mux.Handle("POST /web/passkeys/add", w.access(w.csrf(hf(w.passkeyAdd))))
 	mux.Handle("POST /web/passkeys/remove", w.access(w.csrf(hf(w.passkeyRemove))))

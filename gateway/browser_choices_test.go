@@ -1,0 +1,137 @@
+package gateway_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/policy"
+)
+
+// acceptDialogs accepts every confirm dialog the page opens, as a person
+// pressing OK, and returns what the dialogs said so far.
+func acceptDialogs(t *testing.T, browser context.Context) func() []string {
+	t.Helper()
+	var mu sync.Mutex
+	var said []string
+	dialogs := chromedp.Events(browser, page.JavascriptDialogOpening)
+	go func() {
+		for ev, err := range dialogs {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			said = append(said, ev.Message)
+			mu.Unlock()
+			if _, err := chromedp.Call(browser, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true}); err != nil {
+				return
+			}
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), said...)
+	}
+}
+
+// TestWebBrowser_ScopeChoice drives the card's Allow always in headless
+// Chromium: the scope chosen under the button is named in the confirm
+// dialog and is the grant's target; a scope the request does not offer
+// (an option forged into the select) is refused and decides nothing; cards
+// of code:exec and mail:send have no Allow for and no Allow this session
+// button, a per_target card with a session has both.
+func TestWebBrowser_ScopeChoice(t *testing.T) {
+	chromium := findChromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	app := newWebApp(t, func(cfg *config.Config) { cfg.Approvals.AllowFor = []time.Duration{2 * time.Second} })
+	base := serveWeb(t, ctx, app)
+	r := apiRequest(t, base, fsWrite("/srv/docs/x.md"))
+	forged := apiRequest(t, base, fsWrite("/srv/other/y.md"))
+	withSession := func(body map[string]any) map[string]any { body["session_id"] = "s-1"; return body }
+	exec := apiRequest(t, base, withSession(codeExec("npm test")))
+	mail := apiRequest(t, base, withSession(map[string]any{"capability": "mail:send", "target": "boss@example.com",
+		"intent": "send the report", "executor": "mailer"}))
+	session := apiRequest(t, base, withSession(fsWrite("/srv/notes/n.md")))
+
+	browser, closeBrowser := newBrowser(ctx, chromium, t.TempDir())
+	defer closeBrowser()
+	dialogs := acceptDialogs(t, browser)
+	card := func(id string) string { return "#req-" + id }
+	if err := chromedp.Do(browser, chromedp.Navigate(loginLink(t, app, base, "owner")),
+		chromedp.WaitVisible(chromedp.CSS(card(r.ID)))); err != nil {
+		t.Fatalf("browser: open the page: %v", err)
+	}
+
+	// Which decisions each card offers.
+	buttons := func(id string) []string {
+		t.Helper()
+		v, err := chromedp.Run(browser, chromedp.Evaluate[[]string](`[...document.querySelectorAll("`+card(id)+
+			` button[name=button]")].map(b => b.value)`))
+		if err != nil {
+			t.Fatalf("browser: buttons of %s: %v", id, err)
+		}
+		return v
+	}
+	for _, c := range []struct {
+		name string
+		id   string
+	}{{"code:exec", exec.ID}, {"mail:send", mail.ID}} {
+		if got := strings.Join(buttons(c.id), ","); got != "allow_once,deny" {
+			t.Errorf("%s card buttons %q, want allow_once,deny", c.name, got)
+		}
+	}
+	if got := strings.Join(buttons(session.ID), ","); !strings.Contains(got, "allow_for") || !strings.Contains(got, "allow_session") {
+		t.Errorf("fs:write card with a session: buttons %q, want allow_for and allow_session", got)
+	}
+
+	// Choose /srv/docs/* (the third scope) and press Allow always.
+	always := card(r.ID) + ` form:has(button[value="allow_always"])`
+	if err := chromedp.Do(browser,
+		chromedp.SetValue(chromedp.CSS(always+" select[name=scope_index]"), "2"),
+		chromedp.Click(chromedp.CSS(always+" button")),
+		chromedp.WaitNotPresent(chromedp.CSS(card(r.ID))),
+	); err != nil {
+		t.Fatalf("browser: allow always with a scope: %v", err)
+	}
+	got := apiGet(t, base, r.ID)
+	if got.Status != approvals.StatusAllowed || got.GrantID == nil {
+		t.Fatalf("after Allow always: %s %v", got.Status, got.GrantID)
+	}
+	if g, err := app.Grants.Get(ctx, *got.GrantID); err != nil || g.Target != "/srv/docs/*" {
+		t.Fatalf("grant %+v, %v; want the chosen /srv/docs/*", g, err)
+	}
+	if d := dialogs(); len(d) != 1 || !strings.Contains(d[0], "/srv/docs/*") {
+		t.Errorf("confirm dialogs %q, want one naming /srv/docs/*", d)
+	}
+
+	// A forged option (index 7: the request lists three scopes) is refused.
+	fa := card(forged.ID) + ` form:has(button[value="allow_always"])`
+	if err := chromedp.Do(browser,
+		chromedp.WaitVisible(chromedp.CSS(fa+" select[name=scope_index]")),
+		chromedp.Evaluate[chromedp.Void](`(() => { const s = document.querySelector('`+fa+` select[name=scope_index]');
+			const o = document.createElement("option"); o.value = "7"; o.textContent = "/"; s.append(o); s.value = "7"; })()`),
+		chromedp.Click(chromedp.CSS(fa+" button")),
+		chromedp.WaitVisible(chromedp.CSS("#flash")),
+	); err != nil {
+		t.Fatalf("browser: a forged scope: %v", err)
+	}
+	flash, err := chromedp.Run(browser, chromedp.Text(chromedp.CSS("#flash")))
+	if err != nil || !strings.Contains(flash, "Not offered") {
+		t.Errorf("flash after a forged scope %q, %v", flash, err)
+	}
+	if got := apiGet(t, base, forged.ID); got.Status != approvals.StatusPending || got.GrantID != nil {
+		t.Fatalf("a forged scope decided: %s", got.Status)
+	}
+	if gs, err := app.Grants.List(ctx, policy.GrantFilter{All: true}); err != nil || len(gs) != 1 {
+		t.Fatalf("grants %+v, %v; want only the chosen one", gs, err)
+	}
+}
