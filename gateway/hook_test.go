@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/metnos/gateway/client"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/hooks"
 )
 
@@ -33,47 +32,13 @@ type hookGateway struct {
 
 func startHookGateway(t *testing.T, mutate func(*config.Config)) *hookGateway {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := config.Default()
-	cfg.Storage.Path = filepath.Join(dir, "gateway.db")
-	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
+	cfg := gatewaytest.Config(t, gatewaytest.Agent("a1", hookAgentToken, false), gatewaytest.Agent("admin", hookAdminToken, true))
 	cfg.Hooks.ClaudeCode.Tools = map[string]string{"mcp__gmail__send": "mail:send"}
-	a1 := config.NewAgent("a1")
-	a1.Token = hookAgentToken
-	adm := config.NewAgent("admin")
-	adm.Token, adm.Admin = hookAdminToken, true
-	cfg.Agents = []config.Agent{a1, adm}
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	app, err := gateway.NewApp(ctx, cfg, gateway.AppOptions{Home: "/home/test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := app.Serve(ctx, ln); err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			<-done
-			app.Close()
-		}
-	}
-	t.Cleanup(stop)
-	url := "http://" + ln.Addr().String()
-	return &hookGateway{url: url, app: app, admin: client.New(url, hookAdminToken), stop: stop}
+	g := gatewaytest.Start(t, cfg, gateway.AppOptions{Home: "/home/test"})
+	return &hookGateway{url: g.URL, app: g.App, admin: client.New(g.URL, hookAdminToken), stop: g.Stop}
 }
 
 func (g *hookGateway) events(t *testing.T) <-chan client.Event {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/metnos/gateway/client"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/mcpserver"
 )
 
@@ -37,36 +37,17 @@ type live struct {
 
 func startGateway(t *testing.T) *live {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := config.Default()
-	cfg.Storage.Path = filepath.Join(dir, "gateway.db")
-	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
+	cfg := gatewaytest.Config(t, gatewaytest.Agent("a", tokenA, false), gatewaytest.Agent("b", tokenB, false),
+		gatewaytest.Agent("admin", tokenAdmin, true))
 	cfg.Hooks.ClaudeCode.Wait = time.Second
 	cfg.Hooks.ClaudeCode.Tools = map[string]string{"mcp__acme__summarize": "llm:local"}
 	cfg.Policy.Rules = []config.Rule{{Capability: "code:exec", Target: "git status", Action: "approve"}}
-	a, b, adm := config.NewAgent("a"), config.NewAgent("b"), config.NewAgent("admin")
-	a.Token, b.Token, adm.Token, adm.Admin = tokenA, tokenB, tokenAdmin, true
-	cfg.Agents = []config.Agent{a, b, adm}
-	ctx, cancel := context.WithCancel(context.Background())
-	app, err := gateway.NewApp(ctx, cfg, gateway.AppOptions{Home: "/home/test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		app.Serve(ctx, ln)
-	}()
-	stop := func() { cancel(); <-done }
-	t.Cleanup(func() { stop(); app.Close() })
-	g := &live{URL: "http://" + ln.Addr().String(), stop: stop, app: app}
+	gw := gatewaytest.Start(t, cfg, gateway.AppOptions{Home: "/home/test"})
+	g := &live{URL: gw.URL, stop: gw.Stop, app: gw.App}
 	g.Admin = client.New(g.URL, tokenAdmin)
 	ectx, ecancel := context.WithCancel(context.Background())
 	t.Cleanup(ecancel)
+	var err error
 	if g.events, err = g.Admin.Events(ectx); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/metnos/gateway/client"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 )
 
 // The agents of the test gateway.
@@ -50,42 +51,13 @@ func (c *fakeClock) Add(d time.Duration) {
 
 func startLive(t *testing.T, mutate func(*config.Config)) *liveGateway {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := config.Default()
-	cfg.Storage.Path = filepath.Join(dir, "gateway.db")
-	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
-	a1 := config.NewAgent("a1")
-	a1.Token = liveAgentToken
-	adm := config.NewAgent("admin")
-	adm.Token, adm.Admin = liveAdminToken, true
-	cfg.Agents = []config.Agent{a1, adm}
+	cfg := gatewaytest.Config(t, gatewaytest.Agent("a1", liveAgentToken, false), gatewaytest.Agent("admin", liveAdminToken, true))
 	if mutate != nil {
 		mutate(&cfg)
 	}
 	clock := &fakeClock{now: time.Now()}
-	ctx, cancel := context.WithCancel(context.Background())
-	app, err := gateway.NewApp(ctx, cfg, gateway.AppOptions{Now: clock.Now, Home: "/home/test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := app.Serve(ctx, ln); err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		app.Close()
-	})
-	url := "http://" + ln.Addr().String()
-	return &liveGateway{URL: url, App: app, Admin: client.New(url, liveAdminToken), clock: clock}
+	g := gatewaytest.Start(t, cfg, gateway.AppOptions{Now: clock.Now, Home: "/home/test"})
+	return &liveGateway{URL: g.URL, App: g.App, Admin: client.New(g.URL, liveAdminToken), clock: clock}
 }
 
 // adminEvents follows every agent's events until the test ends.
