@@ -39,6 +39,7 @@ func upstreamMCP(t *testing.T, token string) (url string, runs *atomic.Int32) {
 
 func mcpProxyGateway(t *testing.T, upstream string) *e2eGateway {
 	return startE2E(t, e2eOptions{mutate: func(cfg *config.Config) {
+		cfg.Agents[2].DenyCapabilities = []string{"fs:read"} // a2
 		cfg.MCP.Servers = []config.MCPServer{
 			{Name: "remote", URL: upstream, Token: "up-secret-1", UnknownTool: "ask", Wait: config.DefaultMCPWait, Tools: map[string]config.MCPTool{
 				"read":  {Capability: "fs:read", Target: []string{"path"}},
@@ -77,6 +78,47 @@ func TestMCPProxy_Endpoints(t *testing.T) {
 		t.Errorf("include_blocked: %+v", e)
 	}
 	g.want(t, http.StatusUnauthorized, "POST", "/mcp/remote", "", "{}")
+}
+
+// TestMCPProxy_ListLeavesOutDenied: a tool whose capability the agent's
+// profile denies is not listed (unless include_blocked), and its calls are
+// refused without reaching the server.
+func TestMCPProxy_ListLeavesOutDenied(t *testing.T) {
+	url, runs := upstreamMCP(t, "up-secret-1")
+	g := mcpProxyGateway(t, url)
+	ctx := context.Background()
+	for _, c := range []struct {
+		path string
+		want []string
+	}{
+		{"/mcp/remote", []string{"clock"}},
+		{"/mcp/remote?include_blocked=true", []string{"clock", "read"}},
+	} {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: g.URL + c.path, HTTPClient: &http.Client{Transport: bearerRT{tokA2}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tl := range list.Tools {
+			names = append(names, tl.Name)
+		}
+		if strings.Join(names, ",") != strings.Join(c.want, ",") {
+			t.Errorf("%s listed %v, want %v", c.path, names, c.want)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"path": "/srv/notes.txt"}})
+		if err != nil || !res.IsError {
+			t.Errorf("%s: a denied tool's call: %+v %v", c.path, res, err)
+		}
+		cs.Close()
+	}
+	if n := runs.Load(); n != 0 {
+		t.Errorf("the upstream ran %d calls", n)
+	}
 }
 
 type bearerRT struct{ tok string }

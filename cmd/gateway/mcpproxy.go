@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -63,7 +64,7 @@ func cmdMCPProxy(e *env, args []string) error {
 		return fmt.Errorf("starting the MCP server %s: %w", command[0], err)
 	}
 	defer cs.Close()
-	home, _ := os.UserHomeDir()
+	home := serverHome()
 	s := mcpproxy.New(mcpproxy.Options{
 		Map:            m,
 		Upstream:       func(context.Context) (*mcp.ClientSession, error) { return cs, nil },
@@ -82,6 +83,19 @@ func cmdMCPProxy(e *env, args []string) error {
 		return nil
 	}
 	return err
+}
+
+// serverHome is the directory "~" stands for in the server's path
+// arguments: $HOME, else the user's home from the password database, as
+// Node's os.homedir() reads it ("" leaves "~" to the gateway's policy).
+func serverHome() string {
+	if h, err := os.UserHomeDir(); err == nil {
+		return h
+	}
+	if u, err := user.Current(); err == nil {
+		return u.HomeDir
+	}
+	return ""
 }
 
 // serverEnv is the proxy's environment without the agent's gateway
