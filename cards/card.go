@@ -5,6 +5,8 @@
 package cards
 
 import (
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -69,6 +71,11 @@ type Card struct {
 	// PageURL is where the whole request is shown: the web page's
 	// /r/{id}, absolute when web.public_url is set (see WithPage).
 	PageURL string
+	// StepUp says every allow needs the approver's passkey on the web
+	// page (the route's step_up): a chat card offers a link to ConfirmURL
+	// instead of its allow buttons, and keeps Deny.
+	StepUp     bool
+	ConfirmURL string
 
 	// principal and grantUntil are what WithScope's preview names
 	// besides the scope: who the grant is for, and until when.
@@ -86,6 +93,26 @@ func RequestPath(id string) string { return "/r/" + id }
 func (c Card) WithPage(publicURL string) Card {
 	c.PageURL = strings.TrimRight(publicURL, "/") + RequestPath(c.RequestID)
 	return c
+}
+
+// WithConfirm sets where a step-up card sends its approver to allow: the
+// request's page under the gateway's link base.
+func (c Card) WithConfirm(linkBase string) Card {
+	c.ConfirmURL = strings.TrimRight(linkBase, "/") + RequestPath(c.RequestID)
+	return c
+}
+
+// ButtonURL reports whether a messenger takes u as a link button: an
+// absolute http(s) URL whose host is a name other than localhost (the
+// Bot API refuses localhost and bare addresses). Otherwise the card shows
+// the link as text.
+func ButtonURL(u string) bool {
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.User != nil {
+		return false
+	}
+	h := strings.ToLower(p.Hostname())
+	return h != "" && h != "localhost" && !strings.HasSuffix(h, ".localhost") && net.ParseIP(h) == nil && strings.Contains(h, ".")
 }
 
 // Linked reports whether PageURL is absolute (a public URL is configured).
@@ -145,6 +172,7 @@ func New(r approvals.Request, l locale.Locale) (c Card) {
 		RequestID: r.ID, Level: r.Autonomy.String(), Capability: show(r.Capability), Critical: r.Critical,
 		ExpiresAt: r.ExpiresAt.In(l.Zone()), Pending: r.Status == approvals.StatusPending, Status: r.Status,
 		AllowAlways: r.AllowAlwaysOffered(), AllowSession: r.AllowSessionOffered(), PageURL: RequestPath(r.ID),
+		StepUp: r.StepUp != "", ConfirmURL: RequestPath(r.ID),
 	}
 	c.Agent = show(r.AgentLine())
 	c.Title = l.T("card.title", show(r.Agent), c.Capability)

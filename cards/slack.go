@@ -54,6 +54,9 @@ const (
 	SlackActionScope = "approval_scope"
 	// SlackActionRevoke is the Revoke button of a grant on the Home tab.
 	SlackActionRevoke = "grant_revoke"
+	// SlackActionConfirmWeb is a step-up card's link to the web page:
+	// Slack still sends its click, which decides nothing.
+	SlackActionConfirmWeb = "approval_confirm_web"
 )
 
 // Block ids: an actions block's id names what its buttons act on, so a
@@ -332,6 +335,10 @@ func Slack(c Card) SlackMessage {
 		blocks = append(blocks, slack.NewContextBlock("approval_context",
 			mrkdwn("⏳ "+slackExpires(c.ExpiresAt, c.Locale)+" · "+l.T("label.request_lc")+" "+c.RequestID),
 			slackPlain(grant)))
+		if c.StepUp {
+			blocks = append(blocks, slack.NewSectionBlock(mrkdwn("*"+EscapeMrkdwn(StepUpLine(c))+"*"), nil, nil,
+				slack.SectionBlockOptionBlockID("approval_step_up")))
+		}
 		tail = append(tail, slack.NewActionBlock(SlackDecisionBlockID(c.RequestID), slackButtons(c)...))
 		fallback += ": " + l.T("slack.approval_needed")
 	} else {
@@ -367,6 +374,16 @@ func slackCutLine(cs *cuts, c Card) string {
 func slackButtons(c Card) []slack.BlockElement {
 	l := c.Locale
 	var out []slack.BlockElement
+	if c.StepUp {
+		// An allow needs the approver's passkey: a link button to the web
+		// page (Slack only acknowledges its click), and Deny.
+		if ButtonURL(c.ConfirmURL) {
+			out = append(out, slack.NewButtonBlockElement(SlackActionConfirmWeb, c.RequestID, plain(l.T("button.confirm_web"))).
+				WithURL(c.ConfirmURL).WithStyle(slack.StylePrimary))
+		}
+		return append(out, slack.NewButtonBlockElement(slackActions[approvals.Deny], c.RequestID, plain(l.T("button.deny"))).
+			WithStyle(slack.StyleDanger))
+	}
 	for _, b := range c.Buttons() {
 		btn := slack.NewButtonBlockElement(slackActions[b.Decision], c.RequestID, plain(b.Label))
 		switch b.Decision {

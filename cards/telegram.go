@@ -63,6 +63,9 @@ func TelegramKeyboard(c Card) *tgbotapi.InlineKeyboardMarkup {
 	if len(buttons) == 0 {
 		return nil
 	}
+	if c.StepUp {
+		return telegramStepUpKeyboard(c)
+	}
 	var allow, allowFor, deny []tgbotapi.InlineKeyboardButton // Allow this session goes with Allow for
 	for _, b := range buttons {
 		data := EncodeDecision(c.RequestID, b.Decision)
@@ -93,6 +96,32 @@ func TelegramKeyboard(c Card) *tgbotapi.InlineKeyboardMarkup {
 	}
 	kb := tgbotapi.NewInlineKeyboardMarkup(append(rows, deny)...)
 	return &kb
+}
+
+// telegramStepUpKeyboard is a step-up card's keyboard: no allow button
+// (an allow needs the approver's passkey, on the web page), a URL button
+// to the request's page when Telegram takes its URL, and Deny, which
+// still decides with a tap.
+func telegramStepUpKeyboard(c Card) *tgbotapi.InlineKeyboardMarkup {
+	deny := tgbotapi.NewInlineKeyboardRow(tgbotapi.NewInlineKeyboardButtonData(c.Locale.T("button.deny"),
+		EncodeDecision(c.RequestID, approvals.Deny)))
+	if !ButtonURL(c.ConfirmURL) {
+		kb := tgbotapi.NewInlineKeyboardMarkup(deny)
+		return &kb
+	}
+	kb := tgbotapi.NewInlineKeyboardMarkup(
+		tgbotapi.NewInlineKeyboardRow(tgbotapi.NewInlineKeyboardButtonURL(c.Locale.T("button.confirm_web"), c.ConfirmURL)), deny)
+	return &kb
+}
+
+// StepUpLine is what a step-up card says above its buttons: allowing
+// needs the passkey on the web page, and the page's address when the card
+// cannot carry it as a link button.
+func StepUpLine(c Card) string {
+	if ButtonURL(c.ConfirmURL) {
+		return c.Locale.T("card.step_up")
+	}
+	return c.Locale.T("card.step_up") + " " + c.Locale.T("card.step_up_link", c.ConfirmURL)
 }
 
 // telegramMaxScopeLabel bounds a scope button's text (Telegram cuts long
@@ -222,6 +251,10 @@ func renderTelegram(c Card, limit int) TelegramMessage {
 		}
 		if c.Progress != "" {
 			t.tag("b", cut(l.T("label.request"), c.Progress))
+			t.nl()
+		}
+		if c.StepUp {
+			t.tag("b", StepUpLine(c))
 			t.nl()
 		}
 	} else {

@@ -127,11 +127,12 @@ func (g *routesGW) start() {
 		g.ln, g.base = ln, "http://"+ln.Addr().String()
 	}
 	log := slog.New(slog.NewTextHandler(g, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	links := g.pageBase() // the gateway's link base: localhost, as the browser uses the page
 	app, err := gateway.NewApp(context.Background(), g.cfg, gateway.AppOptions{Logger: log,
 		Messengers: []gateway.MessengerFactory{
 			telegram.Factory(telegram.Options{Config: g.cfg.Telegram, Logger: log, Location: time.UTC,
-				GrantTTL: g.cfg.Policy.GrantTTL, PollTimeout: 5 * time.Second, CallTimeout: 2 * time.Second}),
-			slack.Factory(g.cfg.Slack, slack.Options{Logger: log, Location: time.UTC}),
+				GrantTTL: g.cfg.Policy.GrantTTL, PollTimeout: 5 * time.Second, CallTimeout: 2 * time.Second, LinkBase: links}),
+			slack.Factory(g.cfg.Slack, slack.Options{Logger: log, Location: time.UTC, LinkBase: links}),
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -142,6 +143,9 @@ func (g *routesGW) start() {
 	g.ln = nil
 	go func() { g.done <- app.Serve(ctx, ln) }()
 }
+
+// pageBase is the gateway's web page as a browser opens it (localhost).
+func (g *routesGW) pageBase() string { return strings.Replace(g.base, "http://127.0.0.1:", "http://localhost:", 1) }
 
 func (g *routesGW) stop() {
 	if g.app == nil {

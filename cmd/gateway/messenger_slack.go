@@ -13,5 +13,5 @@ func slackMessenger(cfg config.Config, log *slog.Logger) gateway.MessengerFactor
 	if !cfg.Slack.Enabled() {
 		return nil
 	}
-	return slack.Factory(cfg.Slack, slack.Options{Logger: log, Location: cfg.Server.Zone(), PublicURL: cfg.Web.PublicURL})
+	return slack.Factory(cfg.Slack, slack.Options{Logger: log, Location: cfg.Server.Zone(), PublicURL: cfg.Web.PublicURL, LinkBase: gateway.LinkBase(cfg)})
 }

@@ -15,5 +15,5 @@ func telegramMessenger(cfg config.Config, log *slog.Logger) gateway.MessengerFac
 		return nil
 	}
 	return telegram.Factory(telegram.Options{Config: cfg.Telegram, Logger: log, GrantTTL: cfg.Policy.GrantTTL,
-		Location: cfg.Server.Zone(), PublicURL: cfg.Web.PublicURL})
+		Location: cfg.Server.Zone(), PublicURL: cfg.Web.PublicURL, LinkBase: gateway.LinkBase(cfg)})
 }

@@ -142,6 +142,9 @@ func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.Interacti
 		return
 	}
 	a := acts[0]
+	if a.ActionID == cards.SlackActionConfirmWeb {
+		return // a step-up card's link: the browser opened the page; nothing to decide
+	}
 	value := a.Value
 	if a.ActionID == cards.SlackActionScope {
 		value = a.SelectedOption.Value // a select's choice

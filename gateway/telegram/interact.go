@@ -67,8 +67,16 @@ func (b *Bot) onCallback(ctx context.Context, q *tgbotapi.CallbackQuery) {
 	if !onKeyboard(q) {
 		// A finished card has no keyboard left: a late tap from a phone
 		// that still shows it learns who decided (it could change nothing).
-		if r, err := b.svc.Get(ctx, cb.RequestID); err == nil && r.Status.Finished() {
+		r, err := b.svc.Get(ctx, cb.RequestID)
+		if err == nil && r.Status.Finished() {
 			b.answer(ctx, q.ID, cards.AlreadyDecided(r, b.loc), true)
+			return
+		}
+		// An Allow (an old card's, or forged) on a request that needs a
+		// passkey: say where to allow it.
+		if err == nil && r.StepUp != "" && cb.Decision != "" && cb.Decision != approvals.Deny {
+			log.Warn("refused an allow tap on a step-up request", "request_id", cb.RequestID)
+			b.refuse(ctx, q, log, approvals.ErrStepUpRequired)
 			return
 		}
 		log.Warn("refused a tap whose data is not a button of its message", "request_id", cb.RequestID)

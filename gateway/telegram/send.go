@@ -280,7 +280,7 @@ func (b *Bot) card(ctx context.Context, r approvals.Request) cards.Card {
 			r.GrantExpiresAt = &t
 		}
 	}
-	return cards.New(r, b.loc).WithPage(b.publicURL)
+	return cards.New(r, b.loc).WithPage(b.publicURL).WithConfirm(b.linkBase)
 }
 
 // editKeyboard replaces a message's inline keyboard (nil: none)

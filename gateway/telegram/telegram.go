@@ -74,6 +74,9 @@ type Options struct {
 	// PublicURL is web.public_url: a card that had to cut a field links
 	// to the request's page under it.
 	PublicURL string
+	// LinkBase is the gateway's link base (gateway.LinkBase): a step-up
+	// card's Confirm on the web page goes to the request's page under it.
+	LinkBase string
 	// PollTimeout and CallTimeout override DefaultPollTimeout and
 	// DefaultCallTimeout (tests shorten them).
 	PollTimeout time.Duration
@@ -93,6 +96,7 @@ type Bot struct {
 	now         func() time.Time
 	grantTTL    time.Duration
 	publicURL   string
+	linkBase    string
 	pollTimeout time.Duration
 	callTimeout time.Duration
 	webhookPath string // "" in polling mode
@@ -135,7 +139,7 @@ func New(o Options) (*Bot, error) {
 	}
 	b := &Bot{
 		cfg: c, svc: o.Service, log: o.Logger, client: o.HTTPClient, now: o.Now,
-		grantTTL: o.GrantTTL, publicURL: o.PublicURL, pollTimeout: o.PollTimeout, callTimeout: o.CallTimeout,
+		grantTTL: o.GrantTTL, publicURL: o.PublicURL, linkBase: o.LinkBase, pollTimeout: o.PollTimeout, callTimeout: o.CallTimeout,
 		approvers: map[int64]bool{}, seen: newDedupe(dedupeSize), sem: make(chan struct{}, maxConcurrentUpdates),
 		redactor: strings.NewReplacer(c.Token, redactedToken, url.PathEscape(c.Token), redactedToken,
 			url.QueryEscape(c.Token), redactedToken),
