@@ -145,7 +145,9 @@ func (g *routesGW) start() {
 }
 
 // pageBase is the gateway's web page as a browser opens it (localhost).
-func (g *routesGW) pageBase() string { return strings.Replace(g.base, "http://127.0.0.1:", "http://localhost:", 1) }
+func (g *routesGW) pageBase() string {
+	return strings.Replace(g.base, "http://127.0.0.1:", "http://localhost:", 1)
+}
 
 func (g *routesGW) stop() {
 	if g.app == nil {
