@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,5 +137,79 @@ func TestWebBrowser_ScopeChoice(t *testing.T) {
 	}
 	if gs, err := app.Grants.List(ctx, policy.GrantFilter{All: true}); err != nil || len(gs) != 1 {
 		t.Fatalf("grants %+v, %v; want only the chosen one", gs, err)
+	}
+}
+
+// TestWebBrowser_AllowForAndSession drives "Allow for 2 s" and "Allow this
+// session" on the page in headless Chromium: the first writes a grant on
+// the request's target ending 2 s after the click, which answers the same
+// request at once until the gateway's clock passes it (moved, not waited
+// for); the second a grant for the agent and session only: the same
+// session is answered at once, a second session is asked again.
+func TestWebBrowser_AllowForAndSession(t *testing.T) {
+	chromium := findChromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var offset atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	app := newWebAppAt(t, now, func(cfg *config.Config) { cfg.Approvals.AllowFor = []time.Duration{2 * time.Second} })
+	base := serveWeb(t, ctx, app)
+	inSession := func(target, session string) map[string]any {
+		b := fsWrite(target)
+		b["session_id"] = session
+		return b
+	}
+	while := apiRequest(t, base, fsWrite("/srv/logs/app.log"))
+	sess := apiRequest(t, base, inSession("/srv/notes/n.md", "s-1"))
+
+	browser, closeBrowser := newBrowser(ctx, chromium, t.TempDir())
+	defer closeBrowser()
+	click := func(id string, decision approvals.Decision) {
+		t.Helper()
+		if err := chromedp.Do(browser,
+			chromedp.Click(chromedp.CSS("#req-"+id+` button[value="`+string(decision)+`"]`)),
+			chromedp.WaitNotPresent(chromedp.CSS("#req-"+id)),
+		); err != nil {
+			t.Fatalf("browser: %s: %v", decision, err)
+		}
+	}
+	grantOf := func(id string) policy.Grant {
+		t.Helper()
+		r := apiGet(t, base, id)
+		if r.Status != approvals.StatusAllowed || r.GrantID == nil {
+			t.Fatalf("%s after the click: %s, grant %v", id, r.Status, r.GrantID)
+		}
+		g, err := app.Grants.Get(ctx, *r.GrantID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	if err := chromedp.Do(browser, chromedp.Navigate(loginLink(t, app, base, "owner")),
+		chromedp.WaitVisible(chromedp.CSS("#req-"+sess.ID))); err != nil {
+		t.Fatalf("browser: open the page: %v", err)
+	}
+
+	click(while.ID, approvals.AllowFor)
+	if g := grantOf(while.ID); g.Target != "/srv/logs/app.log" || g.ExpiresAt == nil || g.ExpiresAt.Sub(g.GrantedAt) != 2*time.Second {
+		t.Fatalf("Allow for 2 s wrote %+v", g)
+	}
+	if r := apiSubmit(t, base, fsWrite("/srv/logs/app.log")); r.Status != approvals.StatusAllowed {
+		t.Fatalf("within the while: %s", r.Status)
+	}
+	offset.Add(int64(2 * time.Second))
+	if r := apiSubmit(t, base, fsWrite("/srv/logs/app.log")); r.Status != approvals.StatusPending {
+		t.Fatalf("after the while: %s, want asked again", r.Status)
+	}
+
+	click(sess.ID, approvals.AllowSession)
+	if g := grantOf(sess.ID); g.Agent != "a1" || g.SessionID != "s-1" || g.Target != "/srv/notes/n.md" {
+		t.Fatalf("Allow this session wrote %+v", g)
+	}
+	if r := apiSubmit(t, base, inSession("/srv/notes/n.md", "s-1")); r.Status != approvals.StatusAllowed {
+		t.Fatalf("the same session: %s", r.Status)
+	}
+	if r := apiSubmit(t, base, inSession("/srv/notes/n.md", "s-2")); r.Status != approvals.StatusPending {
+		t.Fatalf("a second session: %s, want asked again", r.Status)
 	}
 }

@@ -31,6 +31,12 @@ const webAgentToken = "tok-a1-web-test-012345678"
 // (Supervised, principal web/owner, cards on the web page).
 func newWebApp(t *testing.T, mutate func(*config.Config)) *gateway.App {
 	t.Helper()
+	return newWebAppAt(t, nil, mutate)
+}
+
+// newWebAppAt is newWebApp on the clock now (nil: the real one).
+func newWebAppAt(t *testing.T, now func() time.Time, mutate func(*config.Config)) *gateway.App {
+	t.Helper()
 	dir := t.TempDir()
 	cfg := config.Default()
 	cfg.Server.Timezone = "Asia/Tokyo" // not the machine's zone, and no summer time: times must say JST
@@ -42,7 +48,7 @@ func newWebApp(t *testing.T, mutate func(*config.Config)) *gateway.App {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: dir})
+	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: dir, Now: now})
 	if err != nil {
 		t.Fatalf("NewApp: %v", err)
 	}
