@@ -20,6 +20,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/gateway/discord/discordtest"
 	"github.com/metnos/gateway/gateway/slack/slacktest"
 	"github.com/metnos/gateway/gateway/telegram/telegramtest"
 )
@@ -44,13 +45,17 @@ type card struct {
 	slSeen    time.Time
 	slCount   int
 	slTSs     []string
+	dcMsg     string                        // Discord message id, "" until seen
+	dcData    map[approvals.Decision]string // custom ids of the buttons offered
+	dcCount   int
+	dcMsgs    []string
 	scheduled bool
 	quorum    bool // the card asks for two approvals: tap both channels, allowing
 }
 
 // tap is one button press the approver made.
 type tap struct {
-	Channel  string // "telegram" or "slack"
+	Channel  string // "telegram", "slack" or "discord"
 	Decision approvals.Decision
 	At       time.Time
 	QueryID  string // Telegram callback query id
@@ -64,8 +69,9 @@ type tap struct {
 type approver struct {
 	tg     *telegramtest.Server
 	sl     *slacktest.Server
-	secret string        // Slack signing secret
-	base   func() string // the gateway's URL (it changes across restarts)
+	dc     *discordtest.Server // nil: no Discord
+	secret string              // Slack signing secret
+	base   func() string       // the gateway's URL (it changes across restarts)
 	hc     *http.Client
 	user   tgbotapi.User
 	plan   func(id string) []string // nil: tap nothing by itself
@@ -78,6 +84,8 @@ type approver struct {
 	unknownSL int
 	tgNext    int
 	slNext    int64
+	dcNext    int
+	unknownDC int
 	pending   sync.WaitGroup // scheduled taps
 	slackHTTP []int          // statuses of interaction POSTs that were not 200
 }
@@ -87,7 +95,7 @@ func newApprover(tg *telegramtest.Server, sl *slacktest.Server, secret string, b
 		tg: tg, sl: sl, secret: secret, base: base,
 		hc:    &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: 10 * time.Second},
 		user:  tgbotapi.User{ID: tgApproverID, FirstName: "Roberto", UserName: "roberto"},
-		cards: map[string]*card{}, taps: map[string][]tap{}, tgNext: 1, slNext: 1,
+		cards: map[string]*card{}, taps: map[string][]tap{}, tgNext: 1, slNext: 1, dcNext: 1,
 	}
 }
 
@@ -115,6 +123,7 @@ func slackTS(n int64) string {
 
 // scan reads the messages posted since the last scan.
 func (a *approver) scan() {
+	a.scanDiscord()
 	for {
 		m, ok := a.tg.Message(tgChatID, a.tgNext)
 		if !ok {
@@ -192,6 +201,50 @@ func (a *approver) scan() {
 	}
 }
 
+// scanDiscord reads the Discord cards posted since the last scan.
+func (a *approver) scanDiscord() {
+	if a.dc == nil {
+		return
+	}
+	for {
+		m, ok := a.dc.MessageAt(a.dcNext)
+		if !ok {
+			return
+		}
+		a.dcNext++
+		if m.Ephemeral || m.ChannelID != discordChannel {
+			continue
+		}
+		data := map[approvals.Decision]string{}
+		id := ""
+		for _, b := range m.Buttons() {
+			if cb, err := cards.Decode(b); err == nil && cb.RequestID != "" {
+				if cb.Decision != "" && cb.Scope <= 1 && cb.For == 0 {
+					data[cb.Decision] = b
+				}
+				id = cb.RequestID
+			}
+		}
+		if id == "" {
+			id = requestIDPattern.FindString(m.Content)
+		}
+		a.mu.Lock()
+		if id == "" {
+			a.unknownDC++
+			a.mu.Unlock()
+			continue
+		}
+		c := a.cardLocked(id)
+		c.dcCount++
+		c.dcMsgs = append(c.dcMsgs, m.ID)
+		if c.dcMsg == "" {
+			c.dcMsg, c.dcData = m.ID, data
+		}
+		a.maybeScheduleLocked(c)
+		a.mu.Unlock()
+	}
+}
+
 func (a *approver) cardLocked(id string) *card {
 	c := a.cards[id]
 	if c == nil {
@@ -212,7 +265,7 @@ func (a *approver) maybeScheduleLocked(c *card) {
 		chans = []string{"telegram", "slack"} // two approvers, one on each
 	}
 	for _, ch := range chans {
-		if ch == "telegram" && len(c.tgData) == 0 || ch == "slack" && len(c.slActions) == 0 {
+		if ch == "telegram" && len(c.tgData) == 0 || ch == "slack" && len(c.slActions) == 0 || ch == "discord" && len(c.dcData) == 0 {
 			return // not there yet, or a card without buttons (already finished)
 		}
 	}
@@ -249,8 +302,11 @@ func (a *approver) pickDecisions(c *card, chans []string) []approvals.Decision {
 	var out []approvals.Decision
 	for _, ch := range chans {
 		offered := c.tgData
-		if ch == "slack" {
+		switch ch {
+		case "slack":
 			offered = c.slActions
+		case "discord":
+			offered = c.dcData
 		}
 		var opts []approvals.Decision
 		for _, d := range []approvals.Decision{approvals.AllowOnce, approvals.AllowAlways, approvals.Deny} {
@@ -272,9 +328,10 @@ func (a *approver) tap(id, ch string, d approvals.Decision) tap {
 	a.mu.Lock()
 	c := a.cards[id]
 	var msg int
-	var data, ts, action string
+	var data, ts, action, dcMsg, dcID string
 	if c != nil {
 		msg, data, ts, action = c.tgMsg, c.tgData[d], c.slTS, c.slActions[d]
+		dcMsg, dcID = c.dcMsg, c.dcData[d]
 	}
 	a.mu.Unlock()
 	rec := tap{Channel: ch, Decision: d, At: time.Now()}
@@ -283,6 +340,9 @@ func (a *approver) tap(id, ch string, d approvals.Decision) tap {
 		rec.QueryID = a.tg.Press(a.user, tgChatID, msg, data)
 	case ch == "slack" && action != "":
 		rec.Err = a.click(id, ts, action)
+	case ch == "discord" && dcID != "":
+		// Over the websocket; a connection that is down gets it on RESUME.
+		_, _, rec.Err = a.dc.Dispatch(discordtest.Interaction{UserID: discordApprover, MessageID: dcMsg, CustomID: dcID})
 	default:
 		rec.Err = fmt.Errorf("no %s button %s on the card of %s", ch, d, id)
 	}
@@ -331,7 +391,7 @@ func (a *approver) card(id string) (card, bool) {
 		return card{}, false
 	}
 	cp := *c
-	cp.tgMsgs, cp.slTSs = slices.Clone(c.tgMsgs), slices.Clone(c.slTSs)
+	cp.tgMsgs, cp.slTSs, cp.dcMsgs = slices.Clone(c.tgMsgs), slices.Clone(c.slTSs), slices.Clone(c.dcMsgs)
 	return cp, true
 }
 
@@ -343,6 +403,12 @@ func (a *approver) tapsOf(id string) []tap {
 
 // dupes counts requests with more than one card on a channel.
 func (a *approver) dupes() (tg, sl int) {
+	tg, sl, _ = a.dupes3()
+	return tg, sl
+}
+
+// dupes3 is dupes with Discord's.
+func (a *approver) dupes3() (tg, sl, dc int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, c := range a.cards {
@@ -352,8 +418,26 @@ func (a *approver) dupes() (tg, sl int) {
 		if c.slCount > 1 {
 			sl++
 		}
+		if c.dcCount > 1 {
+			dc++
+		}
 	}
-	return tg, sl
+	return tg, sl, dc
+}
+
+// discordDone reports whether the request's Discord cards (those seen)
+// show it finished: edited, no buttons.
+func (a *approver) discordDone(id string) bool {
+	c, ok := a.card(id)
+	if !ok || len(c.dcMsgs) == 0 {
+		return true
+	}
+	for _, mid := range c.dcMsgs {
+		if m, ok := a.dc.Message(mid); ok && m.Edits > 0 && len(m.Buttons()) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *approver) close() { a.hc.CloseIdleConnections() }

@@ -26,10 +26,14 @@ import (
 
 // Where the fakes put cards, and who may decide there.
 const (
-	tgChatID      int64 = -1001234567890
-	tgApproverID  int64 = 4242
-	slackChannel        = "C0SOAKAPPROVALS"
-	slackApprover       = "U0SOAKROBERTO"
+	tgChatID        int64 = -1001234567890
+	tgApproverID    int64 = 4242
+	slackChannel          = "C0SOAKAPPROVALS"
+	slackApprover         = "U0SOAKROBERTO"
+	discordAppID          = "1300000000000000001"
+	discordGuild          = "1300000000000000002"
+	discordChannel        = "1300000000000000003"
+	discordApprover       = "1300000000000004242"
 )
 
 // The secrets of a run. Each has a prefix that appears nowhere else, so
@@ -43,6 +47,7 @@ type secrets struct {
 	TelegramToken string // "<id>:SOAKBOT<hex>"
 	SlackBotToken string
 	SlackSigning  string
+	DiscordToken  string
 }
 
 func newSecrets() secrets {
@@ -50,6 +55,7 @@ func newSecrets() secrets {
 		TelegramToken: "7000001:SOAKBOT" + randHex(16),
 		SlackBotToken: "xoxb-soakbot-" + randHex(16),
 		SlackSigning:  "soaksign" + randHex(16),
+		DiscordToken:  "SOAKDISCORD." + randHex(16),
 	}
 }
 
@@ -58,7 +64,7 @@ func newSecrets() secrets {
 // tokens and argument values.
 func (s secrets) needles() []string {
 	_, tgTail, _ := strings.Cut(s.TelegramToken, ":")
-	return []string{s.TelegramToken, tgTail, s.SlackBotToken, s.SlackSigning, agentTokenPrefix, argValuePrefix}
+	return []string{s.TelegramToken, tgTail, s.SlackBotToken, s.SlackSigning, s.DiscordToken, agentTokenPrefix, argValuePrefix}
 }
 
 func randHex(n int) string {
@@ -96,6 +102,7 @@ type gwSpec struct {
 	Secrets          secrets
 	TelegramEndpoint string // "" = no Telegram
 	SlackAPI         string // "" = no Slack
+	DiscordAPI       string // "" = no Discord (gateway mode: its websocket from GET /gateway/bot)
 	Timeout          string // approvals.timeout
 	LogLevel         string
 	// Routes is TOML appended to the config ([[approvals.routes]] tables).
@@ -120,6 +127,9 @@ func (g gwSpec) write(t *testing.T) (string, []string) {
 	notify := `["web"]`
 	if g.TelegramEndpoint != "" && g.SlackAPI != "" {
 		notify = `["telegram", "slack", "web"]`
+		if g.DiscordAPI != "" {
+			notify = `["telegram", "slack", "discord", "web"]`
+		}
 	}
 	for i, a := range g.Agents {
 		fmt.Fprintf(&b, "[[agents]]\nid = %s\ntoken_env = %s\nautonomy = %s\nchannel = \"telegram\"\n",
@@ -137,6 +147,12 @@ func (g gwSpec) write(t *testing.T) (string, []string) {
 		fmt.Fprintf(&b, "channel_id = %s\napprovers = [%s]\nadmins = [%s]\napi_url = %s\n\n",
 			q(slackChannel), q(slackApprover), q(slackApprover), q(g.SlackAPI))
 		env = append(env, "SOAK_SLACK_BOT_TOKEN="+g.Secrets.SlackBotToken, "SOAK_SLACK_SIGNING_SECRET="+g.Secrets.SlackSigning)
+	}
+	if g.DiscordAPI != "" {
+		fmt.Fprintf(&b, "[discord]\ntoken_env = \"SOAK_DISCORD_TOKEN\"\napplication_id = %s\nguild_id = %s\nchannel_id = %s\n",
+			q(discordAppID), q(discordGuild), q(discordChannel))
+		fmt.Fprintf(&b, "approvers = [%s]\nadmins = [%s]\napi_url = %s\n\n", q(discordApprover), q(discordApprover), q(g.DiscordAPI))
+		env = append(env, "SOAK_DISCORD_TOKEN="+g.Secrets.DiscordToken)
 	}
 	b.WriteString(g.Routes)
 	path := filepath.Join(g.Dir, "gateway.toml")

@@ -3,6 +3,7 @@
 package soak
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -24,7 +25,7 @@ const (
 	mode429               // ok:false ratelimited with Retry-After
 )
 
-// faultProxy stands in front of the fake Slack and breaks it by the
+// faultProxy stands in front of the fake Slack (or Discord's REST API) and breaks it by the
 // clock: slacktest queues failures per call, and an outage is a span of
 // time, whatever the number of calls the gateway makes in it.
 type faultProxy struct {
@@ -72,7 +73,9 @@ func newFaultProxy(target string) *faultProxy {
 			w.Header().Set("Retry-After", strconv.Itoa(int(p.retryAfter.Load())))
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusTooManyRequests)
-			_, _ = w.Write([]byte(`{"ok":false,"error":"ratelimited"}`))
+			// Slack's and Discord's shapes at once: each client reads its own.
+			_, _ = fmt.Fprintf(w, `{"ok":false,"error":"ratelimited","message":"You are being rate limited.","retry_after":%d,"global":false}`,
+				p.retryAfter.Load())
 		default:
 			rp.ServeHTTP(w, r)
 		}

@@ -22,6 +22,8 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/discord"
+	"github.com/metnos/gateway/gateway/discord/discordtest"
 	"github.com/metnos/gateway/gateway/slack"
 	"github.com/metnos/gateway/gateway/slack/slacktest"
 	"github.com/metnos/gateway/gateway/telegram"
@@ -52,15 +54,19 @@ func runOutage(t *testing.T) {
 	tg := telegramtest.New(t, telegramtest.Options{Token: sec.TelegramToken, CallBuffer: 1})
 	sl := slacktest.New(slacktest.Options{BotToken: sec.SlackBotToken, CallBuffer: 1})
 	px := newFaultProxy(sl.URL)
+	dc := discordtest.New(discordtest.Options{Token: sec.DiscordToken, ApplicationID: discordAppID, GuildID: discordGuild,
+		ChannelID: discordChannel, HeartbeatInterval: time.Second})
+	pxd := newFaultProxy(dc.URL) // Discord's REST API; its websocket is reached directly, and dropped
+	setMode := func(m faultMode) { px.set(m); pxd.set(m) }
 	var closeFakes sync.Once
-	closeAll := func() { closeFakes.Do(func() { px.Close(); sl.Close(); tg.Close() }) }
+	closeAll := func() { closeFakes.Do(func() { px.Close(); pxd.Close(); dc.Close(); sl.Close(); tg.Close() }) }
 	defer closeAll()
 
 	dir := t.TempDir()
 	agents := makeAgents(20)
 	admin, workers := agents[len(agents)-1], agents[:len(agents)-1]
 	spec := gwSpec{Dir: dir, Agents: agents, Secrets: sec, TelegramEndpoint: tg.Endpoint(), SlackAPI: px.URL + "/",
-		Timeout: "10m", LogLevel: "debug"}
+		DiscordAPI: pxd.URL + "/api/v10", Timeout: "10m", LogLevel: "debug"}
 	cfgPath, env := spec.write(t)
 	getenv := func(k string) string {
 		for _, kv := range env {
@@ -79,11 +85,12 @@ func runOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(logf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	// The messengers as cmd/gateway builds them (messenger_telegram.go, messenger_slack.go).
+	// The messengers as cmd/gateway builds them (messenger_telegram.go, messenger_slack.go, messenger_discord.go).
 	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Logger: log, Home: dir,
 		Messengers: []gateway.MessengerFactory{
 			telegram.Factory(telegram.Options{Config: cfg.Telegram, Logger: log, GrantTTL: cfg.Policy.GrantTTL}),
 			slack.Factory(cfg.Slack, slack.Options{Logger: log}),
+			discord.Factory(cfg.Discord, discord.Options{Logger: log}),
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +122,7 @@ func runOutage(t *testing.T) {
 	base := "http://" + ln.Addr().String()
 
 	ap := newApprover(tg, sl, sec.SlackSigning, func() string { return base })
+	ap.dc = dc
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	watched := make(chan struct{})
 	go func() { ap.watch(watchCtx); close(watched) }()
@@ -238,7 +246,7 @@ func runOutage(t *testing.T) {
 	}
 	// delivered counts pending requests without a card on each fake, and
 	// finished ones whose cards still show them pending.
-	delivered := func() (missTG, missSL, stale int) {
+	delivered := func() (missTG, missSL, missDC, stale int) {
 		for _, id := range pendingIDs() {
 			c, _ := ap.card(id)
 			if c.tgCount == 0 {
@@ -246,6 +254,9 @@ func runOutage(t *testing.T) {
 			}
 			if c.slCount == 0 {
 				missSL++
+			}
+			if c.dcCount == 0 {
+				missDC++
 			}
 		}
 		mu.Lock()
@@ -256,22 +267,22 @@ func runOutage(t *testing.T) {
 			if err != nil || r.Status == approvals.StatusPending {
 				continue
 			}
-			if tgDone, slDone := ap.finishedOnCards(q.ID); !tgDone || !slDone {
+			if tgDone, slDone := ap.finishedOnCards(q.ID); !tgDone || !slDone || !ap.discordDone(q.ID) {
 				stale++
 			}
 		}
-		return missTG, missSL, stale
+		return missTG, missSL, missDC, stale
 	}
 	waitDelivered := func(d time.Duration) (time.Duration, bool) {
 		start := time.Now()
 		for {
-			a, b, c := delivered()
-			if a+b+c == 0 {
+			a, b, e, c := delivered()
+			if a+b+e+c == 0 {
 				return time.Since(start), true
 			}
 			if time.Since(start) > d {
-				failf(t, sc, "after %s: %d pending requests without a Telegram card, %d without a Slack card, %d finished ones still shown pending",
-					d, a, b, c)
+				failf(t, sc, "after %s: %d pending requests without a Telegram card, %d without a Slack card, %d without a Discord card, %d finished ones still shown pending",
+					d, a, b, e, c)
 				return time.Since(start), false
 			}
 			time.Sleep(250 * time.Millisecond)
@@ -296,36 +307,39 @@ func runOutage(t *testing.T) {
 		tg.Inject(m, telegramtest.Fault{Hang: true, Until: t0.Add(2 * third)})
 		tg.Inject(m, telegramtest.Fault{Status: http.StatusBadGateway, HTML: true, Until: t0.Add(outage)})
 	}
-	px.set(mode500)
+	setMode(mode500)
+	dc.Drop() // and Discord's websocket goes down with its REST API
 	schedule := func(at time.Time, f func()) *time.Timer { return time.AfterFunc(time.Until(at), f) }
-	schedule(t0.Add(third), func() { px.set(modeHang) })
-	schedule(t0.Add(2*third), func() { px.set(mode500) })
-	t.Logf("outage: both fakes answer 500, hang, then 502 for %s", outage)
+	schedule(t0.Add(third), func() { setMode(modeHang) })
+	schedule(t0.Add(2*third), func() { setMode(mode500) })
+	t.Logf("outage: the fakes answer 500, hang, then 502 for %s", outage)
 	run("outage", outage)
 
 	// Phase 2: 429 storms: 8 s of 429 (retry after 3 s), 2 s of calm.
 	t1 := time.Now()
 	px.retryAfter.Store(3)
+	pxd.retryAfter.Store(3)
 	stormEnd := t1.Add(storm)
 	for w := t1; w.Before(stormEnd); w = w.Add(10 * time.Second) {
 		on, off := w, minTime(w.Add(8*time.Second), stormEnd)
 		schedule(on, func() {
 			tg.Inject("", telegramtest.Fault{Status: http.StatusTooManyRequests, RetryAfter: 3, Until: off})
-			px.set(mode429)
+			setMode(mode429)
+			dc.Reconnect() // op 7 in every storm: the session resumes
 		})
-		schedule(off, func() { px.set(modeHealthy) })
+		schedule(off, func() { setMode(modeHealthy) })
 	}
 	t.Logf("429 storms for %s", storm)
 	run("storms", storm)
 	time.Sleep(time.Until(stormEnd))
-	px.set(modeHealthy)
+	setMode(modeHealthy)
 	tg.ClearFaults()
 	recovered := time.Now()
 
 	// Phase 3: healthy again: every card arrives, finished ones are edited.
 	drain, ok := waitDelivered(4 * time.Minute)
 	t.Logf("after the storms: every card delivered in %s (%v)", drain.Round(time.Millisecond), ok)
-	dupTG, dupSL := ap.dupes()
+	dupTG, dupSL, dupDC := ap.dupes3()
 
 	// The person answers every pending request, alternating channels.
 	pend := pendingIDs()
@@ -337,7 +351,7 @@ func runOutage(t *testing.T) {
 		if !ok {
 			continue
 		}
-		chans := tapPlan(id)
+		chans := outageTapPlan(id)
 		ds := ap.pickDecisions(&c, chans)
 		tapped++
 		for i, ch := range chans {
@@ -400,8 +414,8 @@ func runOutage(t *testing.T) {
 	if len(ac.Requests) != len(all) {
 		failf(t, sc, "the database holds %d requests, the agents created %d", len(ac.Requests), len(all))
 	}
-	if dupTG+dupSL != 0 {
-		failf(t, sc, "duplicate cards: Telegram %d, Slack %d", dupTG, dupSL)
+	if dupTG+dupSL+dupDC != 0 {
+		failf(t, sc, "duplicate cards: Telegram %d, Slack %d, Discord %d", dupTG, dupSL, dupDC)
 	}
 
 	// Faults as the fakes saw them.
@@ -418,13 +432,15 @@ func runOutage(t *testing.T) {
 			tg429At = append(tg429At, c.At)
 		}
 	}
-	tgCards, slCards := 0, 0
+	tgCards, slCards, dcCards := 0, 0, 0
 	for _, q := range all {
 		if c, ok := ap.card(q.ID); ok {
 			tgCards += c.tgCount
 			slCards += c.slCount
+			dcCards += c.dcCount
 		}
 	}
+	dcConnects, dcIdentifies, dcResumes := dc.Counts()
 
 	// Stop everything and look for leaked goroutines.
 	cl.close()
@@ -438,24 +454,27 @@ func runOutage(t *testing.T) {
 		failf(t, sc, "goleak: %v", leakErr)
 	}
 
-	for name, g := range map[string]time.Duration{"Telegram": minGap(tg429At, 7*time.Second), "Slack": px.minGap429(7 * time.Second)} {
+	for name, g := range map[string]time.Duration{"Telegram": minGap(tg429At, 7*time.Second), "Slack": px.minGap429(7 * time.Second),
+		"Discord": pxd.minGap429(7 * time.Second)} {
 		if g >= 0 && g < 2900*time.Millisecond {
 			failf(t, sc, "%s was called again %s after a 429 asking for 3 s", name, g)
 		}
 	}
-	report.add(sc, "setup", "in-process gateway.NewApp + Serve on 127.0.0.1:0 (messengers as cmd/gateway builds them), 19 agents + admin; Telegram faults by telegramtest.Inject, Slack faults by a proxy in front of slacktest")
+	report.add(sc, "setup", "in-process gateway.NewApp + Serve on 127.0.0.1:0 (messengers as cmd/gateway builds them), 19 agents + admin; Telegram faults by telegramtest.Inject, Slack and Discord faults by a proxy in front of slacktest and of discordtest's REST API; Discord in gateway mode, its websocket dropped when the outage begins and sent RECONNECT (op 7) in every storm")
 	report.add(sc, "outage", "%s: 500 for %s, hangs (the client times out) for %s, HTML 502/500 for %s — every Bot API method incl. getUpdates, every Slack call",
 		outage, third.Round(time.Second), third.Round(time.Second), (outage - 2*third).Round(time.Second))
 	report.add(sc, "429 storms", "%s: 8 s of 429 (retry_after / Retry-After 3 s), 2 s calm, repeated", storm)
 	report.add(sc, "requests", "%d (healthy %d, during the outage %d, during the storms %d); %d decided and %d cancelled through the API meanwhile; %d expired (10 s timeout)",
 		len(all), phaseN["healthy"], phaseN["outage"], phaseN["storms"], apiDecided, apiCancelled, expired)
-	report.add(sc, "failed calls seen by the fakes", "Telegram: %d 5xx, %d hung, %d 429 · Slack: %d 500, %d hung, %d 429",
-		tg5xx, tgHung, tg429, px.count(mode500), px.count(modeHang), px.count(mode429))
-	report.add(sc, "retry-after honoured", "shortest gap between two 429'd calls in a storm: Telegram %s, Slack %s (asked: 3 s)",
-		gapString(minGap(tg429At, 7*time.Second)), gapString(px.minGap429(7*time.Second)))
-	report.add(sc, "after recovery", "every card delivered %s after the last storm ended (%s after the outage began): %d Telegram + %d Slack cards, %d duplicates, 0 missing; finished requests' cards edited",
-		ms(drain), (recovered.Sub(t0) + drain).Round(time.Second), tgCards, slCards, dupTG+dupSL)
-	report.add(sc, "then", "%d pending requests tapped (Telegram/Slack alternating, 1 in 10 on both): %d lost, %d in a wrong state; every agent got its answer",
+	report.add(sc, "failed calls seen by the fakes", "Telegram: %d 5xx, %d hung, %d 429 · Slack: %d 500, %d hung, %d 429 · Discord: %d 500, %d hung, %d 429",
+		tg5xx, tgHung, tg429, px.count(mode500), px.count(modeHang), px.count(mode429),
+		pxd.count(mode500), pxd.count(modeHang), pxd.count(mode429))
+	report.add(sc, "retry-after honoured", "shortest gap between two 429'd calls in a storm: Telegram %s, Slack %s, Discord %s (asked: 3 s)",
+		gapString(minGap(tg429At, 7*time.Second)), gapString(px.minGap429(7*time.Second)), gapString(pxd.minGap429(7*time.Second)))
+	report.add(sc, "Discord websocket", "%d connections, %d IDENTIFY, %d RESUME", dcConnects, dcIdentifies, dcResumes)
+	report.add(sc, "after recovery", "every card delivered %s after the last storm ended (%s after the outage began): %d Telegram + %d Slack + %d Discord cards, %d duplicates, 0 missing; finished requests' cards edited",
+		ms(drain), (recovered.Sub(t0) + drain).Round(time.Second), tgCards, slCards, dcCards, dupTG+dupSL+dupDC)
+	report.add(sc, "then", "%d pending requests tapped (Telegram/Slack/Discord in turn, 1 in 10 on two): %d lost, %d in a wrong state; every agent got its answer",
 		tapped, lost, wrong)
 	report.add(sc, "audit trail", "%d rows, ids 1..%d, %d gaps, %d problems", ac.Rows, ac.MaxID, ac.Gaps, len(ac.Problems))
 	leakText := "none"
@@ -465,6 +484,17 @@ func runOutage(t *testing.T) {
 	report.add(sc, "goroutine leaks (goleak.Find after shutdown)", "%s; test process goroutines %d before, %d after", leakText, before, after)
 	report.add(sc, "host load average (1/5/15 min)", "%s at the start → %s at the end", loadStart, loadAvg())
 	checkNoSecrets(t, sc, sec, []string{spec.logPath()}, spec.vaglioDir(), dbDir(spec.dbPath()))
+}
+
+// outageTapPlan is where the person answers a request in the outage
+// scenario: Telegram, Slack or Discord, one in ten on two of them.
+func outageTapPlan(id string) []string {
+	chans := []string{"telegram", "slack", "discord"}
+	h := hashOf(id)
+	if h%10 == 0 {
+		return []string{chans[h/10%3], chans[(h/10+1)%3]}
+	}
+	return []string{chans[h%3]}
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -79,11 +78,7 @@ type Messenger struct {
 	admin    map[string]bool
 	roles    roleCache
 
-	jobsMu   sync.Mutex
-	jobs     sync.WaitGroup
-	closed   bool
-	jobCtx   context.Context
-	stopJobs context.CancelFunc
+	jobs *gateway.Jobs // work after an interaction was answered
 }
 
 var (
@@ -167,7 +162,7 @@ func New(svc *approvals.Service, cfg config.Discord, o Options) (*Messenger, err
 		pubKey: pub, approver: set(cfg.Approvers), admin: set(cfg.Admins),
 	}
 	m.replays = &replays{db: svc.DB(), log: m.log}
-	m.jobCtx, m.stopJobs = context.WithCancel(context.Background())
+	m.jobs = gateway.NewJobs(m.log, jobTimeout)
 	return m, nil
 }
 
@@ -319,43 +314,12 @@ func (m *Messenger) Run(ctx context.Context) error {
 }
 
 // goJob runs work after Discord has been answered (it wants an answer
-// within 3 s). Jobs are tracked so shutdown waits for them.
-func (m *Messenger) goJob(work func(ctx context.Context)) {
-	m.jobsMu.Lock()
-	defer m.jobsMu.Unlock()
-	if m.closed {
-		m.log.Warn("shutting down; dropped discord work")
-		return
-	}
-	m.jobs.Add(1)
-	jobCtx := m.jobCtx
-	go func() {
-		defer m.jobs.Done()
-		ctx, cancel := context.WithTimeout(jobCtx, jobTimeout)
-		defer cancel()
-		work(ctx)
-	}()
-}
+// within 3 s).
+func (m *Messenger) goJob(work func(ctx context.Context)) { m.jobs.Go(work) }
 
-// shutdown lets acknowledged work finish for a few seconds, then cancels
-// what is left, and drops idle connections; then takes work again (a
-// replica that stops leading still serves HTTP interactions).
+// shutdown lets acknowledged work finish for a few seconds, cancels what
+// is left, and drops idle connections.
 func (m *Messenger) shutdown() {
-	m.jobsMu.Lock()
-	m.closed = true
-	m.jobsMu.Unlock()
-	done := make(chan struct{})
-	go func() { m.jobs.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(shutdownGrace):
-		m.stopJobs()
-		<-done
-	}
-	m.stopJobs()
+	m.jobs.Drain(shutdownGrace)
 	m.http.CloseIdleConnections()
-	m.jobsMu.Lock()
-	m.jobCtx, m.stopJobs = context.WithCancel(context.Background())
-	m.closed = false
-	m.jobsMu.Unlock()
 }

@@ -314,3 +314,22 @@ func TestDiscord_SlashCommands(t *testing.T) {
 	}
 	noMentionsAnywhere(t, h)
 }
+
+// Expiry edits the card: the outcome, no buttons.
+func TestDiscord_ExpiryEditsCard(t *testing.T) {
+	h := newHarness(t)
+	h.submit(fsWrite("/srv/expires.txt"), "0s")
+	id, card := h.cardN(1)
+	h.offset.Add(int64(11 * time.Minute)) // past approvals.timeout, by the gateway's clock
+	h.fake.Await(t, waitFor, "the expired card", func(s *discordtest.Server) bool {
+		m, _ := s.MessageLocked(card.ID)
+		return m.Edits > 0
+	})
+	if r := h.get(id); r.Status != approvals.StatusExpired {
+		t.Fatalf("status %s", r.Status)
+	}
+	h.fake.Await(t, waitFor, "the expired card", func(s *discordtest.Server) bool {
+		m, _ := s.MessageLocked(card.ID)
+		return m.Edits > 0 && len(m.Buttons()) == 0 && strings.Contains(m.Content, "xpired")
+	})
+}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,6 +51,7 @@ type harness struct {
 	base   string
 	client *http.Client
 	tg     *telegramtest.Server // with withTelegram
+	offset atomic.Int64         // added to the gateway's clock
 
 	cancel    context.CancelFunc
 	serveDone chan struct{}
@@ -117,12 +119,12 @@ func (h *harness) start() {
 	h.logw = &testLog{t: t}
 	logger := slog.New(slog.NewTextHandler(h.logw, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ms := []gateway.MessengerFactory{discord.Factory(h.cfg.Discord, discord.Options{Logger: logger,
-		Location: h.cfg.Server.Zone(), Backoff: 50 * time.Millisecond})}
+		Location: h.cfg.Server.Zone(), Now: h.now, Backoff: 50 * time.Millisecond})}
 	if h.tg != nil {
 		ms = append(ms, telegram.Factory(telegram.Options{Config: h.cfg.Telegram, Logger: logger, Location: time.UTC,
 			GrantTTL: h.cfg.Policy.GrantTTL, PollTimeout: 2 * time.Second, CallTimeout: 2 * time.Second}))
 	}
-	app, err := gateway.NewApp(context.Background(), h.cfg, gateway.AppOptions{Logger: logger, Messengers: ms})
+	app, err := gateway.NewApp(context.Background(), h.cfg, gateway.AppOptions{Logger: logger, Now: h.now, Messengers: ms})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,6 +146,8 @@ func (h *harness) start() {
 		h.fake.Await(t, waitFor, "the gateway session", func(s *discordtest.Server) bool { return s.ConnectedLocked() })
 	}
 }
+
+func (h *harness) now() time.Time { return time.Now().Add(time.Duration(h.offset.Load())) }
 
 // stop shuts the gateway down as SIGTERM would.
 func (h *harness) stop() {

@@ -94,11 +94,7 @@ type Messenger struct {
 	admin    map[string]bool
 	groups   groupCache // members of the user groups routes name
 
-	jobsMu   sync.Mutex
-	jobs     sync.WaitGroup
-	closed   bool
-	jobCtx   context.Context
-	stopJobs context.CancelFunc
+	jobs *gateway.Jobs // work after Slack was answered
 
 	homeMu    sync.Mutex
 	homeUsers []string // who opened the Home tab, most recent last
@@ -165,7 +161,7 @@ func New(svc *approvals.Service, cfg config.Slack, o Options) (*Messenger, error
 	}
 	m.api = m.client(false)
 	m.replays = newReplayStore(svc.DB(), replayTTL, time.Now, m.log)
-	m.jobCtx, m.stopJobs = context.WithCancel(context.Background())
+	m.jobs = gateway.NewJobs(m.log, jobTimeout)
 	return m, nil
 }
 
@@ -377,44 +373,11 @@ func (m *Messenger) ourTeam(ctx context.Context, team string) bool {
 // goJob runs work after Slack has been answered: Slack wants an answer
 // within 3 seconds, and a decision or a listing may take longer under load.
 // Jobs are tracked so shutdown waits for them.
-func (m *Messenger) goJob(work func(ctx context.Context)) {
-	m.jobsMu.Lock()
-	defer m.jobsMu.Unlock()
-	if m.closed {
-		m.log.Warn("shutting down; dropped slack work")
-		return
-	}
-	m.jobs.Add(1)
-	jobCtx := m.jobCtx // shutdown replaces it
-	go func() {
-		defer m.jobs.Done()
-		ctx, cancel := context.WithTimeout(jobCtx, jobTimeout)
-		defer cancel()
-		work(ctx)
-	}()
-}
+func (m *Messenger) goJob(work func(ctx context.Context)) { m.jobs.Go(work) }
 
 // shutdown lets acknowledged work finish for a few seconds, then cancels
-// what is left, and drops idle connections. Then it takes work again: with
-// several replicas Run runs only while this replica leads (see
-// gateway.App), and a replica that stops leading still serves Slack's
-// HTTP interactivity, and may lead again.
+// what is left, and drops idle connections (see gateway.Jobs.Drain).
 func (m *Messenger) shutdown() {
-	m.jobsMu.Lock()
-	m.closed = true
-	m.jobsMu.Unlock()
-	done := make(chan struct{})
-	go func() { m.jobs.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(shutdownGrace):
-		m.stopJobs()
-		<-done
-	}
-	m.stopJobs()
+	m.jobs.Drain(shutdownGrace)
 	m.http.CloseIdleConnections()
-	m.jobsMu.Lock()
-	m.jobCtx, m.stopJobs = context.WithCancel(context.Background())
-	m.closed = false
-	m.jobsMu.Unlock()
 }

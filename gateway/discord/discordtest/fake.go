@@ -252,6 +252,21 @@ func (s *Server) Messages(channel string) []Message {
 	return s.MessagesLocked(channel)
 }
 
+// MessageAt returns the n-th message created (from 1), in any channel,
+// ephemeral ones included: a reader can follow the channel as it grows.
+func (s *Server) MessageAt(n int) (Message, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n < 1 || n > len(s.order) {
+		return Message{}, false
+	}
+	m, ok := s.messages[s.order[n-1]]
+	if !ok { // deleted
+		return Message{ID: s.order[n-1]}, true
+	}
+	return *m, true
+}
+
 // MessageLocked returns one message.
 func (s *Server) MessageLocked(id string) (Message, bool) {
 	m, ok := s.messages[id]

@@ -2,6 +2,7 @@ package discordtest
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -223,15 +224,24 @@ func (s *Server) currentLocked() *session {
 // the interaction's id and token.
 func (s *Server) Tap(t testing.TB, in Interaction) (id, token string) {
 	t.Helper()
+	id, token, err := s.Dispatch(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, token
+}
+
+// Dispatch is Tap for callers without a testing.TB.
+func (s *Server) Dispatch(in Interaction) (id, token string, err error) {
 	body, id, token := s.Payload(in)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess := s.currentLocked()
 	if sess == nil {
-		t.Fatal("discordtest: no gateway session to dispatch to")
+		return "", "", errors.New("discordtest: no gateway session to dispatch to")
 	}
 	_ = s.dispatchLocked(sess, "INTERACTION_CREATE", json.RawMessage(body))
-	return id, token
+	return id, token, nil
 }
 
 // Drop cuts every gateway connection without a close frame, as a network
