@@ -11,7 +11,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/gateway"
 )
 
 // upstreamMCP is a streamable-HTTP MCP server with two tools, read
@@ -19,7 +21,7 @@ import (
 func upstreamMCP(t *testing.T, token string) (url string, runs *atomic.Int32) {
 	runs = new(atomic.Int32)
 	s := mcp.NewServer(&mcp.Implementation{Name: "upstream"}, nil)
-	for _, name := range []string{"read", "clock"} {
+	for _, name := range []string{"read", "clock", "extra"} {
 		mcp.AddTool(s, &mcp.Tool{Name: name}, func(context.Context, *mcp.CallToolRequest, map[string]any) (*mcp.CallToolResult, any, error) {
 			runs.Add(1)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " ran"}}}, nil, nil
@@ -80,6 +82,42 @@ func TestMCPProxy_Endpoints(t *testing.T) {
 	g.want(t, http.StatusUnauthorized, "POST", "/mcp/remote", "", "{}")
 }
 
+// TestMCPProxy_UnmappedToolAsksAPerson: with unknown_tool = "ask", a
+// tool the map does not name is a code:exec request on mcp:<server>/<tool>
+// that waits for a person; it runs on Allow once.
+func TestMCPProxy_UnmappedToolAsksAPerson(t *testing.T) {
+	url, runs := upstreamMCP(t, "up-secret-1")
+	g := mcpProxyGateway(t, url)
+	events := g.openEvents(t, tokA1)
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: g.URL + "/mcp/remote", HTTPClient: &http.Client{Transport: bearerRT{tokA1}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "extra", Arguments: map[string]any{"x": 1}})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	var req gateway.RequiredEvent
+	decodeInto(t, events.nextNamed(t, approvals.EventRequired), &req)
+	if req.Capability != "code:exec" || req.Target != "mcp:remote/extra" {
+		t.Fatalf("asked %+v", req)
+	}
+	if runs.Load() != 0 {
+		t.Fatal("the tool ran before anyone decided")
+	}
+	g.want(t, http.StatusOK, "POST", "/v1/requests/"+req.ID+"/decision", tokAdmin, jsonBody{"decision": "allow_once"})
+	if res := <-done; res == nil || res.IsError || runs.Load() != 1 {
+		t.Fatalf("after Allow once: %+v, %d runs", res, runs.Load())
+	}
+}
+
 // TestMCPProxy_ListLeavesOutDenied: a tool whose capability the agent's
 // profile denies is not listed (unless include_blocked), and its calls are
 // refused without reaching the server.
@@ -91,8 +129,8 @@ func TestMCPProxy_ListLeavesOutDenied(t *testing.T) {
 		path string
 		want []string
 	}{
-		{"/mcp/remote", []string{"clock"}},
-		{"/mcp/remote?include_blocked=true", []string{"clock", "read"}},
+		{"/mcp/remote", []string{"clock", "extra"}},
+		{"/mcp/remote?include_blocked=true", []string{"clock", "extra", "read"}},
 	} {
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent"}, nil).Connect(ctx,
 			&mcp.StreamableClientTransport{Endpoint: g.URL + c.path, HTTPClient: &http.Client{Transport: bearerRT{tokA2}}}, nil)
@@ -143,7 +181,7 @@ func TestMCPProxy_URLUpstream(t *testing.T) {
 	}
 	defer cs.Close()
 	list, err := cs.ListTools(ctx, nil)
-	if err != nil || len(list.Tools) != 2 {
+	if err != nil || len(list.Tools) != 3 {
 		t.Fatalf("tools/list %+v %v", list, err)
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "clock"})
