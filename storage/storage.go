@@ -13,7 +13,6 @@ package storage
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,18 +20,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite" // pure Go, no cgo
 )
-
-//go:embed migrations/sqlite/*.sql migrations/postgres/*.sql
-var migrationFiles embed.FS
 
 // Dialect names the SQL engine of a DB.
 type Dialect string
@@ -52,9 +45,6 @@ func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
 
 // ParseTime reads a time written by FormatTime.
 func ParseTime(s string) (time.Time, error) { return time.Parse(TimeFormat, s) }
-
-// ErrTooNew is returned when the database was migrated by a newer binary.
-var ErrTooNew = errors.New("database schema is newer than this binary")
 
 // Querier is what both *sql.DB and *sql.Tx provide, so a store method can
 // run inside a transaction that its caller owns.
@@ -118,10 +108,6 @@ const writeWait = 10 * time.Second
 
 // ErrBusy is returned by InTx after waiting writeWait for another write.
 var ErrBusy = errors.New("storage: database busy: another write held it for too long")
-
-// maxStmts bounds the statement cache; a query past it runs unprepared.
-// The gateway's SQL is a few dozen constants.
-const maxStmts = 256
 
 // maxConns is the size of the connection pool. database/sql keeps only 2
 // idle connections by default, so under concurrent load it opened and
@@ -206,138 +192,6 @@ func (db *DB) Name() string {
 	return db.Path
 }
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the numbered migrations of one engine, oldest first.
-// Each engine has its own directory with the same numbers: the schemas
-// mirror each other, in each engine's own DDL.
-func migrations(d Dialect) ([]migration, error) {
-	dir := "migrations/" + string(d)
-	entries, err := fs.ReadDir(migrationFiles, dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("migration file %s: name must start with a number and _", e.Name())
-		}
-		b, err := migrationFiles.ReadFile(dir + "/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{v, e.Name(), string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	return out, nil
-}
-
-// SchemaVersion is the newest migration this binary knows.
-func SchemaVersion() int {
-	ms, _ := migrations(SQLite)
-	if len(ms) == 0 {
-		return 0
-	}
-	return ms[len(ms)-1].version
-}
-
-// Version returns the schema version the database is at.
-func (db *DB) Version(ctx context.Context) (int, error) {
-	var current int
-	err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&current)
-	return current, err
-}
-
-// migrationLock serializes migrations: on SQLite the immediate transaction
-// is the lock already; on PostgreSQL several replicas may start at once,
-// so each migration transaction first takes a transaction-level advisory
-// lock (released at commit).
-func (db *DB) migrationLock(ctx context.Context, tx *sql.Tx) error {
-	if db.pg == nil {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, db.pg.migrateKey)
-	return err
-}
-
-func (db *DB) migrate(ctx context.Context) error {
-	err := func() error {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		if err := db.migrationLock(ctx, tx); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
-			return err
-		}
-		return tx.Commit()
-	}()
-	if err != nil {
-		return err
-	}
-	ms, err := migrations(db.Dialect)
-	if err != nil {
-		return err
-	}
-	current, err := db.Version(ctx)
-	if err != nil {
-		return err
-	}
-	if len(ms) > 0 && current > ms[len(ms)-1].version {
-		return fmt.Errorf("%w: database at version %d, binary knows up to %d; upgrade the gateway",
-			ErrTooNew, current, ms[len(ms)-1].version)
-	}
-	for _, m := range ms {
-		if m.version <= current {
-			continue
-		}
-		if err := db.apply(ctx, m); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
-		}
-	}
-	if err := db.ensureGenesis(ctx); err != nil {
-		return fmt.Errorf("audit chain genesis: %w", err)
-	}
-	return nil
-}
-
-func (db *DB) apply(ctx context.Context, m migration) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := db.migrationLock(ctx, tx); err != nil {
-		return err
-	}
-	// A concurrent opener may have applied it while we waited for the lock.
-	var done int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_version WHERE version = $1`, m.version).Scan(&done); err != nil {
-		return err
-	}
-	if done > 0 {
-		return nil
-	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, name, applied_at) VALUES ($1, $2, $3)`,
-		m.version, m.name, FormatTime(time.Now())); err != nil {
-		return err
-	}
-	return tx.Commit()
-}
-
 // Ping checks the database answers a query (for /readyz).
 func (db *DB) Ping(ctx context.Context) error {
 	var one int
@@ -396,170 +250,6 @@ func (db *DB) lockWrite(ctx context.Context) (unlock func(), err error) {
 	case <-wait.C:
 		return nil, ErrBusy
 	}
-}
-
-// stmt returns the cached prepared statement of query, preparing it on
-// first use; nil when it cannot be cached (then the caller runs it
-// unprepared).
-func (db *DB) stmt(ctx context.Context, query string) *sql.Stmt {
-	if db.pg != nil {
-		return nil // pgx keeps its own cache of prepared statements per connection
-	}
-	db.stmtMu.RLock()
-	st := db.stmts[query]
-	db.stmtMu.RUnlock()
-	if st != nil {
-		return st
-	}
-	// Only single statements: preparing "a; b" would run just a.
-	if strings.Contains(strings.TrimRight(strings.TrimSpace(query), ";"), ";") {
-		return nil
-	}
-	// Prepare without the lock: preparing needs a connection, and the
-	// holders of every connection may be waiting for this lock.
-	st, err := db.DB.PrepareContext(ctx, anonymous(query))
-	if err != nil {
-		return nil // the unprepared call reports the error
-	}
-	db.stmtMu.Lock()
-	defer db.stmtMu.Unlock()
-	if cur := db.stmts[query]; cur != nil || len(db.stmts) >= maxStmts {
-		st.Close()
-		return cur
-	}
-	db.stmts[query] = st
-	return st
-}
-
-// anonymous returns query with its parameters $1 … $n written "?" when
-// they appear in that order, each once (outside quoted text), and query
-// as it is otherwise. SQLite binds "$1" by name, and the driver looks up
-// and copies every parameter's name on every call: a tenth of the cost of
-// a wide INSERT.
-func anonymous(query string) string {
-	var b strings.Builder
-	next := 1
-	var quote byte
-	for i := 0; i < len(query); i++ {
-		c := query[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '\'' || c == '"':
-			quote = c
-		case c == '$':
-			j := i + 1
-			for j < len(query) && query[j] >= '0' && query[j] <= '9' {
-				j++
-			}
-			if n, err := strconv.Atoi(query[i+1 : j]); err != nil || n != next {
-				return query
-			}
-			next++
-			b.WriteByte('?')
-			i = j - 1
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
-}
-
-// ExecContext is sql.DB.ExecContext through the statement cache.
-func (db *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st := db.stmt(ctx, query); st != nil {
-		return st.ExecContext(ctx, args...)
-	}
-	return db.DB.ExecContext(ctx, query, args...)
-}
-
-// QueryContext is sql.DB.QueryContext through the statement cache.
-func (db *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := db.stmt(ctx, query); st != nil {
-		return st.QueryContext(ctx, args...)
-	}
-	return db.DB.QueryContext(ctx, query, args...)
-}
-
-// QueryRowContext is sql.DB.QueryRowContext through the statement cache.
-func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := db.stmt(ctx, query); st != nil {
-		return st.QueryRowContext(ctx, args...)
-	}
-	return db.DB.QueryRowContext(ctx, query, args...)
-}
-
-// tx returns the Querier InTx and GroupTx hand their functions: tx with
-// the statement cache, through which audit rows join the chain.
-func (db *DB) tx(tx *sql.Tx) Querier { return txQuerier{db: db, tx: tx} }
-
-type txQuerier struct {
-	db *DB
-	tx *sql.Tx
-}
-
-// txStmt returns the cached statement of query for use in a transaction,
-// or nil. It never prepares one itself: preparing needs a second
-// connection, and the transaction holds the write lock that the holders of
-// every other connection may be waiting for (a deadlock until the busy
-// timeout). A statement not cached yet runs unprepared on the transaction
-// and is prepared in the background, for the next time.
-func (q txQuerier) txStmt(query string) *sql.Stmt {
-	if q.db.pg != nil {
-		return nil
-	}
-	q.db.stmtMu.RLock()
-	st := q.db.stmts[query]
-	q.db.stmtMu.RUnlock()
-	if st == nil {
-		if _, started := q.db.warming.LoadOrStore(query, true); !started {
-			go q.db.stmt(context.Background(), query)
-		}
-	}
-	return st
-}
-
-// bound is st bound to the transaction. A transaction of InTx or GroupTx
-// binds each statement once (the group's writer ran the same two inserts
-// for every call of its group, and each binding is an allocation and a
-// trip through database/sql's locks).
-func (q txQuerier) bound(ctx context.Context, st *sql.Stmt) *sql.Stmt {
-	c := q.db.cursor.Load()
-	if c == nil || c.tx != q.tx {
-		return q.tx.StmtContext(ctx, st)
-	}
-	if b := c.stmts[st]; b != nil {
-		return b
-	}
-	b := q.tx.StmtContext(ctx, st)
-	if c.stmts == nil {
-		c.stmts = map[*sql.Stmt]*sql.Stmt{}
-	}
-	c.stmts[st] = b
-	return b
-}
-
-func (q txQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st := q.txStmt(query); st != nil {
-		return q.bound(ctx, st).ExecContext(ctx, args...)
-	}
-	return q.tx.ExecContext(ctx, query, args...)
-}
-
-func (q txQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := q.txStmt(query); st != nil {
-		return q.bound(ctx, st).QueryContext(ctx, args...)
-	}
-	return q.tx.QueryContext(ctx, query, args...)
-}
-
-func (q txQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := q.txStmt(query); st != nil {
-		return q.bound(ctx, st).QueryRowContext(ctx, args...)
-	}
-	return q.tx.QueryRowContext(ctx, query, args...)
 }
 
 // closeWait bounds how long Close waits for the connections still open.
