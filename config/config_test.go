@@ -162,7 +162,7 @@ func TestLoad_ExampleFile(t *testing.T) {
 		{"agent mode", cfg.Agents[0].Mode, policy.ModeAsk},
 		{"agent rate", [2]any{cfg.Agents[0].RateCount, cfg.Agents[0].RatePer}, [2]any{60, time.Minute}},
 		{"agent deny", cfg.Agents[0].DenyCapabilities, []string{"mail:send"}},
-		{"agent permits", [2]bool{cfg.Agents[0].Permits("fs:read"), cfg.Agents[0].Permits("mail:send")}, [2]bool{true, false}},
+		{"agent permits", [2]bool{cfg.Agents[0].Profile().Permits("fs:read"), cfg.Agents[0].Profile().Permits("mail:send")}, [2]bool{true, false}},
 		{"telegram", [3]any{cfg.Telegram.Enabled(), cfg.Telegram.ChatID, cfg.Telegram.Token}, [3]any{true, int64(123456789), secrets["TELEGRAM_BOT_TOKEN"]}},
 		{"telegram endpoint", cfg.Telegram.APIEndpoint, "https://api.telegram.org/bot%s/%s"},
 		{"slack", [3]any{cfg.Slack.Enabled(), cfg.Slack.SocketMode(), cfg.Slack.ChannelID}, [3]any{true, true, "C0123456"}},

@@ -1,0 +1,155 @@
+// The surfaces a person decides on and their sections: the web page
+// ([web]) and the messengers ([telegram], [slack], [discord]).
+
+package config
+
+// The places an agent's cards can go (agents[].notify).
+const (
+	NotifyWeb      = "web"
+	NotifyTelegram = "telegram"
+	NotifySlack    = "slack"
+	NotifyDiscord  = "discord"
+)
+
+// Web is the [web] table. The web page is always on; every visit needs a
+// session, started by a one-time login link (or the admin token).
+type Web struct {
+	// AdminTokenEnv names the variable holding the login token that lets
+	// non-loopback clients in. Empty: non-loopback clients are refused.
+	AdminTokenEnv string
+	// AdminToken is the resolved login token (secret).
+	AdminToken string
+	// Language of the web page: "en" (the default) or "it".
+	Language string
+	// PublicURL is the address people reach the web page at
+	// (web.public_url, e.g. "https://gateway.example.com"). Cards link
+	// there to a request's own page, /r/{id}, where every field is shown
+	// whole; empty means cards name the path only.
+	PublicURL string
+	// Users are the people who log in to the web page ([[web.users]]),
+	// each by a one-time link from `gateway login --user NAME`; a decision
+	// taken there is "web:<name>". Default: one user, "owner".
+	Users []WebUser
+}
+
+// WebUser is one [[web.users]] entry.
+type WebUser struct {
+	Name string
+}
+
+// DefaultWebUser is the web user of a config that names none.
+const DefaultWebUser = "owner"
+
+// WebUser reports whether name is a configured web user.
+func (w Web) WebUser(name string) bool {
+	for _, u := range w.Users {
+		if u.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Telegram is the [telegram] table. It is enabled by setting token_env.
+type Telegram struct {
+	// TokenEnv names the variable holding the bot token.
+	TokenEnv string
+	// Token is the resolved bot token (secret).
+	Token string
+	// ChatID is where cards are posted (negative for groups).
+	ChatID int64
+	// Approvers are the Telegram user ids allowed to decide.
+	Approvers []int64
+	// APIEndpoint is the Bot API URL format, "https://api.telegram.org/bot%s/%s"
+	// by default (token, method), as tgbotapi.NewBotAPIWithAPIEndpoint takes it.
+	APIEndpoint string
+	// WebhookURL switches from long polling to webhook mode when set.
+	WebhookURL string
+	// WebhookSecretEnv names the variable holding the secret Telegram echoes in
+	// X-Telegram-Bot-Api-Secret-Token. Required with WebhookURL.
+	WebhookSecretEnv string
+	// WebhookSecret is the resolved webhook secret (secret).
+	WebhookSecret string
+	// Language of cards, buttons, alerts and command answers: "en" (the
+	// default) or "it".
+	Language string
+}
+
+// Enabled reports whether a bot token is configured.
+func (t Telegram) Enabled() bool { return t.TokenEnv != "" || t.Token != "" }
+
+// Slack is the [slack] table. It is enabled by setting bot_token_env.
+type Slack struct {
+	// BotTokenEnv names the variable holding the bot token (xoxb-…).
+	BotTokenEnv string
+	// BotToken is the resolved bot token (secret).
+	BotToken string
+	// SigningSecretEnv names the variable holding the signing secret that
+	// verifies /slack/interactions and /slack/commands. Required unless Socket Mode.
+	SigningSecretEnv string
+	// SigningSecret is the resolved signing secret (secret).
+	SigningSecret string
+	// AppTokenEnv names the variable holding an app-level token (xapp-…);
+	// setting it selects Socket Mode.
+	AppTokenEnv string
+	// AppToken is the resolved app-level token (secret).
+	AppToken string
+	// ChannelID is where cards are posted (an ID such as C0123456, not a name:
+	// chat.update needs the ID).
+	ChannelID string
+	// Approvers are the Slack user ids allowed to decide.
+	Approvers []string
+	// Admins are the Slack user ids allowed to revoke grants from Slack.
+	Admins []string
+	// APIURL is the Web API base, "https://slack.com/api/" by default; it ends in "/".
+	APIURL string
+	// Language of cards, buttons, the Home tab and command answers: "en"
+	// (the default) or "it".
+	Language string
+}
+
+// Enabled reports whether a bot token is configured.
+func (s Slack) Enabled() bool { return s.BotTokenEnv != "" || s.BotToken != "" }
+
+// SocketMode reports whether an app-level token is configured.
+func (s Slack) SocketMode() bool { return s.AppTokenEnv != "" || s.AppToken != "" }
+
+// Discord is the [discord] table. It is enabled by setting token_env.
+type Discord struct {
+	// TokenEnv names the variable holding the bot token.
+	TokenEnv string
+	// Token is the resolved bot token (secret).
+	Token string
+	// ApplicationID is the application's id (slash commands are
+	// registered under it; interaction follow-ups go to its webhook).
+	ApplicationID string
+	// PublicKey is the application's Ed25519 public key, hex: it verifies
+	// /discord/interactions. Required in HTTP mode.
+	PublicKey string
+	// GuildID is the server the bot serves; ChannelID the channel cards
+	// are posted to. Taps and commands from anywhere else are refused.
+	GuildID, ChannelID string
+	// Approvers are the Discord user ids allowed to decide; Admins those
+	// allowed to revoke grants and see the rules and the audit.
+	Approvers, Admins []string
+	// Language of cards, buttons and command answers: "en" or "it".
+	Language string
+	// Mode is how taps arrive: "gateway" (the websocket, the default) or
+	// "http" (the interactions endpoint /discord/interactions).
+	Mode string
+	// APIURL is the versioned REST base, "https://discord.com/api/v10" by
+	// default; the websocket's address comes from its GET /gateway/bot.
+	APIURL string
+}
+
+// The discord.mode values.
+const (
+	DiscordModeGateway = "gateway"
+	DiscordModeHTTP    = "http"
+)
+
+// Enabled reports whether a bot token is configured.
+func (d Discord) Enabled() bool { return d.TokenEnv != "" || d.Token != "" }
+
+// HTTPMode reports whether taps arrive on the interactions endpoint.
+func (d Discord) HTTPMode() bool { return d.Mode == DiscordModeHTTP }
