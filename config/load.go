@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,16 +17,6 @@ import (
 )
 
 var osGetenv = os.Getenv
-
-// Environment variables Load reads besides the *_env names in the file.
-const (
-	EnvConfig         = "GATEWAY_CONFIG"         // the config file (see DefaultPath)
-	EnvListen         = "GATEWAY_LISTEN"         // overrides server.listen
-	EnvDatabaseURL    = "GATEWAY_DATABASE_URL"   // the DSN when storage.dsn_env is empty
-	EnvGrantsDB       = "METNOS_GRANTS_DB"       // overrides storage.path
-	EnvJudgeThreshold = "METNOS_JUDGE_THRESHOLD" // overrides vaglio.judge_threshold
-	EnvJudgeKind      = "METNOS_JUDGE_KIND"      // overrides vaglio.judge_kind
-)
 
 // Load reads the configuration: defaults, then the TOML file at path, then the
 // environment (overrides and the secrets named by *_env keys), then Validate.
@@ -83,67 +72,6 @@ func LoadWith(path string, explicit bool, getenv func(string) string, opt LoadOp
 		cfg.File, _ = filepath.Abs(path)
 	}
 	return cfg, nil
-}
-
-// Error is every problem found in a configuration, each naming its key.
-// errors.Is and errors.As see through it to each problem.
-type Error struct {
-	File     string  // the file read, "" when none
-	Problems []error // section by section, unknown keys first
-}
-
-// Error lists the problems one per line, at most maxShown of them, after the file name.
-func (e *Error) Error() string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-	} else {
-		b.WriteString("config")
-	}
-	if len(e.Problems) == 1 {
-		b.WriteString(": ")
-		b.WriteString(e.Problems[0].Error())
-		return b.String()
-	}
-	fmt.Fprintf(&b, ": %d problems:", len(e.Problems))
-	for i, p := range e.Problems {
-		if i == maxShown {
-			fmt.Fprintf(&b, "\n\t(and %d more)", len(e.Problems)-maxShown)
-			break
-		}
-		b.WriteString("\n\t")
-		b.WriteString(p.Error())
-	}
-	return b.String()
-}
-
-// maxShown bounds Error's text; Problems keeps them all.
-const maxShown = 100
-
-// Unwrap returns the problems, for errors.Is and errors.As.
-func (e *Error) Unwrap() []error { return e.Problems }
-
-// KeyError is one problem with one key ("agents[0].token_env"), or with an
-// environment variable Load reads directly ("METNOS_JUDGE_THRESHOLD").
-type KeyError struct {
-	Key string
-	Err error
-}
-
-// Error reads "key: problem".
-func (e *KeyError) Error() string { return e.Key + ": " + e.Err.Error() }
-
-// Unwrap returns the underlying error (policy.ErrUnknownCapability, …).
-func (e *KeyError) Unwrap() error { return e.Err }
-
-type problems []error
-
-func (p *problems) add(key, format string, args ...any) {
-	*p = append(*p, &KeyError{Key: key, Err: fmt.Errorf(format, args...)})
-}
-
-func (p *problems) wrap(key string, err error) {
-	*p = append(*p, &KeyError{Key: key, Err: err})
 }
 
 // The shape of the file. Pointers tell "absent, keep the default" from a
@@ -543,60 +471,4 @@ func tomlError(err error) error {
 		return &KeyError{Key: m[2], Err: fmt.Errorf("line %s: %s", m[1], m[3])}
 	}
 	return errors.New(strings.TrimPrefix(err.Error(), "toml: "))
-}
-
-// applyEnv applies the environment overrides and resolves every secret a
-// *_env key names. Empty secrets are left for Validate to report.
-// With opt.SkipAgentTokens the agents' tokens are not read.
-func applyEnv(cfg *Config, getenv func(string) string, opt LoadOptions, p *problems) {
-	if v := getenv(EnvListen); v != "" {
-		cfg.Server.Listen = v
-	}
-	if v := getenv(EnvGrantsDB); v != "" {
-		cfg.Storage.Path = ExpandHome(v, getenv)
-	}
-	if v := getenv(EnvJudgeThreshold); v != "" {
-		t, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		switch {
-		case err != nil:
-			p.add(EnvJudgeThreshold, "bad number %q (want 0 to 1, e.g. 0.30)", v)
-		case !(t >= 0 && t <= 1):
-			p.add(EnvJudgeThreshold, "%v is out of range (want 0 to 1)", t)
-		default:
-			cfg.Vaglio.JudgeThreshold = t
-		}
-	}
-	if v := strings.TrimSpace(getenv(EnvJudgeKind)); v != "" {
-		if v != JudgeRuleBased && v != JudgeLLM {
-			p.add(EnvJudgeKind, "unknown judge %q (want %s or %s)", v, JudgeRuleBased, JudgeLLM)
-		} else {
-			cfg.Vaglio.JudgeKind = v
-		}
-	}
-	if cfg.Storage.DSNEnv != "" {
-		cfg.Storage.DSN = getenv(cfg.Storage.DSNEnv)
-	} else {
-		cfg.Storage.DSN = getenv(EnvDatabaseURL)
-	}
-	resolve := func(name string, dst *string) {
-		if name != "" {
-			*dst = getenv(name)
-		}
-	}
-	for i := range cfg.Agents {
-		if !opt.SkipAgentTokens {
-			resolve(cfg.Agents[i].TokenEnv, &cfg.Agents[i].Token)
-		}
-	}
-	resolve(cfg.Web.AdminTokenEnv, &cfg.Web.AdminToken)
-	for i := range cfg.Policy.Notify {
-		resolve(cfg.Policy.Notify[i].WebhookSecretEnv, &cfg.Policy.Notify[i].WebhookSecret)
-	}
-	resolve(cfg.Vaglio.LLM.APIKeyEnv, &cfg.Vaglio.LLM.APIKey)
-	resolve(cfg.Telegram.TokenEnv, &cfg.Telegram.Token)
-	resolve(cfg.Telegram.WebhookSecretEnv, &cfg.Telegram.WebhookSecret)
-	resolve(cfg.Slack.BotTokenEnv, &cfg.Slack.BotToken)
-	resolve(cfg.Slack.SigningSecretEnv, &cfg.Slack.SigningSecret)
-	resolve(cfg.Slack.AppTokenEnv, &cfg.Slack.AppToken)
-	resolve(cfg.Discord.TokenEnv, &cfg.Discord.Token)
 }
