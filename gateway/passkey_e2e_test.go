@@ -7,7 +7,9 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,8 @@ import (
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway/telegram/telegramtest"
+	"github.com/metnos/gateway/passkeys"
+	"github.com/metnos/gateway/storage"
 )
 
 // captured is a step-up ceremony begun and answered in the page but not
@@ -212,4 +216,99 @@ func TestPasskeys_TelegramStepUp(t *testing.T) {
 	if st, body := g.call("POST", "/v1/requests/"+b+"/decision", rtAdminToken, map[string]any{"decision": "deny"}); st != http.StatusOK {
 		t.Fatalf("admin deny: %d %s", st, body)
 	}
+
+	verifyPasskeyRows(t, g, 2)
+}
+
+// verifyPasskeyRows checks the audit trail's passkey-signed rows again,
+// offline: there must be n, all verifying; then an edit with sqlite3 of
+// the first one's signature, and of the last one's content hash, makes
+// each of them fail, and only them.
+func verifyPasskeyRows(t *testing.T, g *routesGW, n int) {
+	t.Helper()
+	ctx := context.Background()
+	invalid := func() (bad []int64) {
+		checks, err := passkeys.New(g.app.Service.DB(), nil).VerifyAudit(ctx, storage.AuditFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(checks) != n {
+			t.Fatalf("%d passkey-signed rows, want %d", len(checks), n)
+		}
+		for _, c := range checks {
+			if c.Err != nil {
+				bad = append(bad, c.Row.Seq)
+			}
+		}
+		return bad
+	}
+	if bad := invalid(); len(bad) != 0 {
+		t.Fatalf("rows %v do not verify", bad)
+	}
+	sqlite3, err := exec.LookPath("sqlite3")
+	if err != nil {
+		t.Fatal("the sqlite3 tool is needed (apt-get install sqlite3)")
+	}
+	const signed = `(SELECT %s(seq) FROM audit WHERE detail LIKE '%%passkey_signature%%')`
+	for i, edit := range []string{
+		`UPDATE audit SET detail = json_set(detail, '$.passkey_signature', 'MEUCIQD` + strings.Repeat("A", 40) + `') WHERE seq = ` + fmt.Sprintf(signed, "MIN"),
+		`UPDATE audit SET detail = json_set(detail, '$.content_hash', '` + strings.Repeat("0", 64) + `') WHERE seq = ` + fmt.Sprintf(signed, "MAX"),
+	} {
+		if out, err := exec.Command(sqlite3, g.cfg.Storage.Path, edit).CombinedOutput(); err != nil {
+			t.Fatalf("sqlite3: %v %s", err, out)
+		}
+		if bad := invalid(); len(bad) != i+1 {
+			t.Errorf("after edit %d, invalid rows %v, want %d", i+1, bad, i+1)
+		}
+	}
+}
+
+// TestPasskeys_SlackQuorumTwo: a step-up route with quorum 2 on Slack.
+// The card keeps Deny and has no Allow button; a forged Allow click is
+// told where to allow; two web users each allow on the web page with
+// their own passkey, each allow counted with its own assertion, and
+// every signed row verifies offline.
+func TestPasskeys_SlackQuorumTwo(t *testing.T) {
+	chromium := findChromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	g := newChatGW(t, func(c *config.Config) {
+		c.Web.Users = []config.WebUser{{Name: "owner"}, {Name: "roberto"}}
+		c.Approvals.Routes = []config.Route{{Capability: "fs:write", Notify: []string{"slack"},
+			Approvers: []string{"web:owner", "web:roberto", "slack:" + rtSlackOp, "agent:boss"}, Quorum: 2,
+			StepUp: config.StepUpPasskey}}
+	})
+	base := g.pageBase()
+	owner, _ := passkeyBrowser(t, ctx, chromium, g.app, base, "owner", "Pixel")
+	roberto, _ := passkeyBrowser(t, ctx, chromium, g.app, base, "roberto", "iPhone")
+
+	answer := g.ask("fs:write", "/srv/mail/customers.csv", "60s")
+	id := g.pendingID("/srv/mail/customers.csv")
+	card := g.slackCard(id, nil)
+	blocks, _ := json.Marshal(card.Blocks)
+	for _, want := range []string{cards.SlackActionDeny, "passkey", base + "/r/" + id} {
+		wantIn(t, "slack step-up card", string(blocks), want)
+	}
+	if strings.Contains(string(blocks), cards.SlackActionAllowOnce) {
+		t.Errorf("the step-up card has an Allow button: %s", blocks)
+	}
+	told := g.click(rtSlackOp, id, card, cards.SlackActionAllowOnce, true)
+	wantIn(t, "forged allow click", told, "passkey")
+	stillPending(t, g, id, "an Allow click on Slack")
+	if st, body := g.call("POST", "/v1/requests/"+id+"/decision", rtAdminToken, map[string]any{"decision": "allow_once"}); st != http.StatusForbidden || !strings.Contains(string(body), `"step_up_required"`) {
+		t.Fatalf("admin allow: %d %s, want 403 step_up_required", st, body)
+	}
+
+	if flash := clickOnRequestPage(t, owner, base, id, "allow_once"); !strings.Contains(flash, "1 of 2") {
+		t.Errorf("after the owner's allow the page says %q", flash)
+	}
+	stillPending(t, g, id, "one passkey allow of two")
+	if flash := clickOnRequestPage(t, roberto, base, id, "allow_once"); !strings.Contains(flash, "Allowed once") {
+		t.Errorf("after roberto's allow the page says %q", flash)
+	}
+	r := agentAnswer(t, answer)
+	if r.Status != approvals.StatusAllowed || len(r.Approvals) != 2 || r.Approvals[0].Passkey != "Pixel" || r.Approvals[1].Passkey != "iPhone" {
+		t.Fatalf("agent got %s with approvals %+v, want allowed with Pixel's and iPhone's", r.Status, r.Approvals)
+	}
+	verifyPasskeyRows(t, g, 2)
 }

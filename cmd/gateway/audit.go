@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/passkeys"
 	"github.com/metnos/gateway/storage"
 )
 
@@ -32,6 +33,9 @@ const auditBatch = 1000
 func cmdAudit(e *env, args []string) error {
 	if len(args) > 0 && args[0] == "verify" {
 		return auditVerify(e, args[1:])
+	}
+	if len(args) > 0 && args[0] == "show" {
+		return auditShow(e, args[1:])
 	}
 	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
@@ -329,7 +333,23 @@ func auditVerify(e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintln(e.stdout, v.Summary())
-	if !v.OK {
+	// Passkey-signed rows are checked again on their own, chain or not:
+	// each signature against the public key it names.
+	checks, err := passkeys.New(db, nil).VerifyAudit(e.ctx, storage.AuditFilter{})
+	if err != nil {
+		return err
+	}
+	bad := 0
+	for _, c := range checks {
+		fmt.Fprintln(e.stdout, c.Line())
+		if c.Err != nil {
+			bad++
+		}
+	}
+	if !v.OK || bad > 0 {
+		if bad > 0 {
+			fmt.Fprintf(e.stdout, "%d of %d passkey signatures invalid\n", bad, len(checks))
+		}
 		return exitError{code: exitFail}
 	}
 	if v.LastSeq != 0 {

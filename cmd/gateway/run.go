@@ -72,6 +72,7 @@ Usage:
   gateway audit [--since 24h|TIME] [--until …] [--agent ID] [--request ID] [--event NAME] [--actor …]
                 [--capability CAP] [--after SEQ] [--limit N] [--format text|jsonl|csv] [--follow] [--cursor FILE]
   gateway audit verify [--expect SEQ:HASH]
+  gateway audit show REQUEST_ID
   gateway ask --capability CAP [--target T] [--intent …] [--executor …] [--summary …] [--autonomy LEVEL]
               [--channel C --sender S] [--session ID] [--grant-target PATTERN] [--call-id ID] [--timeout 10m] [--wait 10m]
               [--json] [--url URL] [--token TOKEN]
