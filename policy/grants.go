@@ -12,6 +12,45 @@ import (
 	"github.com/metnos/gateway/storage"
 )
 
+const insertGrant = `INSERT INTO grants
+(channel, sender_id, capability, target, anchor, granted_at, expires_at, granted_by, request_id, agent, session_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`
+
+const grantColumns = `id, channel, sender_id, capability, target, granted_at, expires_at, granted_by,
+last_used_at, revoked_at, revoke_reason, COALESCE(request_id, ''), agent, session_id`
+
+// findCandidates uses grants_lookup: one indexed probe per anchor. The
+// INDEXED BY is needed: without statistics SQLite prefers grants_principal
+// for the ORDER BY id and reads every grant of the principal (milliseconds
+// for a principal with a thousand grants instead of microseconds).
+const findCandidates = `SELECT ` + grantColumns + ` FROM grants INDEXED BY grants_lookup
+WHERE channel = $1 AND sender_id = $2 AND capability = $3 AND revoked_at IS NULL
+AND (expires_at IS NULL OR expires_at > $4) AND anchor IN (SELECT value FROM json_each($5))
+ORDER BY id`
+
+// findCandidatesPG is findCandidates on PostgreSQL: the anchors are a text
+// array, and the planner picks grants_lookup by itself (it has statistics).
+const findCandidatesPG = `SELECT ` + grantColumns + ` FROM grants
+WHERE channel = $1 AND sender_id = $2 AND capability = $3 AND revoked_at IS NULL
+AND (expires_at IS NULL OR expires_at > $4) AND anchor = ANY($5)
+ORDER BY id`
+
+const touchGrant = `UPDATE grants SET last_used_at = $1 WHERE id = $2 AND revoked_at IS NULL`
+
+const listGrants = `SELECT ` + grantColumns + ` FROM grants
+WHERE ($1 = '' OR channel = $1) AND ($2 = '' OR sender_id = $2)
+AND ($3 OR (revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $4)))
+ORDER BY id DESC LIMIT $5`
+
+const revokeGrant = `UPDATE grants SET revoked_at = $1, revoke_reason = $2 WHERE id = $3 AND revoked_at IS NULL`
+
+// The statements of this file.
+const (
+	countActiveGrants = `SELECT COUNT(*) FROM grants WHERE revoked_at IS NULL
+	AND (expires_at IS NULL OR expires_at > $1)`
+	getGrant = `SELECT ` + grantColumns + ` FROM grants WHERE id = $1`
+)
+
 // Errors of the grants store.
 var (
 	// ErrGrantNotAllowed: the capability needs a person every time
@@ -109,10 +148,6 @@ func (s *GrantStore) Record(ctx context.Context, g NewGrant) (Grant, error) {
 	return out, err
 }
 
-const insertGrant = `INSERT INTO grants
-(channel, sender_id, capability, target, anchor, granted_at, expires_at, granted_by, request_id, agent, session_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`
-
 // RecordTx writes a grant and its audit row through q, a transaction the
 // caller owns (the approval flow writes the decision and the grant together).
 // It refuses unknown capabilities and every capability whose
@@ -187,9 +222,6 @@ func (s *GrantStore) RecordTx(ctx context.Context, q storage.Querier, g NewGrant
 	return out, nil
 }
 
-const grantColumns = `id, channel, sender_id, capability, target, granted_at, expires_at, granted_by,
-last_used_at, revoked_at, revoke_reason, COALESCE(request_id, ''), agent, session_id`
-
 // grantDetail is the audit detail of a grant written.
 func grantDetail(g NewGrant, capability, target string) map[string]any {
 	d := map[string]any{"channel": g.Channel, "sender_id": g.SenderID, "capability": capability, "target": target}
@@ -198,24 +230,6 @@ func grantDetail(g NewGrant, capability, target string) map[string]any {
 	}
 	return d
 }
-
-// findCandidates uses grants_lookup: one indexed probe per anchor. The
-// INDEXED BY is needed: without statistics SQLite prefers grants_principal
-// for the ORDER BY id and reads every grant of the principal (milliseconds
-// for a principal with a thousand grants instead of microseconds).
-const findCandidates = `SELECT ` + grantColumns + ` FROM grants INDEXED BY grants_lookup
-WHERE channel = $1 AND sender_id = $2 AND capability = $3 AND revoked_at IS NULL
-AND (expires_at IS NULL OR expires_at > $4) AND anchor IN (SELECT value FROM json_each($5))
-ORDER BY id`
-
-// findCandidatesPG is findCandidates on PostgreSQL: the anchors are a text
-// array, and the planner picks grants_lookup by itself (it has statistics).
-const findCandidatesPG = `SELECT ` + grantColumns + ` FROM grants
-WHERE channel = $1 AND sender_id = $2 AND capability = $3 AND revoked_at IS NULL
-AND (expires_at IS NULL OR expires_at > $4) AND anchor = ANY($5)
-ORDER BY id`
-
-const touchGrant = `UPDATE grants SET last_used_at = $1 WHERE id = $2 AND revoked_at IS NULL`
 
 // FindMatching returns the active grant of p that covers target for the
 // capability, or nil. Revoked and expired grants never match, nor a
@@ -305,11 +319,6 @@ type GrantFilter struct {
 	Limit    int // 0 = no limit
 }
 
-const listGrants = `SELECT ` + grantColumns + ` FROM grants
-WHERE ($1 = '' OR channel = $1) AND ($2 = '' OR sender_id = $2)
-AND ($3 OR (revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $4)))
-ORDER BY id DESC LIMIT $5`
-
 // List returns grants newest first.
 func (s *GrantStore) List(ctx context.Context, f GrantFilter) ([]Grant, error) {
 	limit := int64(f.Limit)
@@ -336,8 +345,7 @@ func (s *GrantStore) List(ctx context.Context, f GrantFilter) ([]Grant, error) {
 // CountActive counts active grants (for the metrics gauge).
 func (s *GrantStore) CountActive(ctx context.Context) (int, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM grants WHERE revoked_at IS NULL
-		AND (expires_at IS NULL OR expires_at > $1)`, storage.FormatTime(s.now())).Scan(&n)
+	err := s.db.QueryRowContext(ctx, countActiveGrants, storage.FormatTime(s.now())).Scan(&n)
 	return n, err
 }
 
@@ -348,7 +356,7 @@ func (s *GrantStore) Get(ctx context.Context, id int64) (Grant, error) {
 
 // GetTx is Get through q.
 func (s *GrantStore) GetTx(ctx context.Context, q storage.Querier, id int64) (Grant, error) {
-	row := q.QueryRowContext(ctx, `SELECT `+grantColumns+` FROM grants WHERE id = $1`, id)
+	row := q.QueryRowContext(ctx, getGrant, id)
 	g, err := scanGrant(row, s.now())
 	if errors.Is(err, sql.ErrNoRows) {
 		return Grant{}, fmt.Errorf("grant %d: %w", id, ErrNotFound)
@@ -358,8 +366,6 @@ func (s *GrantStore) GetTx(ctx context.Context, q storage.Querier, id int64) (Gr
 	}
 	return g, nil
 }
-
-const revokeGrant = `UPDATE grants SET revoked_at = $1, revoke_reason = $2 WHERE id = $3 AND revoked_at IS NULL`
 
 // Revoke revokes grant id and reports whether anything changed: false for a
 // grant already revoked or one that does not exist (a no-op, not an error).

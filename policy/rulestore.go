@@ -14,6 +14,27 @@ import (
 	"github.com/metnos/gateway/storage"
 )
 
+const ruleColumns = `id, owner, position, capability, target, action, sender_id, agent, channel, created_at, created_by`
+
+// The statements of this file.
+const (
+	selectRules     = `SELECT ` + ruleColumns + ` FROM policy_rules ORDER BY owner, position, id`
+	makeRoomForRule = `UPDATE policy_rules SET position = position + 1
+	WHERE owner = $1 AND position >= $2`
+	insertRule = `INSERT INTO policy_rules
+	(owner, position, capability, target, action, sender_id, agent, channel, created_at, created_by, updated_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $9) RETURNING id`
+	closeRuleGap = `UPDATE policy_rules SET position = position - 1
+	WHERE owner = $1 AND position > $2`
+	makeRoomForMovedRule = `UPDATE policy_rules SET position = position + 1
+	WHERE owner = $1 AND position >= $2 AND id <> $3`
+	updateRule = `UPDATE policy_rules SET owner = $1, position = $2, target = $3, action = $4,
+	sender_id = $5, agent = $6, channel = $7, updated_at = $8 WHERE id = $9`
+	deleteRule    = `DELETE FROM policy_rules WHERE id = $1`
+	selectRule    = `SELECT ` + ruleColumns + ` FROM policy_rules WHERE id = $1`
+	countOwnRules = `SELECT COUNT(*) FROM policy_rules WHERE owner = $1 AND id <> $2`
+)
+
 // Where a rule comes from.
 const (
 	SourceAPI    = "api"    // added at run time (API, CLI, web page, Slack); stored in the database
@@ -187,8 +208,6 @@ func (s *RuleStore) Rules(ctx context.Context) ([]Rule, error) {
 	return rules, nil
 }
 
-const ruleColumns = `id, owner, position, capability, target, action, sender_id, agent, channel, created_at, created_by`
-
 func scanRule(sc scanner) (RuleInfo, error) {
 	var ri RuleInfo
 	var id int64
@@ -205,7 +224,7 @@ func scanRule(sc scanner) (RuleInfo, error) {
 }
 
 func (s *RuleStore) loadStored(ctx context.Context, q storage.Querier) ([]RuleInfo, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+ruleColumns+` FROM policy_rules ORDER BY owner, position, id`)
+	rows, err := q.QueryContext(ctx, selectRules)
 	if err != nil {
 		return nil, fmt.Errorf("load rules: %w", err)
 	}
@@ -300,15 +319,12 @@ func (s *RuleStore) Add(ctx context.Context, nr NewRule, by string) (RuleInfo, e
 			return err
 		}
 		pos := nr.Position.place(n)
-		if _, err := tx.ExecContext(ctx, `UPDATE policy_rules SET position = position + 1
-			WHERE owner = $1 AND position >= $2`, owner, pos); err != nil {
+		if _, err := tx.ExecContext(ctx, makeRoomForRule, owner, pos); err != nil {
 			return fmt.Errorf("add rule: %w", err)
 		}
 		now := storage.FormatTime(s.now())
 		var id int64
-		if err := tx.QueryRowContext(ctx, `INSERT INTO policy_rules
-			(owner, position, capability, target, action, sender_id, agent, channel, created_at, created_by, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $9) RETURNING id`,
+		if err := tx.QueryRowContext(ctx, insertRule,
 			owner, pos, r.Capability, r.Target, string(r.Action), r.SenderID, r.Agent, r.Channel, now, by).Scan(&id); err != nil {
 			return fmt.Errorf("add rule: %w", err)
 		}
@@ -356,8 +372,7 @@ func (s *RuleStore) Update(ctx context.Context, id string, p RulePatch, by strin
 		pos := old.Position
 		if owner != old.Owner || p.Position != nil {
 			// Take it out of its place, then put it in the new one.
-			if _, err := tx.ExecContext(ctx, `UPDATE policy_rules SET position = position - 1
-				WHERE owner = $1 AND position > $2`, old.Owner, old.Position); err != nil {
+			if _, err := tx.ExecContext(ctx, closeRuleGap, old.Owner, old.Position); err != nil {
 				return fmt.Errorf("update rule: %w", err)
 			}
 			count, err := countOwner(ctx, tx, owner, n)
@@ -369,13 +384,11 @@ func (s *RuleStore) Update(ctx context.Context, id string, p RulePatch, by strin
 				where = *p.Position
 			}
 			pos = where.place(count)
-			if _, err := tx.ExecContext(ctx, `UPDATE policy_rules SET position = position + 1
-				WHERE owner = $1 AND position >= $2 AND id <> $3`, owner, pos, n); err != nil {
+			if _, err := tx.ExecContext(ctx, makeRoomForMovedRule, owner, pos, n); err != nil {
 				return fmt.Errorf("update rule: %w", err)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE policy_rules SET owner = $1, position = $2, target = $3, action = $4,
-			sender_id = $5, agent = $6, channel = $7, updated_at = $8 WHERE id = $9`,
+		if _, err := tx.ExecContext(ctx, updateRule,
 			owner, pos, r.Target, string(r.Action), r.SenderID, r.Agent, r.Channel, storage.FormatTime(s.now()), n); err != nil {
 			return fmt.Errorf("update rule: %w", err)
 		}
@@ -402,11 +415,10 @@ func (s *RuleStore) Remove(ctx context.Context, id, by string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM policy_rules WHERE id = $1`, n); err != nil {
+		if _, err := tx.ExecContext(ctx, deleteRule, n); err != nil {
 			return fmt.Errorf("remove rule: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE policy_rules SET position = position - 1
-			WHERE owner = $1 AND position > $2`, old.Owner, old.Position); err != nil {
+		if _, err := tx.ExecContext(ctx, closeRuleGap, old.Owner, old.Position); err != nil {
 			return fmt.Errorf("remove rule: %w", err)
 		}
 		return auditRule(ctx, tx, s.now(), by, storage.AuditRuleRemoved, old, nil)
@@ -435,7 +447,7 @@ func (s *RuleStore) Get(ctx context.Context, id string) (RuleInfo, error) {
 }
 
 func getRule(ctx context.Context, q storage.Querier, id int64) (RuleInfo, error) {
-	ri, err := scanRule(q.QueryRowContext(ctx, `SELECT `+ruleColumns+` FROM policy_rules WHERE id = $1`, id))
+	ri, err := scanRule(q.QueryRowContext(ctx, selectRule, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return RuleInfo{}, fmt.Errorf("rule api:%d: %w", id, ErrNotFound)
 	}
@@ -448,7 +460,7 @@ func getRule(ctx context.Context, q storage.Querier, id int64) (RuleInfo, error)
 // countOwner counts the run-time rules of owner, not counting rule except.
 func countOwner(ctx context.Context, q storage.Querier, owner string, except int64) (int, error) {
 	var n int
-	err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM policy_rules WHERE owner = $1 AND id <> $2`, owner, except).Scan(&n)
+	err := q.QueryRowContext(ctx, countOwnRules, owner, except).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count rules: %w", err)
 	}

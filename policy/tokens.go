@@ -17,6 +17,26 @@ import (
 	"github.com/metnos/gateway/storage"
 )
 
+const tokenColumns = `id, name, agent, parent_id, profile, used, created_at, expires_at, revoked_at, created_by, path`
+
+// The statements of this file.
+const (
+	insertToken = `INSERT INTO agent_tokens
+	(id, hash, agent, parent_id, path, name, profile, max_requests, used, created_at, expires_at, created_by)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9, $10, $11)`
+	countDeadAncestors = `SELECT COUNT(*) FROM agent_tokens WHERE agent = $1 AND $2 LIKE path || '%'
+	AND (revoked_at IS NOT NULL OR expires_at <= $3)`
+	tokenByHash = `SELECT ` + tokenColumns + ` FROM agent_tokens WHERE hash = $1`
+	tokenPath   = `SELECT path FROM agent_tokens WHERE id = $1 AND agent = $2`
+	useToken    = `UPDATE agent_tokens SET used = used + 1
+	WHERE id = $1 AND (max_requests IS NULL OR used < max_requests)`
+	listRootTokens  = `SELECT ` + tokenColumns + ` FROM agent_tokens WHERE agent = $1 AND parent_id IS NULL ORDER BY created_at DESC, id`
+	listChildTokens = `SELECT ` + tokenColumns + ` FROM agent_tokens WHERE parent_id = $1 ORDER BY created_at DESC, id`
+	tokenByID       = `SELECT ` + tokenColumns + ` FROM agent_tokens WHERE id = $1`
+	revokeTokens    = `UPDATE agent_tokens SET revoked_at = $1
+	WHERE agent = $2 AND path LIKE $3 AND revoked_at IS NULL`
+)
+
 // ChildTokenPrefix starts every child token, so the server looks up only
 // tokens that can be one (a random bad token costs no query).
 const ChildTokenPrefix = "gwc_"
@@ -138,8 +158,6 @@ func randomString(n int) string {
 	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
 }
 
-const tokenColumns = `id, name, agent, parent_id, profile, used, created_at, expires_at, revoked_at, created_by, path`
-
 func (s *TokenStore) scan(sc scanner) (Token, error) {
 	var t Token
 	var parent, revoked sql.NullString
@@ -197,9 +215,7 @@ func (s *TokenStore) Create(ctx context.Context, c Caller, req TokenRequest, by 
 				return err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO agent_tokens
-			(id, hash, agent, parent_id, path, name, profile, max_requests, used, created_at, expires_at, created_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9, $10, $11)`,
+		if _, err := tx.ExecContext(ctx, insertToken,
 			id, hashToken(plain), c.Agent, parentID, parentPath+id+"/", req.Name, string(profile), maxReq,
 			storage.FormatTime(now), storage.FormatTime(expires), by); err != nil {
 			return fmt.Errorf("create token: %w", err)
@@ -222,8 +238,7 @@ func (s *TokenStore) Create(ctx context.Context, c Caller, req TokenRequest, by 
 // neither revoked nor expired.
 func (s *TokenStore) checkChain(ctx context.Context, q storage.Querier, agent, path string, now time.Time) error {
 	var dead int
-	err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM agent_tokens WHERE agent = $1 AND $2 LIKE path || '%'
-		AND (revoked_at IS NOT NULL OR expires_at <= $3)`, agent, path, storage.FormatTime(now)).Scan(&dead)
+	err := q.QueryRowContext(ctx, countDeadAncestors, agent, path, storage.FormatTime(now)).Scan(&dead)
 	if err != nil {
 		return fmt.Errorf("check token: %w", err)
 	}
@@ -239,7 +254,7 @@ func (s *TokenStore) Authenticate(ctx context.Context, tok string) (*Token, erro
 	if !strings.HasPrefix(tok, ChildTokenPrefix) {
 		return nil, nil
 	}
-	t, err := s.scan(s.db.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM agent_tokens WHERE hash = $1`, hashToken(tok)))
+	t, err := s.scan(s.db.QueryRowContext(ctx, tokenByHash, hashToken(tok)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -268,7 +283,7 @@ func (s *TokenStore) Covers(ctx context.Context, t *Token, tokenID string) (bool
 		return true, nil
 	}
 	var path string
-	err := s.db.QueryRowContext(ctx, `SELECT path FROM agent_tokens WHERE id = $1 AND agent = $2`, tokenID, t.Agent).Scan(&path)
+	err := s.db.QueryRowContext(ctx, tokenPath, tokenID, t.Agent).Scan(&path)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -287,8 +302,7 @@ func (s *TokenStore) Consume(ctx context.Context, t *Token) error {
 	}
 	return s.db.InTx(ctx, func(tx storage.Querier) error {
 		for _, id := range strings.Split(strings.Trim(t.path, "/"), "/") {
-			res, err := tx.ExecContext(ctx, `UPDATE agent_tokens SET used = used + 1
-				WHERE id = $1 AND (max_requests IS NULL OR used < max_requests)`, id)
+			res, err := tx.ExecContext(ctx, useToken, id)
 			if err != nil {
 				return fmt.Errorf("count token use: %w", err)
 			}
@@ -305,10 +319,10 @@ func (s *TokenStore) Consume(ctx context.Context, t *Token) error {
 
 // Children lists the tokens made directly by the caller, newest first.
 func (s *TokenStore) Children(ctx context.Context, c Caller) ([]Token, error) {
-	query, args := `SELECT `+tokenColumns+` FROM agent_tokens WHERE agent = $1 AND parent_id IS NULL ORDER BY created_at DESC, id`,
+	query, args := listRootTokens,
 		[]any{c.Agent}
 	if c.Token != nil {
-		query, args = `SELECT `+tokenColumns+` FROM agent_tokens WHERE parent_id = $1 ORDER BY created_at DESC, id`,
+		query, args = listChildTokens,
 			[]any{c.Token.ID}
 	}
 	rows, err := s.db.QueryContext(ctx, query, args...)
@@ -332,7 +346,7 @@ func (s *TokenStore) Children(ctx context.Context, c Caller) ([]Token, error) {
 // agent when it is the agent's own token (any when admin), else the token
 // itself or one below it; others are ErrNotFound, as if they did not exist.
 func (s *TokenStore) Revoke(ctx context.Context, c Caller, admin bool, id, by string) (int, error) {
-	t, err := s.scan(s.db.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM agent_tokens WHERE id = $1`, id))
+	t, err := s.scan(s.db.QueryRowContext(ctx, tokenByID, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("token %s: %w", id, ErrNotFound)
 	}
@@ -346,8 +360,7 @@ func (s *TokenStore) Revoke(ctx context.Context, c Caller, admin bool, id, by st
 	var n int64
 	err = s.db.InTx(ctx, func(tx storage.Querier) error {
 		now := s.now()
-		res, err := tx.ExecContext(ctx, `UPDATE agent_tokens SET revoked_at = $1
-			WHERE agent = $2 AND path LIKE $3 AND revoked_at IS NULL`, storage.FormatTime(now), t.Agent, t.path+"%")
+		res, err := tx.ExecContext(ctx, revokeTokens, storage.FormatTime(now), t.Agent, t.path+"%")
 		if err != nil {
 			return fmt.Errorf("revoke token %s: %w", id, err)
 		}
