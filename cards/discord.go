@@ -145,6 +145,9 @@ func renderDiscord(c Card, limit int) string {
 		if c.Progress != "" {
 			line("**", EscapeDiscord(cut(l.T("label.request"), c.Progress)), "**")
 		}
+		if c.StepUp {
+			line("**", EscapeDiscord(StepUpLine(c)), "**")
+		}
 	} else {
 		line("**", EscapeDiscord(cut(l.T("label.request"), c.StatusLine)), "**")
 	}
@@ -181,13 +184,24 @@ func fitLabel(s string) string {
 	return out
 }
 
-// DiscordButtons are the action rows of a pending card: Allow once and
+// DiscordButtons are the action rows of a pending card (a step-up card:
+// Confirm on the web page and Deny): Allow once and
 // Allow always, then Allow for and Allow this session, then Deny alone so
 // a hurried thumb does not hit it by mistake. Allow always opens the scope
 // buttons (DiscordScopes) when there is more than one scope; with one it
 // decides at once. A finished card has none (an empty list).
 func DiscordButtons(c Card) []discordgo.MessageComponent {
 	rows := []discordgo.MessageComponent{}
+	if c.StepUp && c.Pending {
+		// An allow needs the approver's passkey: a link button to the web
+		// page (Discord opens it and sends the gateway nothing), and Deny.
+		if ButtonURL(c.ConfirmURL) {
+			rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+				discordgo.Button{Label: fitLabel(c.Locale.T("button.confirm_web")), Style: discordgo.LinkButton, URL: c.ConfirmURL}}})
+		}
+		return append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+			discordButton(c.Locale.T("button.deny"), EncodeDecision(c.RequestID, approvals.Deny), discordgo.DangerButton)}})
+	}
 	var allow, more, deny []discordgo.MessageComponent
 	for _, b := range c.Buttons() {
 		switch b.Decision {
@@ -223,7 +237,7 @@ func DiscordButtons(c Card) []discordgo.MessageComponent {
 // card's Target line shows the whole), then Back to the card's buttons.
 func DiscordScopes(c Card) DiscordMessage {
 	m := Discord(c)
-	if !c.Pending || !c.AllowAlways {
+	if !c.Pending || !c.AllowAlways || c.StepUp {
 		return m
 	}
 	var btns []discordgo.MessageComponent

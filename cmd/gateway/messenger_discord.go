@@ -13,5 +13,6 @@ func discordMessenger(cfg config.Config, log *slog.Logger) gateway.MessengerFact
 	if !cfg.Discord.Enabled() {
 		return nil
 	}
-	return discord.Factory(cfg.Discord, discord.Options{Logger: log, Location: cfg.Server.Zone(), PublicURL: cfg.Web.PublicURL})
+	return discord.Factory(cfg.Discord, discord.Options{Logger: log, Location: cfg.Server.Zone(), PublicURL: cfg.Web.PublicURL,
+		LinkBase: gateway.LinkBase(cfg)})
 }

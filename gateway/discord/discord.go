@@ -60,6 +60,9 @@ type Options struct {
 	// PublicURL is web.public_url: a card that had to cut a field links
 	// to the request's page under it.
 	PublicURL string
+	// LinkBase is the gateway's link base (gateway.LinkBase): a step-up
+	// card's Confirm on the web page goes to the request's page under it.
+	LinkBase string
 }
 
 // Messenger is the Discord adapter: a gateway.Messenger.
@@ -179,7 +182,7 @@ func (m *Messenger) Name() string { return Name }
 
 // card is the neutral card of r, linked to its web page.
 func (m *Messenger) card(r approvals.Request) cards.Card {
-	return cards.New(r, m.loc).WithPage(m.opts.PublicURL)
+	return cards.New(r, m.loc).WithPage(m.opts.PublicURL).WithConfirm(m.opts.LinkBase)
 }
 
 // noMentions is allowed_mentions {"parse": []}: whatever a message says,

@@ -119,7 +119,8 @@ func (h *harness) start() {
 	h.logw = &testLog{t: t}
 	logger := slog.New(slog.NewTextHandler(h.logw, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ms := []gateway.MessengerFactory{discord.Factory(h.cfg.Discord, discord.Options{Logger: logger,
-		Location: h.cfg.Server.Zone(), Now: h.now, Backoff: 50 * time.Millisecond})}
+		Location: h.cfg.Server.Zone(), Now: h.now, Backoff: 50 * time.Millisecond, PublicURL: h.cfg.Web.PublicURL,
+		LinkBase: gateway.LinkBase(h.cfg)})}
 	if h.tg != nil {
 		ms = append(ms, telegram.Factory(telegram.Options{Config: h.cfg.Telegram, Logger: logger, Location: time.UTC,
 			GrantTTL: h.cfg.Policy.GrantTTL, PollTimeout: 2 * time.Second, CallTimeout: 2 * time.Second}))

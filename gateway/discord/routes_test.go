@@ -73,3 +73,34 @@ func TestDiscord_RouteRole(t *testing.T) {
 		t.Fatalf("status %s by %q", got.req.Status, got.req.DecidedBy)
 	}
 }
+
+// A step-up route: the card offers Confirm on the web page (a link
+// button to the request's page) and Deny, no allow button; an Allow tap
+// forged on it decides nothing and says where to allow; Deny still works.
+func TestDiscord_StepUpCard(t *testing.T) {
+	h := newHarness(t, func(h *harness) {
+		h.cfg.Web.PublicURL = "https://gw.example.com"
+		h.cfg.Approvals.Routes = []config.Route{{Capability: "fs:write", Quorum: 1, StepUp: config.StepUpPasskey,
+			Approvers: []string{"discord:" + approverID, "web:owner"}}}
+	})
+	res := h.submit(fsWrite("/srv/stepup.txt"), "30s")
+	id, card := h.cardN(1)
+	if links := card.Links(); len(links) != 1 || links[0] != "https://gw.example.com/r/"+id {
+		t.Errorf("links %v; want the request's page", links)
+	}
+	if b := card.Buttons(); len(b) != 1 || b[0] != cards.EncodeDecision(id, approvals.Deny) {
+		t.Errorf("buttons %v; want Deny only", b)
+	}
+	if !strings.Contains(card.Content, "passkey") {
+		t.Errorf("the card does not say why:\n%s", card.Content)
+	}
+	h.tap(discordtest.Interaction{UserID: approverID, MessageID: card.ID, CustomID: cards.EncodeDecision(id, approvals.AllowOnce)})
+	h.ephemeralWith("passkey")
+	if r := h.get(id); r.Status != approvals.StatusPending {
+		t.Fatalf("a forged Allow on a step-up card decided: %s", r.Status)
+	}
+	h.tap(discordtest.Interaction{UserID: approverID, MessageID: card.ID, CustomID: cards.EncodeDecision(id, approvals.Deny)})
+	if got := waitAgent(t, res); got.req.Status != approvals.StatusDenied {
+		t.Fatalf("status %s", got.req.Status)
+	}
+}

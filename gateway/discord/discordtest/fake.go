@@ -71,6 +71,25 @@ type Message struct {
 	Ephemeral bool
 }
 
+// Links lists the URLs of the message's link buttons.
+func (m Message) Links() []string {
+	var rows []struct {
+		Components []struct {
+			URL string `json:"url"`
+		} `json:"components"`
+	}
+	_ = json.Unmarshal(m.Components, &rows)
+	var out []string
+	for _, r := range rows {
+		for _, c := range r.Components {
+			if c.URL != "" {
+				out = append(out, c.URL)
+			}
+		}
+	}
+	return out
+}
+
 // Buttons lists the custom ids of the message's buttons, row by row.
 func (m Message) Buttons() []string {
 	var rows []struct {
@@ -82,7 +101,9 @@ func (m Message) Buttons() []string {
 	var out []string
 	for _, r := range rows {
 		for _, c := range r.Components {
-			out = append(out, c.CustomID)
+			if c.CustomID != "" { // link buttons have none
+				out = append(out, c.CustomID)
+			}
 		}
 	}
 	return out
@@ -498,6 +519,7 @@ func checkComponents(raw json.RawMessage) string {
 			CustomID string `json:"custom_id"`
 			Label    string `json:"label"`
 			Style    int    `json:"style"`
+			URL      string `json:"url"`
 		} `json:"components"`
 	}
 	if err := json.Unmarshal(raw, &rows); err != nil {
@@ -517,6 +539,10 @@ func checkComponents(raw json.RawMessage) string {
 			switch {
 			case c.Type != 2:
 				return "components: only buttons are expected"
+			case c.Style == 5: // a link button: a URL, no custom_id
+				if c.CustomID != "" || !strings.HasPrefix(c.URL, "https://") && !strings.HasPrefix(c.URL, "http://") {
+					return "url: a link button takes a url and no custom_id"
+				}
 			case c.CustomID == "" || len([]rune(c.CustomID)) > 100:
 				return "custom_id: Must be between 1 and 100 in length."
 			case len([]rune(c.Label)) > 80:
