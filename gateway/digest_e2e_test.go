@@ -72,6 +72,7 @@ func TestDigest_TelegramSlack(t *testing.T) {
 		t.Errorf("slack digest:\n%s", text)
 	}
 
+	// a1's requests notify the web page only: no card takes this failure.
 	g.sl.Fail("chat.postMessage", slacktest.Failure{Error: "channel_not_found"})
 	err := g.app.SendDigest(ctx)
 	if err == nil || !strings.Contains(err.Error(), "digest on slack") {
