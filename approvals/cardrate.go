@@ -8,6 +8,15 @@ import (
 	"github.com/metnos/gateway/storage"
 )
 
+// The statements of this file.
+const (
+	markCardHeld = `UPDATE cards SET ref = $1, shown_status = $2, attempts = 0,
+	last_error = '', next_at = CASE WHEN EXISTS (SELECT 1 FROM requests WHERE id = $4 AND status = $2 AND rev = $7)
+	THEN $3 ELSE $8 END WHERE request_id = $4 AND channel = $5 AND gen = $6`
+	countHeldCards = `SELECT r.agent, COUNT(*) FROM cards c JOIN requests r ON r.id = c.request_id
+	WHERE c.channel = $1 AND c.ref = $2 AND r.status = 'pending' GROUP BY r.agent ORDER BY r.agent`
+)
+
 // batchedRef is the ref of a card held back by the agent's
 // cards_per_minute: its request waits on the web page, counted in the
 // messenger's summary, and never gets a message of its own there.
@@ -49,9 +58,7 @@ func (s *Service) overCardRate(messenger, agent string) bool {
 // stays due now, so the change is recorded on the next round instead of
 // being parked far in the future.
 func (s *Service) holdCard(ctx context.Context, messenger, id string, gen, rev int64) error {
-	_, err := s.db.ExecContext(context.WithoutCancel(ctx), `UPDATE cards SET ref = $1, shown_status = $2, attempts = 0,
-		last_error = '', next_at = CASE WHEN EXISTS (SELECT 1 FROM requests WHERE id = $4 AND status = $2 AND rev = $7)
-		THEN $3 ELSE $8 END WHERE request_id = $4 AND channel = $5 AND gen = $6`,
+	_, err := s.db.ExecContext(context.WithoutCancel(ctx), markCardHeld,
 		batchedRef, string(StatusPending), farFuture, id, messenger, gen, rev, storage.FormatTime(s.now()))
 	if err != nil {
 		return fmt.Errorf("hold card of %s: %w", id, err)
@@ -62,8 +69,7 @@ func (s *Service) holdCard(ctx context.Context, messenger, id string, gen, rev i
 // waitingBatched counts, per agent, the pending requests whose card on
 // messenger is held back.
 func (s *Service) waitingBatched(ctx context.Context, messenger string) ([]Waiting, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT r.agent, COUNT(*) FROM cards c JOIN requests r ON r.id = c.request_id
-		WHERE c.channel = $1 AND c.ref = $2 AND r.status = 'pending' GROUP BY r.agent ORDER BY r.agent`, messenger, batchedRef)
+	rows, err := s.db.QueryContext(ctx, countHeldCards, messenger, batchedRef)
 	if err != nil {
 		return nil, fmt.Errorf("count held cards: %w", err)
 	}

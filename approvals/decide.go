@@ -13,6 +13,15 @@ import (
 	"github.com/metnos/gateway/storage"
 )
 
+// The statements of this file.
+const (
+	countApproval = `UPDATE requests SET approvals = $1, rev = rev + 1
+	WHERE id = $2 AND status = 'pending' AND rev = $3`
+	selectDueRequests = `SELECT ` + requestColumns + ` FROM requests
+	WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at LIMIT 500`
+	updateNote = `UPDATE requests SET note = $1 WHERE id = $2`
+)
+
 // Decide records a person's decision. Only the request's approvers may
 // decide (its route's, else the channel's own: ErrNotApprover). With a
 // quorum of one the first decision wins: a later one gets an
@@ -37,8 +46,7 @@ const maxCountAttempts = 50
 func (s *Service) countTx(ctx context.Context, tx storage.Querier, r *Request, a Approval, now time.Time) (bool, error) {
 	next := append(append([]Approval(nil), r.Approvals...), a)
 	js, _ := json.Marshal(next)
-	res, err := tx.ExecContext(ctx, `UPDATE requests SET approvals = $1, rev = rev + 1
-		WHERE id = $2 AND status = 'pending' AND rev = $3`, string(js), r.ID, r.Rev)
+	res, err := tx.ExecContext(ctx, countApproval, string(js), r.ID, r.Rev)
 	if err != nil {
 		return false, err
 	}
@@ -218,8 +226,7 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 	now := s.now().UTC().Truncate(time.Microsecond)
 	var done []Request
 	err := s.db.InTx(ctx, func(tx storage.Querier) error {
-		due, err := listRequests(ctx, tx, `SELECT `+requestColumns+` FROM requests
-			WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at LIMIT 500`, storage.FormatTime(now))
+		due, err := listRequests(ctx, tx, selectDueRequests, storage.FormatTime(now))
 		if err != nil {
 			return err
 		}
@@ -258,7 +265,7 @@ func (s *Service) SetNote(ctx context.Context, id, note string, by Actor) (Reque
 		if r.DecidedAt == nil || now.Sub(*r.DecidedAt) > NoteWindow {
 			return fmt.Errorf("%w: note: only within %s of the decision", ErrInvalid, NoteWindow)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE requests SET note = $1 WHERE id = $2`, note, id); err != nil {
+		if _, err := tx.ExecContext(ctx, updateNote, note, id); err != nil {
 			return err
 		}
 		r.Note = note

@@ -8,6 +8,12 @@ import (
 	"github.com/metnos/gateway/storage"
 )
 
+// The statements of this file.
+const (
+	countOutcomes = `SELECT status, COUNT(*) FROM requests
+	WHERE created_at >= $1 AND created_at < $2 AND outcome = $3 GROUP BY status`
+)
+
 // Digest is the daily summary of [approvals] digest: what reached a person
 // between From and To and how it ended, and the approve rules the history
 // suggests. One message per messenger that is a DigestSender.
@@ -43,8 +49,7 @@ type DigestSender interface {
 // DigestCounts counts the requests created in [from, to) that needed a
 // person on arrival, by their status now.
 func (s *Service) DigestCounts(ctx context.Context, from, to time.Time) (DigestCounts, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT status, COUNT(*) FROM requests
-		WHERE created_at >= $1 AND created_at < $2 AND outcome = $3 GROUP BY status`,
+	rows, err := s.db.QueryContext(ctx, countOutcomes,
 		storage.FormatTime(from), storage.FormatTime(to), string(policy.ApprovalRequired))
 	if err != nil {
 		return DigestCounts{}, err

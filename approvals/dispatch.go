@@ -11,6 +11,26 @@ import (
 	"github.com/metnos/gateway/storage"
 )
 
+// The statements of this file.
+const (
+	hurryCardRetries = `UPDATE cards SET next_at = $1
+	WHERE channel = $2 AND attempts > 0 AND next_at > $1 AND next_at != $3`
+	nextCardDue       = `SELECT MIN(next_at) FROM cards WHERE channel = $1`
+	recordCardFailure = `UPDATE cards SET attempts = attempts + 1, next_at = $1, last_error = $2
+	WHERE request_id = $3 AND channel = $4 AND gen = $5`
+	recordCardSent = `UPDATE cards SET ref = $1, shown_status = $2, attempts = 0,
+	last_error = '', next_at = CASE WHEN EXISTS (SELECT 1 FROM requests WHERE id = $3 AND status = $2 AND rev = $8)
+	THEN $4 ELSE $5 END
+	WHERE request_id = $3 AND channel = $6 AND gen = $7`
+	countNotifications = `SELECT COUNT(*) FROM notifications`
+	resendCards        = `INSERT INTO cards (request_id, channel, next_at)
+	SELECT id, $1, $2 FROM requests WHERE status = 'pending'
+	ON CONFLICT (request_id, channel) DO UPDATE SET ref = NULL, shown_status = NULL, next_at = $2, attempts = 0,
+	gen = cards.gen + 1`
+	selectCardRef     = `SELECT ref FROM cards WHERE request_id = $1 AND channel = $2`
+	selectCardRequest = `SELECT request_id FROM cards WHERE channel = $1 AND ref = $2`
+)
+
 // Backoff bounds for failed card sends.
 const (
 	backoffBase = time.Second
@@ -132,8 +152,7 @@ func (s *Service) dispatchOnce(ctx context.Context, n Notifier, recovering bool,
 		}
 		send := func(c dueCard) (time.Duration, bool) { return s.sendCard(ctx, n, c, z) }
 		if sendDue(ctx, due, &out, recovering, send, func() {
-			_, _ = s.db.ExecContext(ctx, `UPDATE cards SET next_at = $1
-				WHERE channel = $2 AND attempts > 0 AND next_at > $1 AND next_at != $3`,
+			_, _ = s.db.ExecContext(ctx, hurryCardRetries,
 				storage.FormatTime(s.now()), n.Name(), farFuture)
 		}) {
 			return out
@@ -167,7 +186,7 @@ func sendDue[T any](ctx context.Context, due []T, out *round, recovering bool, s
 }
 
 func (s *Service) nextDue(ctx context.Context, channel string) time.Duration {
-	return s.nextDueIn(ctx, `SELECT MIN(next_at) FROM cards WHERE channel = $1`, channel)
+	return s.nextDueIn(ctx, nextCardDue, channel)
 }
 
 // nextDueIn is how long until the earliest next_at that query (one
@@ -226,8 +245,7 @@ func (s *Service) sendCard(ctx context.Context, n Notifier, c dueCard, z *summar
 		}
 		s.log.Warn("card send failed; will retry", "channel", n.Name(), "request_id", r.ID,
 			"attempt", c.attempts+1, "retry_in", wait.String(), "err", err)
-		_, _ = s.db.ExecContext(ctx, `UPDATE cards SET attempts = attempts + 1, next_at = $1, last_error = $2
-			WHERE request_id = $3 AND channel = $4 AND gen = $5`, storage.FormatTime(s.now().Add(wait)),
+		_, _ = s.db.ExecContext(ctx, recordCardFailure, storage.FormatTime(s.now().Add(wait)),
 			truncate(err.Error(), 500), r.ID, n.Name(), c.gen)
 		if hinted {
 			return ra.RetryAfter(), true
@@ -238,10 +256,7 @@ func (s *Service) sendCard(ctx context.Context, n Notifier, c dueCard, z *summar
 	// or anything else the card shows: rev): then due now. Recorded even when shutdown began meanwhile (the message exists;
 	// losing its id would post it twice after a restart), and not over a
 	// reset made meanwhile (gen changed: a fresh post is wanted).
-	_, err = s.db.ExecContext(context.WithoutCancel(ctx), `UPDATE cards SET ref = $1, shown_status = $2, attempts = 0,
-		last_error = '', next_at = CASE WHEN EXISTS (SELECT 1 FROM requests WHERE id = $3 AND status = $2 AND rev = $8)
-		THEN $4 ELSE $5 END
-		WHERE request_id = $3 AND channel = $6 AND gen = $7`,
+	_, err = s.db.ExecContext(context.WithoutCancel(ctx), recordCardSent,
 		sql.NullString{String: ref, Valid: ref != ""}, string(r.Status), r.ID, farFuture,
 		storage.FormatTime(s.now()), n.Name(), c.gen, r.Rev)
 	if err != nil {
@@ -277,7 +292,7 @@ func (s *Service) RunDispatch(ctx context.Context) {
 	// earlier config queued: no idle queries on a gateway that has none.
 	var queued int
 	if s.opts.Notify.Empty() {
-		_ = s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM notifications`).Scan(&queued)
+		_ = s.db.QueryRowContext(ctx, countNotifications).Scan(&queued)
 	}
 	for name, a := range s.announcers {
 		if s.opts.Notify.Empty() && queued == 0 {
@@ -298,10 +313,7 @@ func (s *Service) Resend(ctx context.Context, channel string) (int, error) {
 		return 0, fmt.Errorf("%w: channel: %q is not configured", ErrInvalid, channel)
 	}
 	now := storage.FormatTime(s.now())
-	res, err := s.db.ExecContext(ctx, `INSERT INTO cards (request_id, channel, next_at)
-		SELECT id, $1, $2 FROM requests WHERE status = 'pending'
-		ON CONFLICT (request_id, channel) DO UPDATE SET ref = NULL, shown_status = NULL, next_at = $2, attempts = 0,
-		gen = cards.gen + 1`,
+	res, err := s.db.ExecContext(ctx, resendCards,
 		channel, now)
 	if err != nil {
 		return 0, err
@@ -318,7 +330,7 @@ func (s *Service) Resend(ctx context.Context, channel string) (int, error) {
 // CardRef returns the message reference of a request's card on a channel.
 func (s *Service) CardRef(ctx context.Context, id, channel string) (string, error) {
 	var ref sql.NullString
-	err := s.db.QueryRowContext(ctx, `SELECT ref FROM cards WHERE request_id = $1 AND channel = $2`, id, channel).Scan(&ref)
+	err := s.db.QueryRowContext(ctx, selectCardRef, id, channel).Scan(&ref)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && !ref.Valid {
 		return "", ErrNotFound
 	}
@@ -329,7 +341,7 @@ func (s *Service) CardRef(ctx context.Context, id, channel string) (string, erro
 // reply to a Telegram message names only the message).
 func (s *Service) RequestByCardRef(ctx context.Context, channel, ref string) (Request, error) {
 	var id string
-	err := s.db.QueryRowContext(ctx, `SELECT request_id FROM cards WHERE channel = $1 AND ref = $2`, channel, ref).Scan(&id)
+	err := s.db.QueryRowContext(ctx, selectCardRequest, channel, ref).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Request{}, ErrNotFound
 	}

@@ -14,6 +14,16 @@ import (
 	"github.com/metnos/gateway/storage"
 )
 
+// The statements of this file.
+const (
+	nextNotificationDue = `SELECT MIN(next_at) FROM notifications WHERE delivery = $1`
+	hurryNotifications  = `UPDATE notifications SET next_at = $1
+	WHERE delivery = $2 AND attempts > 0 AND next_at > $1`
+	deleteNotification        = `DELETE FROM notifications WHERE id = $1`
+	recordNotificationFailure = `UPDATE notifications SET attempts = attempts + 1, next_at = $1, last_error = $2
+	WHERE id = $3`
+)
+
 // EventNotification is the SSE event of the "web" delivery of
 // [[policy.notify]]: a request was allowed without a person and matched a
 // pattern. Only admin streams carry it.
@@ -200,13 +210,12 @@ func (s *Service) announceOnce(ctx context.Context, a announcer, recovering bool
 		}
 		rows.Close()
 		if len(due) == 0 {
-			out.pause = s.nextDueIn(ctx, `SELECT MIN(next_at) FROM notifications WHERE delivery = $1`, a.name)
+			out.pause = s.nextDueIn(ctx, nextNotificationDue, a.name)
 			return out
 		}
 		send := func(d dueNotice) (time.Duration, bool) { return s.announce(ctx, a, d) }
 		if sendDue(ctx, due, &out, recovering, send, func() {
-			_, _ = s.db.ExecContext(ctx, `UPDATE notifications SET next_at = $1
-				WHERE delivery = $2 AND attempts > 0 AND next_at > $1`, storage.FormatTime(s.now()), a.name)
+			_, _ = s.db.ExecContext(ctx, hurryNotifications, storage.FormatTime(s.now()), a.name)
 		}) {
 			return out
 		}
@@ -220,7 +229,7 @@ func (s *Service) announceOnce(ctx context.Context, a announcer, recovering bool
 func (s *Service) announce(ctx context.Context, a announcer, d dueNotice) (time.Duration, bool) {
 	r, err := s.Get(ctx, d.requestID)
 	if errors.Is(err, ErrNotFound) {
-		_, _ = s.db.ExecContext(ctx, `DELETE FROM notifications WHERE id = $1`, d.id)
+		_, _ = s.db.ExecContext(ctx, deleteNotification, d.id)
 		return 0, false
 	}
 	if err != nil {
@@ -232,7 +241,7 @@ func (s *Service) announce(ctx context.Context, a announcer, d dueNotice) (time.
 	cancel()
 	if errors.Is(err, errNoWebhookKey) {
 		s.log.Warn("notification dropped", "delivery", a.name, "request_id", r.ID, "pattern", n.PatternLabel(), "err", err)
-		_, _ = s.db.ExecContext(ctx, `DELETE FROM notifications WHERE id = $1`, d.id)
+		_, _ = s.db.ExecContext(ctx, deleteNotification, d.id)
 		return 0, false
 	}
 	if err != nil {
@@ -248,8 +257,7 @@ func (s *Service) announce(ctx context.Context, a announcer, d dueNotice) (time.
 		}
 		s.log.Warn("notification failed; will retry", "delivery", a.name, "request_id", r.ID,
 			"attempt", d.attempts+1, "retry_in", wait.String(), "err", err)
-		_, _ = s.db.ExecContext(ctx, `UPDATE notifications SET attempts = attempts + 1, next_at = $1, last_error = $2
-			WHERE id = $3`, storage.FormatTime(s.now().Add(wait)), truncate(err.Error(), 500), d.id)
+		_, _ = s.db.ExecContext(ctx, recordNotificationFailure, storage.FormatTime(s.now().Add(wait)), truncate(err.Error(), 500), d.id)
 		if hinted {
 			return ra.RetryAfter(), true
 		}
@@ -258,7 +266,7 @@ func (s *Service) announce(ctx context.Context, a announcer, d dueNotice) (time.
 	// Recorded even when shutdown began meanwhile: it was delivered.
 	wctx := context.WithoutCancel(ctx)
 	err = s.db.InTx(wctx, func(tx storage.Querier) error {
-		res, err := tx.ExecContext(wctx, `DELETE FROM notifications WHERE id = $1`, d.id)
+		res, err := tx.ExecContext(wctx, deleteNotification, d.id)
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,19 @@ import (
 	"github.com/metnos/gateway/storage"
 )
 
+// The statements of this file.
+const (
+	selectIdleGrants = `SELECT id FROM grants WHERE revoked_at IS NULL
+	AND (expires_at IS NULL OR expires_at > $1) AND COALESCE(last_used_at, granted_at) < $2 ORDER BY id`
+	selectExpiredGrants = `SELECT id FROM grants WHERE revoked_at IS NULL
+	AND expires_at IS NOT NULL AND expires_at <= $1 ORDER BY id`
+	countPrunableRequests  = `SELECT COUNT(*) FROM requests WHERE status != 'pending' AND COALESCE(decided_at, created_at) < $1`
+	countPrunableGrants    = `SELECT COUNT(*) FROM grants WHERE revoked_at IS NOT NULL AND revoked_at < $1`
+	deletePrunableRequests = `DELETE FROM requests WHERE status != 'pending'
+	AND COALESCE(decided_at, created_at) < $1`
+	deletePrunableGrants = `DELETE FROM grants WHERE revoked_at IS NOT NULL AND revoked_at < $1`
+)
+
 // PruneReport says what one prune pass did (or, dry, would do).
 type PruneReport struct {
 	DryRun          bool    `json:"dry_run"`
@@ -55,18 +68,16 @@ func (s *Service) Prune(ctx context.Context, dryRun bool) (PruneReport, error) {
 	err := s.db.InTx(ctx, func(tx storage.Querier) error {
 		var err error
 		if s.opts.StaleAfter > 0 {
-			rep.StaleRevoked, err = ids(ctx, tx, `SELECT id FROM grants WHERE revoked_at IS NULL
-				AND (expires_at IS NULL OR expires_at > $1) AND COALESCE(last_used_at, granted_at) < $2 ORDER BY id`, nowS, staleS)
+			rep.StaleRevoked, err = ids(ctx, tx, selectIdleGrants, nowS, staleS)
 			if err != nil {
 				return err
 			}
 		}
-		if rep.ExpiredMarked, err = ids(ctx, tx, `SELECT id FROM grants WHERE revoked_at IS NULL
-			AND expires_at IS NOT NULL AND expires_at <= $1 ORDER BY id`, nowS); err != nil {
+		if rep.ExpiredMarked, err = ids(ctx, tx, selectExpiredGrants, nowS); err != nil {
 			return err
 		}
-		countReq := `SELECT COUNT(*) FROM requests WHERE status != 'pending' AND COALESCE(decided_at, created_at) < $1`
-		countGrants := `SELECT COUNT(*) FROM grants WHERE revoked_at IS NOT NULL AND revoked_at < $1`
+		countReq := countPrunableRequests
+		countGrants := countPrunableGrants
 		if s.opts.Retention > 0 {
 			if err := tx.QueryRowContext(ctx, countReq, keepS).Scan(&rep.RequestsDeleted); err != nil {
 				return err
@@ -96,11 +107,10 @@ func (s *Service) Prune(ctx context.Context, dryRun bool) (PruneReport, error) {
 			}
 		}
 		if s.opts.Retention > 0 {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM requests WHERE status != 'pending'
-				AND COALESCE(decided_at, created_at) < $1`, keepS); err != nil {
+			if _, err := tx.ExecContext(ctx, deletePrunableRequests, keepS); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `DELETE FROM grants WHERE revoked_at IS NOT NULL AND revoked_at < $1`, keepS); err != nil {
+			if _, err := tx.ExecContext(ctx, deletePrunableGrants, keepS); err != nil {
 				return err
 			}
 		}

@@ -15,6 +15,18 @@ import (
 	"github.com/metnos/gateway/storage"
 )
 
+// The statements of this file.
+const (
+	selectPending = `SELECT ` + requestColumns + ` FROM requests WHERE status = 'pending'
+	ORDER BY created_at LIMIT $1`
+	countPending   = `SELECT COUNT(*) FROM requests WHERE status = 'pending'`
+	countPendingOf = `SELECT COUNT(*) FROM requests WHERE status = 'pending' AND agent = $1`
+	selectRecent   = `SELECT ` + requestColumns + ` FROM requests WHERE status != 'pending'
+	ORDER BY decided_at DESC LIMIT $1`
+	selectSince = `SELECT ` + requestColumns + ` FROM requests WHERE created_at >= $1
+	ORDER BY created_at, id LIMIT $2`
+)
+
 // Timeout bounds of SPEC §5: a request's timeout_s is clamped to these.
 const (
 	MinTimeout = 10 * time.Second
@@ -300,14 +312,13 @@ func (s *Service) DecideChoice(ctx context.Context, id string, ch Choice, by Act
 
 // ListPending returns pending requests, oldest first.
 func (s *Service) ListPending(ctx context.Context, limit int) ([]Request, error) {
-	return listRequests(ctx, s.db, `SELECT `+requestColumns+` FROM requests WHERE status = 'pending'
-		ORDER BY created_at LIMIT $1`, limit)
+	return listRequests(ctx, s.db, selectPending, limit)
 }
 
 // CountPending counts pending requests (for the metrics gauge).
 func (s *Service) CountPending(ctx context.Context) (int, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM requests WHERE status = 'pending'`).Scan(&n)
+	err := s.db.QueryRowContext(ctx, countPending).Scan(&n)
 	return n, err
 }
 
@@ -320,7 +331,7 @@ func (s *Service) underPendingCap(ctx context.Context, agent string, max int) er
 		return nil
 	}
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM requests WHERE status = 'pending' AND agent = $1`, agent).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, countPendingOf, agent).Scan(&n); err != nil {
 		return fmt.Errorf("count pending: %w", err)
 	}
 	if n >= max {
@@ -331,8 +342,7 @@ func (s *Service) underPendingCap(ctx context.Context, agent string, max int) er
 
 // ListRecent returns finished requests, newest decision first.
 func (s *Service) ListRecent(ctx context.Context, limit int) ([]Request, error) {
-	return listRequests(ctx, s.db, `SELECT `+requestColumns+` FROM requests WHERE status != 'pending'
-		ORDER BY decided_at DESC LIMIT $1`, limit)
+	return listRequests(ctx, s.db, selectRecent, limit)
 }
 
 // Run starts the background work of a gateway running alone: one card
@@ -420,6 +430,5 @@ func (nopObserver) SendFailed(string)                      {}
 // Since lists the requests created at or after since, oldest first, at
 // most limit (for replays such as POST /v1/policy/simulate).
 func (s *Service) Since(ctx context.Context, since time.Time, limit int) ([]Request, error) {
-	return listRequests(ctx, s.db, `SELECT `+requestColumns+` FROM requests WHERE created_at >= $1
-		ORDER BY created_at, id LIMIT $2`, storage.FormatTime(since), limit)
+	return listRequests(ctx, s.db, selectSince, storage.FormatTime(since), limit)
 }

@@ -14,10 +14,6 @@ import (
 	"github.com/metnos/gateway/vaglio"
 )
 
-// farFuture marks a card that is in sync with its request: the dispatcher
-// never looks at it until a status change sets next_at to now again.
-const farFuture = "9999-12-31T23:59:59.000000Z"
-
 // resetCards makes every card of a request due now, to show what changed
 // (an approval counted, the request finished or escalated): $1 now, $2
 // the request id.
@@ -37,6 +33,18 @@ escalate_after_ms, escalate_to, escalated_at, remind_every_ms, escalate_at, remi
 VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,
 $32,$33,$34,$35,$36,$37,$38,$39,$40,$41,$42,$43,$44,$45)
 ON CONFLICT (agent, COALESCE(token_id, ''), call_id) DO NOTHING`
+
+// The statements of this file.
+const (
+	selectRequest  = `SELECT ` + requestColumns + ` FROM requests WHERE id = $1`
+	selectByCallID = `SELECT ` + requestColumns + ` FROM requests
+	WHERE agent = $1 AND COALESCE(token_id, '') = $2 AND call_id = $3`
+	existsCallID = `SELECT 1 FROM requests WHERE agent = $1 AND COALESCE(token_id, '') = $2 AND call_id = $3`
+)
+
+// farFuture marks a card that is in sync with its request: the dispatcher
+// never looks at it until a status change sets next_at to now again.
+const farFuture = "9999-12-31T23:59:59.000000Z"
 
 // insertRequestShort is insertRequest without the columns that a request
 // with no route, grant, token or decision of a person leaves at their
@@ -149,7 +157,7 @@ func jsonText(v any) string {
 }
 
 func getRequest(ctx context.Context, q storage.Querier, id string) (Request, error) {
-	r, err := scanRequest(q.QueryRowContext(ctx, `SELECT `+requestColumns+` FROM requests WHERE id = $1`, id))
+	r, err := scanRequest(q.QueryRowContext(ctx, selectRequest, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Request{}, fmt.Errorf("request %s: %w", id, ErrNotFound)
 	}
@@ -160,8 +168,7 @@ func getRequest(ctx context.Context, q storage.Querier, id string) (Request, err
 }
 
 func getByCallID(ctx context.Context, q storage.Querier, agent, tokenID, callID string) (Request, error) {
-	r, err := scanRequest(q.QueryRowContext(ctx, `SELECT `+requestColumns+` FROM requests
-		WHERE agent = $1 AND COALESCE(token_id, '') = $2 AND call_id = $3`, agent, tokenID, callID))
+	r, err := scanRequest(q.QueryRowContext(ctx, selectByCallID, agent, tokenID, callID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Request{}, ErrNotFound
 	}
@@ -173,7 +180,7 @@ func getByCallID(ctx context.Context, q storage.Querier, agent, tokenID, callID 
 // that sent it: a child never reaches its parent's or a sibling's request.
 func callIDTaken(ctx context.Context, q storage.Querier, agent, tokenID, callID string) (bool, error) {
 	var one int
-	err := q.QueryRowContext(ctx, `SELECT 1 FROM requests WHERE agent = $1 AND COALESCE(token_id, '') = $2 AND call_id = $3`,
+	err := q.QueryRowContext(ctx, existsCallID,
 		agent, tokenID, callID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil

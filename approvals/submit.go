@@ -16,6 +16,11 @@ import (
 	"github.com/metnos/gateway/storage"
 )
 
+// The statements of this file.
+const (
+	insertCard = `INSERT INTO cards (request_id, channel, next_at) VALUES ($1, $2, $3)`
+)
+
 // Submission is an approval_required event from an agent.
 type Submission struct {
 	Profile    policy.Profile // the agent (Profile.Agent is its id)
@@ -239,7 +244,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 			return err
 		}
 		for _, n := range notify {
-			if _, err := tx.ExecContext(qctx, `INSERT INTO cards (request_id, channel, next_at) VALUES ($1, $2, $3)`,
+			if _, err := tx.ExecContext(qctx, insertCard,
 				id, n, storage.FormatTime(now)); err != nil {
 				return fmt.Errorf("insert card: %w", err)
 			}

@@ -10,6 +10,19 @@ import (
 	"github.com/metnos/gateway/storage"
 )
 
+// The statements of this file.
+const (
+	nextEscalation = `SELECT MIN(escalate_at) FROM requests WHERE escalate_at IS NOT NULL`
+	nextReminder   = `SELECT MIN(remind_at) FROM requests WHERE remind_at IS NOT NULL`
+	markEscalated  = `UPDATE requests SET escalate_at = NULL, escalated_at = $1, notify = $2, rev = rev + 1
+	WHERE id = $3 AND status = 'pending' AND rev = $4 AND escalate_at IS NOT NULL`
+	addCard = `INSERT INTO cards (request_id, channel, next_at) VALUES ($1, $2, $3)
+	ON CONFLICT (request_id, channel) DO NOTHING`
+	postponeReminder = `UPDATE requests SET remind_at = $1
+	WHERE id = $2 AND status = 'pending' AND remind_at IS NOT NULL AND remind_at <= $3`
+	selectOtherCards = `SELECT channel, ref FROM cards WHERE request_id = $1 AND ref IS NOT NULL AND ref != $2`
+)
+
 // Escalations and reminders are due times stored with the request
 // (escalate_at, remind_at), so they survive restarts; RunTimers acts on
 // them. Finishing a request clears both, so they stop at once.
@@ -57,8 +70,8 @@ func (s *Service) wakeTimers() {
 func (s *Service) nextTimer(ctx context.Context) time.Duration {
 	wait := timerRecheck
 	for _, q := range []string{
-		`SELECT MIN(escalate_at) FROM requests WHERE escalate_at IS NOT NULL`,
-		`SELECT MIN(remind_at) FROM requests WHERE remind_at IS NOT NULL`,
+		nextEscalation,
+		nextReminder,
 	} {
 		var next sql.NullString
 		if err := s.db.QueryRowContext(ctx, q).Scan(&next); err != nil || !next.Valid {
@@ -130,8 +143,7 @@ func (s *Service) escalate(ctx context.Context, id string, now time.Time) (bool,
 			added = append(added, ch)
 		}
 		js, _ := json.Marshal(nonNil(notify))
-		res, err := tx.ExecContext(ctx, `UPDATE requests SET escalate_at = NULL, escalated_at = $1, notify = $2, rev = rev + 1
-			WHERE id = $3 AND status = 'pending' AND rev = $4 AND escalate_at IS NOT NULL`,
+		res, err := tx.ExecContext(ctx, markEscalated,
 			storage.FormatTime(now), string(js), r.ID, r.Rev)
 		if err != nil {
 			return err
@@ -140,8 +152,7 @@ func (s *Service) escalate(ctx context.Context, id string, now time.Time) (bool,
 			return err // changed meanwhile (an approval): the next pass tries again
 		}
 		for _, ch := range added {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO cards (request_id, channel, next_at) VALUES ($1, $2, $3)
-				ON CONFLICT (request_id, channel) DO NOTHING`, r.ID, ch, storage.FormatTime(now)); err != nil {
+			if _, err := tx.ExecContext(ctx, addCard, r.ID, ch, storage.FormatTime(now)); err != nil {
 				return err
 			}
 		}
@@ -192,8 +203,7 @@ func (s *Service) RemindDue(ctx context.Context) (int, error) {
 		if r.RemindEvery > 0 {
 			next = storage.FormatTime(now.Add(r.RemindEvery))
 		}
-		res, err := s.db.ExecContext(ctx, `UPDATE requests SET remind_at = $1
-			WHERE id = $2 AND status = 'pending' AND remind_at IS NOT NULL AND remind_at <= $3`,
+		res, err := s.db.ExecContext(ctx, postponeReminder,
 			next, r.ID, storage.FormatTime(now))
 		if err != nil {
 			return n, fmt.Errorf("remind request %s: %w", id, err)
@@ -210,7 +220,7 @@ func (s *Service) RemindDue(ctx context.Context) (int, error) {
 // remind sends one reminder next to each posted card of r. A failed
 // reminder is logged, not retried: the next one comes remind_every later.
 func (s *Service) remind(ctx context.Context, r Request) {
-	rows, err := s.db.QueryContext(ctx, `SELECT channel, ref FROM cards WHERE request_id = $1 AND ref IS NOT NULL AND ref != $2`, r.ID,
+	rows, err := s.db.QueryContext(ctx, selectOtherCards, r.ID,
 		batchedRef)
 	if err != nil {
 		s.log.Error("reminder: list cards", "request_id", r.ID, "err", err)
