@@ -328,13 +328,14 @@ type Hooks struct {
 	Gemini     HookAgent  // [hooks.gemini]
 	Cursor     HookAgent  // [hooks.cursor]
 	Copilot    HookAgent  // [hooks.copilot]
+	Qwen       HookAgent  // [hooks.qwen]
 }
 
 // ClaudeCode is [hooks.claude_code], the PreToolUse hook adapter (SPEC §9).
 type ClaudeCode = HookAgent
 
 // HookAgent is one agent's hook section: [hooks.claude_code],
-// [hooks.codex], [hooks.gemini], [hooks.cursor], [hooks.copilot]. Every section has the
+// [hooks.codex], [hooks.gemini], [hooks.cursor], [hooks.copilot], [hooks.qwen]. Every section has the
 // same keys and the same defaults.
 type HookAgent struct {
 	// Wait is how long the hook waits for a person before answering "ask";
@@ -379,7 +380,7 @@ func defaults(getenv func(string) string) Config {
 		Discord: Discord{APIURL: "https://discord.com/api/v10", Language: string(locale.DefaultLang),
 			Mode: DiscordModeGateway},
 		Hooks: Hooks{ClaudeCode: defaultHookAgent(), Codex: defaultHookAgent(), Gemini: defaultHookAgent(), Cursor: defaultHookAgent(),
-			Copilot: defaultHookAgent()},
+			Copilot: defaultHookAgent(), Qwen: defaultHookAgent()},
 		Log: Log{Level: "info"},
 	}
 }
@@ -432,7 +433,7 @@ func (c Config) Redacted() Config {
 	}
 	r.MCP = redactedMCP(c.MCP)
 	for _, h := range []*HookAgent{&r.Hooks.ClaudeCode, &r.Hooks.Codex, &r.Hooks.Gemini, &r.Hooks.Cursor,
-		&r.Hooks.Copilot} {
+		&r.Hooks.Copilot, &r.Hooks.Qwen} {
 		if h.Tools != nil {
 			h.Tools = maps.Clone(h.Tools)
 		}
@@ -462,6 +463,7 @@ func (h *Hooks) HookSections() []HookSection {
 		{"gemini", "hooks.gemini", &h.Gemini},
 		{"cursor", "hooks.cursor", &h.Cursor},
 		{"copilot", "hooks.copilot", &h.Copilot},
+		{"qwen", "hooks.qwen", &h.Qwen},
 	}
 }
 

@@ -219,6 +219,7 @@ type (
 		Gemini     *fileClaudeCode `toml:"gemini"`
 		Cursor     *fileClaudeCode `toml:"cursor"`
 		Copilot    *fileClaudeCode `toml:"copilot"`
+		Qwen       *fileClaudeCode `toml:"qwen"`
 	}
 	fileClaudeCode struct {
 		Wait        *string           `toml:"wait"`
@@ -400,6 +401,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 			{"hooks.gemini", s.Gemini, &cfg.Hooks.Gemini},
 			{"hooks.cursor", s.Cursor, &cfg.Hooks.Cursor},
 			{"hooks.copilot", s.Copilot, &cfg.Hooks.Copilot},
+			{"hooks.qwen", s.Qwen, &cfg.Hooks.Qwen},
 		} {
 			if sec.file == nil {
 				continue

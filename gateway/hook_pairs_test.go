@@ -130,3 +130,30 @@ func TestCopilotHook_NeverAsk(t *testing.T) {
 		t.Fatalf("bad event: %v", got)
 	}
 }
+
+// TestQwenHook_OneCallOneDecision: Qwen Code's PreToolUse after the
+// PermissionRequest of the same call is answered from its request.
+func TestQwenHook_OneCallOneDecision(t *testing.T) {
+	g := startHookGateway(t, nil)
+	ev := g.events(t)
+	event := func(name string) map[string]any {
+		return map[string]any{"session_id": "q1", "cwd": "/home/r/proj", "hook_event_name": name, "permission_mode": "default",
+			"tool_name": "write_file", "tool_input": map[string]any{"file_path": "/home/r/proj/n.txt", "content": "x"}}
+	}
+	done := make(chan map[string]any, 1)
+	go func() { done <- postAgentHook(t, g.url, "qwen", event("PermissionRequest")) }()
+	e := hookRequired(t, ev)
+	if _, err := g.admin.Decide(t.Context(), e.ID, client.AllowOnce); err != nil {
+		t.Fatal(err)
+	}
+	got := <-done
+	if d, _ := got["hookSpecificOutput"].(map[string]any)["decision"].(map[string]any); d["behavior"] != "allow" {
+		t.Fatalf("PermissionRequest answer %v", got)
+	}
+	pre := event("PreToolUse")
+	pre["tool_use_id"] = "toolu_9"
+	got = postAgentHook(t, g.url, "qwen", pre)
+	if h, _ := got["hookSpecificOutput"].(map[string]any); h["permissionDecision"] != "allow" {
+		t.Fatalf("PreToolUse answer %v, want allow from the PermissionRequest's request", got)
+	}
+}

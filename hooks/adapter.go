@@ -127,6 +127,16 @@ func Combine(vs []Verdict) Verdict {
 	return Verdict{Allow, fmt.Sprintf("approval gateway: all %d requests allowed (%s)", len(vs), strings.Join(reasons, "; "))}
 }
 
+// failClosed is v with an ask made a deny, for an agent (label) that
+// runs a tool whose hook gives no verdict: there nobody is asked.
+func failClosed(v Verdict, label string) Verdict {
+	if v.Decision == Allow || v.Decision == Deny {
+		return v
+	}
+	return Verdict{Deny, strings.TrimSuffix(v.Reason, "; asking here instead") + "; " + label +
+		" runs a tool whose hook gives no verdict, so the call is blocked. Ask the user to approve it and try again."}
+}
+
 // Reply is what the agent reads: Body as one JSON line on stdout, and
 // the command's exit status. The gateway's endpoint answers Body alone.
 type Reply struct {
@@ -146,7 +156,7 @@ func (r Reply) JSON() []byte {
 // Adapters are the agents `gateway hook NAME` and POST /v1/hooks/NAME
 // serve.
 func Adapters() []Adapter {
-	return []Adapter{ClaudeCode, Codex, Gemini, Cursor, Copilot}
+	return []Adapter{ClaudeCode, Codex, Gemini, Cursor, Copilot, Qwen}
 }
 
 // AdapterNamed finds an adapter by name.

@@ -199,12 +199,8 @@ type copilotPermission struct {
 // "ask" is a deny in -p mode anyway, and a hook that fails or times out
 // lets the tool run.
 func answerCopilot(ev Event, v Verdict) Reply {
+	v = failClosed(v, "Copilot CLI")
 	decision, reason := v.Decision, v.Reason
-	if decision != Allow && decision != Deny {
-		decision = Deny
-		reason = strings.TrimSuffix(reason, "; asking here instead") +
-			"; Copilot CLI runs a tool whose hook gives no verdict, so the call is blocked. Ask the user to approve it and try again."
-	}
 	if ev.HookEventName == CopilotPermissionRequest {
 		if decision == Allow {
 			return Reply{Body: copilotPermission{Behavior: Allow}}

@@ -77,7 +77,7 @@ Usage:
               [--channel C --sender S] [--session ID] [--grant-target PATTERN] [--call-id ID] [--timeout 10m] [--wait 10m]
               [--json] [--url URL] [--token TOKEN]
   gateway ask --list [--include-blocked]
-  gateway hook claude-code|codex|gemini|cursor|copilot [--wait 9m] [--no-ask] [--url URL] [--token TOKEN]
+  gateway hook claude-code|codex|gemini|cursor|copilot|qwen [--wait 9m] [--no-ask] [--url URL] [--token TOKEN]
                               (the agent's hook event on stdin)
   gateway mcp [--url URL] [--token TOKEN]
                               (MCP server on stdio: approval_prompt, request_approval, check)
