@@ -130,9 +130,13 @@ func runOutage(t *testing.T) {
 	endWatch := func() { stopWatchOnce.Do(func() { stopWatch(); <-watched }) }
 	defer endWatch()
 	cl := newAPI(base, 90*time.Second)
-	if _, ok := tg.Await(30*time.Second, func(c telegramtest.Call) bool { return c.Method == "deleteWebhook" }); !ok {
+	if _, ok := tg.Await(30*time.Second, func(c telegramtest.Call) bool { return c.Method == "getUpdates" }); !ok {
 		b, _ := os.ReadFile(spec.logPath())
-		t.Fatalf("the gateway never reached the fake Telegram (deleteWebhook, then its getUpdates loop); its log:\n%s", b)
+		var calls []string
+		for _, c := range tg.History() {
+			calls = append(calls, fmt.Sprintf("%s %d %s", c.Method, c.Status, c.Description))
+		}
+		t.Fatalf("the gateway never reached the fake Telegram (its first getUpdates; calls: %v); its log:\n%s", calls, b)
 	}
 
 	var (

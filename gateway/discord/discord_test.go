@@ -12,6 +12,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/gateway/discord/discordtest"
+	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -332,4 +333,34 @@ func TestDiscord_ExpiryEditsCard(t *testing.T) {
 		m, _ := s.MessageLocked(card.ID)
 		return m.Edits > 0 && len(m.Buttons()) == 0 && strings.Contains(m.Content, "xpired")
 	})
+}
+
+// A target far over Discord's 2,000 characters: the card is cut to fit
+// (the fake refuses a longer one), says so, and still has its buttons.
+func TestDiscord_LongTargetFits(t *testing.T) {
+	h := newHarness(t)
+	body := fsWrite("/srv/" + strings.Repeat("a", 1500) + ".txt")
+	body["intent"] = strings.Repeat("b", 10000)
+	h.submit(body, "0s")
+	_, card := h.cardN(1)
+	if n := len([]rune(card.Content)); n > cards.DiscordMaxContent {
+		t.Errorf("content %d characters", n)
+	}
+	if !strings.Contains(card.Content, "characters") || len(card.Buttons()) < 3 {
+		t.Errorf("the cut card does not say what was cut, or lost its buttons:\n%s", card.Content)
+	}
+}
+
+// discord.language = "it": the buttons and the answers in Italian, from
+// the same catalog as Telegram's and Slack's.
+func TestDiscord_Italian(t *testing.T) {
+	h := newHarness(t, func(h *harness) { h.cfg.Discord.Language = "it" })
+	h.submit(fsWrite("/srv/it.txt"), "0s")
+	id, card := h.cardN(1)
+	it := locale.New(locale.Lang("it"), time.UTC, nil)
+	if got := card.Labels(); got[0] != it.T("button.allow_once") || got[len(got)-1] != it.T("button.deny") {
+		t.Errorf("labels %q", got)
+	}
+	h.fake.Tap(t, discordtest.Interaction{UserID: strangerID, MessageID: card.ID, CustomID: cards.EncodeDecision(id, approvals.Deny)})
+	h.ephemeralWith(cards.EscapeDiscord(it.T("refusal.not_approver"))[:20])
 }

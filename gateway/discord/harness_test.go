@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -256,10 +257,12 @@ func fsWrite(target string) map[string]any {
 func (h *harness) cardN(n int) (string, discordtest.Message) {
 	h.t.Helper()
 	var msg discordtest.Message
+	var id string
 	h.fake.Await(h.t, waitFor, "a card", func(s *discordtest.Server) bool {
 		k := 0
 		for _, m := range s.MessagesLocked(channelID) {
-			if len(m.Buttons()) > 0 || strings.Contains(m.Content, "Request `r") {
+			if sub := cardIDRE.FindStringSubmatch(m.Content); sub != nil && !m.Ephemeral {
+				id = sub[1]
 				if k++; k == n {
 					msg = m
 					return true
@@ -268,8 +271,6 @@ func (h *harness) cardN(n int) (string, discordtest.Message) {
 		}
 		return false
 	})
-	i := strings.Index(msg.Content, "Request `r")
-	id := msg.Content[i+len("Request `") : i+len("Request `")+strings.IndexByte(msg.Content[i+len("Request `"):], '`')]
 	deadline := time.Now().Add(waitFor)
 	for {
 		ref, err := h.app.Service.CardRef(context.Background(), id, "discord")
@@ -285,6 +286,10 @@ func (h *harness) cardN(n int) (string, discordtest.Message) {
 		time.Sleep(10 * time.Millisecond) // the dispatcher records the ref just after the post
 	}
 }
+
+// cardIDRE finds a card's request id: its last line ends with it, in a
+// code span.
+var cardIDRE = regexp.MustCompile("`(r[a-z2-7]{10,39})`$")
 
 // customID returns the card's button whose custom id starts with prefix.
 func customID(t *testing.T, m discordtest.Message, prefix string) string {
