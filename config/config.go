@@ -323,16 +323,13 @@ func (c Config) PolicyRules() []policy.Rule {
 // Hooks is the [hooks] table: one section per coding agent whose hooks
 // the gateway answers.
 type Hooks struct {
-	ClaudeCode ClaudeCode // [hooks.claude_code]
-	Codex      HookAgent  // [hooks.codex]
-	Gemini     HookAgent  // [hooks.gemini]
-	Cursor     HookAgent  // [hooks.cursor]
-	Copilot    HookAgent  // [hooks.copilot]
-	Qwen       HookAgent  // [hooks.qwen]
+	ClaudeCode HookAgent // [hooks.claude_code]
+	Codex      HookAgent // [hooks.codex]
+	Gemini     HookAgent // [hooks.gemini]
+	Cursor     HookAgent // [hooks.cursor]
+	Copilot    HookAgent // [hooks.copilot]
+	Qwen       HookAgent // [hooks.qwen]
 }
-
-// ClaudeCode is [hooks.claude_code], the PreToolUse hook adapter (SPEC §9).
-type ClaudeCode = HookAgent
 
 // HookAgent is one agent's hook section: [hooks.claude_code],
 // [hooks.codex], [hooks.gemini], [hooks.cursor], [hooks.copilot], [hooks.qwen]. Every section has the

@@ -84,7 +84,7 @@ func TestLoad_DefaultsWithoutFile(t *testing.T) {
 				Slack:    Slack{APIURL: "https://slack.com/api/", Language: "en"},
 				Discord:  Discord{APIURL: "https://discord.com/api/v10", Language: "en", Mode: DiscordModeGateway},
 				Hooks: Hooks{
-					ClaudeCode: ClaudeCode{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
+					ClaudeCode: HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
 					Codex:      HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
 					Gemini:     HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
 					Cursor:     HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},

@@ -214,14 +214,14 @@ type (
 		APIURL        *string   `toml:"api_url"`
 	}
 	fileHooks struct {
-		ClaudeCode *fileClaudeCode `toml:"claude_code"`
-		Codex      *fileClaudeCode `toml:"codex"`
-		Gemini     *fileClaudeCode `toml:"gemini"`
-		Cursor     *fileClaudeCode `toml:"cursor"`
-		Copilot    *fileClaudeCode `toml:"copilot"`
-		Qwen       *fileClaudeCode `toml:"qwen"`
+		ClaudeCode *fileHookAgent `toml:"claude_code"`
+		Codex      *fileHookAgent `toml:"codex"`
+		Gemini     *fileHookAgent `toml:"gemini"`
+		Cursor     *fileHookAgent `toml:"cursor"`
+		Copilot    *fileHookAgent `toml:"copilot"`
+		Qwen       *fileHookAgent `toml:"qwen"`
 	}
-	fileClaudeCode struct {
+	fileHookAgent struct {
 		Wait        *string           `toml:"wait"`
 		UnknownTool *string           `toml:"unknown_tool"`
 		Tools       map[string]string `toml:"tools"`
@@ -393,7 +393,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 	if s := f.Hooks; s != nil {
 		for _, sec := range []struct {
 			key  string
-			file *fileClaudeCode
+			file *fileHookAgent
 			to   *HookAgent
 		}{
 			{"hooks.claude_code", s.ClaudeCode, &cfg.Hooks.ClaudeCode},
