@@ -1,0 +1,148 @@
+// Slack's Home tab and its lists: the pending requests and the grants an
+// approver sees there and in /approvals pending|grants.
+
+package cards
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/slack-go/slack"
+
+	"github.com/metnos/gateway/locale"
+	"github.com/metnos/gateway/policy"
+)
+
+// SlackHome is what the App Home tab shows one person.
+type SlackHome struct {
+	// Approver: the person may decide; Admin: the person may revoke grants.
+	// Someone who is neither sees only how to become one.
+	Approver, Admin bool
+	UserID          string
+	Pending         []Card
+	MorePending     bool // more requests are pending than shown
+	Grants          []policy.Grant
+	MoreGrants      bool
+	Locale          locale.Locale
+}
+
+// SlackHomeView renders the Home tab (views.publish): the pending requests
+// with their buttons, then the active grants, with Revoke for admins.
+func SlackHomeView(h SlackHome) slack.HomeTabViewRequest {
+	l := h.Locale
+	var blocks []slack.Block
+	add := func(b ...slack.Block) { blocks = append(blocks, b...) }
+	add(slack.NewHeaderBlock(plain(l.T("slack.home_title"))))
+	if !h.Approver && !h.Admin {
+		add(slack.NewSectionBlock(mrkdwn(l.T("slack.home_not_approver", EscapeMrkdwn(h.UserID))), nil, nil))
+		return slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: blocks}}
+	}
+	add(slack.NewHeaderBlock(plain(l.T("slack.home_pending", len(h.Pending), more(h.MorePending)))))
+	if len(h.Pending) == 0 {
+		add(slack.NewSectionBlock(mrkdwn(l.T("slack.home_nothing_pending")), nil, nil))
+	}
+	for _, c := range h.Pending {
+		cs := cuts{l: l}
+		text := cs.cut(l.T("label.agent"), oneLine(c.Title), 200) + "\n" + cs.cut(l.T("label.target"), oneLine(c.Target), 1500)
+		if c.Intent != "" {
+			text += "\n" + cs.cut(l.T("label.intent"), oneLine(c.Intent), 1000)
+		}
+		add(slack.NewSectionBlock(slackPlain(text), nil, nil))
+		ctx := slackExpires(c.ExpiresAt, l) + " · " + l.T("label.request_lc") + " " + c.RequestID
+		if w := c.Warnings(); len(w) > 0 {
+			ctx += " · " + EscapeMrkdwn(strings.Join(w, " · "))
+		}
+		if cs.any() {
+			ctx += "\n" + slackCutLine(&cs, c)
+		}
+		add(slack.NewContextBlock("", mrkdwn(ctx)))
+		if h.Approver {
+			add(slack.NewActionBlock(SlackDecisionBlockID(c.RequestID), slackButtons(c)...))
+		}
+	}
+	add(slack.NewDividerBlock(),
+		slack.NewHeaderBlock(plain(l.T("slack.home_grants", len(h.Grants), more(h.MoreGrants)))))
+	if len(h.Grants) == 0 {
+		add(slack.NewSectionBlock(mrkdwn(l.T("slack.no_grants")), nil, nil))
+	}
+	for _, g := range h.Grants {
+		var acc *slack.Accessory
+		if h.Admin {
+			btn := slack.NewButtonBlockElement(SlackActionRevoke, strconv.FormatInt(g.ID, 10), plain(l.T("slack.revoke"))).
+				WithStyle(slack.StyleDanger).
+				WithConfirm(slack.NewConfirmationBlockObject(plain(l.T("slack.confirm_revoke_title")),
+					slackPlain(fitPlain(oneLine(l.T("slack.confirm_revoke", g.ID, SafeIn(g.Capability, l), SafeIn(g.Target, l),
+						SafeIn(g.Channel+"/"+g.SenderID, l))), SlackMaxConfirmText)),
+					plain(l.T("slack.revoke")), plain(l.T("slack.cancel"))))
+			acc = slack.NewAccessory(btn)
+		}
+		add(slack.NewSectionBlock(mrkdwn(SlackGrantLine(g, l)), nil, acc,
+			slack.SectionBlockOptionBlockID(SlackRevokeBlockID(g.ID))))
+	}
+	if len(blocks) > SlackMaxViewBlocks {
+		blocks = append(blocks[:SlackMaxViewBlocks-1],
+			slack.NewContextBlock("", mrkdwn(l.T("slack.home_more"))))
+	}
+	return slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: blocks}}
+}
+
+func more(b bool) string {
+	if b {
+		return "+"
+	}
+	return ""
+}
+
+// SlackGrantLine is one grant as the Home tab and /approvals grants list it.
+func SlackGrantLine(g policy.Grant, l locale.Locale) string {
+	cs := cuts{l: l}
+	s := fmt.Sprintf("*#%d* %s %s %s", g.ID, l.T("grants.on", codeSpan(&cs, "", SafeIn(g.Capability, l), 100)),
+		codeSpan(&cs, "", SafeIn(g.Target, l), 1000),
+		l.T("grants.for_by", codeSpan(&cs, "", SafeIn(g.Channel+"/"+g.SenderID, l), 300),
+			codeSpan(&cs, "", SafeIn(DisplayName(g.GrantedBy), l), 300)))
+	if g.SessionID != "" {
+		s += " · " + l.T("grants.session", codeSpan(&cs, "", SafeIn(g.Agent, l), 300),
+			codeSpan(&cs, "", SafeIn(g.SessionID, l), 300))
+	}
+	if g.ExpiresAt != nil {
+		s += " · " + l.T("grants.until", l.Date(*g.ExpiresAt))
+	}
+	if g.LastUsedAt != nil {
+		s += " · " + l.T("grants.last_used", l.Date(*g.LastUsedAt))
+	} else {
+		s += " · " + l.T("grants.never_used")
+	}
+	return s
+}
+
+// SlackPendingText is the answer to /approvals pending (mrkdwn).
+func SlackPendingText(pending []Card, morePending bool, l locale.Locale) string {
+	if len(pending) == 0 {
+		return l.T("slack.none_pending")
+	}
+	var b strings.Builder
+	b.WriteString("*" + l.T("slack.pending_title", len(pending), more(morePending)) + "*")
+	cs := cuts{l: l}
+	for _, c := range pending {
+		fmt.Fprintf(&b, "\n• `%s` %s %s · %s", c.RequestID, codeSpan(&cs, "", c.Title, 120), codeSpan(&cs, "", c.Target, 300),
+			slackExpires(c.ExpiresAt, l))
+	}
+	if cs.any() {
+		b.WriteString("\n" + EscapeMrkdwn(l.T("card.cut_list")))
+	}
+	return fitEscaped(b.String(), SlackMaxSectionText)
+}
+
+// SlackGrantsText is the answer to /approvals grants (mrkdwn).
+func SlackGrantsText(grants []policy.Grant, moreGrants bool, l locale.Locale) string {
+	if len(grants) == 0 {
+		return l.T("slack.no_grants")
+	}
+	var b strings.Builder
+	b.WriteString("*" + l.T("slack.grants_title", len(grants), more(moreGrants)) + "*")
+	for _, g := range grants {
+		b.WriteString("\n• " + SlackGrantLine(g, l))
+	}
+	return fitEscaped(b.String(), SlackMaxSectionText)
+}
