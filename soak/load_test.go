@@ -151,8 +151,8 @@ func runLoad(t *testing.T) {
 			gw.kill()
 		}
 	}()
-	if _, ok := tg.Await(30*time.Second, func(c telegramtest.Call) bool { return c.Method == "getUpdates" }); !ok {
-		t.Fatal("the gateway never reached the fake Telegram (its first getUpdates)")
+	if _, ok := tg.Await(30*time.Second, func(c telegramtest.Call) bool { return c.Method == "setMyCommands" }); !ok {
+		t.Fatal("the gateway never reached the fake Telegram (setMyCommands, at start)")
 	}
 	report.add(sc, "setup", "1 gateway process (`gateway serve`, SQLite), %d agents, fake Telegram + fake Slack on loopback, notify telegram+slack+web; start to ready %s",
 		nAgents, ms(gw.ready))

@@ -130,13 +130,13 @@ func runOutage(t *testing.T) {
 	endWatch := func() { stopWatchOnce.Do(func() { stopWatch(); <-watched }) }
 	defer endWatch()
 	cl := newAPI(base, 90*time.Second)
-	if _, ok := tg.Await(30*time.Second, func(c telegramtest.Call) bool { return c.Method == "getUpdates" }); !ok {
+	if _, ok := tg.Await(30*time.Second, func(c telegramtest.Call) bool { return c.Method == "setMyCommands" }); !ok {
 		b, _ := os.ReadFile(spec.logPath())
 		var calls []string
 		for _, c := range tg.History() {
 			calls = append(calls, fmt.Sprintf("%s %d %s", c.Method, c.Status, c.Description))
 		}
-		t.Fatalf("the gateway never reached the fake Telegram (its first getUpdates; calls: %v); its log:\n%s", calls, b)
+		t.Fatalf("the gateway never reached the fake Telegram (setMyCommands, at start; calls: %v); its log:\n%s", calls, b)
 	}
 
 	var (

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -24,6 +22,7 @@ import (
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/discord"
 	"github.com/metnos/gateway/gateway/discord/discordtest"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/gateway/telegram"
 	"github.com/metnos/gateway/gateway/telegram/telegramtest"
 )
@@ -54,9 +53,8 @@ type harness struct {
 	tg     *telegramtest.Server // with withTelegram
 	offset atomic.Int64         // added to the gateway's clock
 
-	cancel    context.CancelFunc
-	serveDone chan struct{}
-	logw      *testLog
+	gw   *gatewaytest.Gateway
+	logw *testLog
 }
 
 type harnessOption func(*harness)
@@ -87,14 +85,10 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	h := &harness{t: t, client: &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}}
 	h.fake = discordtest.New(discordtest.Options{Token: botToken, ApplicationID: appID, GuildID: guildID, ChannelID: channelID,
 		HeartbeatInterval: 200 * time.Millisecond})
-	cfg := config.Default()
+	a := gatewaytest.Agent("a1", agentToken, true)
+	a.Notify = []string{"discord", "web"}
+	cfg := gatewaytest.Config(t, a)
 	cfg.Server.Timezone = "Asia/Tokyo"
-	dir := t.TempDir()
-	cfg.Storage.Path = filepath.Join(dir, "gateway.db")
-	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
-	a := config.NewAgent("a1")
-	a.Token, a.Notify, a.Admin = agentToken, []string{"discord", "web"}, true
-	cfg.Agents = []config.Agent{a}
 	cfg.Discord = config.Discord{Token: botToken, ApplicationID: appID, GuildID: guildID, ChannelID: channelID,
 		Approvers: []string{approverID}, Admins: []string{approverID, adminID}, Language: "en",
 		Mode: config.DiscordModeGateway, APIURL: h.fake.APIURL(), PublicKey: h.fake.PublicKey()}
@@ -106,7 +100,6 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		h.stop()
 		h.fake.Close()
 		h.client.CloseIdleConnections()
 	})
@@ -126,24 +119,9 @@ func (h *harness) start() {
 		ms = append(ms, telegram.Factory(telegram.Options{Config: h.cfg.Telegram, Logger: logger, Location: time.UTC,
 			GrantTTL: h.cfg.Policy.GrantTTL, PollTimeout: 2 * time.Second, CallTimeout: 2 * time.Second}))
 	}
-	app, err := gateway.NewApp(context.Background(), h.cfg, gateway.AppOptions{Logger: logger, Now: h.now, Messengers: ms})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.app = app
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.base = "http://" + ln.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel, h.serveDone = cancel, make(chan struct{})
-	go func() {
-		defer close(h.serveDone)
-		if err := app.Serve(ctx, ln); err != nil {
-			h.logw.Write([]byte("serve: " + err.Error()))
-		}
-	}()
+	h.gw = gatewaytest.Start(t, h.cfg, gateway.AppOptions{Logger: logger, Now: h.now, Messengers: ms})
+	h.app, h.base = h.gw.App, h.gw.URL
+	t.Cleanup(h.logw.stop) // runs after the gateway's own clean-up stopped it
 	if !h.cfg.Discord.HTTPMode() {
 		h.fake.Await(t, waitFor, "the gateway session", func(s *discordtest.Server) bool { return s.ConnectedLocked() })
 	}
@@ -151,21 +129,9 @@ func (h *harness) start() {
 
 func (h *harness) now() time.Time { return time.Now().Add(time.Duration(h.offset.Load())) }
 
-// stop shuts the gateway down as SIGTERM would.
-func (h *harness) stop() {
-	if h.app == nil {
-		return
-	}
-	h.cancel()
-	select {
-	case <-h.serveDone:
-	case <-time.After(30 * time.Second):
-		h.t.Error("Serve did not return after cancel")
-	}
-	h.logw.stop()
-	_ = h.app.Close()
-	h.app = nil
-}
+// stop shuts the gateway down as SIGTERM would (its database stays open
+// for the test to read until the test ends).
+func (h *harness) stop() { h.gw.Stop() }
 
 // testLog sends the gateway's log to t.Log until the test is over.
 type testLog struct {
