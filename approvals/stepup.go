@@ -12,7 +12,7 @@ import (
 func StepUpContent(r Request, d Decision) passkeys.Content {
 	return passkeys.Content{ID: r.ID, Agent: r.Agent, Capability: r.Capability, Target: r.Target,
 		GrantTarget: r.GrantTarget, Autonomy: r.Autonomy.String(), ArgKeys: r.ArgKeys, Channel: r.Channel,
-		SenderID: r.SenderID, ExpiresAt: r.ExpiresAt, Decision: string(d)}
+		SenderID: r.SenderID, ExpiresAt: passkeys.ContentTime(r.ExpiresAt), Decision: string(d)}
 }
 
 // checkStepUp refuses an allow of a step-up request that does not carry a

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"strings"
 	"testing"
@@ -22,7 +23,9 @@ import (
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway/telegram/telegramtest"
 	"github.com/metnos/gateway/passkeys"
+	"github.com/metnos/gateway/passkeys/passkeystest"
 	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/storage/storagetest"
 )
 
 // captured is a step-up ceremony begun and answered in the page but not
@@ -311,4 +314,58 @@ func TestPasskeys_SlackQuorumTwo(t *testing.T) {
 		t.Fatalf("agent got %s with approvals %+v, want allowed with Pixel's and iPhone's", r.Status, r.Approvals)
 	}
 	verifyPasskeyRows(t, g, 2)
+}
+
+// TestPasskeys_SQLiteAndPostgreSQL: the passkey store on both databases,
+// through the page's endpoints with a software authenticator: a passkey
+// added, an allow signed and verified again from the audit trail, the
+// same assertion's challenge refused the second time, a clone (its sign
+// count behind) refused, a removed passkey refused, its row still
+// verifiable.
+func TestPasskeys_SQLiteAndPostgreSQL(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			var dsn string
+			if db == "postgres" {
+				dsn = storagetest.FreshSchema(t) // skips, saying why, without a server
+			}
+			app := newWebApp(t, func(c *config.Config) {
+				if dsn != "" {
+					c.Storage.Driver, c.Storage.DSN = "postgres", dsn
+				}
+				c.Approvals.Routes = []config.Route{{Capability: "fs:write", Quorum: 1, StepUp: config.StepUpPasskey}}
+			})
+			srv, _ := webServer(t, app)
+			ctx := context.Background()
+			w := passkeystest.Login(t, srv.URL, loginLink(t, app, srv.URL, "owner"))
+			key := &passkeystest.Authenticator{Origin: srv.URL}
+			w.Register(key, "YubiKey")
+			r := apiRequest(t, srv.URL, fsWrite("/home/u/pg.txt"))
+			if flash := w.Decide(key, r.ID, "allow_once"); !strings.Contains(flash, "Allowed once") {
+				t.Fatalf("allow with the passkey: %q", flash)
+			}
+			r2 := apiRequest(t, srv.URL, fsWrite("/home/u/pg2.txt"))
+			if flash := w.Decide(key.Clone(), r2.ID, "allow_once"); !strings.Contains(flash, "cloned") {
+				t.Errorf("a clone: %q", flash)
+			}
+			list, err := passkeys.New(app.Service.DB(), nil).List(ctx, "owner")
+			if err != nil || len(list) != 1 {
+				t.Fatalf("passkeys: %v %+v", err, list)
+			}
+			if _, page := w.Post("/web/passkeys/remove", url.Values{"id": {fmt.Sprint(list[0].ID)}}); !strings.Contains(page, "removed") {
+				t.Fatalf("remove: %s", page)
+			}
+			if st, body := w.Post("/web/decide/passkey/begin", url.Values{"id": {r2.ID}, "decision": {"allow_once"}}); st != http.StatusBadRequest ||
+				!strings.Contains(body, "no passkey") {
+				t.Errorf("step-up with no passkey left: %d %s", st, body)
+			}
+			checks, err := passkeys.New(app.Service.DB(), nil).VerifyAudit(ctx, storage.AuditFilter{})
+			if err != nil || len(checks) != 1 || checks[0].Err != nil || checks[0].Row.RequestID != r.ID {
+				t.Fatalf("audit check after the removal: %v %+v", err, checks)
+			}
+			if got := apiGet(t, srv.URL, r2.ID); got.Status != approvals.StatusPending {
+				t.Errorf("the clone's request is %s", got.Status)
+			}
+		})
+	}
 }

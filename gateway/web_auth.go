@@ -358,13 +358,19 @@ func (w *web) login(rw http.ResponseWriter, r *http.Request) {
 		w.render(rw, r, status, "login.html", loginData{CSRF: w.loginToken(rw, r), Error: msg, Next: next, Token: true})
 		return
 	}
-	tok, s, err := w.s.sessions.Start(r.Context(), user, "admin_token")
+	w.logIn(rw, r, src, user, "admin_token", next)
+}
+
+// logIn starts a session for user, proved by via ("admin_token",
+// "passkey"), and goes to next.
+func (w *web) logIn(rw http.ResponseWriter, r *http.Request, src, user, via, next string) {
+	tok, s, err := w.s.sessions.Start(r.Context(), user, via)
 	if err != nil {
 		w.fail(rw, r, err)
 		return
 	}
 	w.throttle.succeed(src, user)
-	w.s.log.Info("web login", "user", user, "via", "admin_token", "remote", r.RemoteAddr)
+	w.s.log.Info("web login", "user", user, "via", via, "remote", r.RemoteAddr)
 	w.startSession(rw, r, tok, s, next)
 }
 

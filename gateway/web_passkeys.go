@@ -140,14 +140,7 @@ func (w *web) passkeyLogin(rw http.ResponseWriter, r *http.Request) {
 			Token: w.s.cfg.Web.AdminToken != "", Error: w.loc.T("web.passkey_login_refused")})
 		return
 	}
-	tok, s, err := w.s.sessions.Start(r.Context(), user, "passkey")
-	if err != nil {
-		w.fail(rw, r, err)
-		return
-	}
-	w.throttle.succeed(src, user)
-	w.s.log.Info("web login", "user", user, "via", "passkey", "remote", r.RemoteAddr)
-	w.startSession(rw, r, tok, s, next)
+	w.logIn(rw, r, src, user, "passkey", next)
 }
 
 // errNotStepUp refuses a passkey ceremony for a request that does not ask

@@ -9,24 +9,10 @@ import (
 )
 
 // Content is what a step-up allow signs: the request as its card showed
-// it, and the decision. Its JSON (ContentJSON) is hashed into the
-// WebAuthn challenge, so the signature commits to exactly this.
+// it, and the decision. Its JSON (Content.JSON), in this field order, is
+// hashed into the WebAuthn challenge, so the signature commits to exactly
+// this.
 type Content struct {
-	ID          string    `json:"id"`
-	Agent       string    `json:"agent"`
-	Capability  string    `json:"capability"`
-	Target      string    `json:"target"`
-	GrantTarget string    `json:"grant_target"`
-	Autonomy    string    `json:"autonomy"`
-	ArgKeys     []string  `json:"arg_keys"`
-	Channel     string    `json:"channel"`
-	SenderID    string    `json:"sender_id"`
-	ExpiresAt   time.Time `json:"-"`
-	Decision    string    `json:"decision"`
-}
-
-// contentJSON fixes the field order and formats of the signed object.
-type contentJSON struct {
 	ID          string   `json:"id"`
 	Agent       string   `json:"agent"`
 	Capability  string   `json:"capability"`
@@ -36,22 +22,22 @@ type contentJSON struct {
 	ArgKeys     []string `json:"arg_keys"`
 	Channel     string   `json:"channel"`
 	SenderID    string   `json:"sender_id"`
-	ExpiresAt   string   `json:"expires_at"`
+	ExpiresAt   string   `json:"expires_at"` // ContentTime of the request's expiry
 	Decision    string   `json:"decision"`
 }
 
+// ContentTime is how Content writes a time: RFC 3339 in UTC.
+func ContentTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
 // JSON is the signed content: the compact JSON object json.Marshal writes,
-// fields in the order above, expires_at RFC 3339 in UTC, arg_keys sorted
-// (never null).
+// arg_keys sorted (never null).
 func (c Content) JSON() []byte {
-	keys := slices.Clone(c.ArgKeys)
-	if keys == nil {
-		keys = []string{}
+	c.ArgKeys = slices.Clone(c.ArgKeys)
+	if c.ArgKeys == nil {
+		c.ArgKeys = []string{}
 	}
-	slices.Sort(keys)
-	b, err := json.Marshal(contentJSON{ID: c.ID, Agent: c.Agent, Capability: c.Capability, Target: c.Target,
-		GrantTarget: c.GrantTarget, Autonomy: c.Autonomy, ArgKeys: keys, Channel: c.Channel, SenderID: c.SenderID,
-		ExpiresAt: c.ExpiresAt.UTC().Format(time.RFC3339), Decision: c.Decision})
+	slices.Sort(c.ArgKeys)
+	b, err := json.Marshal(c)
 	if err != nil {
 		panic(err) // strings only: json.Marshal cannot fail
 	}
