@@ -17,7 +17,7 @@ func TestContent_Exact(t *testing.T) {
 	c := passkeys.Content{ID: "r1", Agent: "a1", Capability: "fs:write", Target: "/srv/<x>&y", GrantTarget: "/srv/*",
 		Autonomy: "Supervised", ArgKeys: []string{"path", "mode"}, Channel: "web", SenderID: "owner",
 		ExpiresAt: passkeys.ContentTime(time.Date(2026, 11, 26, 21, 4, 5, 999, time.FixedZone("CET", 3600))),
-		Decision: "allow_once"}
+		Decision:  "allow_once"}
 	want := `{"id":"r1","agent":"a1","capability":"fs:write","target":"/srv/\u003cx\u003e\u0026y","grant_target":"/srv/*",` +
 		`"autonomy":"Supervised","arg_keys":["mode","path"],"channel":"web","sender_id":"owner",` +
 		`"expires_at":"2026-11-26T20:04:05Z","decision":"allow_once"}`
