@@ -257,7 +257,7 @@ func verifyPasskeyRows(t *testing.T, g *routesGW, n int) {
 		`UPDATE audit SET detail = json_set(detail, '$.passkey_signature', 'MEUCIQD` + strings.Repeat("A", 40) + `') WHERE seq = ` + fmt.Sprintf(signed, "MIN"),
 		`UPDATE audit SET detail = json_set(detail, '$.content_hash', '` + strings.Repeat("0", 64) + `') WHERE seq = ` + fmt.Sprintf(signed, "MAX"),
 	} {
-		if out, err := exec.Command(sqlite3, g.cfg.Storage.Path, edit).CombinedOutput(); err != nil {
+		if out, err := exec.Command(sqlite3, "-cmd", ".timeout 10000", g.cfg.Storage.Path, edit).CombinedOutput(); err != nil {
 			t.Fatalf("sqlite3: %v %s", err, out)
 		}
 		if bad := invalid(); len(bad) != i+1 {

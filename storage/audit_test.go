@@ -438,7 +438,7 @@ func needSQLite3(t *testing.T) string {
 
 func runSQLite3(t *testing.T, sqlite3, path, script string) {
 	t.Helper()
-	cmd := exec.Command(sqlite3, path)
+	cmd := exec.Command(sqlite3, "-cmd", ".timeout 10000", path)
 	cmd.Stdin = strings.NewReader(script)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("sqlite3: %v\n%s", err, out)

@@ -18,7 +18,8 @@ import (
 // Unavailable says whether err means the database cannot be reached or is
 // held by another writer for too long: a PostgreSQL server that is down,
 // restarting or cut off (no connection, a connection that broke, the
-// server shutting down, too many connections), or a SQLite file another
+// server shutting down, too many connections, a pooled connection pgx
+// found already closed), or a SQLite file another
 // process keeps locked past the busy timeout. The same call may succeed
 // later, so the API answers 503 unavailable with Retry-After instead of
 // 500 internal (which says "a bug: do not retry"). Anything else, a
@@ -41,7 +42,8 @@ func Unavailable(err error) bool {
 	var netErr net.Error
 	var liteErr *sqlite.Error
 	switch {
-	case errors.Is(err, ErrBusy), errors.Is(err, driver.ErrBadConn), errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.Is(err, ErrBusy), errors.Is(err, driver.ErrBadConn), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, pgconn.ErrConnClosed):
 		return true
 	case errors.As(err, &connect), errors.As(err, &netErr):
 		return true

@@ -212,7 +212,7 @@ func TestAuditCLI_Verify(t *testing.T) {
 	if res := runCLI(ctx, env, "", "audit", "verify", "--expect", kept); res.code != 0 {
 		t.Fatalf("verify --expect %s: exit %d %s", kept, res.code, res.stdout)
 	}
-	cmd := exec.Command(sqlite3, g.App.Config.Storage.Path,
+	cmd := exec.Command(sqlite3, "-cmd", ".timeout 10000", g.App.Config.Storage.Path,
 		`UPDATE audit SET detail = replace(detail, 'allow_once', 'deny') WHERE seq = (SELECT MIN(seq) FROM audit WHERE event = 'decision')`)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("sqlite3: %v %s", err, out)

@@ -83,7 +83,7 @@ func TestAuditCLI_PasskeyRows(t *testing.T) {
 	}
 	edit := `UPDATE audit SET detail = json_set(detail, '$.passkey_signature', 'MEUCIQD` + strings.Repeat("A", 40) +
 		`') WHERE request_id = '` + first + `' AND event = 'decision'`
-	if out, err := exec.Command(sqlite3, g.App.Config.Storage.Path, edit).CombinedOutput(); err != nil {
+	if out, err := exec.Command(sqlite3, "-cmd", ".timeout 10000", g.App.Config.Storage.Path, edit).CombinedOutput(); err != nil {
 		t.Fatalf("sqlite3: %v %s", err, out)
 	}
 	res = runCLI(ctx, env, "", "audit", "verify")
