@@ -82,10 +82,17 @@ func newFixtureOn(t *testing.T, db *storage.DB, c *clock, routes ...approvals.Ro
 // the background loops).
 func newFixtureOnClock(t *testing.T, db *storage.DB, now func() time.Time, routes ...approvals.Route) *fixture {
 	t.Helper()
+	return newFixtureWith(t, db, now, func(o *approvals.Options) { o.Routes = routes })
+}
+
+// newFixtureWith is newFixtureOnClock with the service's options changed
+// by set (a logger, other limits).
+func newFixtureWith(t *testing.T, db *storage.DB, now func() time.Time, set func(*approvals.Options)) *fixture {
+	t.Helper()
 	norm := policy.Normalizer{Home: "/home/owner"}
 	grants := policy.NewGrantStore(db, norm, now)
-	svc := approvals.New(db, grants, &policy.Decider{Grants: grants, Norm: norm}, approvals.Options{
-		GrantTTL: grantTTL, StaleAfter: staleTTL, Retention: retention, Now: now, Routes: routes,
+	opts := approvals.Options{
+		GrantTTL: grantTTL, StaleAfter: staleTTL, Retention: retention, Now: now,
 		AllowFor: []time.Duration{2 * time.Second, time.Hour},
 		CallbackKey: func(agent string) []byte {
 			if agent == "gone" { // an agent no longer in the config
@@ -96,7 +103,9 @@ func newFixtureOnClock(t *testing.T, db *storage.DB, now func() time.Time, route
 		CallbackAllowed: func(agent, url string) (callbackurl.Allowed, error) {
 			return callbackurl.Check([]string{"http://127.0.0.1:*/*"}, url)
 		},
-	})
+	}
+	set(&opts)
+	svc := approvals.New(db, grants, &policy.Decider{Grants: grants, Norm: norm}, opts)
 	return &fixture{svc: svc, db: db, grants: grants}
 }
 
@@ -545,16 +554,13 @@ func TestCards_PostRetryUpdate(t *testing.T) {
 // (not the address of the request's pointer field).
 func TestDecide_LogLineNamesTheDecision(t *testing.T) {
 	var buf bytes.Buffer
-	db := storagetest.Open(t)
-	norm := policy.Normalizer{Home: "/home/owner"}
 	c := newClock()
-	grants := policy.NewGrantStore(db, norm, c.Now)
-	svc := approvals.New(db, grants, &policy.Decider{Grants: grants, Norm: norm}, approvals.Options{
-		GrantTTL: grantTTL, StaleAfter: staleTTL, Retention: retention, Now: c.Now,
-		Logger: slog.New(slog.NewTextHandler(&buf, nil))})
-	f := &fixture{svc: svc, db: db, grants: grants, clock: c}
+	f := newFixtureWith(t, storagetest.Open(t), c.Now, func(o *approvals.Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+	})
+	f.clock = c
 	r := f.submit(t, "log-1", "/tmp/log", time.Minute)
-	if _, err := svc.Decide(context.Background(), r.ID, approvals.Deny, approvals.Actor{Channel: "api", ID: "boss"}); err != nil {
+	if _, err := f.svc.Decide(context.Background(), r.ID, approvals.Deny, approvals.Actor{Channel: "api", ID: "boss"}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), "msg=decision ") || !strings.Contains(buf.String(), " decision=deny ") {
