@@ -10,9 +10,6 @@ import (
 
 // The statements of this file.
 const (
-	markCardHeld = `UPDATE cards SET ref = $1, shown_status = $2, attempts = 0,
-	last_error = '', next_at = CASE WHEN EXISTS (SELECT 1 FROM requests WHERE id = $4 AND status = $2 AND rev = $7)
-	THEN $3 ELSE $8 END WHERE request_id = $4 AND channel = $5 AND gen = $6`
 	countHeldCards = `SELECT r.agent, COUNT(*) FROM cards c JOIN requests r ON r.id = c.request_id
 	WHERE c.channel = $1 AND c.ref = $2 AND r.status = 'pending' GROUP BY r.agent ORDER BY r.agent`
 )
@@ -58,8 +55,8 @@ func (s *Service) overCardRate(messenger, agent string) bool {
 // stays due now, so the change is recorded on the next round instead of
 // being parked far in the future.
 func (s *Service) holdCard(ctx context.Context, messenger, id string, gen, rev int64) error {
-	_, err := s.db.ExecContext(context.WithoutCancel(ctx), markCardHeld,
-		batchedRef, string(StatusPending), farFuture, id, messenger, gen, rev, storage.FormatTime(s.now()))
+	_, err := s.db.ExecContext(context.WithoutCancel(ctx), recordCardShown,
+		batchedRef, string(StatusPending), id, farFuture, storage.FormatTime(s.now()), messenger, gen, rev)
 	if err != nil {
 		return fmt.Errorf("hold card of %s: %w", id, err)
 	}

@@ -18,7 +18,10 @@ const (
 	nextCardDue       = `SELECT MIN(next_at) FROM cards WHERE channel = $1`
 	recordCardFailure = `UPDATE cards SET attempts = attempts + 1, next_at = $1, last_error = $2
 	WHERE request_id = $3 AND channel = $4 AND gen = $5`
-	recordCardSent = `UPDATE cards SET ref = $1, shown_status = $2, attempts = 0,
+	// recordCardShown records what a card shows ($1 its ref, $2 the status):
+	// in sync ($4, far future) unless request $3 changed meanwhile (its
+	// rev is no longer $8): then due now ($5). Not over a reset ($7 gen).
+	recordCardShown = `UPDATE cards SET ref = $1, shown_status = $2, attempts = 0,
 	last_error = '', next_at = CASE WHEN EXISTS (SELECT 1 FROM requests WHERE id = $3 AND status = $2 AND rev = $8)
 	THEN $4 ELSE $5 END
 	WHERE request_id = $3 AND channel = $6 AND gen = $7`
@@ -256,7 +259,7 @@ func (s *Service) sendCard(ctx context.Context, n Notifier, c dueCard, z *summar
 	// or anything else the card shows: rev): then due now. Recorded even when shutdown began meanwhile (the message exists;
 	// losing its id would post it twice after a restart), and not over a
 	// reset made meanwhile (gen changed: a fresh post is wanted).
-	_, err = s.db.ExecContext(context.WithoutCancel(ctx), recordCardSent,
+	_, err = s.db.ExecContext(context.WithoutCancel(ctx), recordCardShown,
 		sql.NullString{String: ref, Valid: ref != ""}, string(r.Status), r.ID, farFuture,
 		storage.FormatTime(s.now()), n.Name(), c.gen, r.Rev)
 	if err != nil {
