@@ -399,6 +399,9 @@ func (c Config) Redacted() Config {
 	r.Slack.AppToken = redact(c.Slack.AppToken)
 	r.Slack.Approvers = append([]string(nil), c.Slack.Approvers...)
 	r.Slack.Admins = append([]string(nil), c.Slack.Admins...)
+	r.Discord.Token = redact(c.Discord.Token)
+	r.Discord.Approvers = append([]string(nil), c.Discord.Approvers...)
+	r.Discord.Admins = append([]string(nil), c.Discord.Admins...)
 	r.Policy.Rules = append([]Rule(nil), c.Policy.Rules...)
 	r.Approvals.AllowFor = append([]time.Duration(nil), c.Approvals.AllowFor...)
 	if c.Policy.Notify != nil {
