@@ -329,11 +329,13 @@ type Hooks struct {
 	Cursor     HookAgent // [hooks.cursor]
 	Copilot    HookAgent // [hooks.copilot]
 	Qwen       HookAgent // [hooks.qwen]
+	OpenCode   HookAgent // [hooks.opencode]
 }
 
 // HookAgent is one agent's hook section: [hooks.claude_code],
-// [hooks.codex], [hooks.gemini], [hooks.cursor], [hooks.copilot], [hooks.qwen]. Every section has the
-// same keys and the same defaults.
+// [hooks.codex], [hooks.gemini], [hooks.cursor], [hooks.copilot],
+// [hooks.qwen], [hooks.opencode]. Every section has the same keys and the
+// same defaults.
 type HookAgent struct {
 	// Wait is how long the hook waits for a person before answering "ask";
 	// keep it under the agent's own hook timeout.
@@ -377,7 +379,7 @@ func defaults(getenv func(string) string) Config {
 		Discord: Discord{APIURL: "https://discord.com/api/v10", Language: string(locale.DefaultLang),
 			Mode: DiscordModeGateway},
 		Hooks: Hooks{ClaudeCode: defaultHookAgent(), Codex: defaultHookAgent(), Gemini: defaultHookAgent(), Cursor: defaultHookAgent(),
-			Copilot: defaultHookAgent(), Qwen: defaultHookAgent()},
+			Copilot: defaultHookAgent(), Qwen: defaultHookAgent(), OpenCode: defaultHookAgent()},
 		Log: Log{Level: "info"},
 	}
 }
@@ -433,7 +435,7 @@ func (c Config) Redacted() Config {
 	}
 	r.MCP = redactedMCP(c.MCP)
 	for _, h := range []*HookAgent{&r.Hooks.ClaudeCode, &r.Hooks.Codex, &r.Hooks.Gemini, &r.Hooks.Cursor,
-		&r.Hooks.Copilot, &r.Hooks.Qwen} {
+		&r.Hooks.Copilot, &r.Hooks.Qwen, &r.Hooks.OpenCode} {
 		if h.Tools != nil {
 			h.Tools = maps.Clone(h.Tools)
 		}
@@ -464,6 +466,7 @@ func (h *Hooks) HookSections() []HookSection {
 		{"cursor", "hooks.cursor", &h.Cursor},
 		{"copilot", "hooks.copilot", &h.Copilot},
 		{"qwen", "hooks.qwen", &h.Qwen},
+		{"opencode", "hooks.opencode", &h.OpenCode},
 	}
 }
 

@@ -90,6 +90,7 @@ func TestLoad_DefaultsWithoutFile(t *testing.T) {
 					Cursor:     HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
 					Copilot:    HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
 					Qwen:       HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
+					OpenCode:   HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
 				},
 				Log:  Log{Level: "info"},
 				File: tc.path, // the default path looked for is the gateway's own, even when missing
@@ -176,6 +177,7 @@ func TestLoad_ExampleFile(t *testing.T) {
 		{"cursor tools", cfg.Hooks.Cursor.Tools, map[string]string{"MCP:gmail:send": "mail:send"}},
 		{"copilot wait", cfg.Hooks.Copilot.Wait, 9 * time.Minute},
 		{"qwen wait", cfg.Hooks.Qwen.Wait, 9 * time.Minute},
+		{"opencode wait", cfg.Hooks.OpenCode.Wait, 9 * time.Minute},
 		{"cursor wait", cfg.Hooks.Cursor.Wait, 9 * time.Minute},
 		{"log level", cfg.Log.Level, "info"},
 	}

@@ -220,6 +220,7 @@ type (
 		Cursor     *fileHookAgent `toml:"cursor"`
 		Copilot    *fileHookAgent `toml:"copilot"`
 		Qwen       *fileHookAgent `toml:"qwen"`
+		OpenCode   *fileHookAgent `toml:"opencode"`
 	}
 	fileHookAgent struct {
 		Wait        *string           `toml:"wait"`
@@ -402,6 +403,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 			{"hooks.cursor", s.Cursor, &cfg.Hooks.Cursor},
 			{"hooks.copilot", s.Copilot, &cfg.Hooks.Copilot},
 			{"hooks.qwen", s.Qwen, &cfg.Hooks.Qwen},
+			{"hooks.opencode", s.OpenCode, &cfg.Hooks.OpenCode},
 		} {
 			if sec.file == nil {
 				continue

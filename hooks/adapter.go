@@ -156,7 +156,7 @@ func (r Reply) JSON() []byte {
 // Adapters are the agents `gateway hook NAME` and POST /v1/hooks/NAME
 // serve.
 func Adapters() []Adapter {
-	return []Adapter{ClaudeCode, Codex, Gemini, Cursor, Copilot, Qwen}
+	return []Adapter{ClaudeCode, Codex, Gemini, Cursor, Copilot, Qwen, OpenCode}
 }
 
 // AdapterNamed finds an adapter by name.

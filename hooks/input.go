@@ -23,12 +23,12 @@ import (
 
 // pathFields are every field name a tool of some agent or version reads
 // its file or directory from.
-var pathFields = []string{"file_path", "absolute_path", "path", "target_file", "notebook_path", "filename", "file", "dir_path", "target_directory", "directory", "dir"}
+var pathFields = []string{"file_path", "filePath", "absolute_path", "path", "target_file", "notebook_path", "filename", "file", "dir_path", "target_directory", "directory", "dir"}
 
 // dataFields hold what a tool writes, left out of args.
 var dataFields = map[string]bool{
 	"content": true, "contents": true, "old_string": true, "new_string": true, "old_str": true, "new_str": true,
-	"new_source": true, "code_edit": true, "edits": true, "file_text": true, "diff": true,
+	"new_source": true, "code_edit": true, "edits": true, "file_text": true, "diff": true, "oldString": true, "newString": true,
 }
 
 // inputArgs is the tool input for the guard: every field but what it

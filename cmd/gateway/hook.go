@@ -30,6 +30,7 @@ func cmdHook(e *env, args []string) error {
 	urlFlag := fs.String("url", "", "gateway URL (default $GATEWAY_URL, else http:// + server.listen)")
 	tokenFlag := fs.String("token", "", "agent token (default $GATEWAY_TOKEN)")
 	noAsk := fs.Bool("no-ask", false, "gemini, cursor: deny instead of answering ask (for a headless agent nobody can prompt)")
+	plugin := fs.Bool("plugin", false, "opencode: print the OpenCode plugin file (save it and name it in opencode.json) and exit")
 	pos, err := parseFlags(fs, args)
 	ad, isAdapter := hooks.AdapterNamed(strings.Join(pos, " "))
 	known := len(pos) == 1 && isAdapter
@@ -38,6 +39,13 @@ func cmdHook(e *env, args []string) error {
 	}
 	if err != nil {
 		return err // --help, after the positionals are checked
+	}
+	if *plugin {
+		if ad.Name != hooks.OpenCode.Name {
+			return usagef("--plugin: only `gateway hook opencode` has a plugin")
+		}
+		_, err := e.stdout.Write(hooks.OpenCodePlugin)
+		return err
 	}
 	if *wait < 0 {
 		return usagef("--wait: negative duration %s", *wait)

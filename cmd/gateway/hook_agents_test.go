@@ -183,20 +183,28 @@ func TestAgentHooks(t *testing.T) {
 func TestAgentHooks_FailSafe(t *testing.T) {
 	g := startLive(t, agentHookSettings)
 	shell := map[string]string{
-		"codex":  codexPre(t, "s", "f1", "Bash", map[string]any{"command": "ls"}),
-		"gemini": `{"session_id":"s","cwd":"/p","hook_event_name":"BeforeTool","tool_name":"run_shell_command","tool_input":{"command":"ls"}}`,
-		"cursor": `{"conversation_id":"c","hook_event_name":"beforeShellExecution","command":"ls","cwd":"/p"}`,
+		"codex":    codexPre(t, "s", "f1", "Bash", map[string]any{"command": "ls"}),
+		"gemini":   `{"session_id":"s","cwd":"/p","hook_event_name":"BeforeTool","tool_name":"run_shell_command","tool_input":{"command":"ls"}}`,
+		"cursor":   `{"conversation_id":"c","hook_event_name":"beforeShellExecution","command":"ls","cwd":"/p"}`,
+		"copilot":  `{"sessionId":"s","timestamp":1,"cwd":"/p","toolName":"bash","toolArgs":{"command":"ls"}}`,
+		"qwen":     `{"session_id":"s","cwd":"/p","hook_event_name":"PreToolUse","tool_name":"run_shell_command","tool_input":{"command":"ls"}}`,
+		"opencode": `{"hook_event_name":"tool.execute.before","tool":"bash","sessionID":"s","callID":"c","directory":"/p","args":{"command":"ls"}}`,
 	}
 	verdict := func(name string, m map[string]any) string {
 		switch name {
 		case "codex":
 			return field(m, "hookSpecificOutput", "permissionDecision")
-		case "gemini":
+		case "gemini", "opencode":
 			return field(m, "decision")
+		case "copilot":
+			return field(m, "permissionDecision")
+		case "qwen":
+			return field(m, "hookSpecificOutput", "permissionDecision")
 		}
 		return field(m, "permission")
 	}
-	want := map[string]string{"codex": "deny", "gemini": "ask", "cursor": "ask"}
+	// The agents that run a tool whose hook gives no verdict get a deny.
+	want := map[string]string{"codex": "deny", "gemini": "ask", "cursor": "ask", "copilot": "deny", "qwen": "deny", "opencode": "deny"}
 	for name, ev := range shell {
 		for _, tc := range []struct {
 			what  string
@@ -217,6 +225,9 @@ func TestAgentHooks_FailSafe(t *testing.T) {
 				}
 				if r.stderr == "" {
 					t.Error("nothing said on stderr")
+				}
+				if r.code != exitOK {
+					t.Errorf("exit %d: Qwen Code runs a tool whose hook exits 1", r.code)
 				}
 			})
 		}

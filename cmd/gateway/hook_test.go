@@ -196,7 +196,7 @@ func TestHook_AllowedByRule(t *testing.T) {
 }
 
 func TestHook_Usage(t *testing.T) {
-	for _, args := range [][]string{{"hook"}, {"hook", "windsurf"}, {"hook", "claude-code", "--wait", "-1s"}, {"hook", "codex", "--wait", "-1s"}} {
+	for _, args := range [][]string{{"hook"}, {"hook", "windsurf"}, {"hook", "claude-code", "--wait", "-1s"}, {"hook", "codex", "--wait", "-1s"}, {"hook", "codex", "--plugin"}} {
 		r := runCLI(context.Background(), agentEnv(t, "http://127.0.0.1:1"), "", args...)
 		if r.code != exitUsage {
 			t.Errorf("%v: exit %d", args, r.code)

@@ -77,8 +77,8 @@ Usage:
               [--channel C --sender S] [--session ID] [--grant-target PATTERN] [--call-id ID] [--timeout 10m] [--wait 10m]
               [--json] [--url URL] [--token TOKEN]
   gateway ask --list [--include-blocked]
-  gateway hook claude-code|codex|gemini|cursor|copilot|qwen [--wait 9m] [--no-ask] [--url URL] [--token TOKEN]
-                              (the agent's hook event on stdin)
+  gateway hook claude-code|codex|gemini|cursor|copilot|qwen|opencode [--wait 9m] [--no-ask] [--url URL] [--token TOKEN]
+              [--plugin]      (the agent's hook event on stdin; opencode --plugin prints OpenCode's plugin file)
   gateway mcp [--url URL] [--token TOKEN]
                               (MCP server on stdio: approval_prompt, request_approval, check)
   gateway mcp-proxy [--name NAME] [--include-blocked] [--url URL] [--token TOKEN] -- COMMAND ARGS…
