@@ -107,35 +107,27 @@ func noPositional(name string, pos []string) error {
 }
 
 func policyRegistry(e *env, args []string) error {
-	fs := flag.NewFlagSet("policy registry", flag.ContinueOnError)
-	configFlag(fs)
-	pos, err := parseFlags(fs, args)
-	if err := noPositional("registry", pos); err != nil {
-		return err
-	}
-	if err != nil {
-		return err // --help, after the positionals are checked
-	}
-	for _, c := range policy.Registry() {
-		if err := printJSONLine(e.stdout, c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return policyList(e, args, "registry", policy.Registry)
 }
 
 func policyTable(e *env, args []string) error {
-	fs := flag.NewFlagSet("policy table", flag.ContinueOnError)
+	return policyList(e, args, "table", policy.Table)
+}
+
+// policyList is a policy subcommand that takes no arguments and prints
+// rows, one JSON line each.
+func policyList[T any](e *env, args []string, name string, rows func() []T) error {
+	fs := flag.NewFlagSet("policy "+name, flag.ContinueOnError)
 	configFlag(fs)
 	pos, err := parseFlags(fs, args)
-	if err := noPositional("table", pos); err != nil {
+	if err := noPositional(name, pos); err != nil {
 		return err
 	}
 	if err != nil {
 		return err // --help, after the positionals are checked
 	}
-	for _, row := range policy.Table() {
-		if err := printJSONLine(e.stdout, row); err != nil {
+	for _, r := range rows() {
+		if err := printJSONLine(e.stdout, r); err != nil {
 			return err
 		}
 	}
