@@ -153,6 +153,10 @@ func TestPasskeys_TelegramStepUp(t *testing.T) {
 	if flash := clickOnRequestPage(t, browser, base, id, "allow_once"); !strings.Contains(flash, "Allowed once") {
 		t.Fatalf("after Allow once with the passkey the page says %q", flash)
 	}
+	// The request's page (its trail) says who signed, and checks it again.
+	if trail := browserText(t, browser, "#request-trail"); !strings.Contains(trail, "Signed with the passkey “iPhone” of owner; signature verified") {
+		t.Errorf("the request's trail says %q", trail)
+	}
 	if r := agentAnswer(t, answer); r.Status != approvals.StatusAllowed || r.DecidedBy != "web:owner" ||
 		len(r.Approvals) != 1 || r.Approvals[0].Passkey != "iPhone" {
 		t.Fatalf("agent got %s by %q approvals %+v, want allowed by web:owner with the passkey iPhone", r.Status, r.DecidedBy, r.Approvals)

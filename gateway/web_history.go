@@ -35,6 +35,12 @@ type historyFilter struct {
 type historyRow struct {
 	storage.AuditEvent
 	Facts []cards.AuditFact
+	// Passkey says, on a request's page, who signed the row with which
+	// passkey and whether the signature verifies now ("" for a row with
+	// none).
+	Passkey string
+	// PasskeyBad: the signature does not verify.
+	PasskeyBad bool
 }
 
 // historyData is what history.html reads.
@@ -147,6 +153,9 @@ func (w *web) request(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Rows = historyRows(rows, w.loc)
+	for i := range d.Rows {
+		w.passkeyLine(r.Context(), &d.Rows[i])
+	}
 	d.CSRF, d.Flash, d.User = sessionOf(r).CSRF, w.takeFlash(rw, r), sessionOf(r).User
 	w.render(rw, r, http.StatusOK, "request.html", &d)
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -219,4 +220,19 @@ func (w *web) stepUpDecide(rw http.ResponseWriter, r *http.Request) {
 	actor := w.actor(r)
 	actor.Passkey = proof
 	w.decideAs(rw, r, id, approvals.Choice{Decision: sc.Decision, Scope: sc.Scope, Duration: sc.Duration}, actor)
+}
+
+// passkeyLine fills a passkey-signed trail row's sentence: the passkey,
+// its user, and the signature checked again now against the stored key.
+func (w *web) passkeyLine(ctx context.Context, row *historyRow) {
+	if !passkeys.Signed(row.Detail) {
+		return
+	}
+	name, _ := row.Detail[passkeys.KeyName].(string)
+	user, _ := row.Detail[passkeys.KeyUser].(string)
+	if err := w.s.passkeys.VerifyRow(ctx, row.RequestID, row.Detail); err != nil {
+		row.Passkey, row.PasskeyBad = cards.SafeIn(w.loc.T("web.h_passkey_bad", name, user, err.Error()), w.loc), true
+		return
+	}
+	row.Passkey = cards.SafeIn(w.loc.T("web.h_passkey_ok", name, user), w.loc)
 }

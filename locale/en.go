@@ -239,6 +239,8 @@ Each card shows what an agent wants to do. Tap ✅ Allow once, ♾ Allow always 
 	"button.confirm_web":        "🔑 Confirm on the web page",
 	"card.step_up":              "🔑 Allowing this needs the approver's passkey, on the web page; Deny works here.",
 	"card.step_up_link":         "Open %s",
+	"web.h_passkey_ok":          "🔑 Signed with the passkey “%s” of %s; signature verified",
+	"web.h_passkey_bad":         "🔑 Passkey “%s” of %s: signature INVALID: %s",
 	"web.account":               "Account",
 	"web.account_user":          "Signed in as",
 	"web.account_approver":      "decisions here are taken as",
