@@ -46,12 +46,8 @@ func cmdAsk(e *env, args []string) error {
 	blocked := fs.Bool("include-blocked", false, "with --list: also the capabilities denied to this agent")
 	urlFlag := fs.String("url", "", "gateway URL (default $GATEWAY_URL)")
 	tokenFlag := fs.String("token", "", "agent token (default $GATEWAY_TOKEN; the variable keeps it out of ps)")
-	pos, err := parseFlags(fs, args)
-	if err := noPositional("ask", pos); err != nil {
+	if err := parseNoArgs(fs, "ask", args); err != nil {
 		return err
-	}
-	if err != nil {
-		return err // --help, after the positionals are checked
 	}
 	switch {
 	case *list:

@@ -51,12 +51,9 @@ func cmdAudit(e *env, args []string) error {
 	format := fs.String("format", "text", "text, jsonl or csv")
 	follow := fs.Bool("follow", false, "keep printing rows as they are committed, until interrupted")
 	cursor := fs.String("cursor", "", "a file keeping the last seq printed: start after it, update it as rows are printed")
-	pos, err := parseFlags(fs, args)
-	if err := noPositional("audit", pos); err != nil {
-		return err
-	}
+	err := parseNoArgs(fs, "audit", args)
 	if err != nil {
-		return err // --help, after the positionals are checked
+		return err
 	}
 	now := time.Now()
 	f := storage.AuditFilter{Agent: *agent, RequestID: *request, Event: *event, Actor: *actor, Capability: *capability,
@@ -307,12 +304,8 @@ func auditVerify(e *env, args []string) error {
 	fs := flag.NewFlagSet("audit verify", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
 	expect := fs.String("expect", "", "SEQ:HASH of a row kept outside the database (the last line of an earlier verify)")
-	pos, err := parseFlags(fs, args)
-	if err := noPositional("audit verify", pos); err != nil {
+	if err := parseNoArgs(fs, "audit verify", args); err != nil {
 		return err
-	}
-	if err != nil {
-		return err // --help, after the positionals are checked
 	}
 	var anchor *storage.AuditAnchor
 	if *expect != "" {

@@ -28,12 +28,8 @@ type migrateReport struct {
 func cmdMigrate(e *env, args []string) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
-	pos, err := parseFlags(fs, args)
-	if err := noPositional("migrate", pos); err != nil {
+	if err := parseNoArgs(fs, "migrate", args); err != nil {
 		return err
-	}
-	if err != nil {
-		return err // --help, after the positionals are checked
 	}
 	db, err := openDB(e, *cfgPath)
 	if err != nil {

@@ -106,6 +106,16 @@ func noPositional(name string, pos []string) error {
 	return nil
 }
 
+// parseNoArgs parses the flags of a command that takes no positional
+// arguments: an unexpected one is named before --help is answered.
+func parseNoArgs(fs *flag.FlagSet, name string, args []string) error {
+	pos, err := parseFlags(fs, args)
+	if err := noPositional(name, pos); err != nil {
+		return err
+	}
+	return err
+}
+
 func policyRegistry(e *env, args []string) error {
 	return policyList(e, args, "registry", policy.Registry)
 }
@@ -246,12 +256,8 @@ func policyGrants(e *env, args []string) error {
 	channel := fs.String("channel", "", "only this principal channel")
 	sender := fs.String("sender", "", "only this sender id")
 	all := fs.Bool("all", false, "include revoked and expired grants")
-	pos, err := parseFlags(fs, args)
-	if err := noPositional("grants", pos); err != nil {
+	if err := parseNoArgs(fs, "grants", args); err != nil {
 		return err
-	}
-	if err != nil {
-		return err // --help, after the positionals are checked
 	}
 	cfg, err := loadDBConfig(e, *cfgPath)
 	if err != nil {
@@ -282,12 +288,8 @@ func policyGrant(e *env, args []string) error {
 	capability := fs.String("capability", "", "capability (required)")
 	target := fs.String("target", "", "target or target pattern")
 	ttl := fs.String("ttl", "", "lifetime, e.g. 720h or 90d (default policy.grant_ttl; 0 = never expires)")
-	pos, err := parseFlags(fs, args)
-	if err := noPositional("grant", pos); err != nil {
+	if err := parseNoArgs(fs, "grant", args); err != nil {
 		return err
-	}
-	if err != nil {
-		return err // --help, after the positionals are checked
 	}
 	for name, v := range map[string]string{"--channel": *channel, "--sender": *sender, "--capability": *capability} {
 		if v == "" {

@@ -117,12 +117,8 @@ func rulesAdd(e *env, args []string) error {
 	fs := flag.NewFlagSet("policy rules add", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
 	f := newRuleFlags(fs, true)
-	pos, err := parseFlags(fs, args)
-	if err := noPositional("rules add", pos); err != nil {
+	if err := parseNoArgs(fs, "rules add", args); err != nil {
 		return err
-	}
-	if err != nil {
-		return err // --help, after the positionals are checked
 	}
 	where, err := policy.ParsePosition(*f.position)
 	if err != nil {

@@ -105,12 +105,8 @@ func cmdServe(e *env, args []string) error {
 	listen := fs.String("listen", "", "address to listen on (default server.listen)")
 	logFormat := fs.String("log-format", "", "text or json (default: text on a terminal)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error")
-	pos, err := parseFlags(fs, args)
-	if err := noPositional("serve", pos); err != nil {
+	if err := parseNoArgs(fs, "serve", args); err != nil {
 		return err
-	}
-	if err != nil {
-		return err // --help, after the positionals are checked
 	}
 	cfg, err := loadConfig(e, *cfgPath)
 	if err != nil {
@@ -206,12 +202,8 @@ func cmdPrune(e *env, args []string) error {
 	fs := flag.NewFlagSet("prune", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
 	dry := fs.Bool("dry-run", false, "show what would be pruned, change nothing")
-	pos, err := parseFlags(fs, args)
-	if err := noPositional("prune", pos); err != nil {
+	if err := parseNoArgs(fs, "prune", args); err != nil {
 		return err
-	}
-	if err != nil {
-		return err // --help, after the positionals are checked
 	}
 	cfg, err := loadDBConfig(e, *cfgPath)
 	if err != nil {
