@@ -76,6 +76,9 @@ type Card struct {
 	// instead of its allow buttons, and keeps Deny.
 	StepUp     bool
 	ConfirmURL string
+	// ConfirmAsText: the messenger refused ConfirmURL as a button; the
+	// card shows it as text.
+	ConfirmAsText bool
 
 	// principal and grantUntil are what WithScope's preview names
 	// besides the scope: who the grant is for, and until when.
@@ -101,6 +104,10 @@ func (c Card) WithConfirm(linkBase string) Card {
 	c.ConfirmURL = strings.TrimRight(linkBase, "/") + RequestPath(c.RequestID)
 	return c
 }
+
+// ConfirmButton reports whether a step-up card carries its link as a
+// button (else as text).
+func (c Card) ConfirmButton() bool { return !c.ConfirmAsText && ButtonURL(c.ConfirmURL) }
 
 // ButtonURL reports whether a messenger takes u as a link button: an
 // absolute http(s) URL whose host is a name other than localhost (the

@@ -376,7 +376,7 @@ func slackButtons(c Card) []slack.BlockElement {
 	if c.StepUp {
 		// An allow needs the approver's passkey: a link button to the web
 		// page (Slack only acknowledges its click), and Deny.
-		if ButtonURL(c.ConfirmURL) {
+		if c.ConfirmButton() {
 			out = append(out, slack.NewButtonBlockElement(SlackActionConfirmWeb, c.RequestID, plain(l.T("button.confirm_web"))).
 				WithURL(c.ConfirmURL).WithStyle(slack.StylePrimary))
 		}

@@ -105,7 +105,7 @@ func TelegramKeyboard(c Card) *tgbotapi.InlineKeyboardMarkup {
 func telegramStepUpKeyboard(c Card) *tgbotapi.InlineKeyboardMarkup {
 	deny := tgbotapi.NewInlineKeyboardRow(tgbotapi.NewInlineKeyboardButtonData(c.Locale.T("button.deny"),
 		EncodeDecision(c.RequestID, approvals.Deny)))
-	if !ButtonURL(c.ConfirmURL) {
+	if !c.ConfirmButton() {
 		kb := tgbotapi.NewInlineKeyboardMarkup(deny)
 		return &kb
 	}
@@ -118,7 +118,7 @@ func telegramStepUpKeyboard(c Card) *tgbotapi.InlineKeyboardMarkup {
 // needs the passkey on the web page, and the page's address when the card
 // cannot carry it as a link button.
 func StepUpLine(c Card) string {
-	if ButtonURL(c.ConfirmURL) {
+	if c.ConfirmButton() {
 		return c.Locale.T("card.step_up")
 	}
 	return c.Locale.T("card.step_up") + " " + c.Locale.T("card.step_up_link", c.ConfirmURL)

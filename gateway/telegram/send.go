@@ -122,7 +122,8 @@ func (b *Bot) sendError(method string, err error) error {
 func (b *Bot) Post(ctx context.Context, r approvals.Request) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.callTimeout)
 	defer cancel()
-	m := b.render(ctx, r)
+	c := b.card(ctx, r)
+	m := cards.Telegram(c)
 	msg := tgbotapi.NewMessage(b.cfg.ChatID, m.HTML)
 	msg.ParseMode = tgbotapi.ModeHTML
 	msg.DisableWebPagePreview = true
@@ -135,6 +136,16 @@ func (b *Bot) Post(ctx context.Context, r approvals.Request) (string, error) {
 		// than a plain one: say it in plain text rather than retry forever.
 		b.log.Error("card markup refused; sending it as plain text", "request_id", r.ID, "err", b.apiError("sendMessage", err))
 		msg.Text, msg.ParseMode = m.Plain, ""
+		sent, err = b.bot(ctx).Send(msg)
+	}
+	if err != nil && isButtonURLError(err) && c.ConfirmButton() {
+		// The Bot API refused the step-up card's link as a button: the
+		// card shows it as text instead.
+		b.log.Warn("Confirm on the web page refused as a button; the card shows the link as text", "request_id", r.ID,
+			"err", b.apiError("sendMessage", err))
+		c.ConfirmAsText = true
+		m = cards.Telegram(c)
+		msg.Text, msg.ParseMode, msg.ReplyMarkup = m.HTML, tgbotapi.ModeHTML, m.Keyboard
 		sent, err = b.bot(ctx).Send(msg)
 	}
 	if err != nil {
@@ -168,8 +179,17 @@ func (b *Bot) Update(ctx context.Context, r approvals.Request, ref string) error
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.callTimeout)
 	defer cancel()
-	return b.edit(ctx, chat, id, b.render(ctx, r), r.ID)
+	c := b.card(ctx, r)
+	err := b.edit(ctx, chat, id, cards.Telegram(c), r.ID)
+	if errors.Is(err, errButtonURL) && c.ConfirmButton() {
+		c.ConfirmAsText = true // as Post does: the link as text
+		err = b.edit(ctx, chat, id, cards.Telegram(c), r.ID)
+	}
+	return err
 }
+
+// errButtonURL is the Bot API refusing a step-up card's URL button.
+var errButtonURL = errors.New("telegram refused the card's URL button")
 
 // Remind sends a short reminder of a pending request as a reply to its
 // card, so it notifies the chat and leads back to the buttons. One
@@ -238,6 +258,9 @@ func (b *Bot) edit(ctx context.Context, chat int64, id int, m cards.TelegramMess
 	if err == nil {
 		return nil
 	}
+	if isButtonURLError(err) {
+		return fmt.Errorf("%w: %v", errButtonURL, b.apiError("editMessageText", err))
+	}
 	ae := b.apiError("editMessageText", err)
 	desc := strings.ToLower(ae.Description)
 	switch {
@@ -250,6 +273,17 @@ func (b *Bot) edit(ctx context.Context, chat int64, id int, m cards.TelegramMess
 		return nil
 	}
 	return b.sendError("editMessageText", err)
+}
+
+// isButtonURLError is the Bot API refusing a URL button's address.
+func isButtonURLError(err error) bool {
+	var te *tgbotapi.Error
+	if !errors.As(err, &te) || te.Code != http.StatusBadRequest {
+		return false
+	}
+	m := strings.ToLower(te.Message)
+	return strings.Contains(m, "button_url_invalid") || strings.Contains(m, "wrong http url") ||
+		strings.Contains(m, "url host is empty") || strings.Contains(m, "unsupported url protocol")
 }
 
 func isParseError(err error) bool {
