@@ -39,8 +39,6 @@
 package config
 
 import (
-	"log/slog"
-	"maps"
 	"path/filepath"
 	"time"
 
@@ -320,32 +318,6 @@ func (c Config) PolicyRules() []policy.Rule {
 	return out
 }
 
-// Hooks is the [hooks] table: one section per coding agent whose hooks
-// the gateway answers.
-type Hooks struct {
-	ClaudeCode HookAgent // [hooks.claude_code]
-	Codex      HookAgent // [hooks.codex]
-	Gemini     HookAgent // [hooks.gemini]
-	Cursor     HookAgent // [hooks.cursor]
-	Copilot    HookAgent // [hooks.copilot]
-	Qwen       HookAgent // [hooks.qwen]
-	OpenCode   HookAgent // [hooks.opencode]
-}
-
-// HookAgent is one agent's hook section: [hooks.claude_code],
-// [hooks.codex], [hooks.gemini], [hooks.cursor], [hooks.copilot],
-// [hooks.qwen], [hooks.opencode]. Every section has the same keys and the
-// same defaults.
-type HookAgent struct {
-	// Wait is how long the hook waits for a person before answering "ask";
-	// keep it under the agent's own hook timeout.
-	Wait time.Duration
-	// UnknownTool is the answer for a tool with no mapping: "ask" or "deny".
-	UnknownTool string
-	// Tools maps extra tool names (e.g. "mcp__gmail__send") to capabilities.
-	Tools map[string]string
-}
-
 // Log is the optional [log] table.
 type Log struct {
 	// Format is "text", "json", or "" to choose by whether stderr is a terminal.
@@ -383,115 +355,6 @@ func defaults(getenv func(string) string) Config {
 		Log: Log{Level: "info"},
 	}
 }
-
-const redacted = "[redacted]"
-
-// Redacted returns a copy in which every secret that is set reads
-// "[redacted]" (an unset one stays empty, so `config show` tells the two
-// apart). The copy shares nothing mutable with c.
-func (c Config) Redacted() Config {
-	r := c
-	r.Storage.DSN = redact(c.Storage.DSN)
-	r.Web.AdminToken = redact(c.Web.AdminToken)
-	r.Telegram.Token = redact(c.Telegram.Token)
-	r.Telegram.WebhookSecret = redact(c.Telegram.WebhookSecret)
-	r.Telegram.Approvers = append([]int64(nil), c.Telegram.Approvers...)
-	r.Slack.BotToken = redact(c.Slack.BotToken)
-	r.Slack.SigningSecret = redact(c.Slack.SigningSecret)
-	r.Slack.AppToken = redact(c.Slack.AppToken)
-	r.Slack.Approvers = append([]string(nil), c.Slack.Approvers...)
-	r.Slack.Admins = append([]string(nil), c.Slack.Admins...)
-	r.Discord.Token = redact(c.Discord.Token)
-	r.Discord.Approvers = append([]string(nil), c.Discord.Approvers...)
-	r.Discord.Admins = append([]string(nil), c.Discord.Admins...)
-	r.Policy.Rules = append([]Rule(nil), c.Policy.Rules...)
-	r.Approvals.AllowFor = append([]time.Duration(nil), c.Approvals.AllowFor...)
-	if c.Policy.Notify != nil {
-		r.Policy.Notify = make([]Notify, len(c.Policy.Notify))
-		for i, n := range c.Policy.Notify {
-			n.WebhookSecret = redact(n.WebhookSecret)
-			n.Deliveries = append([]string(nil), n.Deliveries...)
-			r.Policy.Notify[i] = n
-		}
-	}
-	if c.Approvals.Routes != nil {
-		r.Approvals.Routes = make([]Route, len(c.Approvals.Routes))
-		for i, rt := range c.Approvals.Routes {
-			rt.Notify = append([]string(nil), rt.Notify...)
-			rt.Approvers = append([]string(nil), rt.Approvers...)
-			rt.EscalateTo = append([]string(nil), rt.EscalateTo...)
-			r.Approvals.Routes[i] = rt
-		}
-	}
-	if c.Agents != nil {
-		r.Agents = make([]Agent, len(c.Agents))
-		for i, a := range c.Agents {
-			a.Token = redact(a.Token)
-			a.Notify = append([]string(nil), a.Notify...)
-			a.AllowCapabilities = append([]string(nil), a.AllowCapabilities...)
-			a.DenyCapabilities = append([]string(nil), a.DenyCapabilities...)
-			r.Agents[i] = a
-		}
-	}
-	r.MCP = redactedMCP(c.MCP)
-	for _, h := range []*HookAgent{&r.Hooks.ClaudeCode, &r.Hooks.Codex, &r.Hooks.Gemini, &r.Hooks.Cursor,
-		&r.Hooks.Copilot, &r.Hooks.Qwen, &r.Hooks.OpenCode} {
-		if h.Tools != nil {
-			h.Tools = maps.Clone(h.Tools)
-		}
-	}
-	return r
-}
-
-// defaultHookAgent is every hook section's default: wait 9 minutes (under
-// the 10-minute hook timeout docs/agents.md sets for each agent), unknown
-// tools ask, no extra tools.
-func defaultHookAgent() HookAgent {
-	return HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}}
-}
-
-// HookSection names one agent's hook section: Agent is the name of
-// `gateway hook NAME` and of POST /v1/hooks/NAME, Key the config table.
-type HookSection struct {
-	Agent, Key string
-	Section    *HookAgent
-}
-
-// HookSections are every agent's hook section.
-func (h *Hooks) HookSections() []HookSection {
-	return []HookSection{
-		{"claude-code", "hooks.claude_code", &h.ClaudeCode},
-		{"codex", "hooks.codex", &h.Codex},
-		{"gemini", "hooks.gemini", &h.Gemini},
-		{"cursor", "hooks.cursor", &h.Cursor},
-		{"copilot", "hooks.copilot", &h.Copilot},
-		{"qwen", "hooks.qwen", &h.Qwen},
-		{"opencode", "hooks.opencode", &h.OpenCode},
-	}
-}
-
-// Section is the hook section of an agent by name, or nil.
-func (h *Hooks) Section(agent string) *HookAgent {
-	for _, s := range h.HookSections() {
-		if s.Agent == agent {
-			return s.Section
-		}
-	}
-	return nil
-}
-
-func redact(s string) string {
-	if s == "" {
-		return ""
-	}
-	return redacted
-}
-
-// shown is Config without methods, so that LogValue does not recurse.
-type shown Config
-
-// LogValue makes slog print the redacted copy, so logging a Config never leaks a secret.
-func (c Config) LogValue() slog.Value { return slog.AnyValue(shown(c.Redacted())) }
 
 func orEnv(getenv func(string) string) func(string) string {
 	if getenv == nil {

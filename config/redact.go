@@ -1,0 +1,82 @@
+// What may be shown of a config: its secrets replaced by "[redacted]", in
+// every log line a Config is written to (LogValue) and wherever it is printed.
+
+package config
+
+import (
+	"log/slog"
+	"maps"
+	"time"
+)
+
+const redacted = "[redacted]"
+
+// Redacted returns a copy in which every secret that is set reads
+// "[redacted]" (an unset one stays empty, so `config show` tells the two
+// apart). The copy shares nothing mutable with c.
+func (c Config) Redacted() Config {
+	r := c
+	r.Storage.DSN = redact(c.Storage.DSN)
+	r.Web.AdminToken = redact(c.Web.AdminToken)
+	r.Telegram.Token = redact(c.Telegram.Token)
+	r.Telegram.WebhookSecret = redact(c.Telegram.WebhookSecret)
+	r.Telegram.Approvers = append([]int64(nil), c.Telegram.Approvers...)
+	r.Slack.BotToken = redact(c.Slack.BotToken)
+	r.Slack.SigningSecret = redact(c.Slack.SigningSecret)
+	r.Slack.AppToken = redact(c.Slack.AppToken)
+	r.Slack.Approvers = append([]string(nil), c.Slack.Approvers...)
+	r.Slack.Admins = append([]string(nil), c.Slack.Admins...)
+	r.Discord.Token = redact(c.Discord.Token)
+	r.Discord.Approvers = append([]string(nil), c.Discord.Approvers...)
+	r.Discord.Admins = append([]string(nil), c.Discord.Admins...)
+	r.Policy.Rules = append([]Rule(nil), c.Policy.Rules...)
+	r.Approvals.AllowFor = append([]time.Duration(nil), c.Approvals.AllowFor...)
+	if c.Policy.Notify != nil {
+		r.Policy.Notify = make([]Notify, len(c.Policy.Notify))
+		for i, n := range c.Policy.Notify {
+			n.WebhookSecret = redact(n.WebhookSecret)
+			n.Deliveries = append([]string(nil), n.Deliveries...)
+			r.Policy.Notify[i] = n
+		}
+	}
+	if c.Approvals.Routes != nil {
+		r.Approvals.Routes = make([]Route, len(c.Approvals.Routes))
+		for i, rt := range c.Approvals.Routes {
+			rt.Notify = append([]string(nil), rt.Notify...)
+			rt.Approvers = append([]string(nil), rt.Approvers...)
+			rt.EscalateTo = append([]string(nil), rt.EscalateTo...)
+			r.Approvals.Routes[i] = rt
+		}
+	}
+	if c.Agents != nil {
+		r.Agents = make([]Agent, len(c.Agents))
+		for i, a := range c.Agents {
+			a.Token = redact(a.Token)
+			a.Notify = append([]string(nil), a.Notify...)
+			a.AllowCapabilities = append([]string(nil), a.AllowCapabilities...)
+			a.DenyCapabilities = append([]string(nil), a.DenyCapabilities...)
+			r.Agents[i] = a
+		}
+	}
+	r.MCP = redactedMCP(c.MCP)
+	for _, h := range []*HookAgent{&r.Hooks.ClaudeCode, &r.Hooks.Codex, &r.Hooks.Gemini, &r.Hooks.Cursor,
+		&r.Hooks.Copilot, &r.Hooks.Qwen, &r.Hooks.OpenCode} {
+		if h.Tools != nil {
+			h.Tools = maps.Clone(h.Tools)
+		}
+	}
+	return r
+}
+
+func redact(s string) string {
+	if s == "" {
+		return ""
+	}
+	return redacted
+}
+
+// shown is Config without methods, so that LogValue does not recurse.
+type shown Config
+
+// LogValue makes slog print the redacted copy, so logging a Config never leaks a secret.
+func (c Config) LogValue() slog.Value { return slog.AnyValue(shown(c.Redacted())) }
