@@ -127,6 +127,14 @@ func Combine(vs []Verdict) Verdict {
 	return Verdict{Allow, fmt.Sprintf("approval gateway: all %d requests allowed (%s)", len(vs), strings.Join(reasons, "; "))}
 }
 
+// asPermissionRequest says on the cards of cs that they come from an
+// agent's permission request (label is the agent's: "Qwen Code").
+func asPermissionRequest(cs []Call, label string) {
+	for i := range cs {
+		cs[i].Summary = label + " · permission request: " + strings.TrimPrefix(cs[i].Summary, label+" · ")
+	}
+}
+
 // failClosed is v with an ask made a deny, for an agent (label) that
 // runs a tool whose hook gives no verdict: there nobody is asked.
 func failClosed(v Verdict, label string) Verdict {

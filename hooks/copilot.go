@@ -3,7 +3,6 @@ package hooks
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 )
 
 // Copilot is GitHub Copilot CLI's command hooks preToolUse and
@@ -139,9 +138,7 @@ func mapCopilot(ev Event, tools map[string]string) ([]Call, error) {
 	}
 	cs = calls(ev, "Copilot CLI", "copilot-cli", cs)
 	if ev.HookEventName == CopilotPermissionRequest {
-		for i := range cs {
-			cs[i].Summary = "Copilot CLI · permission request: " + strings.TrimPrefix(cs[i].Summary, "Copilot CLI · ")
-		}
+		asPermissionRequest(cs, "Copilot CLI")
 	}
 	return cs, nil
 }

@@ -2,7 +2,6 @@ package hooks
 
 import (
 	"fmt"
-	"strings"
 )
 
 // Qwen is Qwen Code's Claude-style command hooks PreToolUse and
@@ -96,9 +95,7 @@ func mapQwen(ev Event, tools map[string]string) ([]Call, error) {
 	}
 	cs = calls(ev, "Qwen Code", "qwen-code", cs)
 	if ev.HookEventName == QwenPermissionRequest {
-		for i := range cs {
-			cs[i].Summary = "Qwen Code · permission request: " + strings.TrimPrefix(cs[i].Summary, "Qwen Code · ")
-		}
+		asPermissionRequest(cs, "Qwen Code")
 	}
 	return cs, nil
 }

@@ -39,6 +39,13 @@ func (c *Chat) SetInput(input map[string]any) {
 	c.mu.Unlock()
 }
 
+// Call is the scripted call.
+func (c *Chat) Call() ToolCall {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.call
+}
+
 // chatRequest is the part of a Chat Completions request the stand-in reads.
 type chatRequest struct {
 	Model    string `json:"model"`
@@ -69,9 +76,7 @@ func (c *Chat) serve(w http.ResponseWriter, r *http.Request, body []byte, _ int)
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	c.mu.Lock()
-	call := c.call
-	c.mu.Unlock()
+	call := c.Call()
 	id := fmt.Sprintf("chatcmpl-%d", c.seq.Add(1))
 	offered := false
 	for _, t := range req.Tools {
