@@ -84,6 +84,12 @@ func (s *Service) applyRoute(r *Request, notify []string) {
 	}
 }
 
+// MayDecide says whether by may decide r (nil), as Decide will check it:
+// the web page asks before it has a passkey sign anything.
+func (s *Service) MayDecide(ctx context.Context, r Request, by Actor) error {
+	return s.authorize(ctx, r, by)
+}
+
 // authorize checks that by may decide r: one of the route's approvers (a
 // member of a group the route names counts), else, with no approvers in
 // the route, an approver of the channel used.

@@ -280,7 +280,7 @@ func TestPasskeys_SlackQuorumTwo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	g := newChatGW(t, func(c *config.Config) {
-		c.Web.Users = []config.WebUser{{Name: "owner"}, {Name: "roberto"}}
+		c.Web.Users = []config.WebUser{{Name: "owner"}, {Name: "roberto"}, {Name: "eve"}}
 		c.Approvals.Routes = []config.Route{{Capability: "fs:write", Notify: []string{"slack"},
 			Approvers: []string{"web:owner", "web:roberto", "slack:" + rtSlackOp, "agent:boss"}, Quorum: 2,
 			StepUp: config.StepUpPasskey}}
@@ -304,6 +304,15 @@ func TestPasskeys_SlackQuorumTwo(t *testing.T) {
 	stillPending(t, g, id, "an Allow click on Slack")
 	if st, body := g.call("POST", "/v1/requests/"+id+"/decision", rtAdminToken, map[string]any{"decision": "allow_once"}); st != http.StatusForbidden || !strings.Contains(string(body), `"step_up_required"`) {
 		t.Fatalf("admin allow: %d %s, want 403 step_up_required", st, body)
+	}
+
+	// A web user the route does not name is refused before any passkey
+	// signs anything.
+	eve := passkeystest.Login(t, base, loginLink(t, g.app, base, "eve"))
+	eveKey := &passkeystest.Authenticator{Origin: base}
+	eve.Register(eveKey, "EvePhone")
+	if st, body := eve.Post("/web/decide/passkey/begin", url.Values{"id": {id}, "decision": {"allow_once"}}); st != http.StatusForbidden {
+		t.Errorf("eve's step-up: %d %s, want 403", st, body)
 	}
 
 	if flash := clickOnRequestPage(t, owner, base, id, "allow_once"); !strings.Contains(flash, "1 of 2") {
@@ -343,7 +352,7 @@ func TestPasskeys_SQLiteAndPostgreSQL(t *testing.T) {
 			ctx := context.Background()
 			w := passkeystest.Login(t, srv.URL, loginLink(t, app, srv.URL, "owner"))
 			key := &passkeystest.Authenticator{Origin: srv.URL}
-			w.Register(key, "YubiKey")
+			w.Register(key, "") // no name: "passkey added <date>"
 			r := apiRequest(t, srv.URL, fsWrite("/home/u/pg.txt"))
 			if flash := w.Decide(key, r.ID, "allow_once"); !strings.Contains(flash, "Allowed once") {
 				t.Fatalf("allow with the passkey: %q", flash)
@@ -353,7 +362,7 @@ func TestPasskeys_SQLiteAndPostgreSQL(t *testing.T) {
 				t.Errorf("a clone: %q", flash)
 			}
 			list, err := passkeys.New(app.Service.DB(), nil).List(ctx, "owner")
-			if err != nil || len(list) != 1 {
+			if err != nil || len(list) != 1 || !strings.HasPrefix(list[0].Name, "passkey added 20") {
 				t.Fatalf("passkeys: %v %+v", err, list)
 			}
 			if _, page := w.Post("/web/passkeys/remove", url.Values{"id": {fmt.Sprint(list[0].ID)}}); !strings.Contains(page, "removed") {

@@ -30,7 +30,10 @@ func (w *web) beginJSON(rw http.ResponseWriter, b passkeys.Begun, err error) {
 	rw.Header().Set("Cache-Control", "no-store")
 	if err != nil {
 		status, msg := http.StatusBadRequest, cleanMsg(err)
-		if !errors.Is(err, passkeys.ErrNotFound) && !errors.Is(err, approvals.ErrNotFound) &&
+		if errors.Is(err, approvals.ErrNotApprover) {
+			text, _ := cards.Refusal(err, w.loc)
+			status, msg = http.StatusForbidden, text
+		} else if !errors.Is(err, passkeys.ErrNotFound) && !errors.Is(err, approvals.ErrNotFound) &&
 			!errors.Is(err, approvals.ErrInvalid) && !errors.Is(err, approvals.ErrNotOffered) &&
 			!errors.Is(err, approvals.ErrAllowAlwaysRefused) && !errors.Is(err, errNotStepUp) {
 			w.s.log.Error("passkey ceremony", "err", err)
@@ -178,6 +181,10 @@ func (w *web) stepUpBegin(rw http.ResponseWriter, r *http.Request) {
 	}
 	if req.Status != approvals.StatusPending || req.StepUp == "" || d == approvals.Deny {
 		w.beginJSON(rw, passkeys.Begun{}, errNotStepUp)
+		return
+	}
+	if err := w.s.svc.MayDecide(r.Context(), req, w.actor(r)); err != nil {
+		w.beginJSON(rw, passkeys.Begun{}, err)
 		return
 	}
 	rp, err := w.rp(r)
