@@ -110,5 +110,5 @@ type openCodeOutput struct {
 
 func answerOpenCode(_ Event, v Verdict) Reply {
 	v = failClosed(v, "OpenCode")
-	return Reply{Body: openCodeOutput{Decision: v.Decision, Reason: v.Reason}}
+	return Reply{Body: openCodeOutput(v)}
 }
