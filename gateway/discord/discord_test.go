@@ -168,48 +168,54 @@ func TestDiscord_RefusedTaps(t *testing.T) {
 }
 
 func TestDiscord_AllowAlwaysScopes(t *testing.T) {
-	h := newHarness(t)
-	res := h.submit(fsWrite("/srv/reports/2026/q3.txt"), "30s")
-	id, card := h.cardN(1)
-	h.tap(discordtest.Interaction{UserID: approverID, MessageID: card.ID, CustomID: customID(t, card, "v1:m:")})
-	var menu discordtest.Message
-	h.fake.Await(t, waitFor, "the scope buttons", func(s *discordtest.Server) bool {
-		menu, _ = s.MessageLocked(card.ID)
-		return strings.HasPrefix(menu.Buttons()[0], "v1:a0:")
+	modes(t, func(t *testing.T, opts ...harnessOption) {
+		h := newHarness(t, opts...)
+		res := h.submit(fsWrite("/srv/reports/2026/q3.txt"), "30s")
+		id, card := h.cardN(1)
+		h.tap(discordtest.Interaction{UserID: approverID, MessageID: card.ID, CustomID: customID(t, card, "v1:m:")})
+		var menu discordtest.Message
+		h.fake.Await(t, waitFor, "the scope buttons", func(s *discordtest.Server) bool {
+			menu, _ = s.MessageLocked(card.ID)
+			return strings.HasPrefix(menu.Buttons()[0], "v1:a0:")
+		})
+		scopes := h.get(id).Scopes
+		if len(scopes) < 2 {
+			t.Fatalf("scopes %v", scopes)
+		}
+		h.tap(discordtest.Interaction{UserID: approverID, MessageID: card.ID, CustomID: cards.EncodeScope(id, 1)})
+		got := waitAgent(t, res)
+		if got.req.Status != approvals.StatusAllowed || got.req.GrantID == nil {
+			t.Fatalf("status %s grant %v", got.req.Status, got.req.GrantID)
+		}
+		gs, err := h.app.Service.Grants().List(context.Background(), policy.GrantFilter{})
+		if err != nil || len(gs) != 1 || gs[0].Target != scopes[1] {
+			t.Fatalf("grants %+v (%v); want one on %q", gs, err, scopes[1])
+		}
 	})
-	scopes := h.get(id).Scopes
-	if len(scopes) < 2 {
-		t.Fatalf("scopes %v", scopes)
-	}
-	h.tap(discordtest.Interaction{UserID: approverID, MessageID: card.ID, CustomID: cards.EncodeScope(id, 1)})
-	got := waitAgent(t, res)
-	if got.req.Status != approvals.StatusAllowed || got.req.GrantID == nil {
-		t.Fatalf("status %s grant %v", got.req.Status, got.req.GrantID)
-	}
-	gs, err := h.app.Service.Grants().List(context.Background(), policy.GrantFilter{})
-	if err != nil || len(gs) != 1 || gs[0].Target != scopes[1] {
-		t.Fatalf("grants %+v (%v); want one on %q", gs, err, scopes[1])
-	}
 }
 
 func TestDiscord_RateLimitStorm(t *testing.T) {
-	h := newHarness(t)
-	h.fake.RateLimit("messages.create", 50*time.Millisecond, 80*time.Millisecond, 120*time.Millisecond)
-	res := h.submit(fsWrite("/srv/storm.txt"), "60s")
-	id, card := h.cardN(1)
-	if n := len(h.fake.Calls("messages.create")); n != 4 {
-		t.Errorf("%d creates; want 3 refused and 1 posted", n)
-	}
-	h.tap(discordtest.Interaction{UserID: approverID, MessageID: card.ID, CustomID: cards.EncodeDecision(id, approvals.Deny)})
-	if got := waitAgent(t, res); got.req.Status != approvals.StatusDenied {
-		t.Fatalf("status %s", got.req.Status)
-	}
-	h.stop()
-	h.start() // a restart sends nothing again
-	h.fake.Await(t, waitFor, "the edit", func(s *discordtest.Server) bool { m, _ := s.MessageLocked(card.ID); return m.Edits > 0 })
-	if n := len(h.fake.Messages(channelID)); n != 1 {
-		t.Errorf("%d messages in the channel; want the one card", n)
-	}
+	modes(t, func(t *testing.T, opts ...harnessOption) {
+		h := newHarness(t, opts...)
+		h.fake.RateLimit("messages.create", 50*time.Millisecond, 80*time.Millisecond, 120*time.Millisecond)
+		res := h.submit(fsWrite("/srv/storm.txt"), "60s")
+		id, card := h.cardN(1)
+		if n := len(h.fake.Calls("messages.create")); n != 4 {
+			t.Errorf("%d creates; want 3 refused and 1 posted", n)
+		}
+		h.tap(discordtest.Interaction{UserID: approverID, MessageID: card.ID, CustomID: cards.EncodeDecision(id, approvals.Deny)})
+		if got := waitAgent(t, res); got.req.Status != approvals.StatusDenied {
+			t.Fatalf("status %s", got.req.Status)
+		}
+		h.fake.Await(t, waitFor, "the edit", func(s *discordtest.Server) bool { m, _ := s.MessageLocked(card.ID); return m.Edits > 0 })
+		h.stop()
+		h.start() // a restart posts the first card not again
+		h.submit(fsWrite("/srv/after-restart.txt"), "0s")
+		h.cardN(2)
+		if n := len(h.fake.Messages(channelID)); n != 2 {
+			t.Errorf("%d messages in the channel; want the two cards", n)
+		}
+	})
 }
 
 func TestDiscord_ResumeLosesNoTap(t *testing.T) {
@@ -242,18 +248,20 @@ func TestDiscord_ResumeLosesNoTap(t *testing.T) {
 }
 
 func TestDiscord_NoMentionFromAgentText(t *testing.T) {
-	h := newHarness(t)
-	body := fsWrite("/srv/@everyone/<@123>.txt")
-	body["intent"] = "ping @everyone and <@123> and <@&456> in <#789> **bold** [x](https://evil.example) `tick"
-	res := h.submit(body, "30s")
-	id, card := h.cardN(1)
-	if !strings.Contains(card.Content, "@everyone") {
-		t.Errorf("the card hides the text:\n%s", card.Content)
-	}
-	h.tap(discordtest.Interaction{UserID: approverID, MessageID: card.ID, CustomID: cards.EncodeDecision(id, approvals.Deny)})
-	waitAgent(t, res)
-	h.fake.Await(t, waitFor, "the edit", func(s *discordtest.Server) bool { m, _ := s.MessageLocked(card.ID); return m.Edits > 0 })
-	noMentionsAnywhere(t, h)
+	modes(t, func(t *testing.T, opts ...harnessOption) {
+		h := newHarness(t, opts...)
+		body := fsWrite("/srv/@everyone/<@123>.txt")
+		body["intent"] = "ping @everyone and <@123> and <@&456> in <#789> **bold** [x](https://evil.example) `tick"
+		res := h.submit(body, "30s")
+		id, card := h.cardN(1)
+		if !strings.Contains(card.Content, "@everyone") {
+			t.Errorf("the card hides the text:\n%s", card.Content)
+		}
+		h.tap(discordtest.Interaction{UserID: approverID, MessageID: card.ID, CustomID: cards.EncodeDecision(id, approvals.Deny)})
+		waitAgent(t, res)
+		h.fake.Await(t, waitFor, "the edit", func(s *discordtest.Server) bool { m, _ := s.MessageLocked(card.ID); return m.Edits > 0 })
+		noMentionsAnywhere(t, h)
+	})
 }
 
 func TestDiscord_SlashCommands(t *testing.T) {
