@@ -23,12 +23,10 @@ import (
 func (s *Server) mcpHandler(api http.Handler) http.Handler {
 	s.mcp = mcpserver.New(mcpserver.Options{
 		Backend: func(ctx context.Context, req *mcp.CallToolRequest) (mcpserver.Backend, error) {
-			tok := mcpserver.Token(req)
-			if tok == "" {
-				return nil, errors.New("no agent token on the call")
+			c, err := inProcessClient(api, req)
+			if err != nil {
+				return nil, err
 			}
-			c := &client.Client{BaseURL: "http://gateway.in-process", Token: tok,
-				HTTPClient: &http.Client{Transport: inProcess{api}}}
 			return mcpBackend{c, s}, nil
 		},
 	})
@@ -94,6 +92,17 @@ func (s *Server) DrainMCP(ctx context.Context) {
 
 // mcpBackend is a client of the in-process API whose waits end when the
 // server begins shutting down (the tool then withdraws its request).
+// inProcessClient is the Go client over the in-process API (api), as the
+// agent whose token the MCP call carries.
+func inProcessClient(api http.Handler, req mcp.Request) (*client.Client, error) {
+	tok := mcpserver.Token(req)
+	if tok == "" {
+		return nil, errors.New("no agent token on the call")
+	}
+	return &client.Client{BaseURL: "http://gateway.in-process", Token: tok,
+		HTTPClient: &http.Client{Transport: inProcess{api}}}, nil
+}
+
 type mcpBackend struct {
 	c *client.Client
 	s *Server

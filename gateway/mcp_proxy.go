@@ -11,7 +11,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/metnos/gateway/client"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/mcpproxy"
 	"github.com/metnos/gateway/mcpserver"
@@ -72,12 +71,10 @@ func (s *Server) mcpProxyHandler(api http.Handler) http.Handler {
 		s.mcpUpstreams = append(s.mcpUpstreams, shared)
 		opts := mcpproxy.Options{Map: mcpMap(srv), Upstream: shared.Session, Home: home,
 			Backend: func(ctx context.Context, req mcp.Request) (mcpproxy.Backend, error) {
-				tok := mcpserver.Token(req)
-				if tok == "" {
-					return nil, errors.New("no agent token on the call")
+				c, err := inProcessClient(api, req)
+				if err != nil {
+					return nil, err
 				}
-				c := &client.Client{BaseURL: "http://gateway.in-process", Token: tok,
-					HTTPClient: &http.Client{Transport: inProcess{api}}}
 				return mcpBackend{c, s}, nil
 			}}
 		usable := mcpproxy.New(opts)
