@@ -163,6 +163,7 @@ func codexTrustHooks(t *testing.T, codex string, env []string, proj, configPath 
 	defer cancel()
 	cmd := exec.CommandContext(ctx, codex, "app-server")
 	cmd.Env, cmd.Dir = env, proj
+	reap := agenttest.Contain(cmd)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +175,7 @@ func codexTrustHooks(t *testing.T, codex string, env []string, proj, configPath 
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { in.Close(); cancel(); cmd.Wait() }()
+	defer func() { in.Close(); cancel(); cmd.Wait(); reap() }()
 	for _, msg := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"gateway-test","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"initialized"}`,
@@ -320,6 +321,7 @@ func codexAppTurn(t *testing.T, codex, proj string, env []string, thread map[str
 	defer cancel()
 	cmd := exec.CommandContext(ctx, codex, "app-server")
 	cmd.Env, cmd.Dir = env, proj
+	reap := agenttest.Contain(cmd)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -331,7 +333,7 @@ func codexAppTurn(t *testing.T, codex, proj string, env []string, thread map[str
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { in.Close(); cancel(); cmd.Wait() }()
+	defer func() { in.Close(); cancel(); cmd.Wait(); reap() }()
 	send := func(v any) {
 		if _, err := io.WriteString(in, mustJSON(v)+"\n"); err != nil {
 			t.Fatal(err)

@@ -76,11 +76,13 @@ func TestQwenCode(t *testing.T) {
 		cmd := exec.CommandContext(ctx, qwen, args...)
 		cmd.Dir, cmd.Env, cmd.Stdin = home, env, strings.NewReader(stdin)
 		cmd.WaitDelay = 5 * time.Second
+		reap := agenttest.Contain(cmd)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
 			t.Logf("qwen: %v", err)
 		}
+		reap()
 		return home, out.String()
 	}
 	checkChatAgent(t, g, a)

@@ -318,9 +318,11 @@ func Run(t testing.TB, timeout time.Duration, dir string, env []string, name str
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir, cmd.Env, cmd.Stdin = dir, env, nil
 	cmd.WaitDelay = 5 * time.Second
+	reap := Contain(cmd)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
+	reap()
 	if ctx.Err() != nil {
 		err = fmt.Errorf("%s did not finish within %s: %w", filepath.Base(name), timeout, err)
 	}
