@@ -15,38 +15,40 @@ import (
 // counted (the card shows the progress), the Telegram tap completes it,
 // and both cards end with the outcome.
 func TestDiscord_QuorumWithTelegram(t *testing.T) {
-	h := newHarness(t, withTelegram, withRoutes(config.Route{Capability: "fs:write", Quorum: 2,
-		Notify:    []string{"telegram", "discord"},
-		Approvers: []string{"telegram:42", "discord:" + approverID}}))
-	res := h.submit(fsWrite("/srv/quorum.txt"), "30s")
-	id, card := h.cardN(1)
-	var tgCard telegramtest.Message
-	h.tg.WaitUntil(t, waitFor, "the Telegram card", func() bool {
-		for _, m := range h.tg.Messages(tgChat) {
-			if m.Keyboard != nil && strings.Contains(m.Text, id) {
-				tgCard = m
-				return true
+	modes(t, func(t *testing.T, opts ...harnessOption) {
+		h := newHarness(t, append(opts, withTelegram, withRoutes(config.Route{Capability: "fs:write", Quorum: 2,
+			Notify:    []string{"telegram", "discord"},
+			Approvers: []string{"telegram:42", "discord:" + approverID}}))...)
+		res := h.submit(fsWrite("/srv/quorum.txt"), "30s")
+		id, card := h.cardN(1)
+		var tgCard telegramtest.Message
+		h.tg.WaitUntil(t, waitFor, "the Telegram card", func() bool {
+			for _, m := range h.tg.Messages(tgChat) {
+				if m.Keyboard != nil && strings.Contains(m.Text, id) {
+					tgCard = m
+					return true
+				}
 			}
+			return false
+		})
+		h.tap(discordtest.Interaction{UserID: approverID, MessageID: card.ID, CustomID: cards.EncodeDecision(id, approvals.AllowOnce)})
+		h.ephemeralWith("Counted")
+		if r := h.get(id); r.Status != approvals.StatusPending || len(r.Approvals) != 1 {
+			t.Fatalf("after one of two: %s, %d approvals", r.Status, len(r.Approvals))
 		}
-		return false
-	})
-	h.tap(discordtest.Interaction{UserID: approverID, MessageID: card.ID, CustomID: cards.EncodeDecision(id, approvals.AllowOnce)})
-	h.ephemeralWith("Counted")
-	if r := h.get(id); r.Status != approvals.StatusPending || len(r.Approvals) != 1 {
-		t.Fatalf("after one of two: %s, %d approvals", r.Status, len(r.Approvals))
-	}
-	h.fake.Await(t, waitFor, "the progress on the Discord card", func(s *discordtest.Server) bool {
-		m, _ := s.MessageLocked(card.ID)
-		return m.Edits > 0 && strings.Contains(m.Content, "1") && len(m.Buttons()) > 0
-	})
-	h.tg.Press(tgRoberto, tgChat, tgCard.ID, cards.EncodeDecision(id, approvals.AllowOnce))
-	got := waitAgent(t, res)
-	if got.req.Status != approvals.StatusAllowed || len(got.req.Approvals) != 2 {
-		t.Fatalf("status %s, %d approvals", got.req.Status, len(got.req.Approvals))
-	}
-	h.fake.Await(t, waitFor, "the finished Discord card", func(s *discordtest.Server) bool {
-		m, _ := s.MessageLocked(card.ID)
-		return len(m.Buttons()) == 0 && strings.Contains(m.Content, "Allowed")
+		h.fake.Await(t, waitFor, "the progress on the Discord card", func(s *discordtest.Server) bool {
+			m, _ := s.MessageLocked(card.ID)
+			return m.Edits > 0 && strings.Contains(m.Content, "1") && len(m.Buttons()) > 0
+		})
+		h.tg.Press(tgRoberto, tgChat, tgCard.ID, cards.EncodeDecision(id, approvals.AllowOnce))
+		got := waitAgent(t, res)
+		if got.req.Status != approvals.StatusAllowed || len(got.req.Approvals) != 2 {
+			t.Fatalf("status %s, %d approvals", got.req.Status, len(got.req.Approvals))
+		}
+		h.fake.Await(t, waitFor, "the finished Discord card", func(s *discordtest.Server) bool {
+			m, _ := s.MessageLocked(card.ID)
+			return len(m.Buttons()) == 0 && strings.Contains(m.Content, "Allowed")
+		})
 	})
 }
 
