@@ -38,6 +38,7 @@ FUZZ_TARGETS := \
 	./gateway:FuzzRequestBody \
 	./gateway/slack:FuzzSlackPayload \
 	./gateway/telegram:FuzzTelegramUpdate \
+	./gateway/discord:FuzzDiscordCard \
 	./cards:FuzzCallbackData \
 	./cards:FuzzSlack \
 	./cards:FuzzDisplay \
