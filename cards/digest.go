@@ -34,8 +34,8 @@ func NewDigest(d approvals.Digest, l locale.Locale) Digest {
 }
 
 // render writes the message; esc escapes the digest's own text, code a
-// target.
-func (d Digest) render(l locale.Locale, esc, code func(string) string) string {
+// target, link the web page's link.
+func (d Digest) render(l locale.Locale, esc, code, link func(string) string) string {
 	var b strings.Builder
 	b.WriteString(esc(l.T("digest.title", d.From, d.To)))
 	b.WriteByte('\n')
@@ -57,21 +57,38 @@ func (d Digest) render(l locale.Locale, esc, code func(string) string) string {
 		b.WriteString(esc(" · " + l.T("digest.times", s.Count)))
 	}
 	b.WriteByte('\n')
-	b.WriteString(esc(l.T("digest.review", d.Link)))
+	// The link goes where the language puts it, rendered on its own.
+	before, after, _ := strings.Cut(l.T("digest.review", "\x00"), "\x00")
+	b.WriteString(esc(before) + link(d.Link) + esc(after))
 	return b.String()
 }
 
 // Text is the message as plain text.
 func (d Digest) Text(l locale.Locale) string {
 	id := func(s string) string { return s }
-	return d.render(l, id, id)
+	return d.render(l, id, id, id)
 }
 
 // TelegramHTML is the message for Telegram's HTML parse mode, targets in
 // <code>.
 func (d Digest) TelegramHTML(l locale.Locale) string {
-	return d.render(l, html.EscapeString, func(s string) string { return "<code>" + html.EscapeString(s) + "</code>" })
+	return d.render(l, html.EscapeString, func(s string) string { return "<code>" + html.EscapeString(s) + "</code>" },
+		html.EscapeString)
 }
 
 // SlackText is the message for a Slack post without markdown.
 func (d Digest) SlackText(l locale.Locale) string { return EscapeMrkdwn(d.Text(l)) }
+
+// DiscordText is the message for Discord's markdown: the digest's own text
+// escaped, targets in code spans (no agent string draws a mention, role
+// or channel pill), an absolute link in <…> (clickable, no embed), a bare
+// path in a code span.
+func (d Digest) DiscordText(l locale.Locale) string {
+	link := func(u string) string {
+		if strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
+			return discordLink(u)
+		}
+		return discordCode(u)
+	}
+	return DiscordText(d.render(l, EscapeDiscord, discordCode, link))
+}

@@ -34,6 +34,10 @@ func TestDigest(t *testing.T) {
 		if s := m.SlackText(l); !strings.Contains(s, "npm &lt;b&gt;test&lt;/b&gt;") {
 			t.Errorf("%s slack text not escaped: %q", lang, s)
 		}
+		if s := m.DiscordText(l); !strings.Contains(s, "`npm <b>test</b>") || !strings.Contains(s, "<"+d.Link+">") ||
+			!strings.Contains(s, `a1⟦U\+202E⟧ · code\:exec`) || strings.ContainsRune(s, '\u202e') || !strings.Contains(s, "xtail`") {
+			t.Errorf("%s discord text: %q", lang, s)
+		}
 	}
 	l := locale.New(locale.English, time.UTC, func() time.Time { return at })
 	d.Suggestions = nil

@@ -66,6 +66,9 @@ func discordCode(s string) string {
 	return "`" + s + "`"
 }
 
+// discordLink shows an absolute URL as a link without an embed.
+func discordLink(u string) string { return "<" + strings.ReplaceAll(u, ">", "%3E") + ">" }
+
 // discordBlock shows a multi-line command as a code block, line breaks and
 // all; a backtick is shown as ⟦U+0060⟧ so no fence can close it early.
 func discordBlock(s string) string {
@@ -157,7 +160,7 @@ func renderDiscord(c Card, limit int) string {
 	if cs.any() {
 		page := discordCode(c.PageURL) + EscapeDiscord(l.T("card.not_linked"))
 		if c.Linked() {
-			page = "<" + strings.ReplaceAll(c.PageURL, ">", "%3E") + ">" // a link, without an embed
+			page = discordLink(c.PageURL)
 		}
 		line(EscapeDiscord(cs.line(l)), page)
 	}

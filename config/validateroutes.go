@@ -34,7 +34,7 @@ func (c *Config) validateApprovals(p *problems) {
 		if _, err := cron.ParseStandard(d); err != nil {
 			p.add("approvals.digest", "bad cron spec %q: %v", d, err)
 		} else if !c.digestMessenger() {
-			p.add("approvals.digest", "no messenger to post the digest on (configure [telegram] or [slack])")
+			p.add("approvals.digest", "no messenger to post the digest on (configure [telegram], [slack] or [discord])")
 		}
 	}
 	positive(p, "approvals.retention", c.Approvals.Retention)
@@ -62,7 +62,9 @@ func (c *Config) validateApprovals(p *problems) {
 
 // digestMessenger reports whether any configured messenger can post the
 // digest.
-func (c *Config) digestMessenger() bool { return c.Telegram.Enabled() || c.Slack.Enabled() }
+func (c *Config) digestMessenger() bool {
+	return c.Telegram.Enabled() || c.Slack.Enabled() || c.Discord.Enabled()
+}
 
 // validateRoute checks one [[approvals.routes]] entry: every channel it
 // names is configured, every approver is "channel:user" on one of them, and

@@ -90,6 +90,7 @@ var (
 	_ approvals.Reminder      = (*Messenger)(nil)
 	_ approvals.Summarizer    = (*Messenger)(nil)
 	_ approvals.GroupResolver = (*Messenger)(nil)
+	_ approvals.DigestSender  = (*Messenger)(nil)
 )
 
 // Factory returns the gateway.MessengerFactory that builds the adapter
@@ -259,6 +260,12 @@ func (m *Messenger) Summarize(ctx context.Context, waiting []approvals.Waiting) 
 // buttons. One attempt: the service retries.
 func (m *Messenger) Announce(ctx context.Context, n approvals.Notification) error {
 	return m.say(ctx, cards.EscapeDiscord(cards.NewNotification(n.Request, m.loc).Text(m.loc)), "")
+}
+
+// SendDigest posts the daily digest ([approvals] digest) to the cards'
+// channel: a plain message, no buttons.
+func (m *Messenger) SendDigest(ctx context.Context, d approvals.Digest) error {
+	return m.say(ctx, cards.NewDigest(d, m.loc).DiscordText(m.loc), "")
 }
 
 // Remind posts a short reminder of a pending request in reply to its card.
