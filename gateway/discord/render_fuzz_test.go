@@ -17,7 +17,8 @@ import (
 // role, channel, emoji or timestamp pill (discordtest.Pills, which reads
 // code spans, blocks and escapes as Discord does), keeps the request id
 // on its last line, and every custom_id is ours and within 100
-// characters; the scope buttons likewise.
+// characters; the scope buttons likewise. A digest suggesting the same
+// agent and target draws no pill either.
 func FuzzDiscordCard(f *testing.F) {
 	for _, s := range [][3]string{
 		{"@everyone", "<@123> <@&456> <#789>", "a1"},
@@ -52,6 +53,11 @@ func FuzzDiscordCard(f *testing.F) {
 					}
 				}
 			}
+		}
+		d := approvals.Digest{From: time.Now(), To: time.Now(), Link: "https://gw.example.com/#suggestions",
+			Suggestions: []approvals.DigestSuggestion{{Agent: agent, Capability: "fs:write", Target: target, Count: 3}}}
+		if s := cards.NewDigest(d, loc).DiscordText(loc); cards.UTF16Len(s) > cards.DiscordMaxContent || len(discordtest.Pills(s)) > 0 {
+			t.Fatalf("digest draws %q:\n%s", discordtest.Pills(s), s)
 		}
 	})
 }
