@@ -17,10 +17,10 @@ import (
 // DiscordPendingText is the answer to /approvals pending.
 func DiscordPendingText(pending []Card, morePending bool, l locale.Locale) string {
 	if len(pending) == 0 {
-		return EscapeDiscord(l.T("slack.none_pending"))
+		return EscapeDiscord(l.T("list.none_pending"))
 	}
 	var b strings.Builder
-	b.WriteString("**" + EscapeDiscord(l.T("slack.pending_title", len(pending), more(morePending))) + "**")
+	b.WriteString("**" + EscapeDiscord(l.T("list.pending_title", len(pending), more(morePending))) + "**")
 	for _, c := range pending {
 		title, _ := CutIn(c.Title, 120, l)
 		target, _ := CutIn(c.Target, 300, l)
@@ -52,10 +52,10 @@ func DiscordGrantLine(g policy.Grant, l locale.Locale) string {
 // DiscordGrantsText is the answer to /approvals grants.
 func DiscordGrantsText(grants []policy.Grant, moreGrants bool, l locale.Locale) string {
 	if len(grants) == 0 {
-		return EscapeDiscord(l.T("slack.no_grants"))
+		return EscapeDiscord(l.T("list.no_grants"))
 	}
 	var b strings.Builder
-	b.WriteString("**" + EscapeDiscord(l.T("slack.grants_title", len(grants), more(moreGrants))) + "**")
+	b.WriteString("**" + EscapeDiscord(l.T("list.grants_title", len(grants), more(moreGrants))) + "**")
 	for _, g := range grants {
 		b.WriteString("\n• " + DiscordGrantLine(g, l))
 	}

@@ -64,7 +64,7 @@ func SlackHomeView(h SlackHome) slack.HomeTabViewRequest {
 	add(slack.NewDividerBlock(),
 		slack.NewHeaderBlock(plain(l.T("slack.home_grants", len(h.Grants), more(h.MoreGrants)))))
 	if len(h.Grants) == 0 {
-		add(slack.NewSectionBlock(mrkdwn(l.T("slack.no_grants")), nil, nil))
+		add(slack.NewSectionBlock(mrkdwn(l.T("list.no_grants")), nil, nil))
 	}
 	for _, g := range h.Grants {
 		var acc *slack.Accessory
@@ -119,10 +119,10 @@ func SlackGrantLine(g policy.Grant, l locale.Locale) string {
 // SlackPendingText is the answer to /approvals pending (mrkdwn).
 func SlackPendingText(pending []Card, morePending bool, l locale.Locale) string {
 	if len(pending) == 0 {
-		return l.T("slack.none_pending")
+		return l.T("list.none_pending")
 	}
 	var b strings.Builder
-	b.WriteString("*" + l.T("slack.pending_title", len(pending), more(morePending)) + "*")
+	b.WriteString("*" + l.T("list.pending_title", len(pending), more(morePending)) + "*")
 	cs := cuts{l: l}
 	for _, c := range pending {
 		fmt.Fprintf(&b, "\n• `%s` %s %s · %s", c.RequestID, codeSpan(&cs, "", c.Title, 120), codeSpan(&cs, "", c.Target, 300),
@@ -137,10 +137,10 @@ func SlackPendingText(pending []Card, morePending bool, l locale.Locale) string 
 // SlackGrantsText is the answer to /approvals grants (mrkdwn).
 func SlackGrantsText(grants []policy.Grant, moreGrants bool, l locale.Locale) string {
 	if len(grants) == 0 {
-		return l.T("slack.no_grants")
+		return l.T("list.no_grants")
 	}
 	var b strings.Builder
-	b.WriteString("*" + l.T("slack.grants_title", len(grants), more(moreGrants)) + "*")
+	b.WriteString("*" + l.T("list.grants_title", len(grants), more(moreGrants)) + "*")
 	for _, g := range grants {
 		b.WriteString("\n• " + SlackGrantLine(g, l))
 	}

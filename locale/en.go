@@ -104,7 +104,6 @@ var en = map[string]string{
 	"digest.times":          "allowed %d times",
 	"digest.review":         "Review them in Suggestions: %s",
 	"tg.counted":            "✅ Counted: %s",
-	"slack.counted":         "Counted: %s.",
 
 	// The outcome line of a finished request.
 	"status.expired":           "⌛ Expired",
@@ -145,13 +144,9 @@ var en = map[string]string{
 	"slack.home_nothing_pending":       "Nothing is waiting for you.",
 	"slack.home_grants":                "Active grants (%d%s)",
 	"slack.home_more":                  "… more than fits here: use /approvals pending and /approvals grants",
-	"slack.no_grants":                  "No active grants.",
 	"slack.revoke":                     "Revoke",
 	"slack.confirm_revoke_title":       "Revoke this grant?",
 	"slack.confirm_revoke":             "Grant #%d: %s on %s for %s. The agent will need approval again.",
-	"slack.none_pending":               "No requests are pending.",
-	"slack.pending_title":              "Pending requests (%d%s)",
-	"slack.grants_title":               "Active grants (%d%s)",
 
 	// Telegram: alerts, command answers, the command menu, /help, /start.
 	"tg.not_approver":        "You are not an approver for this gateway",
@@ -199,10 +194,6 @@ Each card shows what an agent wants to do. Tap ✅ Allow once, ♾ Allow always 
 	// Slack: private answers to clicks and /approvals.
 	"slack.not_approver":       "You are not an approver: only the people listed in `slack.approvers` can decide. Nothing was changed.",
 	"slack.not_admin":          "Only the people listed in `slack.admins` can revoke grants. Nothing was changed.",
-	"slack.not_ours":           "That is not a button the gateway knows. Nothing was changed.",
-	"slack.internal":           "Something went wrong on the gateway; nothing was changed. Its log has the details.",
-	"slack.revoked":            "Revoked grant #%d. The agent will need approval again.",
-	"slack.revoke_inactive":    "Grant #%d was not active (already revoked, or no such grant): nothing changed.",
 	"slack.grants_usage":       "Usage: `/approvals grants [sender]`",
 	"slack.revoke_usage":       "Usage: `/approvals revoke ID` (the grant number, as `/approvals grants` lists it)",
 	"slack.unknown_subcommand": "Unknown subcommand `%s`.",
@@ -301,22 +292,18 @@ Each card shows what an agent wants to do. Tap ✅ Allow once, ♾ Allow always 
 	"web.login_hint_after":      "in the gateway's config.",
 
 	// Slack: /approvals rules.
-	"slack.not_admin_rules":  "Only the people listed in `slack.admins` can see and change the rules. Nothing was changed.",
-	"slack.no_rule_store":    "This gateway has no rule store; nothing to show.",
-	"slack.rule_removed":     "Removed rule `%s`; the next decision goes without it.",
-	"slack.rule_from_config": "Rule `%s` comes from the config file: edit the file to change it. Nothing was changed.",
-	"slack.rule_not_found":   "There is no rule `%s` (see `/approvals rules`). Nothing was changed.",
-	"slack.rules_usage":      "Usage: `/approvals rules` or `/approvals rules rm ID` (an `api:N` id, as `/approvals rules` lists it)",
-	"rules.line":             "%d. *%s* %s on %s",
-	"rules.agent":            "agent",
-	"rules.channel":          "channel",
-	"rules.sender":           "sender",
-	"rules.from_config":      "config file",
-	"rules.by":               "by %s",
-	"rules.none":             "No rules: the autonomy table and grants decide.",
-	"rules.title":            "*Rules (%d)* — within an owner the first match wins; across owners the strictest; a block always wins",
-	"rules.org":              "For everyone (org)",
-	"rules.user":             "Scoped (user)",
+	"slack.not_admin_rules": "Only the people listed in `slack.admins` can see and change the rules. Nothing was changed.",
+	"slack.rules_usage":     "Usage: `/approvals rules` or `/approvals rules rm ID` (an `api:N` id, as `/approvals rules` lists it)",
+	"rules.line":            "%d. *%s* %s on %s",
+	"rules.agent":           "agent",
+	"rules.channel":         "channel",
+	"rules.sender":          "sender",
+	"rules.from_config":     "config file",
+	"rules.by":              "by %s",
+	"rules.none":            "No rules: the autonomy table and grants decide.",
+	"rules.title":           "*Rules (%d)* — within an owner the first match wins; across owners the strictest; a block always wins",
+	"rules.org":             "For everyone (org)",
+	"rules.user":            "Scoped (user)",
 
 	// The web page: rules.
 	"web.rules":                 "Rules",
@@ -420,6 +407,22 @@ Each card shows what an agent wants to do. Tap ✅ Allow once, ♾ Allow always 
 	"display.line_breaks": "%s line breaks",
 	"display.cut":         "%s characters cut",
 	"number.thousands":    ",",
+
+	// Answers and lists shared by Slack and Discord (taps, /approvals and
+	// Slack's Home).
+	"msg.counted":          "Counted: %s.",
+	"msg.not_ours":         "That is not a button the gateway knows. Nothing was changed.",
+	"msg.internal":         "Something went wrong on the gateway; nothing was changed. Its log has the details.",
+	"msg.revoked":          "Revoked grant #%d. The agent will need approval again.",
+	"msg.revoke_inactive":  "Grant #%d was not active (already revoked, or no such grant): nothing changed.",
+	"msg.no_rule_store":    "This gateway has no rule store; nothing to show.",
+	"msg.rule_removed":     "Removed rule `%s`; the next decision goes without it.",
+	"msg.rule_from_config": "Rule `%s` comes from the config file: edit the file to change it. Nothing was changed.",
+	"msg.rule_not_found":   "There is no rule `%s` (see `/approvals rules`). Nothing was changed.",
+	"list.no_grants":       "No active grants.",
+	"list.none_pending":    "No requests are pending.",
+	"list.pending_title":   "Pending requests (%d%s)",
+	"list.grants_title":    "Active grants (%d%s)",
 
 	// Discord: private answers to taps and /approvals.
 	"discord.not_approver":  "You are not an approver: only the people listed in discord.approvers (or named by the request's route) can decide. Nothing was changed.",

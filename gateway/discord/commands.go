@@ -112,7 +112,7 @@ func (m *Messenger) pendingText(ctx context.Context, a approvals.Actor) string {
 	rs, err := m.svc.ListPending(ctx, maxListed+1)
 	if err != nil {
 		m.log.Error("list pending for discord", "err", err)
-		return m.t("slack.internal")
+		return m.t("msg.internal")
 	}
 	more := len(rs) > maxListed
 	if more {
@@ -132,7 +132,7 @@ func (m *Messenger) grantsText(ctx context.Context, a approvals.Actor, sender st
 	gs, err := m.svc.Grants().List(ctx, policy.GrantFilter{SenderID: sender, Limit: maxListed + 1})
 	if err != nil {
 		m.log.Error("list grants for discord", "err", err)
-		return m.t("slack.internal")
+		return m.t("msg.internal")
 	}
 	more := len(gs) > maxListed
 	if more {
@@ -152,12 +152,12 @@ func (m *Messenger) revoke(ctx context.Context, a approvals.Actor, id int64) str
 	switch {
 	case err != nil:
 		m.log.Error("revoke from discord failed", "grant_id", id, "err", err)
-		return m.t("slack.internal")
+		return m.t("msg.internal")
 	case changed:
 		m.log.Info("grant revoked in discord", "grant_id", id, "user_id", a.ID)
-		return m.t("slack.revoked", id)
+		return m.t("msg.revoked", id)
 	}
-	return m.t("slack.revoke_inactive", id)
+	return m.t("msg.revoke_inactive", id)
 }
 
 // auditText is /approvals audit: discord.admins only.
@@ -169,7 +169,7 @@ func (m *Messenger) auditText(ctx context.Context, a approvals.Actor, of string)
 	rows, scope, err := m.svc.AuditLookup(ctx, of, cards.MaxAuditListed)
 	if err != nil {
 		m.log.Error("audit for discord", "err", err)
-		return m.t("slack.internal")
+		return m.t("msg.internal")
 	}
 	return cards.DiscordAuditText(rows, scope, m.loc)
 }
@@ -181,13 +181,13 @@ func (m *Messenger) rules(ctx context.Context, a approvals.Actor, remove string)
 		return m.t("discord.not_admin")
 	}
 	if m.opts.Rules == nil {
-		return m.t("slack.no_rule_store")
+		return m.t("msg.no_rule_store")
 	}
 	if remove == "" {
 		list, err := m.opts.Rules.List(ctx)
 		if err != nil {
 			m.log.Error("list rules for discord", "err", err)
-			return m.t("slack.internal")
+			return m.t("msg.internal")
 		}
 		return cards.DiscordRulesText(list, m.loc)
 	}
@@ -195,12 +195,12 @@ func (m *Messenger) rules(ctx context.Context, a approvals.Actor, remove string)
 	switch {
 	case err == nil:
 		m.log.Info("rule removed in discord", "rule_id", remove, "user_id", a.ID)
-		return m.t("slack.rule_removed", remove)
+		return m.t("msg.rule_removed", remove)
 	case errors.Is(err, policy.ErrRuleFromConfig):
-		return m.t("slack.rule_from_config", remove)
+		return m.t("msg.rule_from_config", remove)
 	case errors.Is(err, policy.ErrNotFound), errors.Is(err, policy.ErrInvalid):
-		return m.t("slack.rule_not_found", remove)
+		return m.t("msg.rule_not_found", remove)
 	}
 	m.log.Error("remove rule from discord failed", "rule_id", remove, "err", err)
-	return m.t("slack.internal")
+	return m.t("msg.internal")
 }

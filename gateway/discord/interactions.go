@@ -50,7 +50,7 @@ func (m *Messenger) handle(ctx context.Context, i *discordgo.Interaction) reply 
 	}
 	if i.Type != discordgo.InteractionMessageComponent && i.Type != discordgo.InteractionApplicationCommand {
 		m.log.Warn("ignored an unexpected Discord interaction", "type", int(i.Type))
-		return ephemeral(m.t("slack.not_ours"))
+		return ephemeral(m.t("msg.not_ours"))
 	}
 	if !m.replays.firstTime(ctx, i.ID) {
 		m.log.Warn("refused a replayed Discord interaction", "interaction_id", i.ID)
@@ -81,14 +81,14 @@ func (m *Messenger) tap(ctx context.Context, i *discordgo.Interaction) reply {
 	cb, err := cards.Decode(data.CustomID)
 	if err != nil || cb.Revoke() || i.Message == nil {
 		m.log.Warn("refused an unexpected Discord button", "user_id", i.Member.User.ID, "err", err)
-		return ephemeral(m.t("slack.not_ours"))
+		return ephemeral(m.t("msg.not_ours"))
 	}
 	// The custom_id names a request; the message tapped must be that
 	// request's card, or the id was edited or carried over from another.
 	ref, err := m.svc.CardRef(ctx, cb.RequestID, Name)
 	if err != nil && !errors.Is(err, approvals.ErrNotFound) {
 		m.log.Error("card ref lookup failed", "request_id", cb.RequestID, "err", err)
-		return ephemeral(m.t("slack.internal"))
+		return ephemeral(m.t("msg.internal"))
 	}
 	if ref != m.cfg.ChannelID+":"+i.Message.ID {
 		m.log.Warn("refused a tap whose custom_id names another message's request", "user_id", i.Member.User.ID,
@@ -165,7 +165,7 @@ func (m *Messenger) decide(ctx context.Context, cb cards.Callback, actor approva
 	}
 	if !r.Status.Finished() {
 		m.log.Info("approval counted in discord", "request_id", r.ID, "decision", string(cb.Decision), "user_id", actor.ID)
-		return m.t("slack.counted", cards.Progress(r, m.loc))
+		return m.t("msg.counted", cards.Progress(r, m.loc))
 	}
 	m.log.Info("decided in discord", "request_id", r.ID, "decision", string(cb.Decision), "user_id", actor.ID)
 	return ""

@@ -138,7 +138,7 @@ func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.Interacti
 	acts := ic.ActionCallback.BlockActions
 	if len(acts) != 1 {
 		m.log.Warn("refused a Slack interaction with several actions", "user_id", ic.User.ID, "actions", len(acts))
-		answer(m.loc.T("slack.not_ours"))
+		answer(m.loc.T("msg.not_ours"))
 		return
 	}
 	a := acts[0]
@@ -153,7 +153,7 @@ func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.Interacti
 	if err != nil {
 		m.log.Warn("refused an unexpected Slack action", "user_id", ic.User.ID,
 			"action_id", fmt.Sprintf("%.64q", a.ActionID), "err", err)
-		answer(m.loc.T("slack.not_ours"))
+		answer(m.loc.T("msg.not_ours"))
 		return
 	}
 	if cb.Revoke() {
@@ -194,7 +194,7 @@ func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.Interacti
 		return
 	}
 	if !r.Status.Finished() {
-		answer(m.loc.T("slack.counted", cards.EscapeMrkdwn(cards.Progress(r, m.loc))))
+		answer(m.loc.T("msg.counted", cards.EscapeMrkdwn(cards.Progress(r, m.loc))))
 		m.log.Info("approval counted in slack", "request_id", r.ID, "decision", string(cb.Decision), "user_id", ic.User.ID)
 		return
 	}
@@ -259,13 +259,13 @@ func (m *Messenger) revoke(ctx context.Context, userID, userName string, id int6
 	switch {
 	case err != nil:
 		m.log.Error("revoke from slack failed", "grant_id", id, "err", err)
-		answer(m.loc.T("slack.internal"))
+		answer(m.loc.T("msg.internal"))
 		return
 	case changed:
 		m.log.Info("grant revoked in slack", "grant_id", id, "user_id", userID)
-		answer(m.loc.T("slack.revoked", id))
+		answer(m.loc.T("msg.revoked", id))
 	default:
-		answer(m.loc.T("slack.revoke_inactive", id))
+		answer(m.loc.T("msg.revoke_inactive", id))
 	}
 	m.homesChanged()
 }

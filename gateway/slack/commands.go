@@ -40,7 +40,7 @@ func (m *Messenger) handleCommand(ctx context.Context, c slackapi.SlashCommand) 
 		pending, more, err := m.pendingCards(ctx, maxListed)
 		if err != nil {
 			m.log.Error("list pending for slack", "err", err)
-			m.reply(ctx, to, m.loc.T("slack.internal"))
+			m.reply(ctx, to, m.loc.T("msg.internal"))
 			return
 		}
 		m.reply(ctx, to, cards.SlackPendingText(pending, more, m.loc))
@@ -60,7 +60,7 @@ func (m *Messenger) handleCommand(ctx context.Context, c slackapi.SlashCommand) 
 		gs, more, err := m.activeGrants(ctx, sender, maxListed)
 		if err != nil {
 			m.log.Error("list grants for slack", "err", err)
-			m.reply(ctx, to, m.loc.T("slack.internal"))
+			m.reply(ctx, to, m.loc.T("msg.internal"))
 			return
 		}
 		m.reply(ctx, to, cards.SlackGrantsText(gs, more, m.loc))
@@ -94,7 +94,7 @@ func (m *Messenger) handleCommand(ctx context.Context, c slackapi.SlashCommand) 
 		}
 		if err != nil {
 			m.log.Error("audit for slack", "err", err)
-			m.reply(ctx, to, m.loc.T("slack.internal"))
+			m.reply(ctx, to, m.loc.T("msg.internal"))
 			return
 		}
 		m.reply(ctx, to, cards.SlackAuditText(rows, scope, m.loc))
@@ -112,7 +112,7 @@ func (m *Messenger) rulesCommand(ctx context.Context, c slackapi.SlashCommand, a
 		return
 	}
 	if m.opts.Rules == nil {
-		answer(m.loc.T("slack.no_rule_store"))
+		answer(m.loc.T("msg.no_rule_store"))
 		return
 	}
 	switch {
@@ -120,7 +120,7 @@ func (m *Messenger) rulesCommand(ctx context.Context, c slackapi.SlashCommand, a
 		list, err := m.opts.Rules.List(ctx)
 		if err != nil {
 			m.log.Error("list rules for slack", "err", err)
-			answer(m.loc.T("slack.internal"))
+			answer(m.loc.T("msg.internal"))
 			return
 		}
 		answer(cards.SlackRulesText(list, m.loc))
@@ -131,14 +131,14 @@ func (m *Messenger) rulesCommand(ctx context.Context, c slackapi.SlashCommand, a
 		switch {
 		case err == nil:
 			m.log.Info("rule removed in slack", "rule_id", id, "user_id", c.UserID)
-			answer(m.loc.T("slack.rule_removed", cards.EscapeMrkdwn(id)))
+			answer(m.loc.T("msg.rule_removed", cards.EscapeMrkdwn(id)))
 		case errors.Is(err, policy.ErrRuleFromConfig):
-			answer(m.loc.T("slack.rule_from_config", cards.EscapeMrkdwn(id)))
+			answer(m.loc.T("msg.rule_from_config", cards.EscapeMrkdwn(id)))
 		case errors.Is(err, policy.ErrNotFound), errors.Is(err, policy.ErrInvalid):
-			answer(m.loc.T("slack.rule_not_found", cards.EscapeMrkdwn(id)))
+			answer(m.loc.T("msg.rule_not_found", cards.EscapeMrkdwn(id)))
 		default:
 			m.log.Error("remove rule from slack failed", "rule_id", id, "err", err)
-			answer(m.loc.T("slack.internal"))
+			answer(m.loc.T("msg.internal"))
 		}
 	default:
 		answer(m.loc.T("slack.rules_usage"))
