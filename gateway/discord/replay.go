@@ -13,12 +13,16 @@ import (
 // window), so a captured one could be posted again: the signature cannot
 // tell. Every interaction has its own id; the ids handled are remembered
 // for longer than the window, in the database (every replica and a
-// restarted gateway know them), and a second copy is refused. The table is
-// the one the Slack adapter keeps its keys in, under a "discord|" prefix.
+// restarted gateway know them), and a second copy is refused: the table
+// discord_replays.
 const (
 	replayTTL        = 10 * time.Minute
 	replayPruneEvery = time.Minute
 )
+
+// An id seen longer than replayTTL ago counts as new (and is seen now).
+const insertReplay = `INSERT INTO discord_replays (interaction_id, seen_at) VALUES ($1, $2)
+ON CONFLICT (interaction_id) DO UPDATE SET seen_at = excluded.seen_at WHERE discord_replays.seen_at < $3`
 
 type replays struct {
 	db  *storage.DB
@@ -34,9 +38,7 @@ func (c *replays) firstTime(ctx context.Context, interactionID string) bool {
 	now := time.Now()
 	at, expired := storage.FormatTime(now), storage.FormatTime(now.Add(-replayTTL))
 	ctx = context.WithoutCancel(ctx)
-	res, err := c.db.ExecContext(ctx, `INSERT INTO slack_replays (key, seen_at) VALUES ($1, $2)
-ON CONFLICT (key) DO UPDATE SET seen_at = excluded.seen_at WHERE slack_replays.seen_at < $3`,
-		"discord|"+interactionID, at, expired)
+	res, err := c.db.ExecContext(ctx, insertReplay, interactionID, at, expired)
 	var n int64
 	if err == nil {
 		n, err = res.RowsAffected()
@@ -52,7 +54,7 @@ ON CONFLICT (key) DO UPDATE SET seen_at = excluded.seen_at WHERE slack_replays.s
 	}
 	c.mu.Unlock()
 	if due {
-		if _, err := c.db.ExecContext(ctx, `DELETE FROM slack_replays WHERE key LIKE 'discord|%' AND seen_at < $1`, expired); err != nil {
+		if _, err := c.db.ExecContext(ctx, `DELETE FROM discord_replays WHERE seen_at < $1`, expired); err != nil {
 			c.log.Warn("discord replay prune failed", "err", err)
 		}
 	}
