@@ -60,6 +60,7 @@ func (s *Service) countTx(ctx context.Context, tx storage.Querier, r *Request, a
 	}
 	detail := map[string]any{"decision": string(a.Decision), "approver": a.Approver,
 		"channel": a.Channel, "approvals": r.AllowCount(), "quorum": r.Quorum, "capability": r.Capability}
+	maps.Copy(detail, grantDetail(*r, a))
 	if a.proof.Valid() {
 		maps.Copy(detail, a.proof.AuditDetail())
 	}
@@ -103,11 +104,14 @@ func (s *Service) decideTx(ctx context.Context, tx storage.Querier, r *Request, 
 		}
 		r.GrantID, r.GrantExpiresAt = &g.ID, g.ExpiresAt
 	}
-	var extra map[string]any
+	extra := grantDetail(*r, a)
+	if extra == nil {
+		extra = map[string]any{}
+	}
 	if r.Quorum > 1 {
-		extra = map[string]any{"approvals": r.AllowCount(), "quorum": r.Quorum}
+		extra["approvals"], extra["quorum"] = r.AllowCount(), r.Quorum
 	} else if a.proof.Valid() {
-		extra = a.proof.AuditDetail() // with a quorum, each approval's row carries its own
+		maps.Copy(extra, a.proof.AuditDetail()) // with a quorum, each approval's row carries its own
 	}
 	return s.finishTx(ctx, tx, r, status, &d, a.By, now, storage.AuditDecision, extra)
 }

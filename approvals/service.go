@@ -254,7 +254,7 @@ func (s *Service) DecideChoice(ctx context.Context, id string, ch Choice, by Act
 			if d != Deny && r.Counted(by.Identity()) {
 				return &AlreadyCountedError{Request: r}
 			}
-			if err := checkStepUp(r, d, by); err != nil {
+			if err := checkStepUp(r, d, by, stepUpContent(r, d, scope, ttl)); err != nil {
 				return err
 			}
 			a := Approval{By: by.String(), Approver: by.Identity(), Decision: d, Channel: by.Channel, At: now}

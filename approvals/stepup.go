@@ -3,22 +3,76 @@ package approvals
 import (
 	"bytes"
 	"fmt"
+	"time"
 
 	"github.com/metnos/gateway/passkeys"
 )
 
-// StepUpContent is what an approver's passkey signs to take decision d on
-// r: the request as its card shows it, and the decision.
-func StepUpContent(r Request, d Decision) passkeys.Content {
-	return passkeys.Content{ID: r.ID, Agent: r.Agent, Capability: r.Capability, Target: r.Target,
+// StepUpContent is what an approver's passkey signs to take choice ch on
+// r: the request as its card shows it, the decision, and the grant the
+// decision writes, resolved as deciding resolves it (so an Allow always
+// with no scope signs the default scope it writes). A choice r does not
+// offer is refused here as it would be when deciding.
+func (s *Service) StepUpContent(r Request, ch Choice) (passkeys.Content, error) {
+	scope, ttl, err := s.resolve(&r, ch)
+	if err != nil {
+		return passkeys.Content{}, err
+	}
+	return stepUpContent(r, ch.Decision, scope, ttl), nil
+}
+
+// stepUpContent is StepUpContent of a resolved choice: the grant's target
+// and lifetime as resolve returned them.
+func stepUpContent(r Request, d Decision, scope string, ttl time.Duration) passkeys.Content {
+	c := passkeys.Content{ID: r.ID, Agent: r.Agent, Capability: r.Capability, Target: r.Target,
 		GrantTarget: r.GrantTarget, Autonomy: r.Autonomy.String(), ArgKeys: r.ArgKeys, Channel: r.Channel,
 		SenderID: r.SenderID, ExpiresAt: passkeys.ContentTime(r.ExpiresAt), Decision: string(d)}
+	if !d.WritesGrant() {
+		return c
+	}
+	c.Scope, c.GrantAgent = scope, grantAgent(r, d)
+	switch d {
+	case AllowFor:
+		c.For = FormatWhile(ttl)
+	case AllowSession:
+		c.SessionID = r.SessionID
+	}
+	return c
+}
+
+// grantAgent is the agent the grant of decision d on r is for: Allow this
+// session's is the request's agent (policy.Session); every other grant is
+// the principal's, for every agent (passkeys.AnyAgent). decideTx writes
+// the grant this names, and the signed content and the audit row say it.
+func grantAgent(r Request, d Decision) string {
+	if d == AllowSession {
+		return r.Agent
+	}
+	return passkeys.AnyAgent
+}
+
+// grantDetail is what an audit row of approval a on r says about the
+// grant it writes: the fields the signed content has (scope, for,
+// session_id, grant_agent), which `gateway audit verify` holds equal to
+// the signed ones. nil when a writes no grant.
+func grantDetail(r Request, a Approval) map[string]any {
+	if !a.Decision.WritesGrant() {
+		return nil
+	}
+	m := map[string]any{"scope": a.Scope, "grant_agent": grantAgent(r, a.Decision)}
+	switch a.Decision {
+	case AllowFor:
+		m["scope"], m["for"] = r.GrantTarget, a.For
+	case AllowSession:
+		m["scope"], m["session_id"] = r.GrantTarget, r.SessionID
+	}
+	return m
 }
 
 // checkStepUp refuses an allow of a step-up request that does not carry a
-// verified passkey assertion of this web user over exactly this request
-// and decision (ErrStepUpRequired). Deny never needs one.
-func checkStepUp(r Request, d Decision, by Actor) error {
+// verified passkey assertion of this web user over exactly want: this
+// request, decision and grant (ErrStepUpRequired). Deny never needs one.
+func checkStepUp(r Request, d Decision, by Actor, want passkeys.Content) error {
 	if d == Deny || r.StepUp == "" {
 		return nil
 	}
@@ -28,8 +82,8 @@ func checkStepUp(r Request, d Decision, by Actor) error {
 		return ErrStepUpRequired
 	case by.Channel != "web" || p.User() != by.Name:
 		return fmt.Errorf("%w: the passkey is not %s's", ErrStepUpRequired, by.Identity())
-	case p.RequestID() != r.ID || !bytes.Equal(p.Content(), StepUpContent(r, d).JSON()):
-		return fmt.Errorf("%w: the passkey signed another request or decision", ErrStepUpRequired)
+	case p.RequestID() != r.ID || !bytes.Equal(p.Content(), want.JSON()):
+		return fmt.Errorf("%w: the passkey signed another request, decision or grant", ErrStepUpRequired)
 	}
 	return nil
 }

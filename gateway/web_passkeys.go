@@ -159,8 +159,8 @@ type stepChoice struct {
 }
 
 // stepUpBegin is POST /web/decide/passkey/begin: one of a step-up card's
-// allow buttons. The challenge commits to the request and the decision
-// (approvals.StepUpContent) and a nonce spent once; only the signed-in
+// allow buttons. The challenge commits to the request, the decision and
+// the grant it writes (Service.StepUpContent) and a nonce spent once; only the signed-in
 // user's passkeys can answer it.
 func (w *web) stepUpBegin(rw http.ResponseWriter, r *http.Request) {
 	id := r.PostFormValue("id")
@@ -192,9 +192,13 @@ func (w *web) stepUpBegin(rw http.ResponseWriter, r *http.Request) {
 		w.beginJSON(rw, passkeys.Begun{}, err)
 		return
 	}
+	content, err := w.s.svc.StepUpContent(req, ch)
+	if err != nil {
+		w.beginJSON(rw, passkeys.Begun{}, err)
+		return
+	}
 	choice, _ := json.Marshal(stepChoice{Decision: ch.Decision, Scope: ch.Scope, Duration: ch.Duration})
-	b, err := w.s.passkeys.BeginStepUp(r.Context(), rp, sessionOf(r).User, req.ID, string(choice),
-		approvals.StepUpContent(req, d).JSON())
+	b, err := w.s.passkeys.BeginStepUp(r.Context(), rp, sessionOf(r).User, req.ID, string(choice), content.JSON())
 	w.beginJSON(rw, b, err)
 }
 
@@ -237,9 +241,13 @@ func (w *web) passkeyLine(ctx context.Context, row *historyRow) {
 	}
 	name, _ := row.Detail[passkeys.KeyName].(string)
 	user, _ := row.Detail[passkeys.KeyUser].(string)
-	if err := w.s.passkeys.VerifyRow(ctx, row.RequestID, row.Detail); err != nil {
+	note, err := w.s.passkeys.VerifyRow(ctx, row.AuditEvent)
+	if err != nil {
 		row.Passkey, row.PasskeyBad = cards.SafeIn(w.loc.T("web.h_passkey_bad", name, user, err.Error()), w.loc), true
 		return
 	}
 	row.Passkey = cards.SafeIn(w.loc.T("web.h_passkey_ok", name, user), w.loc)
+	if note != "" {
+		row.Passkey += " (" + cards.SafeIn(note, w.loc) + ")"
+	}
 }

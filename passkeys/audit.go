@@ -11,11 +11,16 @@ import (
 type RowCheck struct {
 	Row storage.AuditEvent
 	Err error // nil: the signature holds
+	// Note says what an older row does not prove (NoteV1), when Err is nil.
+	Note string
 }
 
 // Line is how `gateway audit verify` prints it: "seq N request R:
 // passkey signature ok" or "… invalid: <why>".
 func (c RowCheck) Line() string {
+	if c.Err == nil && c.Note != "" {
+		return fmt.Sprintf("seq %d request %s: passkey signature ok (%s)", c.Row.Seq, c.Row.RequestID, c.Note)
+	}
 	if c.Err == nil {
 		return fmt.Sprintf("seq %d request %s: passkey signature ok", c.Row.Seq, c.Row.RequestID)
 	}
@@ -38,7 +43,8 @@ func (s *Store) VerifyAudit(ctx context.Context, f storage.AuditFilter) ([]RowCh
 		}
 		for _, r := range rows {
 			if Signed(r.Detail) {
-				out = append(out, RowCheck{Row: r, Err: s.VerifyRow(ctx, r.RequestID, r.Detail)})
+				note, err := s.VerifyRow(ctx, r)
+				out = append(out, RowCheck{Row: r, Err: err, Note: note})
 			}
 		}
 		if len(rows) < auditBatch {

@@ -17,17 +17,18 @@ func TestContent_Exact(t *testing.T) {
 	c := passkeys.Content{ID: "r1", Agent: "a1", Capability: "fs:write", Target: "/srv/<x>&y", GrantTarget: "/srv/*",
 		Autonomy: "Supervised", ArgKeys: []string{"path", "mode"}, Channel: "web", SenderID: "owner",
 		ExpiresAt: passkeys.ContentTime(time.Date(2026, 11, 26, 21, 4, 5, 999, time.FixedZone("CET", 3600))),
-		Decision:  "allow_once"}
+		Decision:  "allow_always", Scope: "/srv/*", GrantAgent: "a1"}
 	want := `{"id":"r1","agent":"a1","capability":"fs:write","target":"/srv/\u003cx\u003e\u0026y","grant_target":"/srv/*",` +
 		`"autonomy":"Supervised","arg_keys":["mode","path"],"channel":"web","sender_id":"owner",` +
-		`"expires_at":"2026-11-26T20:04:05Z","decision":"allow_once"}`
+		`"expires_at":"2026-11-26T20:04:05Z","decision":"allow_always","scope":"/srv/*","for":"","session_id":"",` +
+		`"grant_agent":"a1","v":2}`
 	if got := string(c.JSON()); got != want {
 		t.Fatalf("content\n got %s\nwant %s", got, want)
 	}
 	if c.ArgKeys[0] != "path" {
 		t.Error("JSON sorted the caller's arg_keys in place")
 	}
-	if got := string((passkeys.Content{}).JSON()); got != `{"id":"","agent":"","capability":"","target":"","grant_target":"","autonomy":"","arg_keys":[],"channel":"","sender_id":"","expires_at":"","decision":""}` {
+	if got := string((passkeys.Content{}).JSON()); got != `{"id":"","agent":"","capability":"","target":"","grant_target":"","autonomy":"","arg_keys":[],"channel":"","sender_id":"","expires_at":"","decision":"","scope":"","for":"","session_id":"","grant_agent":"","v":2}` {
 		t.Errorf("empty content: %s", got)
 	}
 	sum := sha256.Sum256([]byte(want))

@@ -18,6 +18,7 @@ import (
 type Proof struct {
 	user, name, credentialID string
 	requestID                string
+	rpID                     string
 	content                  []byte
 	contentHash              string
 	nonce                    []byte
@@ -51,6 +52,7 @@ const (
 	KeyContent      = "content"
 	KeyName         = "passkey_name"
 	KeyUser         = "passkey_user"
+	KeyRPID         = "passkey_rp_id"
 )
 
 // AuditDetail is what an audit row carries so that anyone with the export
@@ -59,7 +61,7 @@ func (p *Proof) AuditDetail() map[string]any {
 	return map[string]any{
 		KeyCredentialID: p.credentialID, KeyAuthData: b64(p.authData), KeyClientData: b64(p.clientData),
 		KeySignature: b64(p.signature), KeyContentHash: p.contentHash, KeyNonce: b64(p.nonce),
-		KeyContent: string(p.content), KeyName: p.name, KeyUser: p.user,
+		KeyContent: string(p.content), KeyName: p.name, KeyUser: p.user, KeyRPID: p.rpID,
 	}
 }
 
@@ -131,7 +133,7 @@ func (s *Store) FinishStepUp(ctx context.Context, rp RP, name, id string, creden
 		return nil, "", "", err
 	}
 	raw := parsed.Raw.AssertionResponse
-	return &Proof{user: name, name: key.Name, credentialID: key.CredentialID, requestID: c.RequestID,
+	return &Proof{user: name, name: key.Name, credentialID: key.CredentialID, requestID: c.RequestID, rpID: rp.ID,
 		content: c.Content, contentHash: hash, nonce: c.Nonce, authData: raw.AuthenticatorData,
 		clientData: raw.ClientDataJSON, signature: raw.Signature}, c.RequestID, c.Choice, nil
 }

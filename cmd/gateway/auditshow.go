@@ -52,10 +52,13 @@ func auditShow(e *env, args []string) error {
 		if passkeys.Signed(r.Detail) {
 			name, _ := r.Detail[passkeys.KeyName].(string)
 			line += fmt.Sprintf(" with the passkey '%s'", cards.Safe(name))
-			if err := keys.VerifyRow(e.ctx, r.RequestID, r.Detail); err != nil {
+			switch note, err := keys.VerifyRow(e.ctx, r); {
+			case err != nil:
 				line += "; signature INVALID: " + err.Error()
 				bad = true
-			} else {
+			case note != "":
+				line += "; signature verified (" + note + ")"
+			default:
 				line += "; signature verified"
 			}
 		}

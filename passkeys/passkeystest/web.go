@@ -86,7 +86,15 @@ func (w *Web) Register(a *Authenticator, name string) {
 // the flash the page then shows.
 func (w *Web) Decide(a *Authenticator, id, decision string) string {
 	w.tb.Helper()
-	b := w.begin("/web/decide/passkey/begin", url.Values{"id": {id}, "decision": {decision}})
+	return w.DecideWith(a, url.Values{"id": {id}, "decision": {decision}})
+}
+
+// DecideWith runs the step-up of the card's form (id, decision, and
+// scope_index or duration) with a and returns the flash the page then
+// shows.
+func (w *Web) DecideWith(a *Authenticator, form url.Values) string {
+	w.tb.Helper()
+	b := w.begin("/web/decide/passkey/begin", form)
 	cred, err := a.Get(b)
 	if err != nil {
 		w.tb.Fatal(err)
