@@ -36,4 +36,3 @@ func APIBridge(base *url.URL) http.Handler {
 		rp.ServeHTTP(w, r)
 	})
 }
-

@@ -45,7 +45,7 @@ func (m machine) netChild(t *testing.T, d *fakeDecider, noNS bool, argv ...strin
 	c := Config{Argv: argv, Dir: m.ws, Rules: m.rules(t, vaglio0()), Network: true, NoNamespace: noNS,
 		Env:       []string{"HOME=" + m.home, "PATH=/usr/local/bin:/usr/bin:/bin"},
 		ProxyVars: []string{"http_proxy", "https_proxy", "HTTPS_PROXY", "PROXY_URL"}, APIVars: []string{"GATEWAY_URL"},
-		Stdout:    w, Stderr: w}
+		Stdout: w, Stderr: w}
 	ch, err := Start(c)
 	if err != nil {
 		t.Fatal(err)

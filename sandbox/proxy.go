@@ -28,7 +28,7 @@ type Proxy struct {
 	Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 	// Local reports an address of this machine (the gateway's own among
 	// them), judged as itself; nil: the machine's interface addresses.
-	Local func(netip.Addr) bool
+	Local     func(netip.Addr) bool
 	dialer    net.Dialer
 	transport *http.Transport
 }
