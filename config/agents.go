@@ -65,6 +65,9 @@ type Agent struct {
 	// under "~/"). When set, fs:* requests outside them ask a person at
 	// every level (approval_required where the table would allow).
 	Workspace []string
+	// Run is what `gateway run` adds to its sandbox for the agent
+	// (agents[].run; see AgentRun).
+	Run AgentRun
 }
 
 // DefaultMaxStreams is agents[].max_streams when the file does not say.

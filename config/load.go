@@ -156,23 +156,24 @@ type (
 		StepUp        *string  `toml:"step_up"`
 	}
 	fileAgent struct {
-		ID                string    `toml:"id"`
-		TokenEnv          string    `toml:"token_env"`
-		Autonomy          *string   `toml:"autonomy"`
-		Channel           *string   `toml:"channel"`
-		SenderID          *string   `toml:"sender_id"`
-		Notify            *[]string `toml:"notify"`
-		Rate              *string   `toml:"rate"`
-		CardsPerMinute    *int      `toml:"cards_per_minute"`
-		Admin             bool      `toml:"admin"`
-		AllowCapabilities []string  `toml:"allow_capabilities"`
-		DenyCapabilities  []string  `toml:"deny_capabilities"`
-		Principals        []string  `toml:"principals"`
-		Mode              *string   `toml:"mode"`
-		Callbacks         []string  `toml:"callbacks"`
-		MaxPending        *int      `toml:"max_pending"`
-		MaxStreams        *int      `toml:"max_streams"`
-		Workspace         []string  `toml:"workspace"`
+		ID                string        `toml:"id"`
+		TokenEnv          string        `toml:"token_env"`
+		Autonomy          *string       `toml:"autonomy"`
+		Channel           *string       `toml:"channel"`
+		SenderID          *string       `toml:"sender_id"`
+		Notify            *[]string     `toml:"notify"`
+		Rate              *string       `toml:"rate"`
+		CardsPerMinute    *int          `toml:"cards_per_minute"`
+		Admin             bool          `toml:"admin"`
+		AllowCapabilities []string      `toml:"allow_capabilities"`
+		DenyCapabilities  []string      `toml:"deny_capabilities"`
+		Principals        []string      `toml:"principals"`
+		Mode              *string       `toml:"mode"`
+		Callbacks         []string      `toml:"callbacks"`
+		MaxPending        *int          `toml:"max_pending"`
+		MaxStreams        *int          `toml:"max_streams"`
+		Workspace         []string      `toml:"workspace"`
+		Run               *fileAgentRun `toml:"run"`
 	}
 	fileWeb struct {
 		AdminTokenEnv *string `toml:"admin_token_env"`
@@ -329,6 +330,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 		a.DenyCapabilities = fa.DenyCapabilities
 		a.Principals = fa.Principals
 		a.Workspace = fa.Workspace
+		a.Run = fa.Run.agentRun(getenv)
 		if fa.Mode != nil {
 			if m, err := policy.ParseMode(*fa.Mode); err != nil {
 				p.wrap(fmt.Sprintf("agents[%d].mode", i), err)

@@ -86,6 +86,7 @@ func (c *Config) validateAgents(p *problems, skipTokens bool) {
 				p.add(fmt.Sprintf("%s.principals[%d]", key, j), "%q is not \"channel:sender_id\"", pr)
 			}
 		}
+		validateAgentRun(p, key, a.Run)
 		for j, w := range a.Workspace {
 			k := fmt.Sprintf("%s.workspace[%d]", key, j)
 			switch {
