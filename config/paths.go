@@ -90,8 +90,21 @@ func (c Config) OwnPaths(getenv func(string) string) []string {
 		addDir(filepath.Dir(c.Storage.Path))
 	}
 	add(c.File)
+	if filepath.Base(filepath.Dir(c.File)) == "metnos" {
+		addDir(filepath.Dir(c.File)) // the env file of secrets beside it
+	}
 	addDir(StateDir(getenv))
 	addDir(c.Vaglio.LogDir)
+	// Under systemd's DynamicUser, /var/lib/metnos is a link to
+	// /var/lib/private/metnos (the same for /var/log and /var/cache): the
+	// real path is the gateway's too.
+	for _, p := range out {
+		for _, top := range []string{"/var/lib/", "/var/log/", "/var/cache/"} {
+			if rest, ok := strings.CutPrefix(p, top); ok && !strings.HasPrefix(rest, "private/") {
+				out = append(out, top+"private/"+rest)
+			}
+		}
+	}
 	return out
 }
 

@@ -152,7 +152,8 @@ func TestGuard_OwnFiles(t *testing.T) {
 			}
 		}
 	}
-	for _, p := range []string{"/srv/gw2/gateway.db", "/srv/other.db", "/etc/metnos/other.toml"} {
+	// (/etc/metnos is the shipped unit's config directory, the gateway's whole.)
+	for _, p := range []string{"/srv/gw2/gateway.db", "/srv/other.db", "/etc/other/gateway.toml"} {
 		if vd := v.Check(context.Background(), Request{Capability: "fs:read", Target: p, Intent: "read the file"}); strings.Contains(vd.Reason, "gateway's own") {
 			t.Errorf("%q: %s", p, vd.Reason)
 		}

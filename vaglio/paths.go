@@ -75,6 +75,15 @@ var forbiddenPaths = []pathRule{
 	{name: "/etc/pki/tls/private", anchored: true, comps: []component{lit("etc"), lit("pki"), lit("tls"), lit("private")}},
 	{name: "/run/secrets", anchored: true, comps: []component{lit("run"), lit("secrets")}},
 	{name: "/run/secrets", anchored: true, comps: []component{lit("var"), lit("run"), lit("secrets")}},
+	// The shipped systemd unit's (deploy/gateway.service): its config
+	// directory holds the env file of secrets, and under DynamicUser the
+	// state and log directories really live below /var/{lib,log}/private
+	// (/var/lib/metnos is a link there), whatever the config says.
+	{name: "of the gateway's own (/etc/metnos)", anchored: true, comps: []component{lit("etc"), lit("metnos")}},
+	{name: "of the gateway's own (/var/lib/private/metnos)", anchored: true, comps: []component{lit("var"), lit("lib"), lit("private"), lit("metnos")}},
+	{name: "of the gateway's own (/var/lib/metnos)", anchored: true, comps: []component{lit("var"), lit("lib"), lit("metnos")}},
+	{name: "of the gateway's own (/var/log/private/metnos)", anchored: true, comps: []component{lit("var"), lit("log"), lit("private"), lit("metnos")}},
+	{name: "of the gateway's own (/var/log/metnos)", anchored: true, comps: []component{lit("var"), lit("log"), lit("metnos")}},
 	{name: ".ssh", comps: []component{lit(".ssh")}},
 	{name: ".aws/credentials", comps: []component{glob("*.aws", ".aws"), glob("credentials*", "credentials")}},
 	{name: ".config/*/credentials.env", comps: []component{glob("*.config", ".config"), glob("*", "metnos"), glob("credentials.env*", "credentials.env")}},

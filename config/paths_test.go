@@ -1,0 +1,30 @@
+package config
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestOwnPaths_ShippedUnit: under the shipped unit (DynamicUser, state in
+// /var/lib/metnos, config in /etc/metnos) the gateway's own paths take in
+// the real directories under /var/lib/private and the config directory
+// with the env file of secrets.
+func TestOwnPaths_ShippedUnit(t *testing.T) {
+	env := map[string]string{"HOME": "/", "XDG_STATE_HOME": "/var/lib"}
+	c := Config{File: "/etc/metnos/gateway.toml"}
+	c.Storage.Driver = "sqlite"
+	c.Storage.Path = "/var/lib/metnos/gateway.db"
+	c.Vaglio.LogDir = "/var/log/metnos"
+	got := c.OwnPaths(func(k string) string { return env[k] })
+	for _, want := range []string{"/var/lib/metnos/gateway.db", "/var/lib/private/metnos/gateway.db",
+		"/var/lib/private/metnos/agent-token", "/var/lib/private/metnos", "/etc/metnos", "/etc/metnos/gateway.toml",
+		"/var/log/private/metnos"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("OwnPaths lacks %s: %v", want, got)
+		}
+	}
+	c.File = "/srv/project/gateway.toml"
+	if got := c.OwnPaths(func(k string) string { return env[k] }); slices.Contains(got, "/srv/project") {
+		t.Errorf("a config file's directory not named metnos is taken whole: %v", got)
+	}
+}
