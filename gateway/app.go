@@ -144,6 +144,16 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 			break
 		}
 	}
+	// Users removed from [[web.users]] leave now: their sessions end and
+	// their links are spent in the database, so no replica still on the
+	// older config lets them in either.
+	gone, err := a.Server.sessions.EndGone(ctx)
+	if err != nil {
+		return err
+	}
+	if len(gone) > 0 {
+		a.log.Warn("web users no longer configured: their sessions ended and login links spent", "users", gone)
+	}
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
 	// Every replica: the expiry sweep, and on PostgreSQL the notices of

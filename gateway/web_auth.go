@@ -59,6 +59,12 @@ func DefaultWebUser(cfg config.Config) string {
 	return cfg.Web.Users[0].Name
 }
 
+// WebUserExists says whether name is a web user of cfg (the default
+// "owner" when none are listed): only they have sessions and login links.
+func WebUserExists(cfg config.Config, name string) bool {
+	return cfg.Web.WebUser(name) || (len(cfg.Web.Users) == 0 && name == DefaultWebUser(cfg))
+}
+
 type sessionKey struct{}
 
 // sessionOf is the session access put in the request's context.
@@ -98,19 +104,33 @@ func (w *web) toLocalhost(rw http.ResponseWriter, r *http.Request) bool {
 }
 
 // currentSession reads the request's session cookie from the database.
-func (w *web) currentSession(r *http.Request) (tok string, s sessions.Session, ok bool) {
+// gone names the user of a session that was refused (and ended) because
+// they are no longer a web user of the config.
+func (w *web) currentSession(r *http.Request) (tok string, s sessions.Session, ok bool, gone string) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || c.Value == "" {
-		return "", sessions.Session{}, false
+		return "", sessions.Session{}, false, ""
 	}
 	s, err = w.s.sessions.Get(r.Context(), c.Value)
-	if err != nil {
+	var g *sessions.GoneError
+	switch {
+	case errors.As(err, &g):
+		w.s.log.Warn("web session of a removed user refused and ended", "user", g.User, "remote", r.RemoteAddr)
+		return "", sessions.Session{}, false, g.User
+	case err != nil:
 		if !errors.Is(err, sessions.ErrNoSession) {
 			w.s.log.Error("web session", "err", err)
 		}
-		return "", sessions.Session{}, false
+		return "", sessions.Session{}, false, ""
 	}
-	return c.Value, s, true
+	return c.Value, s, true, ""
+}
+
+// refuseGone answers a session or login link of a user no longer in the
+// config: 403, the page saying so, and the cookie cleared.
+func (w *web) refuseGone(rw http.ResponseWriter, r *http.Request, user string) {
+	http.SetCookie(rw, w.cookie(r, sessionCookie, "", -1))
+	w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.user_gone_title"), w.loc.T("web.user_gone", user), linkLogin)
 }
 
 // access lets through a request with a live session, wherever it comes
@@ -121,7 +141,11 @@ func (w *web) access(h http.Handler) http.Handler {
 		if w.toLocalhost(rw, r) {
 			return
 		}
-		_, s, ok := w.currentSession(r)
+		_, s, ok, gone := w.currentSession(r)
+		if gone != "" {
+			w.refuseGone(rw, r, gone)
+			return
+		}
 		if !ok {
 			if r.Method == http.MethodGet {
 				to := "/login"
@@ -297,7 +321,7 @@ func (w *web) loginPage(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.URL.Query().Get("next"))
-	if _, _, ok := w.currentSession(r); ok {
+	if _, _, ok, _ := w.currentSession(r); ok {
 		http.Redirect(rw, r, next, http.StatusSeeOther)
 		return
 	}
@@ -314,6 +338,12 @@ func (w *web) loginLink(rw http.ResponseWriter, r *http.Request) {
 	}
 	src := sourceOf(r)
 	tok, s, err := w.s.sessions.UseLink(r.Context(), r.PathValue("token"))
+	var gone *sessions.GoneError
+	if errors.As(err, &gone) {
+		w.s.log.Warn("web login link of a removed user refused", "user", gone.User, "remote", r.RemoteAddr)
+		w.refuseGone(rw, r, gone.User)
+		return
+	}
 	if err != nil {
 		if !errors.Is(err, sessions.ErrInvalidLink) {
 			w.fail(rw, r, err)
@@ -390,7 +420,7 @@ func sourceOf(r *http.Request) string {
 // logout is POST /logout: the session ends here and now, on every
 // replica (it is a row in the database).
 func (w *web) logout(rw http.ResponseWriter, r *http.Request) {
-	if tok, s, ok := w.currentSession(r); ok {
+	if tok, s, ok, _ := w.currentSession(r); ok {
 		if err := w.s.sessions.End(r.Context(), tok); err != nil {
 			w.fail(rw, r, err)
 			return

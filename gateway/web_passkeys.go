@@ -12,6 +12,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/passkeys"
+	"github.com/metnos/gateway/sessions"
 )
 
 // The web page's passkeys (passkeys package): added and removed on the
@@ -45,12 +46,43 @@ func (w *web) beginJSON(rw http.ResponseWriter, b passkeys.Begun, err error) {
 	writeJSON(rw, http.StatusOK, b)
 }
 
+// PasskeyProofFresh is how recently a session must have been started with
+// a login link or a passkey for its user to add a passkey: whoever holds
+// an older session (a stolen cookie, a browser left open) cannot leave a
+// passkey of their own behind.
+const PasskeyProofFresh = 5 * time.Minute
+
+// errStaleProof refuses adding a passkey from a session not started
+// within PasskeyProofFresh by a login link or a passkey.
+var errStaleProof = errors.New("adding a passkey needs a fresh proof")
+
+// proofOf says how the session s proved its user within fresh of now
+// ("login link", "passkey"), or errStaleProof.
+func (w *web) proofOf(s sessions.Session, fresh time.Duration) (string, error) {
+	if w.s.now().Sub(s.StartedAt) > fresh {
+		return "", errStaleProof
+	}
+	switch s.Via {
+	case "link":
+		return "login link", nil
+	case "passkey":
+		return "passkey", nil
+	}
+	return "", errStaleProof
+}
+
 // passkeyBegin is POST /web/passkeys/begin: the options to add a passkey
-// for the signed-in user.
+// for the signed-in user, whose session must be fresh (proofOf).
 func (w *web) passkeyBegin(rw http.ResponseWriter, r *http.Request) {
 	rp, err := w.rp(r)
 	if err != nil {
 		w.beginJSON(rw, passkeys.Begun{}, err)
+		return
+	}
+	if _, err := w.proofOf(sessionOf(r), PasskeyProofFresh); err != nil {
+		w.s.log.Warn("passkey add refused: stale session", "user", sessionOf(r).User)
+		rw.Header().Set("Cache-Control", "no-store")
+		writeJSON(rw, http.StatusForbidden, map[string]string{"error": w.loc.T("web.passkey_stale", sessionOf(r).User)})
 		return
 	}
 	b, err := w.s.passkeys.BeginRegistration(r.Context(), rp, sessionOf(r).User)
@@ -67,9 +99,17 @@ func (w *web) passkeyAdd(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user := sessionOf(r).User
+	// The ceremony was begun from a fresh session; it may take its own
+	// few minutes to answer.
+	proof, err := w.proofOf(sessionOf(r), PasskeyProofFresh+passkeys.CeremonyTTL)
+	if err != nil {
+		w.s.log.Warn("passkey add refused: stale session", "user", user)
+		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.passkey_stale", user)})
+		return
+	}
 	def := w.loc.T("web.passkey_default_name", w.s.now().In(w.s.cfg.Server.Zone()).Format(time.DateOnly))
 	p, err := w.s.passkeys.FinishRegistration(r.Context(), rp, user, r.PostFormValue("ceremony"),
-		r.PostFormValue("name"), def, []byte(r.PostFormValue("credential")))
+		r.PostFormValue("name"), def, proof, []byte(r.PostFormValue("credential")))
 	if err != nil {
 		w.s.log.Warn("passkey not added", "user", user, "err", err)
 		w.redirect(rw, r, w.decideFailure(err))
@@ -89,7 +129,7 @@ func (w *web) passkeyRemove(rw http.ResponseWriter, r *http.Request) {
 		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.passkey_unknown")})
 		return
 	}
-	p, err := w.s.passkeys.Remove(r.Context(), user, id)
+	p, err := w.s.passkeys.Remove(r.Context(), user, id, w.actor(r).String())
 	switch {
 	case errors.Is(err, passkeys.ErrNotFound):
 		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.passkey_unknown")})
@@ -114,12 +154,6 @@ func (w *web) passkeyLoginBegin(rw http.ResponseWriter, r *http.Request) {
 	w.beginJSON(rw, b, err)
 }
 
-// webUserExists says whether name is a web user of the config (the
-// default "owner" when none are listed).
-func (w *web) webUserExists(name string) bool {
-	return w.s.cfg.Web.WebUser(name) || (len(w.s.cfg.Web.Users) == 0 && name == DefaultWebUser(w.s.cfg))
-}
-
 // passkeyLogin is POST /login/passkey: a verified assertion of a
 // configured web user's passkey starts their session.
 func (w *web) passkeyLogin(rw http.ResponseWriter, r *http.Request) {
@@ -128,7 +162,7 @@ func (w *web) passkeyLogin(rw http.ResponseWriter, r *http.Request) {
 	var user string
 	if err == nil {
 		user, err = w.s.passkeys.FinishLogin(r.Context(), rp, r.PostFormValue("ceremony"),
-			[]byte(r.PostFormValue("credential")), w.webUserExists)
+			[]byte(r.PostFormValue("credential")), func(name string) bool { return WebUserExists(w.s.cfg, name) })
 	}
 	if err != nil {
 		if !errors.Is(err, passkeys.ErrRefused) && !errors.Is(err, passkeys.ErrNoCeremony) {

@@ -33,7 +33,7 @@ type ceremony struct {
 	Session   webauthn.SessionData
 }
 
-// begin stores c with a fresh id, valid ceremonyTTL.
+// begin stores c with a fresh id, valid CeremonyTTL.
 func (s *Store) begin(ctx context.Context, c ceremony) (string, error) {
 	now := s.now()
 	c.ID = b64(randomBytes(24))
@@ -42,13 +42,13 @@ func (s *Store) begin(ctx context.Context, c ceremony) (string, error) {
 		return "", fmt.Errorf("passkey challenge: %w", err)
 	}
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM passkey_ceremonies WHERE expires_at < $1`,
-		storage.FormatTime(now.Add(-ceremonyTTL))); err != nil {
+		storage.FormatTime(now.Add(-CeremonyTTL))); err != nil {
 		return "", fmt.Errorf("passkey challenge: %w", err)
 	}
 	if _, err := s.db.ExecContext(ctx, `INSERT INTO passkey_ceremonies (id, purpose, web_user, request_id, choice,
 		content, nonce, session_data, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		c.ID, c.Purpose, c.User, c.RequestID, c.Choice, string(c.Content), b64(c.Nonce), string(sess),
-		storage.FormatTime(now), storage.FormatTime(now.Add(ceremonyTTL))); err != nil {
+		storage.FormatTime(now), storage.FormatTime(now.Add(CeremonyTTL))); err != nil {
 		return "", fmt.Errorf("passkey challenge: %w", err)
 	}
 	return c.ID, nil

@@ -60,8 +60,10 @@ func (s *Store) BeginRegistration(ctx context.Context, rp RP, name string) (Begu
 
 // FinishRegistration checks the browser's answer (credential: the
 // PublicKeyCredential's JSON) to ceremony id of web user name and stores
-// the passkey under label (empty: defaultName).
-func (s *Store) FinishRegistration(ctx context.Context, rp RP, name, id, label, defaultName string, credential []byte) (Passkey, error) {
+// the passkey under label (empty: defaultName), with its audit row;
+// proof says how the user proved who they were ("login link",
+// "passkey"), for that row.
+func (s *Store) FinishRegistration(ctx context.Context, rp RP, name, id, label, defaultName, proof string, credential []byte) (Passkey, error) {
 	label = strings.TrimSpace(label)
 	if label == "" {
 		label = defaultName
@@ -100,14 +102,29 @@ func (s *Store) FinishRegistration(ctx context.Context, rp RP, name, id, label, 
 	now := s.now()
 	p := Passkey{User: name, Name: label, CredentialID: b64(cred.ID), PublicKey: cred.PublicKey,
 		SignCount: cred.Authenticator.SignCount, CreatedAt: now, handle: u.handle, cred: *cred}
-	err = s.db.QueryRowContext(ctx, `INSERT INTO passkeys (web_user, user_handle, credential_id, public_key, sign_count,
+	err = s.db.InTx(ctx, func(tx storage.Querier) error {
+		err := tx.QueryRowContext(ctx, `INSERT INTO passkeys (web_user, user_handle, credential_id, public_key, sign_count,
 		credential, name, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-		name, b64(u.handle), p.CredentialID, b64(p.PublicKey), int64(p.SignCount), string(credJSON), label,
-		storage.FormatTime(now)).Scan(&p.ID)
+			name, b64(u.handle), p.CredentialID, b64(p.PublicKey), int64(p.SignCount), string(credJSON), label,
+			storage.FormatTime(now)).Scan(&p.ID)
+		if err != nil {
+			return err
+		}
+		return storage.AppendAudit(ctx, tx, storage.AuditEvent{At: now, Actor: "web:" + name,
+			Event: storage.AuditPasskeyAdded, Detail: p.auditDetail(proof)})
+	})
 	if err != nil {
 		return Passkey{}, fmt.Errorf("store passkey: %w", err)
 	}
 	return p, nil
+}
+
+// auditDetail is what the audit row of adding or removing p says; how
+// says how its user proved who they were, or why it was removed.
+func (p Passkey) auditDetail(how string) map[string]any {
+	// Not the signed rows' keys (KeyName, KeyCredentialID): this row
+	// carries no signature to check.
+	return map[string]any{"web_user": p.User, "passkey": p.Name, "credential_id": p.CredentialID, "how": how}
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }

@@ -44,8 +44,8 @@ func RPOf(publicURL, host string) (RP, error) {
 	return RP{ID: "localhost", Origin: origin}, nil
 }
 
-// ceremonyTTL is how long a challenge can be answered.
-const ceremonyTTL = 5 * time.Minute
+// CeremonyTTL is how long a challenge can be answered.
+const CeremonyTTL = 5 * time.Minute
 
 // webauthn is the library configured for rp: resident keys and user
 // verification required, for registration and every assertion.
@@ -60,8 +60,8 @@ func (rp RP) webauthn() (*webauthn.WebAuthn, error) {
 			UserVerification:   protocol.VerificationRequired,
 		},
 		Timeouts: webauthn.TimeoutsConfig{
-			Login:        webauthn.TimeoutConfig{Enforce: true, Timeout: ceremonyTTL, TimeoutUVD: ceremonyTTL},
-			Registration: webauthn.TimeoutConfig{Enforce: true, Timeout: ceremonyTTL, TimeoutUVD: ceremonyTTL},
+			Login:        webauthn.TimeoutConfig{Enforce: true, Timeout: CeremonyTTL, TimeoutUVD: CeremonyTTL},
+			Registration: webauthn.TimeoutConfig{Enforce: true, Timeout: CeremonyTTL, TimeoutUVD: CeremonyTTL},
 		},
 	})
 }

@@ -146,9 +146,10 @@ func (s *Store) ByCredentialID(ctx context.Context, credentialID string) (Passke
 	return list[0], nil
 }
 
-// Remove marks one of user's passkeys removed: it signs nothing more, and
-// its public key stays for the audit check.
-func (s *Store) Remove(ctx context.Context, user string, id int64) (Passkey, error) {
+// Remove marks one of user's passkeys removed, with its audit row (by:
+// who removed it, "web:ada", "cli"): it signs nothing more, and its public
+// key stays for the audit check.
+func (s *Store) Remove(ctx context.Context, user string, id int64, by string) (Passkey, error) {
 	list, err := s.query(ctx, `WHERE id = $1 AND web_user = $2 AND removed_at IS NULL`, id, user)
 	if err != nil {
 		return Passkey{}, err
@@ -156,15 +157,63 @@ func (s *Store) Remove(ctx context.Context, user string, id int64) (Passkey, err
 	if len(list) == 0 {
 		return Passkey{}, ErrNotFound
 	}
-	res, err := s.db.ExecContext(ctx, `UPDATE passkeys SET removed_at = $1 WHERE id = $2 AND removed_at IS NULL`,
-		storage.FormatTime(s.now()), id)
-	if err != nil {
-		return Passkey{}, fmt.Errorf("remove passkey: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return Passkey{}, ErrNotFound
+	if err := s.remove(ctx, list[0], by, "removed"); err != nil {
+		return Passkey{}, err
 	}
 	return list[0], nil
+}
+
+// RemoveAll removes every passkey in use of user ("" for every user's),
+// each with its audit row saying why, and returns them.
+func (s *Store) RemoveAll(ctx context.Context, user, by, why string) ([]Passkey, error) {
+	q, args := `WHERE removed_at IS NULL ORDER BY id`, []any{}
+	if user != "" {
+		q, args = `WHERE web_user = $1 AND removed_at IS NULL ORDER BY id`, []any{user}
+	}
+	list, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []Passkey
+	for _, p := range list {
+		switch err := s.remove(ctx, p, by, why); {
+		case errors.Is(err, ErrNotFound): // removed meanwhile
+		case err != nil:
+			return out, err
+		default:
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// remove marks p removed and writes its audit row, in one transaction.
+func (s *Store) remove(ctx context.Context, p Passkey, by, why string) error {
+	now := s.now()
+	err := s.db.InTx(ctx, func(tx storage.Querier) error {
+		res, err := tx.ExecContext(ctx, `UPDATE passkeys SET removed_at = $1 WHERE id = $2 AND removed_at IS NULL`,
+			storage.FormatTime(now), p.ID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrNotFound
+		}
+		return storage.AppendAudit(ctx, tx, storage.AuditEvent{At: now, Actor: by, Event: storage.AuditPasskeyRemoved,
+			Detail: p.auditDetail(why)})
+	})
+	if errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("remove passkey: %w", err)
+	}
+	return nil
+}
+
+// All returns every passkey in use, of every user, oldest first.
+func (s *Store) All(ctx context.Context) ([]Passkey, error) {
+	return s.query(ctx, `WHERE removed_at IS NULL ORDER BY id`)
 }
 
 // used records an assertion of p with sign count count. A count that does

@@ -67,6 +67,13 @@ const (
 	AuditTokenRevoked = "token_revoked" // a child token was revoked, with its descendants
 )
 
+// The audit event names of the web users' credentials.
+const (
+	AuditPasskeyAdded   = "passkey_added"   // a web user added a passkey
+	AuditPasskeyRemoved = "passkey_removed" // a passkey was removed (by its user, an admin, or a logout)
+	AuditSessionsEnded  = "sessions_ended"  // gateway logout ended web sessions
+)
+
 // The detail keys of a prune row that confirm the checkpoint it left.
 const (
 	auditCheckpointSeq  = "audit_checkpoint_seq"

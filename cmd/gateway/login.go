@@ -6,8 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/passkeys"
 	"github.com/metnos/gateway/sessions"
 	"github.com/metnos/gateway/storage"
 )
@@ -50,7 +52,7 @@ func cmdLogin(e *env, args []string) error {
 
 // loginLink makes a login link for user at base.
 func loginLink(e *env, db *storage.DB, base, user string) (string, time.Time, error) {
-	tok, exp, err := sessions.New(db, time.Now).NewLink(e.ctx, user)
+	tok, exp, err := sessions.New(db, time.Now, nil).NewLink(e.ctx, user)
 	if err != nil {
 		return "", time.Time{}, err
 	}
@@ -74,12 +76,17 @@ func webUser(cfg config.Config, name string) (string, error) {
 	return name, nil
 }
 
-// cmdLogout ends web sessions: --all ends every one (on every replica;
-// each browser must log in again with a new link).
+// cmdLogout ends web sessions: --all every one, --user NAME one user's
+// (on every replica; each browser must log in again with a new link).
+// Either also removes the passkeys of those users, unless
+// --keep-passkeys: whoever held a session could have added one, and it
+// would sign them straight back in.
 func cmdLogout(e *env, args []string) error {
 	fs := flag.NewFlagSet("logout", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
 	all := fs.Bool("all", false, "end every web session")
+	user := fs.String("user", "", "end the web sessions of one user (configured or not)")
+	keep := fs.Bool("keep-passkeys", false, "keep the passkeys of the users logged out (else they are removed)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -87,18 +94,43 @@ func cmdLogout(e *env, args []string) error {
 	if err := noPositional("logout", pos); err != nil {
 		return err
 	}
-	if !*all {
-		return usagef("logout: say --all (every web session ends; log out of one browser with its Log out button)")
+	if *all == (*user != "") {
+		return usagef("logout: say --all (every web session ends) or --user NAME (one user's); log out of one browser with its Log out button")
 	}
 	db, err := openDB(e, *cfgPath)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	n, err := sessions.New(db, time.Now).EndAll(e.ctx)
+	store := sessions.New(db, time.Now, nil)
+	var n int
+	if *all {
+		n, err = store.EndAll(e.ctx)
+	} else {
+		n, err = store.EndUser(e.ctx, *user)
+	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "Ended %d web sessions.\n", n)
+	who := "every web user"
+	if !*all {
+		who = *user
+	}
+	if err := storage.AppendAudit(e.ctx, db, storage.AuditEvent{At: time.Now(), Actor: "cli", Event: storage.AuditSessionsEnded,
+		Detail: map[string]any{"web_user": *user, "sessions": n, "keep_passkeys": *keep}}); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Ended %d web sessions of %s; their unused login links no longer work.\n", n, who)
+	if *keep {
+		return nil
+	}
+	removed, err := passkeys.New(db, nil).RemoveAll(e.ctx, *user, "cli", "logout")
+	if err != nil {
+		return err
+	}
+	for _, p := range removed {
+		fmt.Fprintf(e.stdout, "Removed passkey %d '%s' of %s.\n", p.ID, cards.Safe(p.Name), cards.Safe(p.User))
+	}
+	fmt.Fprintf(e.stdout, "Removed %d passkeys: each user adds theirs again after opening a new login link (gateway login).\n", len(removed))
 	return nil
 }

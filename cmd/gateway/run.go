@@ -55,7 +55,10 @@ const usage = `gateway: an approval gateway for AI agents
 Usage:
   gateway serve [--listen ADDR] [--log-format text|json] [--log-level debug|info|warn|error]
   gateway login [--user NAME]   (a one-time login link for the web page, the last line)
-  gateway logout --all          (ends every web session)
+  gateway logout --all|--user NAME [--keep-passkeys]
+                              (ends web sessions, and removes those users' passkeys unless --keep-passkeys)
+  gateway passkeys list [--user NAME]
+  gateway passkeys remove ID
   gateway policy registry|table
   gateway policy check LEVEL CAPABILITY [--channel C --sender S] [--target T] [--agent ID]
                        [--intent …] [--executor …] [--explain]
@@ -108,6 +111,7 @@ func commands() map[string]command {
 		"mcp-proxy": cmdMCPProxy,
 		"login":     cmdLogin,
 		"logout":    cmdLogout,
+		"passkeys":  cmdPasskeys,
 	}
 }
 
