@@ -323,15 +323,15 @@ func (s *Service) CountPending(ctx context.Context) (int, error) {
 }
 
 // underPendingCap refuses a new pending request of agent when it has max
-// pending already. The count and the insert are not one transaction: two
-// submissions at once may both pass at max-1, so the cap bounds the queue
-// a runaway agent builds, not its exact length.
-func (s *Service) underPendingCap(ctx context.Context, agent string, max int) error {
+// pending already, counted through q. Submit counts twice: once before
+// deciding (cheap refusal), and again in the transaction that inserts,
+// where writes take turns, so concurrent submissions cannot pass together.
+func underPendingCap(ctx context.Context, q storage.Querier, agent string, max int) error {
 	if max <= 0 {
 		return nil
 	}
 	var n int
-	if err := s.db.QueryRowContext(ctx, countPendingOf, agent).Scan(&n); err != nil {
+	if err := q.QueryRowContext(ctx, countPendingOf, agent).Scan(&n); err != nil {
 		return fmt.Errorf("count pending: %w", err)
 	}
 	if n >= max {

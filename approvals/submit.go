@@ -191,7 +191,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	var notices []noticeRow // [[policy.notify]] deliveries of an allowed request
 	switch dec.Outcome {
 	case policy.ApprovalRequired:
-		if err := s.underPendingCap(qctx, agent, sub.MaxPending); err != nil {
+		if err := underPendingCap(qctx, s.db, agent, sub.MaxPending); err != nil {
 			return refuse(err)
 		}
 		r.Status = StatusPending
@@ -240,6 +240,15 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	id, notify, pending := r.ID, r.Notify, r.Status == StatusPending
 	err = s.db.GroupTx(ctx, func(tx storage.Querier) error {
 		var err error
+		if pending {
+			// Counted again in the writing transaction: concurrent
+			// submissions passed the count above together, and writes
+			// take turns here, so the cap holds (per replica, with
+			// PostgreSQL's read committed).
+			if err := underPendingCap(qctx, tx, agent, sub.MaxPending); err != nil {
+				return err
+			}
+		}
 		if inserted, err = insertRequestRow(qctx, tx, row); err != nil || !inserted {
 			return err
 		}

@@ -57,7 +57,8 @@ type Agent struct {
 	// (agents[].max_pending, default DefaultMaxPending).
 	MaxPending int
 	// MaxStreams caps the agent's open waits at once: SSE streams
-	// (GET /v1/events) and long-polls (?wait=), each of which holds a
+	// (GET /v1/events), long-polls (?wait=) and hook calls
+	// (/v1/hooks/NAME, denied past it), each of which holds a
 	// connection for minutes (agents[].max_streams, default
 	// DefaultMaxStreams). Past it: 429 too_many_streams.
 	MaxStreams int

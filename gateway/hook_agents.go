@@ -69,6 +69,15 @@ func (s *Server) agentVerdict(w http.ResponseWriter, r *http.Request, ad hooks.A
 		return ev, hooks.VerdictOf(hooks.Unmapped(err, sec.UnknownTool))
 	}
 	a := agentFrom(r)
+	// A hook's wait is one of the agent's open waits (max_streams), like
+	// an event stream or a long-poll, whatever it asks about (the same
+	// tool_use_id again included); past the cap the agent gets a deny at
+	// once, never an error status.
+	release, ok := s.streams.take(a.ID, maxStreams(a))
+	if !ok {
+		return ev, capDeny(&tooManyStreamsError{agent: a.ID, max: maxStreams(a)})
+	}
+	defer release()
 	switch ad.RoleOf(ev) {
 	case hooks.PairFollow:
 		if v, ok := s.followVerdict(r.Context(), a, ad.Name, calls, wait); ok {
@@ -113,6 +122,11 @@ func (s *Server) askAll(ctx context.Context, a *Agent, calls []hooks.Call, wait 
 		if errors.As(err, conflict) {
 			withdrawAll()
 			return hooks.Verdict{Decision: hooks.Deny, Reason: "approval gateway: " + err.Error()}
+		}
+		var tooMany *approvals.TooManyPendingError
+		if errors.As(err, &tooMany) {
+			withdrawAll()
+			return capDeny(tooMany)
 		}
 		if err != nil {
 			withdrawAll()
@@ -182,6 +196,12 @@ func (s *Server) askAll(ctx context.Context, a *Agent, calls []hooks.Call, wait 
 		return hooks.VerdictOf(hooks.Failed(fmt.Errorf("waiting for request %s: %w", req.ID, err)))
 	}
 	return hooks.Combine(verdicts)
+}
+
+// capDeny is the verdict on a hook call past one of the agent's caps
+// (max_streams, max_pending): denied at once, saying which.
+func capDeny(err error) hooks.Verdict {
+	return hooks.Verdict{Decision: hooks.Deny, Reason: "approval gateway: " + err.Error() + "; denied"}
 }
 
 // withdraw cancels a pending request. When a decision beat the withdrawal,

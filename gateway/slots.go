@@ -46,19 +46,24 @@ type tooManyStreamsError struct {
 }
 
 func (e *tooManyStreamsError) Error() string {
-	return fmt.Sprintf("agent %s has %d event streams and long-polls open (the cap); close one, or poll without ?wait", e.agent, e.max)
+	return fmt.Sprintf("agent %s has %d event streams, long-polls and hook waits open (agents[].max_streams); close one, or poll without ?wait", e.agent, e.max)
 }
 
 // takeStream takes one of the agent's stream slots, or answers 429
 // too_many_streams and returns ok false.
 func (s *Server) takeStream(w http.ResponseWriter, r *http.Request, a *Agent) (release func(), ok bool) {
-	max := a.MaxStreams
-	if max <= 0 {
-		max = config.DefaultMaxStreams
-	}
+	max := maxStreams(a)
 	release, ok = s.streams.take(a.ID, max)
 	if !ok {
 		s.errorResponse(w, r, &tooManyStreamsError{agent: a.ID, max: max})
 	}
 	return release, ok
+}
+
+// maxStreams is a's cap on open waits (agents[].max_streams).
+func maxStreams(a *Agent) int {
+	if a.MaxStreams <= 0 {
+		return config.DefaultMaxStreams
+	}
+	return a.MaxStreams
 }
