@@ -14,13 +14,48 @@ import (
 const maxArgDepth = 64
 
 // argEvent is one string found while walking args: either a map key or a
-// string value.
+// string value. Where it is (the walker's loc and keyAt) is spelt out only
+// when asked for: most strings pass, and their places are never shown.
 type argEvent struct {
-	loc    string // where it is, for reasons: args.a.b[2]
-	keyAt  string // the dotted key path, for the log: a.b, items[].name
 	s      string // the key or the value (for a list, its items joined)
 	isKey  bool
 	isList bool // s is a list's scalar items joined with spaces
+}
+
+// argVisitor is told of every string of a walk; false stops the walk. A
+// visitor that needs to know where a string is holds its walker.
+type argVisitor interface {
+	visit(e argEvent) bool
+}
+
+// loc says where the string being visited is, for reasons: args.a.b[2].
+func (w *argWalker) loc() string {
+	b := []byte("args")
+	for _, p := range w.path {
+		if p.index < 0 {
+			b = append(append(b, '.'), p.name...)
+		} else {
+			b = append(strconv.AppendInt(append(b, '['), int64(p.index), 10), ']')
+		}
+	}
+	return string(b)
+}
+
+// keyAt is the dotted key path of the string being visited, for the log:
+// a.b, items[].name.
+func (w *argWalker) keyAt() string {
+	var b []byte
+	for _, p := range w.path {
+		switch {
+		case p.index >= 0:
+			b = append(b, "[]"...)
+		case len(b) > 0:
+			b = append(append(b, '.'), p.name...)
+		default:
+			b = append(b, p.name...)
+		}
+	}
+	return string(b)
 }
 
 // walkArgs calls fn for every key and every string value in args, depth
@@ -29,35 +64,125 @@ type argEvent struct {
 // and so was not visited.
 //
 // Args normally hold what encoding/json decodes (map[string]any, []any,
-// string, float64, bool, nil), but Go callers may build them by hand, so
-// any map, slice, array, pointer or struct is walked through reflection.
-func walkArgs(args map[string]any, fn func(argEvent) bool) (tooDeep bool) {
-	w := argWalker{fn: fn}
+// string, float64, bool, nil), walked directly; Go callers may build them
+// by hand, so any other map, slice, array, pointer or struct is walked
+// through reflection. Depth counts as reflection counts it: an interface
+// holding a value is one level, the value another.
+func walkArgs(args map[string]any, fn func(w *argWalker, e argEvent) bool) (tooDeep bool) {
+	w := &argWalker{}
+	w.visitor = funcVisitor{w: w, fn: fn}
 	w.run(args)
 	return w.tooDeep
 }
 
+// funcVisitor is a function as an argVisitor.
+type funcVisitor struct {
+	w  *argWalker
+	fn func(w *argWalker, e argEvent) bool
+}
+
+func (v funcVisitor) visit(e argEvent) bool { return v.fn(v.w, e) }
+
 type argWalker struct {
-	fn func(argEvent) bool
+	visitor argVisitor
 	// joinLists also emits, for every list, its scalar items joined with
 	// spaces (nested lists flattened), before the items themselves: the
 	// seed reads a "command" list as one command line.
 	joinLists bool
 	stopped   bool
 	tooDeep   bool
+	path      []argStep // where the walk is
+	pathBuf   [8]argStep
+}
+
+// argStep is one step of the walk's path: a key or field name, or a list
+// index (index >= 0).
+type argStep struct {
+	name  string
+	index int
 }
 
 func (w *argWalker) run(args map[string]any) {
-	w.walk(reflect.ValueOf(args), "args", "", 0)
+	w.path = w.pathBuf[:0]
+	w.walkValue(args, 0)
 }
 
 func (w *argWalker) emit(e argEvent) {
-	if !w.stopped && !w.fn(e) {
+	if !w.stopped && !w.visitor.visit(e) {
 		w.stopped = true
 	}
 }
 
-func (w *argWalker) walk(v reflect.Value, loc, keyAt string, depth int) {
+func (w *argWalker) push(name string, index int) {
+	w.path = append(w.path, argStep{name: name, index: index})
+}
+func (w *argWalker) pop() { w.path = w.path[:len(w.path)-1] }
+
+// walkSlot walks what an interface slot (a map value, a list item) holds:
+// the slot is one level, its value the next.
+func (w *argWalker) walkSlot(v any, depth int) {
+	if w.stopped {
+		return
+	}
+	if depth > maxArgDepth {
+		w.tooDeep = true
+		return
+	}
+	if v != nil {
+		w.walkValue(v, depth+1)
+	}
+}
+
+// walkValue walks a value decoded from JSON directly, anything else
+// through reflection.
+func (w *argWalker) walkValue(v any, depth int) {
+	if w.stopped {
+		return
+	}
+	if depth > maxArgDepth {
+		w.tooDeep = true
+		return
+	}
+	switch x := v.(type) {
+	case string:
+		w.emit(argEvent{s: x})
+	case float64, bool:
+	case map[string]any:
+		var buf [8]string
+		keys := buf[:0]
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			w.push(k, -1)
+			w.emit(argEvent{s: k, isKey: true})
+			w.walkSlot(x[k], depth+1)
+			w.pop()
+		}
+	case []any:
+		if w.joinLists {
+			w.emitJoined(reflect.ValueOf(x), depth)
+		}
+		for i, e := range x {
+			w.push("", i)
+			w.walkSlot(e, depth+1)
+			w.pop()
+		}
+	default:
+		w.walk(reflect.ValueOf(v), depth)
+	}
+}
+
+// emitJoined emits a list's scalar items joined with spaces, if it has any.
+func (w *argWalker) emitJoined(v reflect.Value, depth int) {
+	var b strings.Builder
+	if joinScalars(&b, v, depth) {
+		w.emit(argEvent{s: b.String(), isList: true})
+	}
+}
+
+func (w *argWalker) walk(v reflect.Value, depth int) {
 	if w.stopped || !v.IsValid() {
 		return
 	}
@@ -68,10 +193,10 @@ func (w *argWalker) walk(v reflect.Value, loc, keyAt string, depth int) {
 	switch v.Kind() {
 	case reflect.Interface, reflect.Pointer:
 		if !v.IsNil() {
-			w.walk(v.Elem(), loc, keyAt, depth+1)
+			w.walk(v.Elem(), depth+1)
 		}
 	case reflect.String:
-		w.emit(argEvent{loc: loc, keyAt: keyAt, s: v.String()})
+		w.emit(argEvent{s: v.String()})
 	case reflect.Map:
 		keys := v.MapKeys()
 		type kv struct {
@@ -86,11 +211,12 @@ func (w *argWalker) walk(v reflect.Value, loc, keyAt string, depth int) {
 		}
 		slices.SortFunc(named, func(a, b kv) int { return strings.Compare(a.name, b.name) })
 		for _, e := range named {
-			childLoc, childAt := loc+"."+e.name, joinKey(keyAt, e.name)
+			w.push(e.name, -1)
 			if e.isString {
-				w.emit(argEvent{loc: childLoc, keyAt: childAt, s: e.name, isKey: true})
+				w.emit(argEvent{s: e.name, isKey: true})
 			}
-			w.walk(v.MapIndex(e.key), childLoc, childAt, depth+1)
+			w.walk(v.MapIndex(e.key), depth+1)
+			w.pop()
 		}
 	case reflect.Slice, reflect.Array:
 		if v.Type().Elem().Kind() == reflect.Uint8 {
@@ -99,24 +225,25 @@ func (w *argWalker) walk(v reflect.Value, loc, keyAt string, depth int) {
 			for i := range b {
 				b[i] = byte(v.Index(i).Uint())
 			}
-			w.emit(argEvent{loc: loc, keyAt: keyAt, s: string(b)})
+			w.emit(argEvent{s: string(b)})
 			return
 		}
 		if w.joinLists {
-			var b strings.Builder
-			if joinScalars(&b, v, depth) {
-				w.emit(argEvent{loc: loc, keyAt: keyAt, s: b.String(), isList: true})
-			}
+			w.emitJoined(v, depth)
 		}
 		for i := range v.Len() {
-			w.walk(v.Index(i), loc+"["+strconv.Itoa(i)+"]", keyAt+"[]", depth+1)
+			w.push("", i)
+			w.walk(v.Index(i), depth+1)
+			w.pop()
 		}
 	case reflect.Struct:
 		t := v.Type()
 		for i := range t.NumField() {
 			if f := t.Field(i); f.IsExported() {
-				w.emit(argEvent{loc: loc + "." + f.Name, keyAt: joinKey(keyAt, f.Name), s: f.Name, isKey: true})
-				w.walk(v.Field(i), loc+"."+f.Name, joinKey(keyAt, f.Name), depth+1)
+				w.push(f.Name, -1)
+				w.emit(argEvent{s: f.Name, isKey: true})
+				w.walk(v.Field(i), depth+1)
+				w.pop()
 			}
 		}
 	}
@@ -184,21 +311,14 @@ func keyName(k reflect.Value) (string, bool) {
 	return "?", false
 }
 
-func joinKey(parent, name string) string {
-	if parent == "" {
-		return name
-	}
-	return parent + "." + name
-}
-
 // argKeys returns the sorted, de-duplicated key paths of args for the
 // decision log: top-level keys as they are, nested ones dotted (a.b), keys
 // of objects inside arrays with [] (items[].name). Never values.
 func argKeys(args map[string]any) []string {
 	seen := map[string]bool{}
-	walkArgs(args, func(e argEvent) bool {
+	walkArgs(args, func(w *argWalker, e argEvent) bool {
 		if e.isKey {
-			seen[e.keyAt] = true
+			seen[w.keyAt()] = true
 		}
 		return true
 	})

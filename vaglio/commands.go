@@ -17,6 +17,9 @@ var unquote = strings.NewReplacer(`"`, "", `'`, "", `\`, "")
 // rules still treat as the home directory.
 func shellNormalize(s, home string) string {
 	s = unquote.Replace(s)
+	if strings.IndexByte(s, '$') < 0 {
+		return s // no $HOME nor ${HOME}
+	}
 	h := home
 	if h == "" {
 		h = "~"
@@ -59,11 +62,16 @@ const (
 	maxBraceWordBytes = 4096
 )
 
+// hasBraces reports whether expandBraces would expand word.
+func hasBraces(word string) bool {
+	return len(word) <= maxBraceWordBytes && strings.Contains(word, "{") && strings.Contains(word, ",")
+}
+
 // expandBraces does the shell's {a,b} expansion on one word, within the
 // limits above; when they are reached the rest is returned unexpanded and
 // the braces and commas then split it into parts that are still checked.
 func expandBraces(word string) []string {
-	if len(word) > maxBraceWordBytes || !strings.Contains(word, "{") || !strings.Contains(word, ",") {
+	if !hasBraces(word) {
 		return []string{word}
 	}
 	var out []string

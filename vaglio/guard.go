@@ -3,6 +3,7 @@ package vaglio
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -54,57 +55,95 @@ func guard(r Request, home string, own *ownRules) (blocked bool, reason string) 
 			return true, reason
 		}
 	}
-	var extra []pathRule
+	g := &guardRun{home: home, paths: forbiddenMatcher, shell: isShellRequest(r)}
 	if own != nil {
-		extra = own.paths
+		g.paths = own.matcher
 	}
-	shell := isShellRequest(r)
-	check := func(s, where string) (string, bool) {
-		// Shell rules first: for rm -rf /* they name the command, which
-		// says more than the path rule /root that the glob also matches.
-		if shell {
-			if rule, hit := dangerousCommandIn(s, home); hit {
-				return fmt.Sprintf("guard: dangerous shell command %q in %s", rule, where), true
-			}
-			if rule, hit := seedShellIn(s); hit {
-				return fmt.Sprintf("guard: dangerous shell command %q in %s", rule, where), true
-			}
-		}
-		if rule, hit := forbiddenPathIn(s, home, extra); hit {
-			return fmt.Sprintf("guard: forbidden path %s in %s", rule, where), true
-		}
-		if shell {
-			// bash's own reading: every word, redirection target and
-			// here-document, also inside substitutions and bash -c.
-			if rule, hit := forbiddenPathInWords(s, home, extra); hit {
-				return fmt.Sprintf("guard: forbidden path %s in %s", rule, where), true
-			}
-		}
-		if rule, hit := seedPathIn(s, home); hit {
-			return fmt.Sprintf("guard: forbidden path %s in %s", rule, where), true
-		}
-		return "", false
+	if reason, hit := g.check(r.Target); hit {
+		return true, reason("target")
 	}
-	if reason, hit := check(r.Target, "target"); hit {
-		return true, reason
+	g.clean[0], g.nclean = r.Target, 1
+	g.w.joinLists = g.shell
+	g.w.visitor = g
+	if g.w.run(r.Args); g.blocked {
+		return true, g.reason
 	}
-	w := argWalker{joinLists: shell}
-	w.fn = func(e argEvent) bool {
-		where := e.loc
-		switch {
-		case e.isKey:
-			where = "a key of " + strings.TrimSuffix(e.loc, "."+e.s)
-		case e.isList:
-			where = e.loc + " (items joined)"
-		}
-		reason, blocked = check(e.s, where)
-		return !blocked
-	}
-	if w.run(r.Args); blocked {
-		return true, reason
-	}
-	if w.tooDeep {
+	if g.w.tooDeep {
 		return true, fmt.Sprintf("guard: args nested deeper than %d levels, not all inspected", maxArgDepth)
 	}
 	return false, ""
+}
+
+// guardRun is one request's guard: what it checks strings against, and
+// what it found.
+type guardRun struct {
+	home  string
+	paths *pathMatcher
+	shell bool
+	w     argWalker
+	// clean holds strings already found clean: check is a function of the
+	// string alone, so one seen again (an args path repeating the target)
+	// needs no second look.
+	clean   [4]string
+	nclean  int
+	blocked bool
+	reason  string
+}
+
+// check finds what s holds; the reason, naming where s is, is spelt out
+// only on a hit.
+func (g *guardRun) check(s string) (reason func(where string) string, hit bool) {
+	command := func(rule string) func(string) string {
+		return func(where string) string { return fmt.Sprintf("guard: dangerous shell command %q in %s", rule, where) }
+	}
+	forbidden := func(rule string) func(string) string {
+		return func(where string) string { return fmt.Sprintf("guard: forbidden path %s in %s", rule, where) }
+	}
+	// Shell rules first: for rm -rf /* they name the command, which
+	// says more than the path rule /root that the glob also matches.
+	if g.shell {
+		if rule, hit := dangerousCommandIn(s, g.home); hit {
+			return command(rule), true
+		}
+		if rule, hit := seedShellIn(s); hit {
+			return command(rule), true
+		}
+	}
+	if rule, hit := forbiddenPathIn(s, g.home, g.paths); hit {
+		return forbidden(rule), true
+	}
+	if g.shell {
+		// bash's own reading: every word, redirection target and
+		// here-document, also inside substitutions and bash -c.
+		if rule, hit := forbiddenPathInWords(s, g.home, g.paths); hit {
+			return forbidden(rule), true
+		}
+	}
+	if rule, hit := seedPathIn(s, g.home); hit {
+		return forbidden(rule), true
+	}
+	return nil, false
+}
+
+// visit checks one string of args.
+func (g *guardRun) visit(e argEvent) bool {
+	if slices.Contains(g.clean[:g.nclean], e.s) {
+		return true
+	}
+	why, hit := g.check(e.s)
+	if !hit {
+		if g.nclean < len(g.clean) {
+			g.clean[g.nclean], g.nclean = e.s, g.nclean+1
+		}
+		return true
+	}
+	where := g.w.loc()
+	switch {
+	case e.isKey:
+		where = "a key of " + strings.TrimSuffix(where, "."+e.s)
+	case e.isList:
+		where += " (items joined)"
+	}
+	g.blocked, g.reason = true, why(where)
+	return false
 }

@@ -105,41 +105,70 @@ func (RuleJudge) Kind() string { return RuleJudgeKind }
 // adjustment that applied.
 func (RuleJudge) Score(_ context.Context, r Request) (Judgement, error) {
 	score := ruleBase
-	notes := []string{fmt.Sprintf("base %.2f", ruleBase)}
+	var applied uint8 // bit i: ruleNotes.fixed[i] applied
 	factors := []string{}
 
 	if intentNamesExecutor(r.Intent, r.Executor) {
 		score += ruleIntentNamesExec
-		notes = append(notes, fmt.Sprintf("%+.2f intent names the executor", ruleIntentNamesExec))
+		applied |= 1 << 0
 		factors = append(factors, FactorIntentNamesExecutor)
 	}
 	traversal, badKey := argSignals(r.Args)
 	if traversal {
 		score += ruleTraversalInArgs
-		notes = append(notes, fmt.Sprintf("%+.2f possible path traversal ('..' with '/' in an arg)", ruleTraversalInArgs))
+		applied |= 1 << 1
 		factors = append(factors, FactorPathTraversal)
 	}
 	if badKey {
 		score += ruleNonIdentifierKey
-		notes = append(notes, fmt.Sprintf("%+.2f arg key is not an identifier", ruleNonIdentifierKey))
+		applied |= 1 << 2
 		factors = append(factors, FactorOddArgKey)
 	}
 	if declaresNonCritical(r) {
 		score += ruleNonCritical
-		notes = append(notes, fmt.Sprintf("%+.2f non-critical (declared by the context)", ruleNonCritical))
+		applied |= 1 << 3
 		factors = append(factors, FactorNonCritical)
 	}
+	reason := ruleNotes.reasons[applied]
 	if where, runes := hiddenIn(r); where != "" {
 		score += ruleHiddenChars
-		notes = append(notes, fmt.Sprintf("%+.2f hidden characters in the %s (%s)", ruleHiddenChars, where, runes))
+		reason += "; " + fmt.Sprintf(ruleNotes.hiddenChars, where, runes)
 		factors = append(factors, FactorHiddenCharacters)
 	}
 	// Round away float noise (0.7+0.1+0.05 = 0.8500000000000001) so that a
 	// threshold of exactly 0.85 means what it says.
 	score = clampScore(math.Round(score*100) / 100)
-	return Judgement{Score: score, Reason: fmt.Sprintf("%s: %s", RuleJudgeKind, strings.Join(notes, "; ")),
-		Factors: factors}, nil
+	return Judgement{Score: score, Reason: reason, Factors: factors}, nil
 }
+
+// ruleNotes are rule-based-v1's notes, written once. A reason is the
+// judge's kind and the notes that applied, in this order: the base, the
+// fixed notes, then hidden characters; reasons holds the reason for every
+// set of fixed notes (bit i for fixed[i]).
+var ruleNotes = func() (n struct {
+	fixed       [4]string
+	reasons     [16]string
+	hiddenChars string // a format: where, which runes
+}) {
+	base := fmt.Sprintf("base %.2f", ruleBase)
+	n.fixed = [4]string{
+		fmt.Sprintf("%+.2f intent names the executor", ruleIntentNamesExec),
+		fmt.Sprintf("%+.2f possible path traversal ('..' with '/' in an arg)", ruleTraversalInArgs),
+		fmt.Sprintf("%+.2f arg key is not an identifier", ruleNonIdentifierKey),
+		fmt.Sprintf("%+.2f non-critical (declared by the context)", ruleNonCritical),
+	}
+	for set := range n.reasons {
+		notes := []string{base}
+		for i, note := range n.fixed {
+			if set&(1<<i) != 0 {
+				notes = append(notes, note)
+			}
+		}
+		n.reasons[set] = RuleJudgeKind + ": " + strings.Join(notes, "; ")
+	}
+	n.hiddenChars = fmt.Sprintf("%+.2f hidden characters in the %%s (%%s)", ruleHiddenChars)
+	return n
+}()
 
 // RuleCap is what rule-based-v1's fixed negative signals (path
 // traversal, an odd arg key, hidden characters) say of r, for another
@@ -171,15 +200,41 @@ func RuleCap(r Request) (limit float64, factors []string, reason string) {
 // argSignals says whether an arg value looks like path traversal ('..'
 // with '/') and whether an arg key is not an identifier.
 func argSignals(args map[string]any) (traversal, badKey bool) {
-	walkArgs(args, func(e argEvent) bool {
-		if e.isKey {
-			badKey = badKey || !isIdentifier(e.s)
-		} else {
-			traversal = traversal || (strings.Contains(e.s, "..") && strings.Contains(e.s, "/"))
+	// Flat args (keys to strings, numbers, booleans), the common case,
+	// need no walk; the signals do not depend on the order.
+	for k, x := range args {
+		badKey = badKey || !isIdentifier(k)
+		switch x := x.(type) {
+		case string:
+			traversal = traversal || (strings.Contains(x, "..") && strings.Contains(x, "/"))
+		case nil, float64, bool:
+		default:
+			return walkArgSignals(args)
 		}
-		return !(traversal && badKey)
-	})
+	}
 	return traversal, badKey
+}
+
+// walkArgSignals is argSignals for args of any shape.
+func walkArgSignals(args map[string]any) (traversal, badKey bool) {
+	var v argSignalVisitor
+	v.w.visitor = &v
+	v.w.run(args)
+	return v.traversal, v.badKey
+}
+
+type argSignalVisitor struct {
+	w                 argWalker
+	traversal, badKey bool
+}
+
+func (v *argSignalVisitor) visit(e argEvent) bool {
+	if e.isKey {
+		v.badKey = v.badKey || !isIdentifier(e.s)
+	} else {
+		v.traversal = v.traversal || (strings.Contains(e.s, "..") && strings.Contains(e.s, "/"))
+	}
+	return !(v.traversal && v.badKey)
 }
 
 // declaresNonCritical reports a request whose context says "critical":
@@ -192,6 +247,9 @@ func declaresNonCritical(r Request) bool {
 // hiddenIn names where r's target and intent hide characters ("target",
 // "intent", "target and intent") and which ones, as U+XXXX, at most four.
 func hiddenIn(r Request) (where, runes string) {
+	if plainText(r.Target) && plainText(r.Intent) {
+		return "", ""
+	}
 	var places []string
 	var seen []rune
 	for _, f := range []struct{ name, s string }{{"target", r.Target}, {"intent", r.Intent}} {
@@ -219,6 +277,17 @@ func hiddenIn(r Request) (where, runes string) {
 	return strings.Join(places, " and "), strings.Join(codes, ", ")
 }
 
+// plainText reports a string of printable ASCII, tabs and newlines only:
+// nothing in it is hidden.
+func plainText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\t' && c != '\n') || c >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // IsHidden reports a character a person cannot see for what it is: a
 // format character (Unicode Cf: the bidi controls U+202A–U+202E and
 // U+2066–U+2069, the zero-width U+200B–U+200F, U+2060, U+FEFF, …) or a
@@ -226,6 +295,9 @@ func hiddenIn(r Request) (where, runes string) {
 func IsHidden(c rune) bool {
 	if c == '\t' || c == '\n' {
 		return false
+	}
+	if c < utf8.RuneSelf { // ASCII has controls but no format characters
+		return c < 0x20 || c == 0x7f
 	}
 	return unicode.IsControl(c) || unicode.Is(unicode.Cf, c)
 }
@@ -235,7 +307,7 @@ func IsHidden(c rune) bool {
 // _ - . : ("fs_read_file" is named by "read the invoice file").
 func intentNamesExecutor(intent, executor string) bool {
 	intent = strings.ToLower(intent)
-	for _, tok := range strings.FieldsFunc(executor, func(r rune) bool { return strings.ContainsRune("_-.:", r) }) {
+	for tok := range strings.FieldsFuncSeq(executor, func(r rune) bool { return strings.ContainsRune("_-.:", r) }) {
 		if utf8.RuneCountInString(tok) >= minExecutorTokenRunes && strings.Contains(intent, strings.ToLower(tok)) {
 			return true
 		}

@@ -30,9 +30,11 @@ type Endpoint struct {
 	Host, Port string
 }
 
-// ownRules is Own compiled: its paths as path rules.
+// ownRules is Own compiled: its paths as path rules, and matcher the
+// closed list of forbidden paths followed by them.
 type ownRules struct {
 	paths     []pathRule
+	matcher   *pathMatcher
 	endpoints []Endpoint
 }
 
@@ -59,6 +61,7 @@ func compileOwn(o Own, home string) *ownRules {
 		comps[len(comps)-1] = component{pat: globEscape(last) + "*", example: last}
 		out.paths = append(out.paths, pathRule{name: "of the gateway's own (" + p + ")", anchored: true, comps: comps})
 	}
+	out.matcher = compilePaths(forbiddenPaths, out.paths)
 	return out
 }
 
@@ -129,7 +132,8 @@ func holdsForbidden(p, home string, own *ownRules) (string, bool) {
 	if p == "" {
 		return "", false
 	}
-	comps, rooted := pathComps(p)
+	var buf [16]string
+	comps, rooted := splitComps(buf[:0], p)
 	for i, c := range comps {
 		if strings.ContainsAny(c, "*?[{") {
 			comps = comps[:i]
@@ -145,28 +149,12 @@ func holdsForbidden(p, home string, own *ownRules) (string, bool) {
 	if len(comps) == 1 && comps[0] == "." || len(comps) == 1 && comps[0] == "" {
 		comps = nil // the root
 	}
-	above := func(rule []component) bool {
-		if len(comps) > len(rule) {
-			return false
-		}
-		for i, c := range comps {
-			if !rule[i].match(c) {
-				return false
-			}
-		}
-		return true
-	}
-	for _, r := range forbiddenPaths {
-		if r.anchored && above(r.comps) {
-			return r.name, true
-		}
-	}
+	m := forbiddenMatcher
 	if own != nil {
-		for _, r := range own.paths {
-			if above(r.comps) {
-				return r.name, true
-			}
-		}
+		m = own.matcher
+	}
+	if rule, hit := m.above(comps); hit {
+		return rule, true
 	}
 	if home != "" {
 		hc, _ := pathComps(home)

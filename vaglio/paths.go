@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/metnos/gateway/internal/shell"
 )
@@ -93,20 +94,40 @@ var forbiddenPaths = []pathRule{
 // forbiddenPathIn looks for a forbidden path anywhere in s: s itself as one
 // path, and every word of it as a shell would split it, so the path inside
 // `cat ~/.ssh/id_rsa` or `--key=/etc/shadow` is found.
-func forbiddenPathIn(s, home string, extra []pathRule) (rule string, hit bool) {
+func forbiddenPathIn(s, home string, m *pathMatcher) (rule string, hit bool) {
 	if s == "" {
 		return "", false
 	}
 	s = shellNormalize(s, home)
-	if rule, hit := forbiddenPath(expandTilde(strings.TrimSpace(s), home), extra); hit {
+	whole := expandTilde(strings.TrimSpace(s), home)
+	if rule, hit := forbiddenPath(whole, m); hit {
 		return rule, true
 	}
-	for _, word := range strings.Fields(s) {
-		for _, w := range expandBraces(word) {
-			for _, tok := range strings.FieldsFunc(w, isPathSep) {
-				if rule, hit := forbiddenPath(expandTilde(tok, home), extra); hit {
+	if !hasPathSep(s) {
+		return "", false // one word of one part: the whole string, checked
+	}
+	// Every part of every word; a part that is the whole string again
+	// (a lone path) has its answer already.
+	parts := func(w string) (string, bool) {
+		for tok := range strings.FieldsFuncSeq(w, isPathSep) {
+			if p := expandTilde(tok, home); p != whole {
+				if rule, hit := forbiddenPath(p, m); hit {
 					return rule, true
 				}
+			}
+		}
+		return "", false
+	}
+	for word := range strings.FieldsSeq(s) {
+		if !hasBraces(word) {
+			if rule, hit := parts(word); hit {
+				return rule, true
+			}
+			continue
+		}
+		for _, w := range expandBraces(word) {
+			if rule, hit := parts(w); hit {
+				return rule, true
 			}
 		}
 	}
@@ -116,83 +137,59 @@ func forbiddenPathIn(s, home string, extra []pathRule) (rule string, hit bool) {
 // isPathSep splits a shell word into the parts that may be paths: after
 // redirections, pipes, $( ), `--opt=`, `host:` or a file:// scheme.
 func isPathSep(r rune) bool {
-	return unicode.IsSpace(r) || strings.ContainsRune(";|&<>()`,=:{}", r)
+	if r < utf8.RuneSelf {
+		return pathSepASCII[r]
+	}
+	return unicode.IsSpace(r)
 }
 
-// forbiddenPath checks one path, after cleaning it, against the closed
-// list and the extra rules (the gateway's own files).
-func forbiddenPath(p string, extra []pathRule) (rule string, hit bool) {
+// hasPathSep reports whether s holds a rune isPathSep splits at.
+func hasPathSep(s string) bool {
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if pathSepASCII[c] {
+				return true
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsSpace(r) {
+			return true
+		}
+		i += n
+	}
+	return false
+}
+
+// pathSepASCII is isPathSep for ASCII, as a table.
+var pathSepASCII = func() (t [utf8.RuneSelf]bool) {
+	for r := range rune(utf8.RuneSelf) {
+		t[r] = unicode.IsSpace(r) || strings.ContainsRune(";|&<>()`,=:{}", r)
+	}
+	return t
+}()
+
+// forbiddenPath checks one path, after cleaning it, against m: the closed
+// list and the gateway's own files (nil: the closed list alone).
+func forbiddenPath(p string, m *pathMatcher) (rule string, hit bool) {
 	if p == "" {
 		return "", false
 	}
-	comps, rooted := pathComps(p)
-	if rule, hit := matchPathRules(forbiddenPaths, comps, rooted); hit {
-		return rule, true
+	if m == nil {
+		m = forbiddenMatcher
 	}
-	return matchPathRules(extra, comps, rooted)
+	var buf [16]string
+	comps, rooted := splitComps(buf[:0], p)
+	return m.match(comps, rooted, !strings.ContainsAny(p, globInput))
 }
 
-// pathComps cleans p and splits it into lower-case components. A relative
-// path that climbs with leading ".." is taken as reaching the root, since
-// the working directory is unknown.
-func pathComps(p string) (comps []string, rooted bool) {
-	rooted = strings.HasPrefix(p, "/")
-	comps = strings.Split(strings.TrimPrefix(path.Clean(strings.ToLower(p)), "/"), "/")
-	if !rooted {
-		n := 0
-		for n < len(comps) && comps[n] == ".." {
-			n++
-		}
-		if n > 0 {
-			comps, rooted = comps[n:], true
-		}
-	}
-	return comps, rooted
-}
+// forbiddenMatcher is forbiddenPaths compiled.
+var forbiddenMatcher = compilePaths(forbiddenPaths)
 
-// matchPathRules finds the first rule that matches the path's components.
-func matchPathRules(rules []pathRule, comps []string, rooted bool) (rule string, hit bool) {
-	for _, r := range rules {
-		if r.anchored {
-			if rooted && (r.matchAt(comps) ||
-				// macOS: /etc is a symlink to /private/etc.
-				(len(comps) > 1 && comps[0] == "private" && comps[1] == "etc" && r.matchAt(comps[1:]))) {
-				return r.name, true
-			}
-			continue
-		}
-		for i := range comps {
-			if r.whole && len(comps)-i != len(r.comps) {
-				continue
-			}
-			if hasPrefix(comps[i:], r.comps) {
-				return r.name, true
-			}
-		}
-	}
-	return "", false
-}
-
-// matchAt reports whether comps starts with the rule's components (and, for
-// a whole rule, ends there).
-func (r pathRule) matchAt(comps []string) bool {
-	if r.whole && len(comps) != len(r.comps) {
-		return false
-	}
-	return hasPrefix(comps, r.comps)
-}
-
-func hasPrefix(comps []string, rule []component) bool {
-	if len(comps) < len(rule) {
-		return false
-	}
-	for i, c := range rule {
-		if !c.match(comps[i]) {
-			return false
-		}
-	}
-	return true
-}
+// pathComps cleans p and splits it into lower-case components (see
+// splitComps).
+func pathComps(p string) (comps []string, rooted bool) { return splitComps(make([]string, 0, 8), p) }
 
 // match reports whether the path element in (lower case) names this
 // component. A glob in the input (/etc/pass*, /dev/sd?) matches when the
@@ -237,7 +234,7 @@ func (c component) globReachesNonSafe(in string) bool {
 // a pattern (*/.ssh for $DIR/.ssh) and matches when it can reach a
 // forbidden path. A line bash would not parse adds nothing here: the
 // lexical checks above still read it whole.
-func forbiddenPathInWords(s, home string, extra []pathRule) (rule string, hit bool) {
+func forbiddenPathInWords(s, home string, m *pathMatcher) (rule string, hit bool) {
 	if !strings.ContainsAny(s, "/~$`") {
 		return "", false
 	}
@@ -247,11 +244,11 @@ func forbiddenPathInWords(s, home string, extra []pathRule) (rule string, hit bo
 		if w.Tilde {
 			t = expandTilde(t, home)
 		}
-		if rule, hit := forbiddenPath(t, extra); hit {
+		if rule, hit := forbiddenPath(t, m); hit {
 			return rule, true
 		}
 		if w.Kind == shell.Heredoc || strings.ContainsAny(t, " \t\n") {
-			if rule, hit := forbiddenPathIn(t, home, extra); hit {
+			if rule, hit := forbiddenPathIn(t, home, m); hit {
 				return rule, true
 			}
 		}

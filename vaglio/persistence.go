@@ -152,6 +152,10 @@ func PersistencePoint(p string) (rule string, hit bool) {
 	if p == "" {
 		return "", false
 	}
-	comps, rooted := pathComps(p)
-	return matchPathRules(persistencePoints, comps, rooted)
+	var buf [16]string
+	comps, rooted := splitComps(buf[:0], p)
+	return persistenceMatcher.match(comps, rooted, !strings.ContainsAny(p, globInput))
 }
+
+// persistenceMatcher is persistencePoints compiled.
+var persistenceMatcher = compilePaths(persistencePoints)

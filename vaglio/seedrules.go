@@ -122,18 +122,26 @@ func seedPathIn(s, home string) (rule string, hit bool) {
 // runs it on every string of the target and the args).
 var seedPathLiterals = []string{".ssh", "/etc/", "/root", "/boot", "/sys", "/proc", "/dev/", ".aws/credentials", ".config/", ".gnupg"}
 
-// mayMatchSeedPath reports whether s holds one of seedPathLiterals.
+// mayMatchSeedPath reports whether s holds one of seedPathLiterals: one
+// starts at some byte of s that begins one of them.
 func mayMatchSeedPath(s string) bool {
-	if !strings.ContainsAny(s, "./") {
-		return false
-	}
-	for _, lit := range seedPathLiterals {
-		if strings.Contains(s, lit) {
-			return true
+	for i := 0; i < len(s); i++ {
+		for _, lit := range seedLiteralsAt[s[i]] {
+			if strings.HasPrefix(s[i:], lit) {
+				return true
+			}
 		}
 	}
 	return false
 }
+
+// seedLiteralsAt is seedPathLiterals by their first byte.
+var seedLiteralsAt = func() (at [256][]string) {
+	for _, lit := range seedPathLiterals {
+		at[lit[0]] = append(at[lit[0]], lit)
+	}
+	return at
+}()
 
 func seedPathMatch(s string) (string, bool) {
 	if !mayMatchSeedPath(s) || !seedPathAny.MatchString(s) {

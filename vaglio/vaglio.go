@@ -249,7 +249,16 @@ func (v *Vaglio) Check(ctx context.Context, r Request) Verdict {
 			verdict.Reason = fmt.Sprintf("judge: score %.2f < threshold %.2f (%s)", j.Score, v.threshold, j.Reason)
 			verdict.BlockedBy = BlockedByJudge
 		} else {
-			verdict.Approved, verdict.Reason = true, fmt.Sprintf("approved: score %.2f (%s)", j.Score, j.Reason)
+			// fmt's %.2f is strconv's 'f' with precision 2.
+			var b strings.Builder
+			b.Grow(len("approved: score 0.00 ()") + len(j.Reason))
+			var num [8]byte
+			b.WriteString("approved: score ")
+			b.Write(strconv.AppendFloat(num[:0], j.Score, 'f', 2, 64))
+			b.WriteString(" (")
+			b.WriteString(j.Reason)
+			b.WriteString(")")
+			verdict.Approved, verdict.Reason = true, b.String()
 		}
 	}
 	v.log(r, verdict)

@@ -1,0 +1,278 @@
+// A list of path rules compiled into one matcher: two tries of components
+// (rules anchored at the root, and rules that match anywhere), walked once
+// per path instead of once per rule and position.
+
+package vaglio
+
+import (
+	"path"
+	"slices"
+	"strings"
+)
+
+// pathMatcher answers what the rules it was compiled from answer, read in
+// order: the first rule of the list that matches the path (its name), at
+// whatever position. Compiled once per list; read-only after, so safe for
+// concurrent use.
+type pathMatcher struct {
+	names    []string // by rule index
+	anchored *pathNode
+	floating *pathNode
+}
+
+// pathNode is a trie node: the rules whose components so far lead here.
+type pathNode struct {
+	lits map[string]*pathNode // literal components (the common case), by name
+	// firsts has bit b set when some name in lits starts with byte b (the
+	// empty name counts as byte 0): most elements miss at this test.
+	firsts [4]uint64
+	globs  []*pathEdge // components that are patterns, in list order
+	all    []*pathEdge // every edge, for a glob in the input
+	// end is the lowest index of a rule that matches once its components
+	// reach this node, whole the lowest of a whole rule that matches only
+	// if the path ends here; noRule when none. below is the lowest index
+	// of any rule at this node or under it.
+	end, whole, below int
+}
+
+// pathEdge is one component leading to a child node, with a fast test for
+// a plain (glob-free) input element.
+type pathEdge struct {
+	c    component
+	kind edgeKind
+	fix  string // the literal, prefix or suffix of kind
+	next *pathNode
+}
+
+type edgeKind uint8
+
+const (
+	edgeLiteral edgeKind = iota // pat is a name: equal
+	edgePrefix                  // pat is name*: starts with
+	edgeSuffix                  // pat is *name: ends with
+	edgeAny                     // pat is *: anything
+	edgePattern                 // anything else: path.Match
+)
+
+const noRule = int(^uint(0) >> 1)
+
+// globMeta are the bytes that make a path.Match pattern more than a name.
+const globMeta = `*?[]\`
+
+// compilePaths compiles rules, in order, into one matcher.
+func compilePaths(rules ...[]pathRule) *pathMatcher {
+	m := &pathMatcher{anchored: newPathNode(), floating: newPathNode()}
+	for _, list := range rules {
+		for _, r := range list {
+			idx := len(m.names)
+			m.names = append(m.names, r.name)
+			n := m.floating
+			if r.anchored {
+				n = m.anchored
+			}
+			for _, c := range r.comps {
+				n = n.child(c)
+			}
+			if r.whole {
+				n.whole = min(n.whole, idx)
+			} else {
+				n.end = min(n.end, idx)
+			}
+		}
+	}
+	m.anchored.setBelow()
+	m.floating.setBelow()
+	return m
+}
+
+func (n *pathNode) setBelow() int {
+	n.below = min(n.end, n.whole)
+	for _, e := range n.all {
+		n.below = min(n.below, e.next.setBelow())
+	}
+	return n.below
+}
+
+func newPathNode() *pathNode {
+	return &pathNode{lits: map[string]*pathNode{}, end: noRule, whole: noRule, below: noRule}
+}
+
+// child returns the node an edge for c leads to, adding both when the node
+// has no edge for the same component yet.
+func (n *pathNode) child(c component) *pathNode {
+	for _, e := range n.all {
+		if e.c.pat == c.pat && e.c.example == c.example && slices.Equal(e.c.except, c.except) {
+			return e.next
+		}
+	}
+	e := &pathEdge{c: c, next: newPathNode()}
+	e.kind, e.fix = classify(c)
+	n.all = append(n.all, e)
+	if e.kind == edgeLiteral {
+		n.lits[c.pat] = e.next
+		b := firstByte(c.pat)
+		n.firsts[b/64] |= 1 << (b % 64)
+	} else {
+		n.globs = append(n.globs, e)
+	}
+	return e.next
+}
+
+// classify picks the fast test for a component. A literal that is not its
+// own example, or one with exceptions, stays a pattern edge.
+func classify(c component) (edgeKind, string) {
+	p := c.pat
+	switch {
+	case !strings.ContainsAny(p, globMeta):
+		if p == c.example && len(c.except) == 0 {
+			return edgeLiteral, p
+		}
+		return edgePattern, ""
+	case p == "*":
+		return edgeAny, ""
+	case strings.HasSuffix(p, "*") && !strings.ContainsAny(p[:len(p)-1], globMeta):
+		return edgePrefix, p[:len(p)-1]
+	case strings.HasPrefix(p, "*") && !strings.ContainsAny(p[1:], globMeta):
+		return edgeSuffix, p[1:]
+	}
+	return edgePattern, ""
+}
+
+// matchPlain is c.match for an input element with no glob in it.
+func (e *pathEdge) matchPlain(in string) bool {
+	var ok bool
+	switch e.kind {
+	case edgeLiteral:
+		return in == e.fix
+	case edgePrefix:
+		ok = strings.HasPrefix(in, e.fix)
+	case edgeSuffix:
+		ok = strings.HasSuffix(in, e.fix)
+	case edgeAny:
+		ok = true
+	default:
+		ok, _ = path.Match(e.c.pat, in)
+	}
+	return ok && !slices.Contains(e.c.except, in)
+}
+
+func firstByte(s string) byte {
+	if s == "" {
+		return 0
+	}
+	return s[0]
+}
+
+// match finds the first rule of the list that matches the path's
+// components: anchored rules from the root (and, on macOS, from the etc of
+// /private/etc), the others at every position. plain says that no
+// component holds a glob (*, ? or [), which spares the walk asking.
+func (m *pathMatcher) match(comps []string, rooted, plain bool) (rule string, hit bool) {
+	best := noRule
+	if rooted {
+		m.anchored.walk(comps, plain, &best)
+		// macOS: /etc is a symlink to /private/etc.
+		if len(comps) > 1 && comps[0] == "private" && comps[1] == "etc" {
+			m.anchored.walk(comps[1:], plain, &best)
+		}
+	}
+	for i := range comps {
+		m.floating.walk(comps[i:], plain, &best)
+	}
+	if best == noRule {
+		return "", false
+	}
+	return m.names[best], true
+}
+
+// walk lowers best to the index of every rule that matches comps from n.
+func (n *pathNode) walk(comps []string, plain bool, best *int) {
+	*best = min(*best, n.end)
+	if len(comps) == 0 {
+		*best = min(*best, n.whole)
+		return
+	}
+	in, rest := comps[0], comps[1:]
+	if !plain && strings.ContainsAny(in, globInput) {
+		// A glob in the input: each component says whether the shell
+		// would expand it to a name the component matches.
+		for _, e := range n.all {
+			if e.c.match(in) {
+				e.next.walk(rest, plain, best)
+			}
+		}
+		return
+	}
+	if b := firstByte(in); n.firsts[b/64]&(1<<(b%64)) != 0 {
+		if next := n.lits[in]; next != nil {
+			next.walk(rest, plain, best)
+		}
+	}
+	for _, e := range n.globs {
+		if e.matchPlain(in) {
+			e.next.walk(rest, plain, best)
+		}
+	}
+}
+
+// globInput are the bytes that make an input element a glob (see
+// component.match).
+const globInput = "*?["
+
+// above finds the first anchored rule whose path lies under the rooted
+// path comps (the rule's leading components match all of comps): a tree
+// that holds what the rule forbids. comps hold no glob.
+func (m *pathMatcher) above(comps []string) (rule string, hit bool) {
+	best := noRule
+	m.anchored.under(comps, &best)
+	if best == noRule {
+		return "", false
+	}
+	return m.names[best], true
+}
+
+// under lowers best to the lowest rule under the nodes comps lead to.
+func (n *pathNode) under(comps []string, best *int) {
+	if len(comps) == 0 {
+		*best = min(*best, n.below)
+		return
+	}
+	in, rest := comps[0], comps[1:]
+	if next := n.lits[in]; next != nil {
+		next.under(rest, best)
+	}
+	for _, e := range n.globs {
+		if e.matchPlain(in) {
+			e.next.under(rest, best)
+		}
+	}
+}
+
+// splitComps is pathComps into a caller's buffer: cleaned, lower-case
+// components, and whether the path is rooted (a relative path climbing
+// with leading ".." counts as rooted, since the working directory is
+// unknown).
+func splitComps(buf []string, p string) (comps []string, rooted bool) {
+	rooted = strings.HasPrefix(p, "/")
+	clean := strings.TrimPrefix(path.Clean(strings.ToLower(p)), "/")
+	comps = buf[:0]
+	for {
+		i := strings.IndexByte(clean, '/')
+		if i < 0 {
+			comps = append(comps, clean)
+			break
+		}
+		comps = append(comps, clean[:i])
+		clean = clean[i+1:]
+	}
+	if !rooted {
+		n := 0
+		for n < len(comps) && comps[n] == ".." {
+			n++
+		}
+		if n > 0 {
+			comps, rooted = comps[n:], true
+		}
+	}
+	return comps, rooted
+}
