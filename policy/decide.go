@@ -360,7 +360,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	case m.Action == ActionApprove:
 		dec.Outcome, dec.Reason = Allowed, "approved by rule "+m.Rule.Label()
 	default:
-		dec.Outcome, dec.Reason = ApprovalRequired, fmt.Sprintf("%s needs approval at autonomy %s", c.Name, level)
+		dec.Outcome, dec.Reason = ApprovalRequired, c.Name+" needs approval at autonomy "+level.String()
 		if ask != "" {
 			dec.Reason = c.Name + " needs approval: " + ask
 		}
@@ -375,10 +375,11 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 			if g != nil {
 				grant = g
 				dec.Outcome, dec.GrantID = Allowed, g.ID
-				dec.Reason = fmt.Sprintf("allowed by grant #%d (%s)", g.ID, g.Target)
-				trace("grants", Allowed, "grant #%d for %s/%s covers the target", g.ID, in.Channel, in.SenderID)
+				id := strconv.FormatInt(g.ID, 10)
+				dec.Reason = "allowed by grant #" + id + " (" + g.Target + ")"
+				step("grants", Allowed, "grant #"+id+" for "+in.Channel+"/"+in.SenderID+" covers the target")
 			} else {
-				trace("grants", "", "no active grant for %s/%s", in.Channel, in.SenderID)
+				step("grants", "", "no active grant for "+in.Channel+"/"+in.SenderID)
 			}
 		}
 	}
