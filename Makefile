@@ -49,6 +49,7 @@ FUZZ_TARGETS := \
 	./policy:FuzzParseHost \
 	./vaglio:FuzzGuard \
 	./vaglio:FuzzGuardSeed \
+	./vaglio:FuzzPathMatcher \
 	./internal/jsonw:FuzzString \
 	./hooks:FuzzMap \
 	./hooks:FuzzAdapters \
