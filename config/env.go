@@ -51,7 +51,7 @@ func applyEnv(cfg *Config, getenv func(string) string, opt LoadOptions, p *probl
 		cfg.Storage.DSN = getenv(EnvDatabaseURL)
 	}
 	resolve := func(name string, dst *string) {
-		if name != "" {
+		if name != "" && !opt.SkipSecrets {
 			*dst = getenv(name)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +37,15 @@ type LoadOptions struct {
 	// prune, migrate), which an admin may run without the agents' secrets.
 	// Never for serve or config check.
 	SkipAgentTokens bool
+	// SkipSecrets goes further: no secret a *_env key names is read (the
+	// agents' tokens, the messengers', the web admin token, webhook
+	// secrets, the LLM judge's key), and an unset one is no error. For the
+	// commands that only open the database or find the server (policy,
+	// audit, prune, migrate, login, logout; ask, hook and mcp without
+	// GATEWAY_URL), which an admin or an agent runs without the server's
+	// secrets. The database's DSN is still read. Never for serve or
+	// config check.
+	SkipSecrets bool
 }
 
 // LoadWith is Load with options; LoadWith(…, LoadOptions{}) is Load.
@@ -63,8 +73,14 @@ func LoadWith(path string, explicit bool, getenv func(string) string, opt LoadOp
 			return Config{}, fmt.Errorf("read config file: %w", err)
 		}
 	}
+	if opt.SkipSecrets {
+		opt.SkipAgentTokens = true
+	}
 	applyEnv(&cfg, getenv, opt, &p)
 	cfg.validate(&p, opt)
+	if opt.SkipSecrets {
+		p = slices.DeleteFunc(p, func(err error) bool { return errors.Is(err, errSecretUnset) })
+	}
 	if len(p) > 0 {
 		return Config{}, &Error{File: file, Problems: p}
 	}

@@ -4,6 +4,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"github.com/metnos/gateway/internal/callbackurl"
 	"path/filepath"
@@ -135,9 +136,19 @@ func secret(p *problems, key, envName, value string, required bool) {
 	case envName == "":
 	case !validEnvName(p, key, envName):
 	case value == "":
-		p.add(key, "%s is empty", envName)
+		p.wrap(key, unsetSecret(envName))
 	}
 }
+
+// errSecretUnset is what every unset secret is (errors.Is), so that
+// LoadOptions.SkipSecrets can leave them out.
+var errSecretUnset = errors.New("secret unset")
+
+// unsetSecret names the empty variable, never a value.
+type unsetSecret string
+
+func (u unsetSecret) Error() string        { return string(u) + " is empty" }
+func (u unsetSecret) Is(target error) bool { return target == errSecretUnset }
 
 // validEnvName reports a *_env key whose value is not a variable name.
 func validEnvName(p *problems, key, name string) bool {

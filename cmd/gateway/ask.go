@@ -66,7 +66,7 @@ func cmdAsk(e *env, args []string) error {
 	fallback := ""
 	zone := time.Local // people read times in server.timezone, or this machine's zone
 	if *cfgPath != "" || e.getenv("GATEWAY_CONFIG") != "" {
-		cfg, err := loadConfig(e, *cfgPath)
+		cfg, err := loadDBConfig(e, *cfgPath)
 		if err != nil {
 			return err
 		}

@@ -52,7 +52,7 @@ func agentHookReply(e *env, ad hooks.Adapter, cfgPath, urlFlag, tokenFlag string
 	// An agent's machine usually has no config file: then none is read.
 	listen := config.Default().Server.Listen
 	if path, explicit := config.Locate(cfgPath, e.getenv); explicit || fileExists(path) {
-		cfg, err := loadConfig(e, cfgPath)
+		cfg, err := loadDBConfig(e, cfgPath)
 		if err != nil {
 			return failed(err)
 		}

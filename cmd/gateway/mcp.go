@@ -53,7 +53,7 @@ func cmdMCP(e *env, args []string) error {
 func agentClientOrConfig(e *env, cfgPath, urlFlag, tokenFlag string) (*client.Client, error) {
 	fallback := ""
 	if e.getenv("GATEWAY_URL") == "" && urlFlag == "" {
-		cfg, err := loadConfig(e, cfgPath)
+		cfg, err := loadDBConfig(e, cfgPath)
 		if err != nil {
 			return nil, err
 		}

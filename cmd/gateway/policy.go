@@ -27,11 +27,13 @@ func loadConfig(e *env, path string) (config.Config, error) {
 	return loadConfigWith(e, path, config.LoadOptions{})
 }
 
-// loadDBConfig is loadConfig for the database-only commands (policy, audit,
-// prune, migrate): they never serve nor authenticate agents, so the agents'
-// token variables are not read and need not be set.
+// loadDBConfig is loadConfig for the commands that only open the database
+// or look for the server (policy, audit, prune, migrate, login, logout;
+// ask, hook and mcp without GATEWAY_URL): they never serve, authenticate
+// nor talk to a messenger, so no secret variable is read and none need be
+// set.
 func loadDBConfig(e *env, path string) (config.Config, error) {
-	return loadConfigWith(e, path, config.LoadOptions{SkipAgentTokens: true})
+	return loadConfigWith(e, path, config.LoadOptions{SkipSecrets: true})
 }
 
 func loadConfigWith(e *env, path string, opt config.LoadOptions) (config.Config, error) {

@@ -178,8 +178,26 @@ func hoistConfig(args []string) []string {
 	return append(append([]string{args[0]}, args[1:]...), global...)
 }
 
+// oneLine puts a message of several lines on one: each line break a "; ",
+// but none after a colon that introduces the lines ("3 problems: a; b; c").
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+	lines := strings.Split(s, "\n")
+	var b strings.Builder
+	for i, l := range lines {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			if prev := lines[i-1]; strings.HasSuffix(strings.TrimSpace(prev), ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(l)
+	}
+	return strings.Join(strings.Fields(b.String()), " ")
 }
 
 // parseFlags parses args with fs, letting flags stand before or after the
