@@ -44,6 +44,12 @@ const DefaultWait = 10 * time.Minute
 // request's timeout to 24 h as well).
 const MaxWait = 24 * time.Hour
 
+// MinWait is the shortest timeout request_approval takes: the gateway's
+// shortest request timeout (approvals.MinTimeout), so that a request
+// nobody answers has expired by the time the call gives up, and the call
+// answers expired, as its description says, never a withdrawal.
+const MinWait = 10 * time.Second
+
 // withdrawTimeout bounds the call that withdraws a request nobody answered.
 const withdrawTimeout = 5 * time.Second
 
@@ -225,8 +231,8 @@ func (t *tools) requestApproval(ctx context.Context, req *mcp.CallToolRequest, i
 	wait := DefaultWait
 	if in.Timeout != "" {
 		d, err := duration.Parse(in.Timeout)
-		if err != nil || d <= 0 || d > MaxWait {
-			return nil, nil, fmt.Errorf("timeout: %q is not a duration between 1s and 24h (e.g. 10m)", in.Timeout)
+		if err != nil || d < MinWait || d > MaxWait {
+			return nil, nil, fmt.Errorf("timeout: %q is not a duration between 10s and 24h (e.g. 10m)", in.Timeout)
 		}
 		r.Timeout, wait = d, d+2*time.Second // let the gateway expire it first
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/client"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
@@ -162,13 +163,17 @@ func TestRequestApproval_WaitsForPerson(t *testing.T) {
 	}
 }
 
-// TestRequestApproval_NoAnswerWithdraws: nobody answers within the
-// timeout; the result is still final (withdrawn), never pending.
-func TestRequestApproval_NoAnswerWithdraws(t *testing.T) {
+// TestRequestApproval_NoAnswerExpires: nobody answers within the
+// timeout (the shortest there is); the result is final and says expired,
+// as docs/agents.md's MCP table does, never pending nor withdrawn.
+func TestRequestApproval_NoAnswerExpires(t *testing.T) {
+	if mcpserver.MinWait != approvals.MinTimeout {
+		t.Fatalf("MinWait %s is not the gateway's shortest request timeout %s", mcpserver.MinWait, approvals.MinTimeout)
+	}
 	g := startGateway(t)
 	r := request(t, toolCall(t, session(t, g.URL), "request_approval", map[string]any{
-		"capability": "fs:write", "target": "/srv/app/x.yml", "timeout": "1s"}))
-	if r.Status != client.StatusCancelled {
+		"capability": "fs:write", "target": "/srv/app/x.yml", "timeout": "10s"}))
+	if r.Status != client.StatusExpired {
 		t.Fatalf("got %+v", r)
 	}
 }
@@ -177,11 +182,12 @@ func TestRequestApproval_BadInput(t *testing.T) {
 	g := startGateway(t)
 	cs := session(t, g.URL)
 	for name, args := range map[string]map[string]any{
-		"unknown capability": {"capability": "fs:nope", "target": "/x"},
-		"missing target":     {"capability": "fs:write"},
-		"bad timeout":        {"capability": "fs:write", "target": "/x", "timeout": "soon"},
-		"unknown field":      {"capability": "fs:write", "target": "/x", "targte": "/y"},
-		"no capability":      {"target": "/x"},
+		"unknown capability":  {"capability": "fs:nope", "target": "/x"},
+		"missing target":      {"capability": "fs:write"},
+		"bad timeout":         {"capability": "fs:write", "target": "/x", "timeout": "soon"},
+		"too short a timeout": {"capability": "fs:write", "target": "/x", "timeout": "5s"},
+		"unknown field":       {"capability": "fs:write", "target": "/x", "targte": "/y"},
+		"no capability":       {"target": "/x"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := toolCall(t, cs, "request_approval", args)
