@@ -62,6 +62,12 @@ type Agent struct {
 	// connection for minutes (agents[].max_streams, default
 	// DefaultMaxStreams). Past it: 429 too_many_streams.
 	MaxStreams int
+	// MaxChildren caps the agent's live child tokens (made through
+	// POST /v1/tokens, at any depth, neither revoked nor expired)
+	// (agents[].max_children, default DefaultMaxChildren). Past it: 429
+	// too_many_children. Creations also take from a bucket of the agent's
+	// rate of their own.
+	MaxChildren int
 	// Workspace lists the directories the agent works in (absolute, or
 	// under "~/"). When set, fs:* requests outside them ask a person at
 	// every level (approval_required where the table would allow).
@@ -73,6 +79,9 @@ type Agent struct {
 
 // DefaultMaxStreams is agents[].max_streams when the file does not say.
 const DefaultMaxStreams = 32
+
+// DefaultMaxChildren is agents[].max_children when the file does not say.
+const DefaultMaxChildren = 100
 
 // DefaultMaxPending is agents[].max_pending when the file does not say.
 const DefaultMaxPending = 100
@@ -120,17 +129,18 @@ func (a Agent) MayActFor(channel, sender string) bool {
 // generated local agent.
 func NewAgent(id string) Agent {
 	return Agent{
-		ID:         id,
-		Autonomy:   policy.Supervised,
-		Channel:    "web",
-		SenderID:   "owner",
-		Notify:     []string{NotifyWeb},
-		Mode:       policy.ModeAsk,
-		Rate:       "60/m",
-		RateCount:  60,
-		RatePer:    time.Minute,
-		MaxPending: DefaultMaxPending,
-		MaxStreams: DefaultMaxStreams,
+		ID:          id,
+		Autonomy:    policy.Supervised,
+		Channel:     "web",
+		SenderID:    "owner",
+		Notify:      []string{NotifyWeb},
+		Mode:        policy.ModeAsk,
+		Rate:        "60/m",
+		RateCount:   60,
+		RatePer:     time.Minute,
+		MaxPending:  DefaultMaxPending,
+		MaxStreams:  DefaultMaxStreams,
+		MaxChildren: DefaultMaxChildren,
 
 		CardsPerMinute: DefaultCardsPerMinute,
 	}

@@ -188,6 +188,7 @@ type (
 		Callbacks         []string      `toml:"callbacks"`
 		MaxPending        *int          `toml:"max_pending"`
 		MaxStreams        *int          `toml:"max_streams"`
+		MaxChildren       *int          `toml:"max_children"`
 		Workspace         []string      `toml:"workspace"`
 		Run               *fileAgentRun `toml:"run"`
 	}
@@ -357,6 +358,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 		a.Callbacks = fa.Callbacks
 		set(&a.MaxPending, fa.MaxPending)
 		set(&a.MaxStreams, fa.MaxStreams)
+		set(&a.MaxChildren, fa.MaxChildren)
 		cfg.Agents = append(cfg.Agents, a)
 	}
 	if s := f.Web; s != nil {

@@ -47,6 +47,9 @@ func (c *Config) validateAgents(p *problems, skipTokens bool) {
 		if a.MaxPending < 1 {
 			p.add(key+".max_pending", "%d: want at least 1", a.MaxPending)
 		}
+		if a.MaxChildren < 1 {
+			p.add(key+".max_children", "%d: want at least 1", a.MaxChildren)
+		}
 		if a.MaxStreams < 1 {
 			p.add(key+".max_streams", "%d: want at least 1", a.MaxStreams)
 		}

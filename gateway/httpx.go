@@ -88,7 +88,10 @@ func (s *Server) errorResponse(w http.ResponseWriter, r *http.Request, err error
 	var conflict *approvals.CallIDConflictError
 	var tooManyPending *approvals.TooManyPendingError
 	var tooManyStreams *tooManyStreamsError
+	var tooManyChildren *policy.TooManyChildrenError
 	switch {
+	case errors.As(err, &tooManyChildren):
+		writeError(w, http.StatusTooManyRequests, "too_many_children", tooManyChildren.Error())
 	case errors.As(err, &tooManyPending):
 		writeError(w, http.StatusTooManyRequests, "too_many_pending", tooManyPending.Error())
 	case errors.As(err, &tooManyStreams):

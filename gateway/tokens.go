@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/internal/duration"
 	"github.com/metnos/gateway/policy"
 )
@@ -49,10 +50,15 @@ func (s *Server) sees(ctx context.Context, a *Agent, req approvals.Request) (boo
 // caller is the agent as the token store sees it: making, listing or
 // revoking child tokens.
 func (a *Agent) caller() policy.Caller {
-	if a.Child != nil {
-		return policy.Caller{Agent: a.ID, Profile: a.Child.Profile, Token: a.Child}
+	max := a.MaxChildren
+	if max <= 0 {
+		max = config.DefaultMaxChildren
 	}
-	return policy.Caller{Agent: a.ID, Profile: policy.RootProfile(a.Autonomy, a.AllowCapabilities, a.DenyCapabilities)}
+	if a.Child != nil {
+		return policy.Caller{Agent: a.ID, Profile: a.Child.Profile, Token: a.Child, MaxChildren: max}
+	}
+	return policy.Caller{Agent: a.ID, Profile: policy.RootProfile(a.Autonomy, a.AllowCapabilities, a.DenyCapabilities),
+		MaxChildren: max}
 }
 
 // childAgent authenticates a child token: the root agent it acts as (same
@@ -87,6 +93,9 @@ type tokenBody struct {
 	Name              string              `json:"name"`
 }
 
+// childTokens is the rate bucket of an agent's child token creations.
+const childTokens = "child tokens"
+
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	a := agentFrom(r)
 	var b tokenBody
@@ -114,6 +123,13 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	by := "agent:" + a.ID
 	if a.Child != nil {
 		by += "/" + a.Child.ID
+	}
+	// Creations take from a bucket of the agent's rate of their own.
+	// A refused creation is not given back: the bucket bounds the attempts.
+	wait, ok, _ := s.limiter.allow(a, childTokens)
+	if !ok {
+		s.errorResponse(w, r, &rateLimitError{agent: a.ID, rate: a.Rate, capability: childTokens, wait: wait})
+		return
 	}
 	nt, err := s.tokens.Create(r.Context(), a.caller(), req, by)
 	if err != nil {

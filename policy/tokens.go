@@ -24,6 +24,7 @@ const (
 	insertToken = `INSERT INTO agent_tokens
 	(id, hash, agent, parent_id, path, name, profile, max_requests, used, created_at, expires_at, created_by)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9, $10, $11)`
+	countLiveTokens    = `SELECT COUNT(*) FROM agent_tokens WHERE agent = $1 AND revoked_at IS NULL AND expires_at > $2`
 	countDeadAncestors = `SELECT COUNT(*) FROM agent_tokens WHERE agent = $1 AND $2 LIKE path || '%'
 	AND (revoked_at IS NOT NULL OR expires_at <= $3)`
 	tokenByHash = `SELECT ` + tokenColumns + ` FROM agent_tokens WHERE hash = $1`
@@ -74,6 +75,20 @@ type Caller struct {
 	Agent   string
 	Profile TokenProfile // the agent's RootProfile, or the token's
 	Token   *Token
+	// MaxChildren caps the agent's live child tokens, at every depth
+	// (agents[].max_children); 0: no cap.
+	MaxChildren int
+}
+
+// TooManyChildrenError refuses a child token past the agent's
+// max_children.
+type TooManyChildrenError struct {
+	Agent string
+	Max   int
+}
+
+func (e *TooManyChildrenError) Error() string {
+	return fmt.Sprintf("agent %s has %d live child tokens (agents[].max_children); revoke some, or let them expire", e.Agent, e.Max)
 }
 
 // NewToken is what Create answers, the plain token included: it is shown
@@ -208,6 +223,17 @@ func (s *TokenStore) Create(ctx context.Context, c Caller, req TokenRequest, by 
 		maxReq = *child.MaxRequests
 	}
 	err = s.db.InTx(ctx, func(tx storage.Querier) error {
+		if c.MaxChildren > 0 {
+			// In the inserting transaction: writes take turns, so
+			// concurrent creations cannot pass the cap together.
+			var live int
+			if err := tx.QueryRowContext(ctx, countLiveTokens, c.Agent, storage.FormatTime(now)).Scan(&live); err != nil {
+				return fmt.Errorf("count tokens: %w", err)
+			}
+			if live >= c.MaxChildren {
+				return &TooManyChildrenError{Agent: c.Agent, Max: c.MaxChildren}
+			}
+		}
 		if c.Token != nil {
 			// The parent must still be alive as this commits: a revoke of it
 			// that committed first would otherwise miss this child.
