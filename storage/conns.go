@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 )
@@ -65,6 +66,33 @@ func (c *countedConnector) wait(d time.Duration) {
 	select {
 	case <-closed:
 	case <-t.C:
+	}
+}
+
+// removeWAL makes SQLite remove a -wal file the pool's last connection
+// left. The last connection to close checkpoints and removes the WAL, unless
+// its closing checkpoint is interrupted: a query whose context ended just as
+// it finished leaves the connection's interrupt flag set (the driver calls
+// sqlite3_interrupt from another goroutine), and the flag holds until the
+// next statement starts, so sqlite3_close's checkpoint stops at once. A
+// fresh connection that reads the schema and closes is then the last one,
+// with no flag set. Nothing to do when no -wal file is left.
+func (c *countedConnector) removeWAL(path string) {
+	if path == "" {
+		return
+	}
+	if _, err := os.Stat(path + "-wal"); err != nil {
+		return
+	}
+	conn, err := c.Connector.Connect(context.Background())
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if q, ok := conn.(driver.QueryerContext); ok {
+		if rows, err := q.QueryContext(context.Background(), "SELECT count(*) FROM sqlite_master", nil); err == nil {
+			rows.Close()
+		}
 	}
 }
 

@@ -267,9 +267,7 @@ func (db *DB) Close() error {
 	for _, v := range versions {
 		v.Close()
 	}
-	if w := db.wal.Swap(nil); w != nil {
-		defer w.close() // after the pool's connections: the last to close removes the WAL
-	}
+	pinned := db.wal.Swap(nil) // closed after the pool's connections
 	db.stmtMu.Lock()
 	for q, st := range db.stmts {
 		st.Close()
@@ -282,6 +280,12 @@ func (db *DB) Close() error {
 		// one a statement prepared in the background holds, closes after
 		// DB.Close returns: wait for it (see countedConnector).
 		db.conns.wait(closeWait)
+	}
+	if pinned != nil {
+		pinned.close()
+	}
+	if db.conns != nil {
+		db.conns.removeWAL(db.Path)
 	}
 	return err
 }
