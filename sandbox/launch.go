@@ -38,6 +38,10 @@ type Config struct {
 	ProxyVars, APIVars []string
 	Stdin              io.Reader
 	Stdout, Stderr     io.Writer
+	// Started, when set, is called once the child exists and before the
+	// program runs, with the ABI and whether it has its own namespaces:
+	// what it prints comes before anything the program prints.
+	Started func(abi int, namespace bool)
 }
 
 // Child is a started child. The caller serves Proxy (when Network) and
@@ -111,7 +115,7 @@ func startNamespaced(c Config, abi int, self string) (*Child, error) {
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
 		AmbientCaps: []uintptr{unix.CAP_NET_ADMIN}, // to bring up lo; dropped before the program runs
 	}
-	cmd, err := startInit(c, self, spec, attr, ruleset, theirs)
+	cmd, err := startInit(c, self, spec, attr, ruleset, theirs, abi)
 	theirs.Close()
 	if err != nil {
 		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EACCES) {
@@ -157,7 +161,7 @@ func startPorts(c Config, abi int, self string) (*Child, error) {
 	ruleset := os.NewFile(uintptr(fd), "landlock-ruleset")
 	defer ruleset.Close()
 	spec.RulesetFlags = flags
-	if ch.cmd, err = startInit(c, self, spec, nil, ruleset, nil); err != nil {
+	if ch.cmd, err = startInit(c, self, spec, nil, ruleset, nil, abi); err != nil {
 		ch.closeListeners()
 		return nil, err
 	}
@@ -166,7 +170,7 @@ func startPorts(c Config, abi int, self string) (*Child, error) {
 
 // startInit starts the init with the spec on fd 3, the ruleset on fd 4
 // and the control socket (or nothing) on fd 5.
-func startInit(c Config, self string, spec initSpec, attr *syscall.SysProcAttr, ruleset, ctl *os.File) (*exec.Cmd, error) {
+func startInit(c Config, self string, spec initSpec, attr *syscall.SysProcAttr, ruleset, ctl *os.File, abi int) (*exec.Cmd, error) {
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
@@ -188,6 +192,9 @@ func startInit(c Config, self string, spec initSpec, attr *syscall.SysProcAttr, 
 	if err := cmd.Start(); err != nil {
 		w.Close()
 		return nil, err
+	}
+	if c.Started != nil {
+		c.Started(abi, spec.Namespace) // the init waits for its spec
 	}
 	_, err = w.Write(b) // within the pipe's buffer for any sane spec; the init reads it first
 	w.Close()
