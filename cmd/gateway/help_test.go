@@ -13,7 +13,7 @@ var helpPaths = []string{
 	"policy revoke", "policy rules", "policy rules add", "policy rules update", "policy rules rm", "policy test", "policy simulate", "policy suggest", "prune",
 	"audit", "audit verify", "ask", "hook", "hook claude-code", "hook codex", "hook gemini", "hook cursor",
 	"mcp", "mcp-proxy", "config", "config check", "config example", "migrate", "version", "login", "logout",
-	"passkeys", "passkeys list", "passkeys remove",
+	"passkeys", "passkeys list", "passkeys remove", "run",
 }
 
 var helpFlagRE = regexp.MustCompile(`(?m)^  --([a-z-]+)`)

@@ -7,10 +7,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/metnos/gateway/sandbox"
 	_ "time/tzdata" // server.timezone works on machines without a zone database (the distroless image)
 )
 
 func main() {
+	sandbox.Main() // `gateway run`'s re-executed init: enters the sandbox and never returns
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	stop()

@@ -86,6 +86,8 @@ Usage:
                               (MCP server on stdio: approval_prompt, request_approval, check)
   gateway mcp-proxy [--name NAME] [--include-blocked] [--url URL] [--token TOKEN] -- COMMAND ARGS…
                               (the MCP server COMMAND on stdio, each tool call asked about first)
+  gateway run [--agent ID] [--workspace DIR]… [--print] [--unsandboxed] [--abi N] [--url URL] [--token TOKEN] -- COMMAND ARGS…
+                              (COMMAND under the kernel's sandbox: Landlock, own network namespace, egress proxy)
   gateway config check|example
   gateway migrate
   gateway version
@@ -110,6 +112,7 @@ func commands() map[string]command {
 		"mcp":       cmdMCP,
 		"mcp-proxy": cmdMCPProxy,
 		"login":     cmdLogin,
+		"run":       cmdRunSandboxed,
 		"logout":    cmdLogout,
 		"passkeys":  cmdPasskeys,
 	}
