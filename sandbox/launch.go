@@ -181,7 +181,9 @@ func startInit(c Config, self string, spec initSpec, attr *syscall.SysProcAttr, 
 	}
 	defer r.Close()
 	cmd := exec.Command(self)
-	cmd.Args = []string{"gateway-run-init"}
+	// argv[0] "gateway": a test binary that stands in for the gateway
+	// (testscript's Main) runs the gateway's main for it, which starts Main.
+	cmd.Args = []string{"gateway"}
 	cmd.Env = []string{initEnv + "=1", "PATH=" + envValue(c.Env, "PATH")}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
 	cmd.ExtraFiles = []*os.File{r, ruleset, ctl}
