@@ -195,7 +195,7 @@ func TestRun_Network(t *testing.T) {
 		_, out, errOut := b.run(t, "--", tryBin(t, "bash"), "-c", curl+" http://"+b.upstream+"/")
 		done <- out + errOut
 	}()
-	ev := nextRequired(t, events)
+	ev := runRequired(t, events)
 	if ev.Capability != "network:http" || ev.Target != b.upstream {
 		t.Fatalf("asked %s on %q, want network:http on %q", ev.Capability, ev.Target, b.upstream)
 	}
@@ -308,7 +308,7 @@ func TestRun_HookStillAsks(t *testing.T) {
 		_, out, errOut := b.run(t, "--", tryBin(t, "bash"), "-c", bin+" hook claude-code --wait 1m < event.json")
 		done <- out + errOut
 	}()
-	ev := nextRequired(t, ch)
+	ev := runRequired(t, ch)
 	if !strings.Contains(ev.Target, ".git/commondir") {
 		t.Fatalf("asked about %s %q", ev.Capability, ev.Target)
 	}
@@ -325,5 +325,22 @@ func TestRun_HookStillAsks(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(b.ws, ".git", "commondir")); err == nil {
 		t.Fatal(".git/commondir was written")
+	}
+}
+
+// runRequired waits for the next approval_required event; the program
+// asking starts in a sandbox on a loaded machine, so the wait is long.
+func runRequired(t *testing.T, ch <-chan client.Event) client.Event {
+	t.Helper()
+	deadline := time.After(2 * time.Minute)
+	for {
+		select {
+		case e := <-ch:
+			if e.Kind == client.EventRequired {
+				return e
+			}
+		case <-deadline:
+			t.Fatal("no approval_required event within 2 minutes")
+		}
 	}
 }
