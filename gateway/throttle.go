@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -17,7 +18,11 @@ const (
 	throttleFree   = 5
 	throttleMax    = 5 * time.Minute
 	throttleForget = 15 * time.Minute
-	throttleKeys   = 10000 // past it, forgotten keys are dropped
+	// throttleKeys bounds the keys remembered: past it the forgotten ones
+	// are dropped, then, when every key is recent (many sources at once),
+	// the oldest tenth. A source evicted so starts afresh: the throttle
+	// slows a guesser down, the credentials' size is what stops one.
+	throttleKeys = 10000
 )
 
 type throttle struct {
@@ -41,12 +46,8 @@ func (t *throttle) fail(src, user string) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
-	if len(t.keys) > throttleKeys {
-		for k, f := range t.keys {
-			if now.Sub(f.last) > throttleForget {
-				delete(t.keys, k)
-			}
-		}
+	if len(t.keys) >= throttleKeys {
+		t.evict(now)
 	}
 	var wait time.Duration
 	for _, k := range []string{"src\x00" + src, "user\x00" + user} {
@@ -69,6 +70,55 @@ func (t *throttle) fail(src, user string) time.Duration {
 		}
 	}
 	return wait
+}
+
+// evict drops the forgotten keys and, when that leaves the map full, the
+// oldest tenth, so that a run of new keys costs a sort every
+// throttleKeys/10 of them.
+func (t *throttle) evict(now time.Time) {
+	for k, f := range t.keys {
+		if now.Sub(f.last) > throttleForget {
+			delete(t.keys, k)
+		}
+	}
+	if len(t.keys) < throttleKeys {
+		return
+	}
+	type aged struct {
+		key  string
+		last time.Time
+	}
+	all := make([]aged, 0, len(t.keys))
+	for k, f := range t.keys {
+		all = append(all, aged{k, f.last})
+	}
+	slices.SortFunc(all, func(a, b aged) int { return a.last.Compare(b.last) })
+	for _, a := range all[:len(all)-throttleKeys*9/10] {
+		delete(t.keys, a.key)
+	}
+}
+
+// waiting is how long src is still told to wait after its last wrong
+// attempt (0: it may try now).
+func (t *throttle) waiting(src string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.keys["src\x00"+src]
+	if f == nil || f.n <= throttleFree {
+		return 0
+	}
+	d := throttleMax
+	if shift := f.n - throttleFree - 1; shift < 9 {
+		d = min(time.Second<<shift, throttleMax)
+	}
+	return max(f.last.Add(d).Sub(t.now()), 0)
+}
+
+// size is how many keys the throttle remembers.
+func (t *throttle) size() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.keys)
 }
 
 // succeed forgets the failures of src and user after a right credential.

@@ -150,7 +150,28 @@ func (w *web) passkeyLoginBegin(rw http.ResponseWriter, r *http.Request) {
 		w.beginJSON(rw, passkeys.Begun{}, err)
 		return
 	}
-	b, err := w.s.passkeys.BeginLogin(r.Context(), rp)
+	// A source refused before waits (the login throttle) before the
+	// database is asked again.
+	src := sourceOf(r)
+	wait := w.throttle.waiting(src)
+	var b passkeys.Begun
+	if wait == 0 {
+		b, err = w.s.passkeys.BeginLogin(r.Context(), rp, src)
+		if errors.Is(err, passkeys.ErrTooManyLogins) {
+			wait = w.throttle.fail(src, "")
+		}
+	}
+	if wait > 0 || errors.Is(err, passkeys.ErrTooManyLogins) {
+		w.s.log.Debug("passkey sign-in refused: too many begun", "remote", r.RemoteAddr)
+		rw.Header().Set("Cache-Control", "no-store")
+		retry := passkeys.CeremonyTTL
+		if wait > 0 {
+			retry = wait
+		}
+		rw.Header().Set("Retry-After", strconv.Itoa(retrySeconds(retry)))
+		writeJSON(rw, http.StatusTooManyRequests, map[string]string{"error": w.loc.T("web.passkey_login_busy")})
+		return
+	}
 	w.beginJSON(rw, b, err)
 }
 

@@ -226,6 +226,7 @@ Each card shows what an agent wants to do. Tap ✅ Allow once, ♾ Allow always 
 	"web.passkey_name":          "Name (optional)",
 	"web.passkey_name_hint":     "e.g. iPhone",
 	"web.passkey_add":           "Add a passkey",
+	"web.passkey_login_busy":    "Too many passkey sign-ins were begun from here; try again in a few minutes.",
 	"web.passkey_stale":         "Adding a passkey needs a fresh sign-in: open a new login link (gateway login --user %s) or sign in again with one of your passkeys, then add it within 5 minutes.",
 	"refusal.step_up_required":  "🔑 This request needs your passkey: open it on the web page (Confirm on the web page) and allow it there. Nothing changed.",
 	"button.confirm_web":        "🔑 Confirm on the web page",

@@ -10,9 +10,16 @@ import (
 	"github.com/go-webauthn/webauthn/webauthn"
 )
 
-// BeginLogin starts a sign-in with a discoverable passkey: no user name,
-// the authenticator offers the passkeys it holds for this site.
-func (s *Store) BeginLogin(ctx context.Context, rp RP) (Begun, error) {
+// BeginLogin starts a sign-in with a discoverable passkey begun from
+// source (an address): no user name, the authenticator offers the
+// passkeys it holds for this site. Past MaxLoginsPerSource live sign-ins
+// of source, or MaxLogins in all, it is refused (ErrTooManyLogins).
+func (s *Store) BeginLogin(ctx context.Context, rp RP, source string) (Begun, error) {
+	// Read first (again when stored): a flood past the bounds takes no
+	// turn at writing from the writes that matter.
+	if err := s.loginRoom(ctx, s.db, source, s.now()); err != nil {
+		return Begun{}, err
+	}
 	wa, err := rp.webauthn()
 	if err != nil {
 		return Begun{}, err
@@ -21,7 +28,7 @@ func (s *Store) BeginLogin(ctx context.Context, rp RP) (Begun, error) {
 	if err != nil {
 		return Begun{}, fmt.Errorf("passkey sign-in: %w", err)
 	}
-	id, err := s.begin(ctx, ceremony{Purpose: purposeLogin, Session: *sess})
+	id, err := s.begin(ctx, ceremony{Purpose: purposeLogin, Source: source, Session: *sess})
 	if err != nil {
 		return Begun{}, err
 	}

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-webauthn/webauthn/webauthn"
@@ -56,6 +57,9 @@ var (
 type Store struct {
 	db  *storage.DB
 	now func() time.Time
+	// fullUntil (Unix nanoseconds): until then MaxLogins sign-ins are
+	// known to be live (loginRoom).
+	fullUntil atomic.Int64
 }
 
 // New returns a store over db.
