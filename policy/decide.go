@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/metnos/gateway/internal/jsonw"
+	"github.com/metnos/gateway/storage"
 	"github.com/metnos/gateway/vaglio"
 )
 
@@ -246,6 +248,9 @@ func validate(in Input) (Capability, HostTarget, error) {
 // invalid (errors.Is ErrInvalid) or storage failed; either way nothing is
 // allowed.
 func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
+	// The rules and the grants are read as of a moment after now (see
+	// storage.Arrived): one read of their versions can serve both.
+	ctx = storage.Arrived(ctx, time.Now())
 	c, host, err := validate(in)
 	if err != nil {
 		return Decision{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,6 +43,67 @@ func TestGrantCache_SeesOtherProcessRevoke(t *testing.T) {
 	}
 	if got, _ := cache.FindMatching(ctx, p, policy.Session{}, "fs:write", "/a/inv/04.pdf"); got == nil || got.ID != g2.ID {
 		t.Fatalf("new grant from another handle: %+v, want %d", got, g2.ID)
+	}
+}
+
+// TestGrantCache_RevokeOnOtherReplicaNeverAllows: a grant revoked through
+// another handle (replica B) is never used by a decision on A that started
+// after the revoke's commit returned, 1,000 times over, while other
+// decisions on A keep version reads in flight (so that the test's decision
+// often arrives during a read that started before it, which must not
+// serve it). A grant recorded on B is seen by A's next decision too.
+func TestGrantCache_RevokeOnOtherReplicaNeverAllows(t *testing.T) {
+	ctx := context.Background()
+	storeA, dbA := newStore(t, time.Now)
+	dbB := storagetest.Reopen(t, dbA)
+	storeB := policy.NewGrantStore(dbB, testNorm, time.Now)
+	rulesA := policy.NewRuleStore(dbA, nil, nil, time.Now)
+	t.Cleanup(func() { rulesA.Close() })
+	a := &policy.Decider{Source: rulesA, Grants: policy.NewGrantCache(storeA, storage.NewGrantsVersion(dbA)), Norm: testNorm}
+	p := policy.Principal{Channel: "web", SenderID: "owner"}
+	in := policy.Input{Profile: profile(policy.Supervised), Capability: "fs:write", Target: "/home/r/inv/04.pdf",
+		Channel: p.Channel, SenderID: p.SenderID}
+
+	// Background load on A: decisions for another principal.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			other := in
+			other.SenderID = "someone-else"
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := a.Decide(ctx, other); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+
+	for i := range 1000 {
+		g, err := storeB.Record(ctx, policy.NewGrant{Principal: p, Capability: "fs:write", Target: "/home/r/inv/*", GrantedBy: "b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Recorded on B, committed: A's next decision uses it.
+		if dec, err := a.Decide(ctx, in); err != nil || dec.Outcome != policy.Allowed || dec.GrantID != g.ID {
+			t.Fatalf("round %d: after the grant on B: %s by grant %d, %v; want allowed by %d", i, dec.Outcome, dec.GrantID, err, g.ID)
+		}
+		if ok, err := storeB.Revoke(ctx, g.ID, "revoked", "b"); !ok || err != nil {
+			t.Fatalf("round %d: revoke: %v %v", i, ok, err)
+		}
+		// The revoke's commit returned: A's next decision must not allow.
+		if dec, err := a.Decide(ctx, in); err != nil || dec.Outcome == policy.Allowed {
+			t.Fatalf("round %d: after the revoke on B: %s by grant %d, %v; want not allowed", i, dec.Outcome, dec.GrantID, err)
+		}
 	}
 }
 

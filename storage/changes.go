@@ -15,7 +15,7 @@ const RulesVersionTable = "rules_version"
 // or replica is seen by the very next Current, and on SQLite nothing is
 // queried while nothing commits.
 func NewChangeVersion(db *DB, table string) *GrantsVersion {
-	return db.newVersion(`SELECT n FROM ` + table + ` WHERE id = 1`)
+	return db.newVersion(table)
 }
 
 // BumpVersion increments the counter table inside tx. Call it first in a

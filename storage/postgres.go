@@ -30,6 +30,7 @@ type pgState struct {
 	origin     string // this process's tag on its notices, so it skips its own
 	leaderKey  int64  // advisory lock keys
 	migrateKey int64
+	versions   pgVersions // the change counters' read barrier
 }
 
 // pgMaxConns is the pool size on PostgreSQL. Unlike SQLite every query is
@@ -99,6 +100,7 @@ func OpenPostgres(ctx context.Context, dsn string) (*DB, error) {
 		migrateKey: lockKey("migrate", schema.String),
 	}
 	db := &DB{DB: sqldb, Dialect: Postgres, pg: pg, stmts: map[string]*sql.Stmt{}}
+	pg.versions.db = db
 	if err := db.migrate(ctx); err != nil {
 		sqldb.Close()
 		return nil, fmt.Errorf("migrate %s: %w", name, err)

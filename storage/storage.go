@@ -267,6 +267,9 @@ func (db *DB) Close() error {
 	for _, v := range versions {
 		v.Close()
 	}
+	if db.pg != nil {
+		db.pg.versions.close()
+	}
 	pinned := db.wal.Swap(nil) // closed after the pool's connections
 	db.stmtMu.Lock()
 	for q, st := range db.stmts {

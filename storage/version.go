@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -22,6 +23,7 @@ import (
 type GrantsVersion struct {
 	db    *DB
 	query string // reads the counter: grants_version, or another (NewChangeVersion)
+	pgIdx int    // its place in pgCounters, -1 if none
 
 	snap atomic.Pointer[versionSnap] // fast path: the header that proved grants
 	wal  atomic.Pointer[walIndex]    // the -shm mapping; nil: not mapped (yet, or not possible)
@@ -44,25 +46,31 @@ type versionSnap struct {
 // NewGrantsVersion returns a version source over db. It holds a
 // connection of its own once used: Close it, or close db (which closes it).
 func NewGrantsVersion(db *DB) *GrantsVersion {
-	return db.newVersion(`SELECT n FROM grants_version WHERE id = 1`)
+	return db.newVersion("grants_version")
 }
 
-// newVersion makes a version source that reads its counter with query,
-// and registers it for DB.Close.
-func (db *DB) newVersion(query string) *GrantsVersion {
-	v := &GrantsVersion{db: db, query: query}
+// newVersion makes a version source over the one-row counter table, and
+// registers it for DB.Close.
+func (db *DB) newVersion(table string) *GrantsVersion {
+	v := &GrantsVersion{db: db, query: `SELECT n FROM ` + table + ` WHERE id = 1`, pgIdx: slices.Index(pgCounters, table)}
 	db.versionsMu.Lock()
 	db.versions = append(db.versions, v)
 	db.versionsMu.Unlock()
 	return v
 }
 
-// Current returns a number that changes whenever grants change.
+// Current returns a number that changes whenever grants change, as of a
+// moment after the caller arrived (or, with Arrived, after the decision
+// started): any change whose commit returned before then is counted.
 func (v *GrantsVersion) Current(ctx context.Context) (int64, error) {
+	if v.db.pg != nil && v.pgIdx >= 0 {
+		// PostgreSQL has no data_version: the counters are read behind a
+		// read barrier, for all decisions at once (see pgVersions).
+		return v.db.pg.versions.counter(ctx, v.pgIdx, arrival(ctx))
+	}
 	if v.db.pg != nil {
-		// PostgreSQL has no data_version: read the counter, one indexed
-		// row, through the pool (no lock: sessions need no memory here).
-		// A grant changed by another replica is then seen at once too.
+		// Another counter: read it through the pool. A change by another
+		// replica is then seen at once too.
 		var n int64
 		if err := v.db.QueryRowContext(ctx, v.query).Scan(&n); err != nil {
 			return 0, fmt.Errorf("grants version: %w", err)
