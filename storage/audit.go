@@ -282,6 +282,12 @@ func (rec AuditRecord) append(ctx context.Context, q Querier) error {
 		}
 		return nil
 	}
+	if tq, ok := q.(txQuerier); ok && tq.pga != nil {
+		// PostgreSQL: inserted at commit, with the transaction's other
+		// rows, numbered and hashed (see sealPG).
+		tq.pga.add(rec)
+		return nil
+	}
 	_, err := q.ExecContext(ctx, insertAudit, FormatTime(e.At), e.Actor, e.Event,
 		nullString(e.RequestID), nullInt(e.GrantID), nullBytes(rec.detail), nullString(rec.agent), nullString(rec.capability))
 	if err != nil {

@@ -34,7 +34,11 @@ import (
 //
 // On SQLite, whose one writer holds the whole database from BEGIN, a row
 // appended through InTx or GroupTx is numbered and hashed at once (one
-// insert, no rewrite at commit): the same chain, at half the cost.
+// insert, no rewrite at commit): the same chain, at half the cost. On
+// PostgreSQL such a row is kept in memory until the commit and inserted
+// then, numbered and hashed, with the transaction's other rows and the
+// head's move in one statement (see pgaudit.go): a group commit's rows
+// cost one round trip together.
 
 const insertAuditChained = `INSERT INTO audit (at, actor, event, request_id, grant_id, detail, agent, capability, seq, hash)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
@@ -187,8 +191,11 @@ func (db *DB) lockHead(ctx context.Context, q Querier) (seq int64, hash string, 
 // sealAudit numbers and hashes the rows appended in tx (and any committed
 // row left unsealed), after the chain's head. DB.InTx calls it just before
 // every commit.
-func (db *DB) sealAudit(ctx context.Context, tx *sql.Tx) error {
-	q := db.tx(tx)
+func (db *DB) sealAudit(ctx context.Context, q txQuerier) error {
+	if q.pga != nil && len(q.pga.rows) > 0 {
+		return db.sealPG(ctx, q)
+	}
+	tx := q.tx
 	c := db.cursor.Load()
 	if c != nil && c.tx == tx {
 		// The rows appended in tx are sealed already; move the head past

@@ -197,6 +197,7 @@ func (db *DB) tryGroup(ctx context.Context, batch []*groupOp, errs []error, save
 		if cursor != nil {
 			saved = *cursor
 		}
+		mark := q.pga.mark()
 		if ran[i] = op.fn(q); ran[i] != nil {
 			if _, err := q.ExecContext(ctx, `ROLLBACK TO SAVEPOINT group_op`); err != nil {
 				failAll(errs, fmt.Errorf("group commit: %w", err))
@@ -205,6 +206,7 @@ func (db *DB) tryGroup(ctx context.Context, batch []*groupOp, errs []error, save
 			if cursor != nil {
 				*cursor = saved // the chain rows fn appended are gone with it
 			}
+			q.pga.rollback(mark) // and so are the rows kept for the commit
 		}
 		if _, err := q.ExecContext(ctx, `RELEASE SAVEPOINT group_op`); err != nil {
 			failAll(errs, fmt.Errorf("group commit: %w", err))
@@ -223,7 +225,7 @@ func (db *DB) tryGroup(ctx context.Context, batch []*groupOp, errs []error, save
 		}
 	}
 	// The group's audit rows join the hash chain as it commits (as in InTx).
-	err = db.sealAudit(ctx, tx)
+	err = db.sealAudit(ctx, q)
 	if err != nil {
 		err = fmt.Errorf("group commit: %w", err)
 	} else {

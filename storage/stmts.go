@@ -109,11 +109,18 @@ func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) *s
 
 // tx returns the Querier InTx and GroupTx hand their functions: tx with
 // the statement cache, through which audit rows join the chain.
-func (db *DB) tx(tx *sql.Tx) Querier { return txQuerier{db: db, tx: tx} }
+func (db *DB) tx(tx *sql.Tx) txQuerier {
+	q := txQuerier{db: db, tx: tx}
+	if db.pg != nil {
+		q.pga = &pgAudit{}
+	}
+	return q
+}
 
 type txQuerier struct {
-	db *DB
-	tx *sql.Tx
+	db  *DB
+	tx  *sql.Tx
+	pga *pgAudit // PostgreSQL: the audit rows appended, inserted at commit (see sealPG)
 }
 
 // txStmt returns the cached statement of query for use in a transaction,

@@ -223,11 +223,12 @@ func (db *DB) InTx(ctx context.Context, fn func(q Querier) error) error {
 	defer tx.Rollback()
 	_, endCursor := db.openCursor(tx)
 	defer endCursor()
-	if err := fn(db.tx(tx)); err != nil {
+	q := db.tx(tx)
+	if err := fn(q); err != nil {
 		return err
 	}
 	// The audit rows fn appended join the hash chain as it commits.
-	if err := db.sealAudit(ctx, tx); err != nil {
+	if err := db.sealAudit(ctx, q); err != nil {
 		return err
 	}
 	return tx.Commit()
