@@ -311,9 +311,18 @@ func (s *Server) logRequests(h http.Handler) http.Handler {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(rec, r)
-		s.log.Debug("http", "method", r.Method, "path", r.URL.Path, "status", rec.status,
+		s.log.Debug("http", "method", r.Method, "path", logPath(r.URL.Path), "status", rec.status,
 			"duration_ms", time.Since(start).Milliseconds())
 	})
+}
+
+// logPath is a request's path as the log may show it: a one-time login
+// link's token (GET /login/{token}) is a credential, and never written.
+func logPath(p string) string {
+	if rest, ok := strings.CutPrefix(p, "/login/"); ok && rest != "passkey" && rest != "passkey/begin" {
+		return "/login/(token)"
+	}
+	return p
 }
 
 func (s *Server) recoverPanics(h http.Handler) http.Handler {

@@ -1,0 +1,71 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/gateway"
+)
+
+// lockedBuffer is a log sink the server's goroutines may share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestWeb_DebugLogHasNoLoginToken: at debug level the request log names
+// every request's path, but never a login link's token, used or refused.
+func TestWeb_DebugLogHasNoLoginToken(t *testing.T) {
+	var logs lockedBuffer
+	cfg := config.Default()
+	cfg.Storage.Path = filepath.Join(t.TempDir(), "gateway.db")
+	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.Close() })
+	srv := httptest.NewServer(app.Server.Handler())
+	t.Cleanup(srv.Close)
+	base := strings.Replace(srv.URL, "http://127.0.0.1:", "http://localhost:", 1)
+	link := loginLink(t, app, base, "owner")
+	token := link[strings.LastIndexByte(link, '/')+1:]
+	c := newBrowserClient(t)
+	for range 2 { // used, then refused
+		resp, err := c.Get(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if resp, err := http.Get(base + "/login/" + strings.Repeat("x", 43)); err == nil {
+		resp.Body.Close()
+	}
+	out := logs.String()
+	if !strings.Contains(out, "path=/login/(token)") {
+		t.Fatalf("the debug log has no line for the login link:\n%s", out)
+	}
+	if strings.Contains(out, token) || strings.Contains(out, strings.Repeat("x", 43)) {
+		t.Fatalf("the debug log holds a login token:\n%s", out)
+	}
+}
