@@ -19,6 +19,8 @@ import (
 const (
 	selectPending = `SELECT ` + requestColumns + ` FROM requests WHERE status = 'pending'
 	ORDER BY created_at LIMIT $1`
+	selectPendingOn = `SELECT ` + requestColumns + ` FROM requests WHERE status = 'pending'
+	AND id IN (SELECT request_id FROM cards WHERE channel = $2) ORDER BY created_at LIMIT $1`
 	countPending   = `SELECT COUNT(*) FROM requests WHERE status = 'pending'`
 	countPendingOf = `SELECT COUNT(*) FROM requests WHERE status = 'pending' AND agent = $1`
 	selectRecent   = `SELECT ` + requestColumns + ` FROM requests WHERE status != 'pending'
@@ -313,6 +315,13 @@ func (s *Service) DecideChoice(ctx context.Context, id string, ch Choice, by Act
 // ListPending returns pending requests, oldest first.
 func (s *Service) ListPending(ctx context.Context, limit int) ([]Request, error) {
 	return listRequests(ctx, s.db, selectPending, limit)
+}
+
+// ListPendingOn returns the pending requests whose card goes to channel
+// ("slack", "discord"), oldest first: what a messenger's own list may
+// show, never the requests of other channels and routes.
+func (s *Service) ListPendingOn(ctx context.Context, channel string, limit int) ([]Request, error) {
+	return listRequests(ctx, s.db, selectPendingOn, limit, channel)
 }
 
 // CountPending counts pending requests (for the metrics gauge).

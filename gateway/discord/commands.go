@@ -109,7 +109,7 @@ func (m *Messenger) pendingText(ctx context.Context, a approvals.Actor) string {
 	if !m.canList(a) {
 		return m.t("discord.not_approver")
 	}
-	rs, err := m.svc.ListPending(ctx, maxListed+1)
+	rs, err := m.svc.ListPendingOn(ctx, Name, maxListed+1)
 	if err != nil {
 		m.log.Error("list pending for discord", "err", err)
 		return m.t("msg.internal")

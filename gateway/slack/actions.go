@@ -298,7 +298,7 @@ func (m *Messenger) activeGrants(ctx context.Context, sender string, n int) ([]p
 
 // pendingCards lists what /approvals pending and the Home tab show.
 func (m *Messenger) pendingCards(ctx context.Context, n int) ([]cards.Card, bool, error) {
-	rs, err := m.svc.ListPending(ctx, n+1)
+	rs, err := m.svc.ListPendingOn(ctx, Name, n+1)
 	if err != nil {
 		return nil, false, err
 	}

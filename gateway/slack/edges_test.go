@@ -2,11 +2,13 @@ package slack_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway/slack/slacktest"
 	"github.com/metnos/gateway/storage/storagetest"
 )
@@ -93,4 +95,24 @@ func TestReplicas_SlackReplayOnSecondReplica_Postgres(t *testing.T) {
 		t.Fatalf("answered %d", st)
 	}
 	wantContains(t, "second click", two.answer("chat.postEphemeral"), "Already decided: ")
+}
+
+// TestCommands_PendingListsOnlyThisChannelsCards: /approvals pending lists
+// the requests whose card goes to Slack, never one a route sends to the
+// web page alone.
+func TestCommands_PendingListsOnlyThisChannelsCards(t *testing.T) {
+	h := newHarness(t, func(s *setup) {
+		s.cfg.Approvals.Routes = []config.Route{{Capability: "network:http", Notify: []string{"web"}}}
+	})
+	h.submit(fsWrite("/srv/reports/ours.txt"), "0s")
+	ours, _, _ := h.posted()
+	web := <-h.submit(map[string]any{"capability": "network:http", "target": "https://elsewhere.example.com/x",
+		"intent": "fetch a page", "executor": "fetcher"}, "0s")
+	if web.req.Status != approvals.StatusPending {
+		t.Fatalf("the web-only request: %d %+v", web.status, web.req)
+	}
+	list := h.say(approverID, "pending")
+	if !strings.Contains(list, ours) || strings.Contains(list, web.req.ID) || strings.Contains(list, "elsewhere.example.com") {
+		t.Errorf("/approvals pending:\n%s", list)
+	}
 }
