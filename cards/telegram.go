@@ -187,8 +187,10 @@ func renderTelegram(c Card, limit int) TelegramMessage {
 		t.nl()
 	}
 	t.nl()
+	// Every string an agent chooses goes in a code entity: Telegram makes
+	// no link, mention, hashtag or command of what is inside one.
 	t.text(l.T("label.agent") + ": ")
-	t.tag("b", cut(l.T("label.agent"), c.Agent))
+	t.tag("code", cut(l.T("label.agent"), c.Agent))
 	t.text(" · " + l.T("label.level_lc") + " ")
 	t.tag("b", c.Level)
 	t.nl()
@@ -219,7 +221,8 @@ func renderTelegram(c Card, limit int) TelegramMessage {
 		t.nl()
 	}
 	if c.Intent != "" {
-		t.text(l.T("label.intent") + ": " + cut(l.T("label.intent"), c.Intent))
+		t.text(l.T("label.intent") + ": ")
+		t.tag("code", cut(l.T("label.intent"), c.Intent))
 		t.nl()
 	}
 	if c.Executor != "" {
@@ -228,17 +231,20 @@ func renderTelegram(c Card, limit int) TelegramMessage {
 		t.nl()
 	}
 	if c.Summary != "" {
-		t.text(l.T("label.summary") + ": " + cut(l.T("label.summary"), c.Summary))
+		t.text(l.T("label.summary") + ": ")
+		t.tag("code", cut(l.T("label.summary"), c.Summary))
 		t.nl()
 	}
 	if c.HasVaglio {
-		t.text(l.T("label.vaglio") + ": " + cut(l.T("label.vaglio"), c.Vaglio))
+		t.text(l.T("label.vaglio") + ": ")
+		t.tag("code", cut(l.T("label.vaglio"), c.Vaglio))
 		t.nl()
 	}
 	t.nl()
 	if c.Pending {
 		if c.AllowAlways {
-			t.text("♾ " + cut(l.T("button.allow_always"), c.GrantPreview))
+			t.text("♾ ")
+			t.tag("code", cut(l.T("button.allow_always"), c.GrantPreview))
 		} else {
 			t.text("♾ " + l.T("card.no_allow_always", c.Capability))
 		}

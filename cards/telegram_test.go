@@ -370,3 +370,29 @@ func TestUTF16Len(t *testing.T) {
 		}
 	}
 }
+
+// TestTelegram_AgentStringsInCodeEntities: every string an agent chooses
+// (agent line, intent, summary, target, grant preview) is inside a code or
+// pre entity, where Telegram makes no link, mention, hashtag or command.
+func TestTelegram_AgentStringsInCodeEntities(t *testing.T) {
+	r := pending("fs:write", "/srv/@admin/https://evil.example/#tag")
+	r.Intent, r.Summary, r.Executor = "ping @admin see https://evil.example #urgent /start", "mail bob@example.com", "x"
+	r.TokenName = "@bot_helper"
+	m := cards.Telegram(cards.New(r, tgLocale))
+	for _, s := range []string{"@admin see https://evil.example #urgent /start", "mail bob@example.com", "@bot_helper",
+		"/srv/@admin/https://evil.example/#tag"} {
+		for i := 0; ; {
+			j := strings.Index(m.HTML[i:], s)
+			if j < 0 {
+				break
+			}
+			at := i + j
+			open, closed := strings.LastIndex(m.HTML[:at], "<code>"), strings.LastIndex(m.HTML[:at], "</code>")
+			if open < 0 || closed > open {
+				t.Errorf("%q stands outside a code entity:\n%s", s, m.HTML)
+				break
+			}
+			i = at + len(s)
+		}
+	}
+}
