@@ -293,6 +293,10 @@ func (r Request) AllowAlwaysOffered() bool {
 const (
 	ChannelWeb = "web" // the web page: cards, decisions by its owner
 	ChannelAPI = "api" // the HTTP API: an admin agent's decision
+	// ChannelWebPush is the web users' devices (Web Push): a request whose
+	// notify names "web" gets a card there too, when a notifier of that
+	// name is registered. Its decisions are still ChannelWeb's.
+	ChannelWebPush = "web-push"
 )
 
 // Actor is who decided: the channel they used, their id there, and a name

@@ -78,10 +78,23 @@ func (s *Service) applyRoute(r *Request, notify []string) {
 		}
 	}
 	for _, n := range notify {
-		if n != ChannelWeb && s.notifiers[n] != nil {
+		if n = s.cardChannel(n); n != "" && !contains(r.Notify, n) {
 			r.Notify = append(r.Notify, n)
 		}
 	}
+}
+
+// cardChannel is the registered notifier a notify entry puts cards on:
+// "web" is the page itself (no card), or the web users' devices when Web
+// Push is registered; "" when none.
+func (s *Service) cardChannel(n string) string {
+	if n == ChannelWeb {
+		n = ChannelWebPush
+	}
+	if s.notifiers[n] == nil {
+		return ""
+	}
+	return n
 }
 
 // MayDecide says whether by may decide r (nil), as Decide will check it:

@@ -136,7 +136,7 @@ func (s *Service) escalate(ctx context.Context, id string, now time.Time) (bool,
 		}
 		notify := append([]string(nil), r.Notify...)
 		for _, ch := range r.EscalateTo {
-			if ch == ChannelWeb || s.notifiers[ch] == nil || contains(notify, ch) {
+			if ch = s.cardChannel(ch); ch == "" || contains(notify, ch) {
 				continue
 			}
 			notify = append(notify, ch)

@@ -50,6 +50,12 @@ type AppOptions struct {
 	// TokenRecheck is how often open connections of child tokens read
 	// theirs again (default 15 s, the SSE heartbeat).
 	TokenRecheck time.Duration
+	// PushServices are more Web Push services a browser's subscription may
+	// name, as origins ("http://127.0.0.1:41234"), besides the browsers'
+	// own (push.Services); tests name their fake.
+	PushServices []string
+	// PushClient posts Web Push messages (nil: one with a 30 s timeout).
+	PushClient *http.Client
 }
 
 // App is a whole gateway: database, policy, approvals, server, messengers.
@@ -114,6 +120,13 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 		srv.recheck = o.TokenRecheck
 	}
 	a.Server = srv
+	wp, err := newWebPush(ctx, cfg, db, metrics, o)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	srv.push = wp
+	a.Service.AddNotifier(wp.notifier)
 	for _, f := range o.Messengers {
 		m, err := f(a.Service, srv)
 		if err != nil {

@@ -22,6 +22,7 @@ type Metrics struct {
 	sendFails   *prometheus.CounterVec
 	rateLimited *prometheus.CounterVec
 	leader      prometheus.Gauge
+	pushes      *prometheus.CounterVec
 }
 
 // NewMetrics creates the series.
@@ -44,8 +45,11 @@ func NewMetrics() *Metrics {
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gateway_leader", Help: "1 while this replica leads (polls Telegram, runs Socket Mode, posts cards, prunes).",
 		}),
+		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_push_deliveries_total", Help: "Web Push deliveries to the web users' devices, by result (sent, gone, rate_limited, failed, refused).",
+		}, []string{"result"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.sendFails, m.rateLimited, m.leader,
+	m.reg.MustRegister(m.requests, m.latency, m.sendFails, m.rateLimited, m.leader, m.pushes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

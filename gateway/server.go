@@ -72,6 +72,7 @@ type Server struct {
 	mcpUpstreams []*mcpproxy.Shared // the servers they stand in front of
 	recheck      time.Duration      // how often open connections of child tokens read theirs again (tokenRecheck)
 	pairs        hookPairs          // the first events of hook pairs (hook_pairs.go)
+	push         *webPush           // Web Push (webpush.go); nil: none
 }
 
 type route struct {
@@ -246,6 +247,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("GET /metrics", s.metrics.Handler())
 
 	s.webRoutes(mux)
+	s.pushRoutes(mux)
 	for _, r := range s.extra {
 		mux.Handle(r.pattern, r.handler)
 	}

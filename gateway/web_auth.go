@@ -476,6 +476,8 @@ type accountData struct {
 	Flash   *flash
 	// Passkeys are the user's passkeys in use.
 	Passkeys []passkeys.Passkey
+	// Push is the Notifications section (web_push.go); nil: none.
+	Push *pushAccount
 }
 
 // account is GET /account: the signed-in user, as an approver, and the
@@ -491,5 +493,5 @@ func (w *web) account(rw http.ResponseWriter, r *http.Request) {
 		keys[i].Name = cards.SafeIn(keys[i].Name, w.loc)
 	}
 	w.render(rw, r, http.StatusOK, "account.html", &accountData{User: s.User, CSRF: s.CSRF, Expires: s.ExpiresAt,
-		Flash: w.takeFlash(rw, r), Passkeys: keys})
+		Flash: w.takeFlash(rw, r), Passkeys: keys, Push: w.pushAccount(r.Context(), s.User)})
 }
