@@ -248,6 +248,7 @@ func (s *Server) routes() *http.ServeMux {
 
 	s.webRoutes(mux)
 	s.pushRoutes(mux)
+	s.pwaRoutes(mux)
 	for _, r := range s.extra {
 		mux.Handle(r.pattern, r.handler)
 	}
