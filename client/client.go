@@ -182,7 +182,10 @@ type Request struct {
 	TokenName string `json:"token_name,omitempty"`
 	// Quorum is how many distinct approvers must allow; Approvals are the
 	// decisions counted so far.
-	Quorum    int        `json:"quorum"`
+	Quorum int `json:"quorum"`
+	// StepUp is "passkey" when each allow needs the approver's passkey on
+	// the web page (the route's step_up); "" for a tap.
+	StepUp    string     `json:"step_up,omitempty"`
 	Approvals []Approval `json:"approvals"`
 	// Raw is the request object exactly as the gateway sent it, including
 	// fields this version of the client does not know.

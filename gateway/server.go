@@ -217,6 +217,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("GET /v1/requests/{id}", agent(s.getRequest))
 	mux.Handle("DELETE /v1/requests/{id}", agent(s.cancelRequest))
 	mux.Handle("POST /v1/requests/{id}/decision", admin(s.decideRequest))
+	mux.Handle("GET /v1/requests", admin(s.listPending))
 	mux.Handle("POST /v1/check", agent(s.check))
 	mux.Handle("GET /v1/capabilities", agent(s.capabilities))
 	mux.Handle("POST /v1/tokens", agent(s.createToken))

@@ -14,6 +14,7 @@ var helpPaths = []string{
 	"audit", "audit verify", "ask", "hook", "hook claude-code", "hook codex", "hook gemini", "hook cursor",
 	"mcp", "mcp-proxy", "config", "config check", "config example", "migrate", "version", "login", "logout",
 	"passkeys", "passkeys list", "passkeys remove", "run",
+	"pending", "decide",
 }
 
 var helpFlagRE = regexp.MustCompile(`(?m)^  --([a-z-]+)`)

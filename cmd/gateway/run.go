@@ -80,6 +80,9 @@ Usage:
               [--channel C --sender S] [--session ID] [--grant-target PATTERN] [--call-id ID] [--timeout 10m] [--wait 10m]
               [--json] [--url URL] [--token TOKEN]
   gateway ask --list [--include-blocked]
+  gateway pending [--json] [--url URL] [--token TOKEN]
+                              (what waits for a person, with ids; an admin agent's token)
+  gateway decide ID allow_once|deny [--url URL] [--token TOKEN]
   gateway hook claude-code|codex|gemini|cursor|copilot|qwen|opencode [--wait 9m] [--no-ask] [--url URL] [--token TOKEN]
               [--plugin]      (the agent's hook event on stdin; opencode --plugin prints OpenCode's plugin file)
   gateway mcp [--url URL] [--token TOKEN]
@@ -107,6 +110,8 @@ func commands() map[string]command {
 		"migrate":   cmdMigrate,
 		"config":    cmdConfig,
 		"ask":       cmdAsk,
+		"pending":   cmdPending,
+		"decide":    cmdDecide,
 		"hook":      cmdHook,
 		"audit":     cmdAudit,
 		"mcp":       cmdMCP,
