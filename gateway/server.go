@@ -250,6 +250,7 @@ func (s *Server) routes() *http.ServeMux {
 	s.webRoutes(mux)
 	s.pushRoutes(mux)
 	s.pwaRoutes(mux)
+	s.batchRoutes(mux)
 	for _, r := range s.extra {
 		mux.Handle(r.pattern, r.handler)
 	}

@@ -172,6 +172,8 @@ func (w *web) suggestionRows(ctx context.Context) []suggestionRow {
 type grantRow struct {
 	policy.Grant
 	Principal string
+	// ExpiresInDays is how many days (rounded up) it has left; 0: no expiry.
+	ExpiresInDays int
 }
 
 // recentRow is one finished request.
@@ -201,8 +203,10 @@ type pageData struct {
 	// allows (at least 3), each with Add this rule; read for the page
 	// only, not for its fingerprint.
 	Suggestions []suggestionRow
-	State       string // fingerprint of the lists; the page reloads when it changes
-	Refresh     int    // seconds between checks
+	// Batch are the pending requests Several at once offers (web_batch.go).
+	Batch   []batchRow
+	State   string // fingerprint of the lists; the page reloads when it changes
+	Refresh int    // seconds between checks
 }
 
 // load reads the three lists and their fingerprint.
@@ -233,7 +237,11 @@ func (w *web) load(ctx context.Context) (pageData, error) {
 	for _, g := range grants {
 		g.Capability, g.Target, g.GrantedBy = cards.SafeIn(g.Capability, w.loc), cards.SafeIn(g.Target, w.loc), cards.SafeIn(g.GrantedBy, w.loc)
 		g.Agent, g.SessionID = cards.SafeIn(g.Agent, w.loc), cards.SafeIn(g.SessionID, w.loc)
-		d.Grants = append(d.Grants, grantRow{Grant: g, Principal: cards.SafeIn(g.Channel+"/"+g.SenderID, w.loc)})
+		row := grantRow{Grant: g, Principal: cards.SafeIn(g.Channel+"/"+g.SenderID, w.loc)}
+		if g.ExpiresAt != nil {
+			row.ExpiresInDays = max(int((g.ExpiresAt.Sub(w.s.now())+24*time.Hour-1)/(24*time.Hour)), 1)
+		}
+		d.Grants = append(d.Grants, row)
 		fmt.Fprintf(h, "g%d;", g.ID)
 	}
 	for _, r := range recent {
@@ -264,6 +272,7 @@ func (w *web) page(rw http.ResponseWriter, r *http.Request) {
 	d.CSRF, d.User = sessionOf(r).CSRF, sessionOf(r).User
 	d.Flash = w.takeFlash(rw, r)
 	d.Suggestions = w.suggestionRows(r.Context())
+	d.Batch = w.batchRows(r.Context(), w.actor(r))
 	w.render(rw, r, http.StatusOK, "page.html", &d)
 }
 
