@@ -24,6 +24,9 @@ type Digest struct {
 	// used first); Link is that section's address.
 	Suggestions []DigestSuggestion
 	Link        string
+	// GrantsExpiring and GrantsUnused count the active grants that expire
+	// within 7 days and those unused for 30 (the grant review).
+	GrantsExpiring, GrantsUnused int
 }
 
 // DigestCounts are the requests that arrived between From and To and

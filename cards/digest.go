@@ -20,11 +20,14 @@ type Digest struct {
 	Counts      approvals.DigestCounts
 	Suggestions []approvals.DigestSuggestion
 	Link        string
+	// GrantsExpiring and GrantsUnused are the grant review's counts.
+	GrantsExpiring, GrantsUnused int
 }
 
 // NewDigest builds the neutral fields of d's message.
 func NewDigest(d approvals.Digest, l locale.Locale) Digest {
-	out := Digest{From: l.Clock(d.From), To: l.Clock(d.To), Counts: d.DigestCounts, Link: d.Link}
+	out := Digest{From: l.Clock(d.From), To: l.Clock(d.To), Counts: d.DigestCounts, Link: d.Link,
+		GrantsExpiring: d.GrantsExpiring, GrantsUnused: d.GrantsUnused}
 	for _, s := range d.Suggestions {
 		target, _ := CutIn(SafeIn(s.Target, l), MaxDigestTarget, l)
 		out.Suggestions = append(out.Suggestions, approvals.DigestSuggestion{Agent: SafeIn(s.Agent, l),
@@ -45,6 +48,10 @@ func (d Digest) render(l locale.Locale, esc, code, link func(string) string) str
 		b.WriteString(esc(l.T("digest.open", c.Pending, c.Cancelled)))
 	}
 	b.WriteByte('\n')
+	if d.GrantsExpiring > 0 || d.GrantsUnused > 0 {
+		b.WriteString(esc(l.T("digest.grants", d.GrantsExpiring, d.GrantsUnused)))
+		b.WriteByte('\n')
+	}
 	if len(d.Suggestions) == 0 {
 		b.WriteString(esc(l.T("digest.no_suggestions")))
 		return b.String()

@@ -73,7 +73,13 @@ type App struct {
 	// leaderRetry is how often a replica that does not lead tries to (and
 	// the leader checks its lock); 0 means storage's default of 2 s.
 	leaderRetry time.Duration
+	// uses counts the decisions of each grant, written every usesFlush
+	// by each replica for its own decisions.
+	uses *policy.UseCounter
 }
+
+// usesFlush is how often a replica writes the grant uses it counted.
+const usesFlush = 2 * time.Second
 
 // NewApp opens the database and wires everything; nothing runs yet.
 func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) {
@@ -99,9 +105,11 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 	// Rules: the file's plus those added at run time, read again whenever
 	// any process changed them (see policy.RuleStore).
 	rules := policy.NewRuleStore(db, cfg.PolicyRules(), cfg.HasAgent, o.Now)
-	decider := &policy.Decider{Source: rules, Grants: policy.NewGrantCache(grants, version), Vaglio: vg, Norm: norm}
+	uses := policy.NewUseCounter(db)
+	decider := &policy.Decider{Source: rules, Grants: policy.NewGrantCache(grants, version).CountUses(uses), Vaglio: vg, Norm: norm}
 	metrics := NewMetrics()
-	a := &App{Config: cfg, DB: db, Grants: grants, Rules: rules, log: o.Logger, version: version, vaglio: vg, leaderRetry: o.LeaderRetry}
+	a := &App{Config: cfg, DB: db, Grants: grants, Rules: rules, log: o.Logger, version: version, vaglio: vg, leaderRetry: o.LeaderRetry,
+		uses: uses}
 	var srv *Server
 	a.Service = approvals.New(db, grants, decider, approvals.Options{
 		GrantTTL: cfg.Policy.GrantTTL, AllowFor: cfg.Approvals.AllowFor, SessionTTL: cfg.Approvals.SessionTTL, DefaultTimeout: cfg.Approvals.Timeout, StaleAfter: cfg.Policy.StaleAfter,
@@ -183,6 +191,11 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		a.uses.Run(bg, usesFlush)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
 		_ = a.DB.Listen(bg, a.log, func(msg string) {
 			a.Service.Notice(bg, msg)
 			if a.Server.tokens != nil {
@@ -239,7 +252,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 // with the first error of that work, once all of it has stopped.
 func (a *App) lead(ctx context.Context) error {
 	stopSchedule, err := a.Service.StartScheduler(ctx, a.Config.Approvals.PruneSchedule, a.Config.Server.Zone(),
-		a.digestJobs()...)
+		append(a.digestJobs(), a.reviewJob())...)
 	if err != nil {
 		return err
 	}

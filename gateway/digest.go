@@ -30,6 +30,11 @@ func (a *App) Digest(ctx context.Context, now time.Time) (approvals.Digest, erro
 	if d.DigestCounts, err = a.Service.DigestCounts(ctx, d.From, d.To); err != nil {
 		return approvals.Digest{}, fmt.Errorf("digest: %w", err)
 	}
+	expiring, unused, err := a.GrantReview(ctx, now)
+	if err != nil {
+		return approvals.Digest{}, fmt.Errorf("digest: %w", err)
+	}
+	d.GrantsExpiring, d.GrantsUnused = len(expiring), len(unused)
 	sugs, err := a.Server.Suggest(ctx, webSuggestWindow, webSuggestMin)
 	if err != nil {
 		return approvals.Digest{}, fmt.Errorf("digest: suggestions: %w", err)

@@ -17,7 +17,7 @@ const insertGrant = `INSERT INTO grants
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`
 
 const grantColumns = `id, channel, sender_id, capability, target, granted_at, expires_at, granted_by,
-last_used_at, revoked_at, revoke_reason, COALESCE(request_id, ''), agent, session_id`
+last_used_at, revoked_at, revoke_reason, COALESCE(request_id, ''), agent, session_id, uses`
 
 // findCandidates uses grants_lookup: one indexed probe per anchor. The
 // INDEXED BY is needed: without statistics SQLite prefers grants_principal
@@ -68,15 +68,18 @@ type Principal struct {
 
 // Grant is one row of the grants store. Active is computed at read time.
 type Grant struct {
-	ID           int64      `json:"id"`
-	Channel      string     `json:"channel"`
-	SenderID     string     `json:"sender_id"`
-	Capability   string     `json:"capability"`
-	Target       string     `json:"target"`
-	GrantedAt    time.Time  `json:"granted_at"`
-	ExpiresAt    *time.Time `json:"expires_at"`
-	GrantedBy    string     `json:"granted_by"`
-	LastUsedAt   *time.Time `json:"last_used_at"`
+	ID         int64      `json:"id"`
+	Channel    string     `json:"channel"`
+	SenderID   string     `json:"sender_id"`
+	Capability string     `json:"capability"`
+	Target     string     `json:"target"`
+	GrantedAt  time.Time  `json:"granted_at"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	GrantedBy  string     `json:"granted_by"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	// Uses counts the decisions the grant allowed (UseCounter: written a
+	// few seconds after them).
+	Uses         int64      `json:"uses"`
 	RevokedAt    *time.Time `json:"revoked_at"`
 	RevokeReason *string    `json:"revoke_reason"`
 	Active       bool       `json:"active"`
@@ -407,7 +410,7 @@ func scanGrant(sc scanner, now time.Time) (Grant, error) {
 	var granted string
 	var expires, used, revoked, reason sql.NullString
 	if err := sc.Scan(&g.ID, &g.Channel, &g.SenderID, &g.Capability, &g.Target, &granted, &expires,
-		&g.GrantedBy, &used, &revoked, &reason, &g.RequestID, &g.Agent, &g.SessionID); err != nil {
+		&g.GrantedBy, &used, &revoked, &reason, &g.RequestID, &g.Agent, &g.SessionID, &g.Uses); err != nil {
 		return Grant{}, err
 	}
 	var err error
