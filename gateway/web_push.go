@@ -92,7 +92,7 @@ func (w *web) pushAct(rw http.ResponseWriter, r *http.Request) {
 	case req.Status != approvals.StatusPending || req.Rev != act.Rev:
 		writeError(rw, http.StatusConflict, "action_stale", push.ErrActionStale.Error())
 		return
-	case req.StepUp != "" || !w.webUserExists(act.User):
+	case req.StepUp != "" || !WebUserExists(w.s.cfg, act.User):
 		writeError(rw, http.StatusForbidden, "forbidden", "this request cannot be decided from a notification")
 		return
 	}

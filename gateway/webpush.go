@@ -33,7 +33,7 @@ func newWebPush(ctx context.Context, cfg config.Config, db *storage.DB, m *Metri
 	actions := push.NewActions(db, o.Now)
 	n := push.New(db, store, actions, push.Options{Keys: keys, Subscriber: vapidSubject(cfg), HTTPClient: o.PushClient,
 		Locale: locale.New(locale.Lang(cfg.Web.Language), cfg.Server.Zone(), o.Now), Logger: o.Logger, Now: o.Now,
-		Observer: m})
+		Observer: m, UserExists: func(name string) bool { return WebUserExists(cfg, name) }})
 	return &webPush{keys: keys, store: store, actions: actions, notifier: n}, nil
 }
 

@@ -43,6 +43,9 @@ type Options struct {
 	Logger     *slog.Logger
 	Now        func() time.Time
 	Observer   Observer // may be nil
+	// UserExists says whether a web user is still configured: a removed
+	// user's devices get no push (nil: every user is).
+	UserExists func(name string) bool
 }
 
 func (o Options) now() time.Time {
@@ -145,6 +148,20 @@ func (n *Notifier) due(ctx context.Context, r approvals.Request) ([]Subscription
 // its route names ("web:<name>"), or, with no approvers in the route,
 // every web user's.
 func (n *Notifier) recipients(ctx context.Context, r approvals.Request) ([]Subscription, error) {
+	all, err := n.approverDevices(ctx, r)
+	if err != nil || n.opts.UserExists == nil {
+		return all, err
+	}
+	out := all[:0]
+	for _, d := range all {
+		if n.opts.UserExists(d.User) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+func (n *Notifier) approverDevices(ctx context.Context, r approvals.Request) ([]Subscription, error) {
 	if len(r.Approvers) == 0 {
 		return n.store.All(ctx)
 	}
