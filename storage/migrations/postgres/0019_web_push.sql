@@ -1,4 +1,4 @@
--- PostgreSQL mirror of migrations/sqlite/0018_web_push.sql.
+-- PostgreSQL mirror of migrations/sqlite/0019_web_push.sql.
 CREATE TABLE push_vapid (
     id          INTEGER PRIMARY KEY CHECK (id = 1),
     public_key  TEXT NOT NULL,

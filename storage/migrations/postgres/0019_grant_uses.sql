@@ -1,2 +1,0 @@
--- PostgreSQL mirror of migrations/sqlite/0019_grant_uses.sql.
-ALTER TABLE grants ADD COLUMN uses BIGINT NOT NULL DEFAULT 0;
