@@ -105,6 +105,10 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 // sandbox's rules.
 func planRun(e *env, cfg config.Config, agentID string, workspaces []string, urlFlag, tokenFlag string, argv []string) (*runPlan, error) {
 	p := &runPlan{argv: argv, home: e.getenv("HOME"), network: true}
+	if !filepath.IsAbs(p.home) || filepath.Clean(p.home) == "/" {
+		return nil, usagef("HOME is %q: the forbidden paths under it (~/.ssh, …) need an absolute home directory", p.home)
+	}
+	p.home = filepath.Clean(p.home)
 	if agentID != "" {
 		i := slices.IndexFunc(cfg.Agents, func(a config.Agent) bool { return a.ID == agentID })
 		if i < 0 {

@@ -83,6 +83,7 @@ func newRunBox(t *testing.T, mutate func(*config.Config)) *runBox {
 	}))
 	t.Cleanup(up.Close)
 	b.upstream, b.upstreamHits = strings.TrimPrefix(up.URL, "http://"), &hits
+	t.Chdir(b.ws) // gateway run's default workspace, the current directory
 	return b
 }
 
@@ -90,14 +91,6 @@ func newRunBox(t *testing.T, mutate func(*config.Config)) *runBox {
 func (b *runBox) run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	vars := map[string]string{"HOME": b.home, "RUN_AGENT_TOKEN": runAgentToken, "TELEGRAM_BOT_TOKEN": runChatToken}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chdir(b.ws); err != nil {
-		t.Fatal(err)
-	}
-	defer os.Chdir(wd) //nolint:errcheck
 	var out, errb bytes.Buffer
 	args = append([]string{"run", "--config", b.cfgFile, "--agent", "runner"}, args...)
 	code = run(context.Background(), args, strings.NewReader(""), &out, &errb, func(k string) string { return vars[k] })
@@ -272,6 +265,11 @@ func TestRun_Print(t *testing.T) {
 	if code, _, errOut := b.run(t, "--workspace", b.home, "--", "true"); code != exitUsage || !strings.Contains(errOut, "holds the home directory") {
 		t.Errorf("--workspace ~: exit %d, %q", code, errOut)
 	}
+	var errb bytes.Buffer
+	noHome := func(k string) string { return map[string]string{"RUN_AGENT_TOKEN": runAgentToken}[k] }
+	if code := run(context.Background(), []string{"run", "--config", b.cfgFile, "--agent", "runner", "--", "true"}, strings.NewReader(""), &errb, &errb, noHome); code != exitUsage || !strings.Contains(errb.String(), "HOME") {
+		t.Errorf("no HOME: exit %d, %q", code, errb.String())
+	}
 }
 
 // TestRun_OlderABI: --abi restricts to an older Landlock ABI; the start
@@ -292,8 +290,8 @@ func TestRun_OlderABI(t *testing.T) {
 // reaches the gateway through the bridge and a person is asked.
 func TestRun_HookStillAsks(t *testing.T) {
 	needRunLandlock(t)
+	bin := gatewayBinary(t) // before newRunBox moves into the workspace
 	b := newRunBox(t, nil)
-	bin := gatewayBinary(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch, err := b.admin.Events(ctx)
