@@ -29,7 +29,7 @@ test: agents ## vet, gofmt check, and every test with the race detector
 bench: ## the benchmarks (figures quoted in the README)
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 -timeout=60m $(PKGS)
 
-soak: ## load, kill -9 and outage suite on loopback (about 9 min); prints the figures (SOAK_REPORT=file keeps them)
+soak: ## load, kill -9 and outage suite on loopback (about 9 min); prints the figures (SOAK_REPORT=file keeps them; SOAK_DSN=postgres://… runs it on PostgreSQL)
 	GO=$(GO) $(GO) test -tags soak -run . -count=1 -timeout 30m -v ./soak/
 
 # Every fuzz target, as package:Name. `go test -fuzz` takes one at a time.

@@ -119,11 +119,16 @@ func (g gwSpec) write(t *testing.T) (string, []string) {
 	t.Helper()
 	var b strings.Builder
 	q := strconv.Quote
-	fmt.Fprintf(&b, "[storage]\npath = %s\n\n[vaglio]\nlog_dir = %s\n\n", q(g.dbPath()), q(g.vaglioDir()))
+	st, stEnv, err := storageTOML(g.dbPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&b, "%s\n[vaglio]\nlog_dir = %s\n\n", st, q(g.vaglioDir()))
 	fmt.Fprintf(&b, "[approvals]\ntimeout = %s\n\n[log]\nformat = \"json\"\nlevel = %s\n\n", q(g.Timeout), q(g.LogLevel))
 	env := []string{"HOME=" + g.Dir, "XDG_STATE_HOME=" + filepath.Join(g.Dir, "xdg-state"),
 		"XDG_DATA_HOME=" + filepath.Join(g.Dir, "xdg-data"), "XDG_CONFIG_HOME=" + filepath.Join(g.Dir, "xdg-config"),
 		"TZ=UTC", "PATH=" + os.Getenv("PATH")}
+	env = append(env, stEnv...)
 	notify := `["web"]`
 	if g.TelegramEndpoint != "" && g.SlackAPI != "" {
 		notify = `["telegram", "slack", "web"]`

@@ -418,6 +418,7 @@ func runLoad(t *testing.T) {
 	report.add(sc, "cards", "%d Telegram + %d Slack, 0 missing, %d/%d duplicates, all edited to the outcome",
 		humans-missingTG, humans-missingSL, dupTG, dupSL)
 	report.add(sc, "RSS of the gateway (MiB)", "%s", rssLine(samples))
+	report.add(sc, "RSS peak of the gateway (MiB; goal ≤ 60 on SQLite)", "%.1f", float64(rssPeak(samples))/1024)
 	report.add(sc, "RSS series (MiB, every 30 s)", "%s", rssSeries(samples, 30*time.Second))
 	report.add(sc, "goroutines in the gateway", "%s", goroutineLine(samples))
 	report.add(sc, "graceful stop (SIGTERM)", "%s", ms(took))
@@ -480,6 +481,15 @@ func rssLine(s []sample) string {
 	mib := func(k int) string { return fmt.Sprintf("%.1f", float64(k)/1024) }
 	return fmt.Sprintf("start %s · min %s · median %s · max %s · end %s (%d samples)", mib(v[0]), mib(sorted[0]),
 		mib(sorted[len(sorted)/2]), mib(sorted[len(sorted)-1]), mib(v[len(v)-1]), len(v))
+}
+
+// rssPeak is the highest RSS sampled, in KiB.
+func rssPeak(s []sample) int {
+	peak := 0
+	for _, x := range s {
+		peak = max(peak, x.RSSKiB)
+	}
+	return peak
 }
 
 func rssSeries(s []sample, every time.Duration) string {

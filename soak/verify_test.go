@@ -58,12 +58,12 @@ func openRO(path string) (*sql.DB, error) {
 // and audit ids 1..max with no gap (SQLite's AUTOINCREMENT counter rolls
 // back with its transaction, so even a killed writer leaves none).
 func checkAudit(ctx context.Context, path string) (auditCheck, error) {
-	db, err := openRO(path)
+	db, opts, err := openAuditDB(path)
 	if err != nil {
 		return auditCheck{}, err
 	}
 	defer db.Close()
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // one snapshot for every query
+	tx, err := db.BeginTx(ctx, opts) // one snapshot for every query
 	if err != nil {
 		return auditCheck{}, err
 	}
@@ -104,7 +104,7 @@ func checkAudit(ctx context.Context, path string) (auditCheck, error) {
 		return ac, err
 	}
 	var maxID sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), MAX(id) FROM audit`).Scan(&ac.Rows, &maxID); err != nil {
+	if err := tx.QueryRowContext(ctx, auditGapQuery()).Scan(&ac.Rows, &maxID); err != nil {
 		return ac, err
 	}
 	ac.MaxID = maxID.Int64
@@ -122,7 +122,7 @@ func checkAudit(ctx context.Context, path string) (auditCheck, error) {
 	var dupes int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT request_id FROM audit
 		WHERE event IN ('outcome', 'decision', 'expired', 'cancelled') AND request_id IS NOT NULL
-		GROUP BY request_id, event HAVING COUNT(*) > 1)`).Scan(&dupes); err != nil {
+		GROUP BY request_id, event HAVING COUNT(*) > 1) AS d`).Scan(&dupes); err != nil {
 		return ac, err
 	}
 	if dupes != 0 {
