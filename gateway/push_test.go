@@ -12,6 +12,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway/push"
+	"github.com/metnos/gateway/storage/storagetest"
 )
 
 // TestPush_OnePerDeviceAndUpdate: a pending request is pushed once to
@@ -21,7 +22,19 @@ import (
 // as that user; every device then gets the outcome, without actions. The
 // token works once, its sibling and other users' tokens decide nothing.
 func TestPush_OnePerDeviceAndUpdate(t *testing.T) {
-	g := newPushGW(t, nil, nil)
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			var edit func(*config.Config)
+			if db == "postgres" {
+				dsn := storagetest.FreshSchema(t) // skips, saying why, without a server
+				edit = func(c *config.Config) { c.Storage.Driver, c.Storage.DSN = "postgres", dsn }
+			}
+			pushOnePerDevice(t, newPushGW(t, nil, edit))
+		})
+	}
+}
+
+func pushOnePerDevice(t *testing.T, g *pushGW) {
 	anna, bob := g.user("anna"), g.user("bob")
 	d1, d2 := g.subscribe(anna, "Chrome · Android"), g.subscribe(anna, "Firefox · Linux")
 	d3 := g.subscribe(bob, "Chrome · Windows")
