@@ -177,14 +177,8 @@ func (s *Server) askAll(ctx context.Context, a *Agent, calls []hooks.Call, wait 
 		withdrawAll()
 		switch {
 		case decided:
-			verdicts[pendingAt[k]] = v // decided in the last instant
-			if v.Decision == hooks.Allow && len(rest) == 0 {
-				return hooks.Combine(verdicts)
-			}
-			if v.Decision == hooks.Deny {
-				return v
-			}
-			return hooks.VerdictOf(hooks.NoAnswer(rest[0].ID, wait, true))
+			verdicts[pendingAt[k]] = v // finished in the last instant
+			return lateVerdict(verdicts, v, rest, wait)
 		case err == nil:
 			return hooks.VerdictOf(hooks.NoAnswer(req.ID, wait, true))
 		}
@@ -202,6 +196,24 @@ func (s *Server) askAll(ctx context.Context, a *Agent, calls []hooks.Call, wait 
 // (max_streams, max_pending): denied at once, saying which.
 func capDeny(err error) hooks.Verdict {
 	return hooks.Verdict{Decision: hooks.Deny, Reason: "approval gateway: " + err.Error() + "; denied"}
+}
+
+// lateVerdict is the verdict when the request being waited for finished
+// between the end of the wait and its withdrawal (v is how it finished;
+// rest, already withdrawn, were still to be waited for). It may have
+// finished as expired or cancelled too, not only decided: an identical
+// call waiting beside this one (the same call id is the same request)
+// withdraws it first.
+func lateVerdict(verdicts []hooks.Verdict, v hooks.Verdict, rest []approvals.Request, wait time.Duration) hooks.Verdict {
+	switch {
+	case v.Decision == hooks.Deny:
+		return v
+	case v.Decision != hooks.Allow:
+		return v // expired or withdrawn: ask, saying so
+	case len(rest) == 0:
+		return hooks.Combine(verdicts)
+	}
+	return hooks.VerdictOf(hooks.NoAnswer(rest[0].ID, wait, true))
 }
 
 // withdraw cancels a pending request. When a decision beat the withdrawal,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -351,5 +352,29 @@ func TestClaudeCodeHook_ToolUseIDConflict(t *testing.T) {
 	var n int
 	if err := g.app.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM requests`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("%d requests stored (%v), want 1", n, err)
+	}
+}
+
+// TestClaudeCodeHook_ConcurrentIdenticalWaits: the same tool call hooked
+// twice at once is one request; whichever wait ends first withdraws it,
+// and the other (which finds it already withdrawn) answers ask, never a
+// 5xx or a dropped connection.
+func TestClaudeCodeHook_ConcurrentIdenticalWaits(t *testing.T) {
+	g := startHookGateway(t, nil)
+	const pairs = 8
+	var replies []<-chan hookReply
+	for i := range pairs {
+		body := hookEvent(t, "Bash", fmt.Sprintf("toolu_pair%d", i), map[string]any{"command": "make"})
+		replies = append(replies, postHookAsync(t, g.url, "?wait=1s", body), postHookAsync(t, g.url, "?wait=1s", body))
+	}
+	for _, ch := range replies {
+		r := hookReplyOf(t, ch)
+		if r.status != http.StatusOK || r.out.Decision() != hooks.Ask {
+			t.Errorf("%d %s", r.status, r.body)
+		}
+	}
+	list, err := g.app.Service.ListRecent(context.Background(), 100)
+	if err != nil || len(list) != pairs {
+		t.Fatalf("%d requests, %v", len(list), err)
 	}
 }

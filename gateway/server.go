@@ -237,7 +237,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /v1/policy/registry", s.registry)
 	mux.HandleFunc("GET /v1/policy/table", s.table)
 	for _, ad := range hooks.Adapters() {
-		mux.Handle("POST /v1/hooks/"+ad.Name, agent(s.agentHook(ad)))
+		mux.Handle("POST /v1/hooks/"+ad.Name, s.hookSafe(ad, agent(s.agentHook(ad))))
 	}
 	mux.Handle("/mcp", s.mcpHandler(s.recoverPanics(mux))) // MCP streamable HTTP (GET, POST, DELETE); agent token
 	mux.Handle("GET /v1/mcp/servers/{name}", agent(s.mcpServerMap))
