@@ -196,8 +196,11 @@ func patchCallsIn(ev Event, dir, patch string) ([]Call, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("%w: %s: a patch that names no file", ErrBadEvent, ev.ToolName)
 	}
+	for i, p := range paths {
+		paths[i] = patchPath(dir, p)
+	}
 	args := inputArgs(ev.ToolInput)
-	cs := each("fs:write", paths, dir, func(string) map[string]any { return args })
+	cs := each("fs:write", paths, "", func(string) map[string]any { return args })
 	for i := range cs {
 		cs[i].Intent = "apply_patch " + cs[i].Target
 	}
@@ -235,19 +238,42 @@ func shellPatchCalls(ev Event, cmd string) ([]Call, error) {
 	return append(cs, Call{Capability: "code:exec", Target: cmd, Args: inputArgs(ev.ToolInput)}), nil
 }
 
+// patchHeaders are the lines of Codex's apply_patch grammar that name a
+// file it writes (codex-rs/apply-patch, parser.rs).
+var patchHeaders = []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "}
+
 // PatchPaths are the files an apply_patch patch touches, in order: those
-// it adds, updates, deletes, and moves to.
+// it adds, updates, deletes, and moves to, as Codex reads them. Codex
+// trims each line before it matches a header (Rust's str::trim: Unicode
+// White_Space, which strings.TrimSpace also trims), so a header indented
+// with spaces, a tab or U+3000 is a file it writes; what follows the
+// header's own space is the path as written, leading white space
+// included. Every line is read so, also where Codex would not take it
+// for a header (inside an update's hunk) or where the patch fails later:
+// Codex applies a patch hunk by hunk, so what a failing patch wrote before
+// it failed stays written. The result is therefore every file Codex may
+// write, sometimes one more.
 func PatchPaths(patch string) []string {
 	var out []string
 	for _, line := range strings.Split(patch, "\n") {
-		line = strings.TrimRight(line, "\r")
-		for _, p := range []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "} {
-			if rest, ok := strings.CutPrefix(line, p); ok && strings.TrimSpace(rest) != "" {
-				out = append(out, path.Clean(strings.TrimSpace(rest)))
+		line = strings.TrimSpace(line)
+		for _, h := range patchHeaders {
+			if rest, ok := strings.CutPrefix(line, h); ok && rest != "" {
+				out = append(out, rest)
 			}
 		}
 	}
 	return out
+}
+
+// patchPath is a patch's path p as Codex resolves it: against dir, the
+// call's working directory, unless absolute. "~" is a directory name to
+// apply_patch, not the home directory.
+func patchPath(dir, p string) string {
+	if path.IsAbs(p) || dir == "" {
+		return path.Clean(p)
+	}
+	return path.Join(dir, p)
 }
 
 type codexOutput struct {
