@@ -144,8 +144,13 @@ func TestEdges_WhereItRuns(t *testing.T) {
 		{"codex", "exec_command", "/home/u/scratch", map[string]any{"cmd": "ls", "workdir": "../.."}, "ls", " in /home"},
 		{"codex", "Bash", "/home/u/scratch", map[string]any{"command": "apply_patch <<'EOF'\n" + patch + "EOF\n", "workdir": "/"}, "/etc/cron.d/x", " in /"},
 		{"codex", "shell", "/home/u/scratch", map[string]any{"command": []any{"apply_patch", patch}, "workdir": "/"}, "/etc/cron.d/x", " in /"},
-		{"gemini", "run_shell_command", "/home/u/scratch", map[string]any{"command": "rm -rf ./*", "directory": "/"}, "rm -rf ./*", " in /"},
-		{"gemini", "run_shell_command", "/home/u/scratch", map[string]any{"command": "ls", "directory": "sub"}, "ls", " in /home/u/scratch/sub"},
+		{"gemini", "run_shell_command", "/home/u/scratch", map[string]any{"command": "rm -rf ./*", "directory": "/"}, "cd / && rm -rf ./*", " in /"},
+		{"gemini", "run_shell_command", "/home/u/scratch", map[string]any{"command": "ls", "directory": "sub"}, "cd /home/u/scratch/sub && ls", " in /home/u/scratch/sub"},
+		// Gemini CLI 0.61 names it dir_path.
+		{"gemini", "run_shell_command", "/home/u/scratch", map[string]any{"command": "rm -rf ./*", "dir_path": "/"}, "cd / && rm -rf ./*", " in /"},
+		{"gemini", "run_shell_command", "/home/u/scratch", map[string]any{"command": "ls", "dir_path": "my dir"}, "cd '/home/u/scratch/my dir' && ls", " in /home/u/scratch/my dir"},
+		{"gemini", "run_shell_command", "/home/u/scratch", map[string]any{"command": "ls", "dir_path": "."}, "ls", " in /home/u/scratch"},
+		{"gemini", "run_shell_command", "/home/u/scratch", map[string]any{"command": "ls", "dir_path": "/tmp", "directory": "."}, "cd /tmp && ls", " in /tmp"},
 		{"claude-code", "Read", "/", map[string]any{"file_path": "etc/shadow"}, "/etc/shadow", " in /"},
 		{"gemini", "read_file", "/", map[string]any{"file_path": "etc/shadow"}, "/etc/shadow", " in /"},
 		{"cursor", "Read", "/", map[string]any{"file_path": "etc/shadow"}, "/etc/shadow", " in /"},
@@ -297,8 +302,12 @@ func TestProperty_EveryPathAndHostReachesTheDecision(t *testing.T) {
 		}
 		mapped++
 		wd := "/w"
-		if w, ok := input["directory"].(string); ok && adapter == "gemini" && tool == "run_shell_command" {
-			wd = path.Join(wd, w)
+		if adapter == "gemini" && tool == "run_shell_command" {
+			if w, ok := input["dir_path"].(string); ok && strings.TrimSpace(w) != "" {
+				wd = path.Join(wd, w)
+			} else if w, ok := input["directory"].(string); ok && strings.TrimSpace(w) != "" {
+				wd = path.Join(wd, w)
+			}
 		}
 		checkNamed(t, input, wd, cs)
 		if fileTools[tool] && distinctPaths(input, pathKeys, "/w") > 1 {

@@ -2,7 +2,6 @@ package hooks
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -13,14 +12,15 @@ import (
 // stdout with exit 0. A deny reaches the model as the tool's error ("Tool
 // execution blocked: …"); ask forces Gemini CLI's own confirmation.
 //
-//	run_shell_command                    code:exec     tool_input.command (description is the intent), run in directory
+//	run_shell_command                    code:exec     tool_input.command (description is the intent), run in dir_path
+//	                                                   (0.61; earlier: directory): outside the project, "cd DIR && command"
 //	write_file, replace                  fs:write      tool_input.file_path (older versions: absolute_path)
 //	read_file                            fs:read       tool_input.file_path (older versions: absolute_path)
 //	read_many_files                      fs:read       each of tool_input.include / paths, as written (a glob stays one)
 //	glob                                 fs:read       the pattern as written, under path (else cwd)
 //	search_file_content, grep_search     fs:read       path / dir_path, else cwd
 //	list_directory                       fs:read       dir_path / path
-//	web_fetch                            network:http  the host of url, or of every URL in prompt
+//	web_fetch                            network:http  the host of url, and of every URL in prompt (read as Gemini CLI does)
 //	mcp_server_tool, anything else       [hooks.gemini.tools], else unknown_tool
 var Gemini = Adapter{
 	Name: "gemini", Label: "Gemini CLI", Section: "hooks.gemini",
@@ -62,11 +62,11 @@ var geminiTools = map[string]func(*Call, Event) error{
 
 func init() { geminiTools["grep_search"] = geminiTools["search_file_content"] }
 
-var urlIn = regexp.MustCompile(`(?i)\bhttps?://[^\s"'<>()]+`)
-
 func mapGemini(ev Event, tools map[string]string) ([]Call, error) {
+	projectDir := ev.Cwd
+	var dirAsk string
 	if ev.ToolName == "run_shell_command" {
-		ev = inDir(ev, "directory") // where the command runs: paths resolve there, the card names it
+		ev, dirAsk = geminiShellDir(ev) // where the command runs: paths resolve there, the card names it
 	}
 	var cs []Call
 	var err error
@@ -83,7 +83,37 @@ func mapGemini(ev Event, tools map[string]string) ([]Call, error) {
 	if err != nil {
 		return nil, err
 	}
-	return calls(ev, "Gemini CLI", "gemini-cli", cs), nil
+	cs = calls(ev, "Gemini CLI", "gemini-cli", cs)
+	if ev.ToolName == "run_shell_command" && ev.Cwd != projectDir {
+		// The command runs elsewhere than the project: the target says
+		// so, as the shell would read it, so that a rule or grant on the
+		// bare command does not cover it there.
+		for i := range cs {
+			if cs[i].Capability == "code:exec" {
+				cs[i].Target = "cd " + shellQuote(ev.Cwd) + " && " + cs[i].Target
+				cs[i].Ask = dirAsk
+			}
+		}
+	}
+	return cs, nil
+}
+
+// geminiShellDir is ev with its working directory moved to where Gemini
+// CLI's shell tool runs the command: dir_path (0.61 and later), else
+// directory (earlier versions), resolved against the project. When both
+// are given and differ, which one the installed version reads is not
+// known here: ask says so, and a person decides.
+func geminiShellDir(ev Event) (_ Event, ask string) {
+	dirPath, _ := ev.ToolInput["dir_path"].(string)
+	directory, _ := ev.ToolInput["directory"].(string)
+	if strings.TrimSpace(dirPath) != "" && strings.TrimSpace(directory) != "" && resolve(ev.Cwd, dirPath) != resolve(ev.Cwd, directory) {
+		ask = "the tool input names two directories (dir_path=" + resolve(ev.Cwd, dirPath) + ", directory=" +
+			resolve(ev.Cwd, directory) + "); the command may run in either, so a person decides"
+	}
+	if strings.TrimSpace(dirPath) != "" {
+		return inDir(ev, "dir_path"), ask
+	}
+	return inDir(ev, "directory"), ask
 }
 
 // manyFiles is one fs:read per entry of read_many_files, each as written
@@ -105,9 +135,15 @@ func manyFiles(ev Event) ([]Call, error) {
 	return each("fs:read", pats, ev.Cwd, func(string) map[string]any { return args }), nil
 }
 
-// webFetch is one network:http per host web_fetch would fetch.
+// webFetch is one network:http per host web_fetch would fetch: the host
+// of url, and of every URL Gemini CLI reads in prompt (promptURLs). A URL
+// the gateway cannot read is an error, never skipped: the call fails
+// closed rather than fetch a host nobody was asked about.
 func webFetch(ev Event) ([]Call, error) {
-	raws := urlIn.FindAllString(str(ev.ToolInput, "prompt"), -1)
+	raws, err := promptURLs(str(ev.ToolInput, "prompt"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: web_fetch: %v", ErrBadEvent, err)
+	}
 	if u := str(ev.ToolInput, "url"); u != "" {
 		raws = append([]string{u}, raws...)
 	}
@@ -115,7 +151,10 @@ func webFetch(ev Event) ([]Call, error) {
 	var cs []Call
 	for _, raw := range raws {
 		h := hostOf(raw)
-		if h == "" || seen[h] {
+		if h == "" {
+			return nil, fmt.Errorf("%w: web_fetch: %q names no host the gateway can read", ErrBadEvent, strip(raw))
+		}
+		if seen[h] {
 			continue
 		}
 		seen[h] = true

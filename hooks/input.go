@@ -3,6 +3,7 @@ package hooks
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -65,6 +66,10 @@ func webArgs(in map[string]any) map[string]any {
 	}
 	return out
 }
+
+// urlIn finds what looks like a URL in text, for webArgs to cut. It is
+// not how a tool reads its URLs (promptURLs is Gemini CLI's way).
+var urlIn = regexp.MustCompile(`(?i)\bhttps?://[^\s"'<>()]+`)
 
 // pathOf is a file tool's target: the first of fields present, resolved
 // against dir. ask is set when another candidate field (any of fields or
