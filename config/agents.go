@@ -75,6 +75,12 @@ type Agent struct {
 	// Run is what `gateway run` adds to its sandbox for the agent
 	// (agents[].run; see AgentRun).
 	Run AgentRun
+	// Home is the agent's home directory on its own machine
+	// (agents[].home), "" when not set: what "~" stands for in its
+	// requests, and the tree whose search asks (it holds ~/.ssh). A hook
+	// run through `gateway hook` sends the home of its own environment,
+	// which takes its place.
+	Home string
 }
 
 // DefaultMaxStreams is agents[].max_streams when the file does not say.
@@ -94,7 +100,7 @@ const MinTokenLen = 24
 // Profile is the agent's restrictive profile for policy decisions.
 func (a Agent) Profile() policy.Profile {
 	return policy.Profile{Agent: a.ID, Ceiling: a.Autonomy, Allow: a.AllowCapabilities, Deny: a.DenyCapabilities,
-		Mode: a.Mode, Workspace: a.Workspace}
+		Mode: a.Mode, Workspace: a.Workspace, Home: a.Home}
 }
 
 // HasAgent reports whether an [[agents]] entry has the id (a rule's agent

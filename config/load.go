@@ -191,6 +191,7 @@ type (
 		MaxChildren       *int          `toml:"max_children"`
 		Workspace         []string      `toml:"workspace"`
 		Run               *fileAgentRun `toml:"run"`
+		Home              *string       `toml:"home"`
 	}
 	fileWeb struct {
 		AdminTokenEnv *string `toml:"admin_token_env"`
@@ -348,6 +349,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 		a.Principals = fa.Principals
 		a.Workspace = fa.Workspace
 		a.Run = fa.Run.agentRun(getenv)
+		set(&a.Home, fa.Home)
 		if fa.Mode != nil {
 			if m, err := policy.ParseMode(*fa.Mode); err != nil {
 				p.wrap(fmt.Sprintf("agents[%d].mode", i), err)

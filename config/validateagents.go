@@ -91,6 +91,9 @@ func (c *Config) validateAgents(p *problems, skipTokens bool) {
 			}
 		}
 		validateAgentRun(p, key, a.Run)
+		if a.Home != "" && (!filepath.IsAbs(a.Home) || strings.ContainsAny(a.Home, "*?[{\x00")) {
+			p.add(key+".home", "%q is not an absolute directory without wildcards", a.Home)
+		}
 		for j, w := range a.Workspace {
 			k := fmt.Sprintf("%s.workspace[%d]", key, j)
 			switch {

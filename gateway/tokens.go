@@ -18,6 +18,7 @@ func (a *Agent) Profile() policy.Profile {
 		p := a.Child.Profile.Profile(a.ID, a.Child.Label())
 		p.Mode = a.Mode           // a child token runs in its agent's mode
 		p.Workspace = a.Workspace // and works where its agent does
+		p.Home = a.Home
 		return p
 	}
 	return a.Agent.Profile()

@@ -55,6 +55,11 @@ type Profile struct {
 	// workspace key; "~" allowed). When set, an fs:* request outside them
 	// asks a person where the table would allow it.
 	Workspace []string
+	// Home is the agent's home directory when known ([[agents]] home, or
+	// the environment of the hook that asked), else "": vaglio then reads
+	// "~" and judges searches of a home with it as well as with the
+	// gateway's own.
+	Home string
 }
 
 // InWorkspace reports whether an fs:* target lies in the profile's
@@ -318,7 +323,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	table, ask, always := dec.Table, in.Ask, in.Ask != ""
 	if ask == "" && c.TargetKind == KindPathGlob {
 		if a, ok := d.Vaglio.(Asker); ok {
-			ask, always = a.MustAsk(vaglio.Request{Agent: in.Profile.Agent, Capability: c.Name, Target: in.Target})
+			ask, always = a.MustAsk(vaglio.Request{Agent: in.Profile.Agent, Capability: c.Name, Target: in.Target, Home: in.Profile.Home})
 		}
 		if ask == "" && !in.Profile.InWorkspace(d.Norm, in.Target) {
 			ask = "the path is outside the agent's workspace"
@@ -399,6 +404,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 		v := d.Vaglio.Check(ctx, vaglio.Request{
 			Agent: in.Profile.Agent, Capability: c.Name, Critical: c.Critical, Target: in.Target,
 			Host: host.Host, Port: host.Port, Intent: in.Intent, Executor: in.Executor, Args: in.Args, Context: in.Context,
+			Home: in.Profile.Home,
 		})
 		dec.Vaglio = &v
 		if !v.Approved {

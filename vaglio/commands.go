@@ -45,10 +45,24 @@ func isIdentByte(c byte) bool {
 	return c == '_' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
 }
 
-// expandTilde expands a leading "~" or "~/" the way the shell does.
+// expandTilde expands a leading "~" or "~/" the way the shell does, and
+// "~user" or "~user/" to that user's home (userHome) when there is one.
 func expandTilde(p, home string) string {
-	if home != "" && (p == "~" || strings.HasPrefix(p, "~/")) {
+	if !strings.HasPrefix(p, "~") {
+		return p
+	}
+	name, rest, _ := strings.Cut(p[1:], "/")
+	if name == "" {
+		if home == "" {
+			return p
+		}
 		return home + p[1:]
+	}
+	if h := userHome(name); h != "" {
+		if rest == "" && !strings.Contains(p, "/") {
+			return h
+		}
+		return h + "/" + rest
 	}
 	return p
 }

@@ -39,6 +39,11 @@ type Request struct {
 	Intent     string
 	Executor   string
 	Args       map[string]any
+	// Home is the agent's home directory when known (an [[agents]] home,
+	// or the environment of the hook that asked), else "": "~" is then
+	// read as both it and the gateway's own home, and a search of either
+	// tree asks.
+	Home string
 	// Context is what the request declares about itself, the seed's
 	// context dictionary (mode, step, critical, …): the rule-based judge
 	// reads "critical", the log records the keys, never the values.
@@ -206,13 +211,18 @@ func (v *Vaglio) MustAsk(r Request) (reason string, always bool) {
 	if !strings.HasPrefix(r.Capability, "fs:") {
 		return "", false
 	}
+	homes := v.homes(r)
 	if r.Capability == "fs:write" {
-		if rule, hit := PersistencePoint(expandTilde(r.Target, v.home)); hit {
-			return "writes a persistence point (" + rule + "), code that runs later: a person decides every time", true
+		for _, h := range homes {
+			if rule, hit := PersistencePoint(expandTilde(r.Target, h)); hit {
+				return "writes a persistence point (" + rule + "), code that runs later: a person decides every time", true
+			}
 		}
 	}
-	if rule, hit := holdsForbidden(r.Target, v.home, v.own.Load()); hit {
-		return "the tree searched or listed holds a forbidden path (" + rule + ")", false
+	for _, h := range homes {
+		if rule, hit := holdsForbidden(r.Target, h, v.own.Load()); hit {
+			return "the tree searched or listed holds a forbidden path (" + rule + ")", false
+		}
 	}
 	return "", false
 }
@@ -233,7 +243,7 @@ func (v *Vaglio) Flush() { v.logs.flush() }
 // that cannot be written is reported on the Logger, never to the caller.
 func (v *Vaglio) Check(ctx context.Context, r Request) Verdict {
 	verdict := Verdict{TS: v.now().UTC(), JudgeKind: v.judge.Kind()}
-	if blocked, reason := guard(r, v.home, v.own.Load()); blocked {
+	if blocked, reason := v.guardAll(r); blocked {
 		verdict.Reason, verdict.BlockedBy = reason, BlockedByGuard
 	} else if j, err := v.score(ctx, r); err != nil {
 		verdict.Reason, verdict.BlockedBy = fmt.Sprintf("judge: %s failed, denied: %v", verdict.JudgeKind, err), BlockedByJudge
@@ -263,6 +273,17 @@ func (v *Vaglio) Check(ctx context.Context, r Request) Verdict {
 	}
 	v.log(r, verdict)
 	return verdict
+}
+
+// guardAll is the guard with each of the request's homes.
+func (v *Vaglio) guardAll(r Request) (blocked bool, reason string) {
+	own := v.own.Load()
+	for _, h := range v.homes(r) {
+		if blocked, reason = guard(r, h, own); blocked {
+			return true, reason
+		}
+	}
+	return false, ""
 }
 
 // score calls the judge, turning a panic or a NaN into an error so that
