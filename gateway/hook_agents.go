@@ -68,6 +68,7 @@ func (s *Server) agentVerdict(w http.ResponseWriter, r *http.Request, ad hooks.A
 	if err != nil {
 		return ev, hooks.VerdictOf(hooks.Unmapped(err, sec.UnknownTool))
 	}
+	calls = hooks.LocalOf(raw).Apply(calls) // what `gateway hook` saw on the agent's machine
 	a := agentFrom(r)
 	// A hook's wait is one of the agent's open waits (max_streams), like
 	// an event stream or a long-poll, whatever it asks about (the same
@@ -117,6 +118,9 @@ func (s *Server) askAll(ctx context.Context, a *Agent, calls []hooks.Call, wait 
 		if err != nil {
 			withdrawAll()
 			return hooks.VerdictOf(hooks.Failed(err))
+		}
+		if c.Home != "" {
+			sub.Profile.Home = c.Home // the hook's environment, over [[agents]] home
 		}
 		req, err := s.submit(ctx, a, sub)
 		if errors.As(err, conflict) {

@@ -152,6 +152,9 @@ type Call struct {
 	// Ask, when set, says why the call needs a person whatever rules and
 	// grants say (policy.Input.Ask): its input names two different paths.
 	Ask string
+	// Home is the agent's home directory, when the event came through
+	// `gateway hook` (Local.Apply): it replaces [[agents]] home.
+	Home string
 }
 
 // Map returns the call to ask the gateway about. tools is

@@ -72,6 +72,8 @@ func agentHookReply(e *env, ad hooks.Adapter, cfgPath, urlFlag, tokenFlag string
 	if ad.Relay != nil {
 		relay = ad.Relay(raw)
 	}
+	// Only here, on the agent's machine, are its home and its links known.
+	relay = hooks.Localize(ad, ev, relay, e.getenv("HOME"))
 	// Past the server's wait and a margin the hook answers by itself,
 	// before the agent's own hook timeout turns a hung connection into a
 	// failed hook.
