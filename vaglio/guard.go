@@ -32,7 +32,9 @@ func isShellRequest(r Request) bool {
 //
 // The check is lexical, on purpose: it runs before anything touches the
 // disk, so it cleans paths (.., //, ~, $HOME, shell quotes, {a,b} braces,
-// globs such as /etc/pass*) but cannot see symlinks. Matching is
+// globs such as /etc/pass*) but cannot see symlinks: `gateway hook`
+// resolves them on the agent's machine and the target it judges is then
+// the resolved path (hooks.Local). Matching is
 // case-insensitive because macOS file systems are. A relative path that
 // climbs with leading ".." is checked as if it reached the root, since the
 // working directory is unknown. Behind these structured rules the seed's
