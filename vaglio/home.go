@@ -30,11 +30,12 @@ func userHome(name string) string {
 
 // homes are the home directories a request's "~" may stand for: the
 // gateway's own, and the agent's when the request says (Request.Home)
-// and it differs. The guard and MustAsk judge a request with each.
-func (v *Vaglio) homes(r Request) []string {
+// and it differs ("" otherwise). The guard and MustAsk judge a request
+// with each. An array, not a slice: Check runs on every request.
+func (v *Vaglio) homes(r Request) [2]string {
 	h := strings.TrimSpace(r.Home)
 	if h == "" || !path.IsAbs(h) || path.Clean(h) == v.home {
-		return []string{v.home}
+		return [2]string{v.home, ""}
 	}
-	return []string{v.home, path.Clean(h)}
+	return [2]string{v.home, path.Clean(h)}
 }

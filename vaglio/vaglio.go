@@ -213,13 +213,19 @@ func (v *Vaglio) MustAsk(r Request) (reason string, always bool) {
 	}
 	homes := v.homes(r)
 	if r.Capability == "fs:write" {
-		for _, h := range homes {
+		for i, h := range homes {
+			if i > 0 && h == "" {
+				break
+			}
 			if rule, hit := PersistencePoint(expandTilde(r.Target, h)); hit {
 				return "writes a persistence point (" + rule + "), code that runs later: a person decides every time", true
 			}
 		}
 	}
-	for _, h := range homes {
+	for i, h := range homes {
+		if i > 0 && h == "" {
+			break
+		}
 		if rule, hit := holdsForbidden(r.Target, h, v.own.Load()); hit {
 			return "the tree searched or listed holds a forbidden path (" + rule + ")", false
 		}
@@ -278,7 +284,10 @@ func (v *Vaglio) Check(ctx context.Context, r Request) Verdict {
 // guardAll is the guard with each of the request's homes.
 func (v *Vaglio) guardAll(r Request) (blocked bool, reason string) {
 	own := v.own.Load()
-	for _, h := range v.homes(r) {
+	for i, h := range v.homes(r) {
+		if i > 0 && h == "" {
+			break
+		}
 		if blocked, reason = guard(r, h, own); blocked {
 			return true, reason
 		}
