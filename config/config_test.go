@@ -320,6 +320,8 @@ func TestLoad_Refused(t *testing.T) {
 		{"agent relative workspace", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\nworkspace = [\"~/src\", \"src/app\", \"/srv/*\", \"/\"]\n", nil,
 			[]string{`agents[0].workspace[1]: "src/app" is not an absolute directory`, `agents[0].workspace[2]: "/srv/*" holds a wildcard`,
 				`agents[0].workspace[3]: "/" is the whole file system`}},
+		{"agent relative home", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\nhome = \"home/a\"\n", nil,
+			[]string{`agents[0].home: "home/a" is not an absolute directory`}},
 		{"agent missing id", "[[agents]]\ntoken_env = \"METNOS_AGENT_TOKEN\"\n", nil,
 			[]string{"agents[0].id: required"}},
 		{"agent bad id", "[[agents]]\nid = \"Big Agent\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\n", nil,

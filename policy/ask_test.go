@@ -134,6 +134,18 @@ func TestDecide_Workspace(t *testing.T) {
 	if dec := decide(t, d, input(policy.Full, "fs:read", "/tmp/x")); dec.Outcome != policy.Allowed {
 		t.Errorf("no workspace: %s", dec.Outcome)
 	}
+	// The agent's home, when known, is what "~" in its workspace means.
+	agent := func(target string) policy.Input {
+		in := ws(policy.Full, "fs:read", target)
+		in.Profile.Home = "/home/agent"
+		return in
+	}
+	if dec := decide(t, d, agent("/home/agent/src/app/main.go")); dec.Outcome != policy.Allowed {
+		t.Errorf("inside the agent's ~/src/app: %s (%s)", dec.Outcome, dec.Reason)
+	}
+	if dec := decide(t, d, agent("/home/r/src/app/main.go")); dec.Outcome != policy.ApprovalRequired {
+		t.Errorf("the gateway's ~/src/app is not the agent's: %s (%s)", dec.Outcome, dec.Reason)
+	}
 }
 
 // TestDecide_AskRestrict: in restrict mode every ask, Input.Ask, a

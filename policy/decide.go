@@ -63,12 +63,16 @@ type Profile struct {
 }
 
 // InWorkspace reports whether an fs:* target lies in the profile's
-// workspace (always, when none is set). A glob is inside when the part
+// workspace (always, when none is set), "~" read as the agent's home when
+// the profile knows it. A glob is inside when the part
 // before its first wildcard is; a relative path, whose directory is
 // unknown, is not.
 func (p Profile) InWorkspace(n Normalizer, target string) bool {
 	if len(p.Workspace) == 0 {
 		return true
+	}
+	if p.Home != "" {
+		n.Home = p.Home // "~" in the workspace and the target is the agent's
 	}
 	t := n.cleanPath(target)
 	if i := strings.IndexAny(t, "*?[{"); i >= 0 {
