@@ -299,6 +299,30 @@ action = "approve"
 		})
 	}
 
+	// Codex trims each patch line before it matches a header: a header
+	// indented with a tab is a file Codex writes, so it is asked about
+	// too, and one deny stops the whole patch.
+	t.Run("indented header asked about", func(t *testing.T) {
+		m := codexModel(t, "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: notes.txt\n+x\n \t*** Add File: ../outside.txt\n+y\n*** End Patch\nEOF\n")
+		asked := make(chan [2]client.Event, 1)
+		first := g.DecideNext(60*time.Second, client.AllowOnce)
+		go func() {
+			e1 := <-first
+			asked <- [2]client.Event{e1, <-g.DecideNext(60*time.Second, client.Deny)}
+		}()
+		proj, out := codexRun(t, g, g.URL, m)
+		e := <-asked
+		outside := filepath.Join(filepath.Dir(proj), "outside.txt")
+		if e[0].Target != filepath.Join(proj, "notes.txt") || e[1].Target != outside {
+			t.Fatalf("asked about %q and %q, want notes.txt and %s:\n%s", e[0].Target, e[1].Target, outside, out)
+		}
+		for _, f := range []string{filepath.Join(proj, "notes.txt"), outside} {
+			if _, err := os.Stat(f); err == nil {
+				t.Fatalf("%s written though the patch was denied:\n%s", f, out)
+			}
+		}
+	})
+
 	t.Run("gateway down blocks", func(t *testing.T) {
 		m := codexModel(t, "printf gateway-%s approved")
 		_, out := codexRun(t, g, "http://127.0.0.1:1", m)
