@@ -149,17 +149,23 @@ func webFetch(ev Event) ([]Call, error) {
 	}
 	seen := map[string]bool{}
 	var cs []Call
+	ask := func(h, raw string) {
+		if !seen[h] {
+			seen[h] = true
+			cs = append(cs, Call{Capability: "network:http", Target: h, Intent: "web_fetch " + strip(raw),
+				Args: webArgs(ev.ToolInput)})
+		}
+	}
 	for _, raw := range raws {
 		h := hostOf(raw)
 		if h == "" {
 			return nil, fmt.Errorf("%w: web_fetch: %q names no host the gateway can read", ErrBadEvent, strip(raw))
 		}
-		if seen[h] {
-			continue
+		ask(h, raw)
+		if h == "github.com" && strings.Contains(raw, "/blob/") {
+			// Gemini CLI fetches a file on github.com from its raw host.
+			ask("raw.githubusercontent.com", raw)
 		}
-		seen[h] = true
-		cs = append(cs, Call{Capability: "network:http", Target: h, Intent: "web_fetch " + strip(raw),
-			Args: webArgs(ev.ToolInput)})
 	}
 	if len(cs) == 0 {
 		return nil, fmt.Errorf("%w: web_fetch: no URL in url or prompt", ErrBadEvent)

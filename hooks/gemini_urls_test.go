@@ -58,6 +58,7 @@ func TestGemini_WebFetchPrompt(t *testing.T) {
 		{"backslash", `https://a.example\@evil.example/`, nil},
 		{"upper-case scheme", "HTTPS://A.example", []string{"a.example"}},
 		{"numeric host", "http://0x7f.1/", []string{"127.0.0.1"}},
+		{"a file on github.com is fetched from its raw host", "https://github.com/o/r/blob/main/x.md", []string{"github.com", "raw.githubusercontent.com"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
