@@ -22,14 +22,16 @@ const internalDeny = "approval gateway: internal error (see the gateway log); th
 // adapter's deny for the event.
 func (s *Server) hookSafe(ad hooks.Adapter, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The event is kept to write the deny in its own shape (Codex
-		// answers a PermissionRequest differently from a PreToolUse); one
-		// byte over the limit lets the handler refuse it as before.
-		raw, err := io.ReadAll(io.LimitReader(r.Body, hooks.MaxEventBytes+1))
-		if err != nil {
-			raw = nil
-		}
-		r.Body = io.NopCloser(bytes.NewReader(raw))
+		// What the handler reads of the event is kept, to write the deny
+		// in the event's own shape (Codex answers a PermissionRequest
+		// differently from a PreToolUse); nothing is read before the
+		// token is checked.
+		var seen bytes.Buffer
+		body := r.Body
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(io.LimitReader(body, hooks.MaxEventBytes+1), &seen), body}
 		hw := &hookWriter{ResponseWriter: w}
 		defer func() {
 			p := recover()
@@ -43,7 +45,8 @@ func (s *Server) hookSafe(ad hooks.Adapter, h http.Handler) http.Handler {
 				s.log.Error("hook: internal error answered with a deny", "hook", ad.Name, "status", hw.failed)
 			}
 			if (p != nil || hw.failed != 0) && !hw.wrote {
-				ev, _ := ad.Decode(raw)
+				_, _ = io.Copy(io.Discard, r.Body) // the rest of the event, when the handler failed before reading it
+				ev, _ := ad.Decode(seen.Bytes())
 				writeJSON(w, http.StatusOK, ad.Answer(ev, hooks.Verdict{Decision: hooks.Deny, Reason: internalDeny}).Body)
 			}
 		}()
