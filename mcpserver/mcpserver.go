@@ -72,6 +72,12 @@ type Options struct {
 	// paths against (stdio: the directory Claude Code started the server
 	// in); "" leaves them relative.
 	Cwd string
+	// Local says the server runs on the agent's machine (stdio): then
+	// approval_prompt resolves the call's paths here and sends them with
+	// Home, the agent's home, as `gateway hook` does (hooks.Localize).
+	// Over HTTP the server's file system is not the agent's: false.
+	Local bool
+	Home  string
 	// Version is reported in the MCP handshake.
 	Version string
 }
@@ -168,6 +174,11 @@ func (t *tools) prompt(ctx context.Context, req *mcp.CallToolRequest, in PromptI
 	})
 	if err != nil {
 		return refuse(hooks.Failed(err))
+	}
+	if t.o.Local {
+		if e, err := hooks.ClaudeCode.Decode(ev); err == nil {
+			ev = hooks.Localize(hooks.ClaudeCode, e, ev, t.o.Home)
+		}
 	}
 	b, err := t.o.Backend(ctx, req)
 	if err != nil {

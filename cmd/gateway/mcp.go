@@ -38,6 +38,8 @@ func cmdMCP(e *env, args []string) error {
 	s := mcpserver.New(mcpserver.Options{
 		Backend: func(context.Context, *mcp.CallToolRequest) (mcpserver.Backend, error) { return c, nil },
 		Cwd:     cwd,
+		Local:   true, // started by the agent, on its machine
+		Home:    e.getenv("HOME"),
 		Version: buildVersion(),
 	})
 	t := &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopCloser{e.stdout}}
