@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +29,11 @@ const (
 	ORDER BY decided_at DESC LIMIT $1`
 	selectSince = `SELECT ` + requestColumns + ` FROM requests WHERE created_at >= $1
 	ORDER BY created_at, id LIMIT $2`
+	selectNewest = `SELECT ` + requestColumns + ` FROM requests WHERE created_at >= $1
+	ORDER BY created_at DESC, id DESC LIMIT $2`
+	// A person's deny: what a suggested rule must never have allowed.
+	selectPersonDenied = `SELECT ` + requestColumns + ` FROM requests WHERE created_at >= $1
+	AND status = 'denied' AND decision IS NOT NULL AND outcome = 'approval_required' ORDER BY created_at, id`
 )
 
 // Timeout bounds of SPEC §5: a request's timeout_s is clamped to these.
@@ -436,8 +443,42 @@ func (nopObserver) Outcome(string, policy.Outcome, Status) {}
 func (nopObserver) Decided(Status, time.Duration)          {}
 func (nopObserver) SendFailed(string)                      {}
 
+// Window lists the requests of a replay (suggestions, POST
+// /v1/policy/simulate), oldest first: the newest limit created at or after
+// since, and every one of the window a person denied, however many others
+// came after it (a replay must never lose the denials it is held to).
+func (s *Service) Window(ctx context.Context, since time.Time, limit int) ([]Request, error) {
+	from := storage.FormatTime(since)
+	newest, err := listRequests(ctx, s.db, selectNewest, from, limit)
+	if err != nil {
+		return nil, err
+	}
+	denied, err := listRequests(ctx, s.db, selectPersonDenied, from)
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(newest)
+	seen := make(map[string]bool, len(newest))
+	for _, r := range newest {
+		seen[r.ID] = true
+	}
+	out := newest
+	for _, r := range denied {
+		if !seen[r.ID] {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Request) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
 // Since lists the requests created at or after since, oldest first, at
-// most limit (for replays such as POST /v1/policy/simulate).
+// most limit.
 func (s *Service) Since(ctx context.Context, since time.Time, limit int) ([]Request, error) {
 	return listRequests(ctx, s.db, selectSince, storage.FormatTime(since), limit)
 }

@@ -54,6 +54,7 @@ type Server struct {
 	agents   []*Agent
 	limiter  *limiter
 	streams  *slots          // each agent's open SSE streams and long-polls
+	suggest  *suggester      // the web page's suggestions, computed in the background
 	sessions *sessions.Store // the web page's logins
 	passkeys *passkeys.Store // the web users' passkeys and their challenges
 	// bodyTimeout bounds how long a request's body may take (BodyTimeout).
@@ -111,6 +112,7 @@ func NewServer(cfg config.Config, o Options) *Server {
 		cfg: cfg, svc: o.Service, grants: o.Service.Grants(), decider: o.Decider, rules: o.Rules, tokens: o.Tokens, metrics: o.Metrics,
 		log: o.Logger, now: o.Now, limiter: newLimiter(o.Now), streams: newSlots(), sessions: sessions.New(o.Service.DB(), o.Now, func(name string) bool { return WebUserExists(cfg, name) }), passkeys: passkeys.New(o.Service.DB(), o.Now), bodyTimeout: o.BodyTimeout, shutdown: make(chan struct{}), recheck: tokenRecheck,
 	}
+	s.suggest = newSuggester(s)
 	for _, a := range cfg.Agents {
 		s.agents = append(s.agents, &Agent{Agent: a, tokenHash: sha256.Sum256([]byte(a.Token))})
 	}

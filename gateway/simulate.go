@@ -112,7 +112,7 @@ func (s *Server) Simulate(ctx context.Context, b simulateBody) (SimResult, error
 		}
 		levels[agent] = lv
 	}
-	reqs, err := s.svc.Since(ctx, s.now().Add(-window), maxSimulated)
+	reqs, err := s.svc.Window(ctx, s.now().Add(-window), maxSimulated)
 	if err != nil {
 		return SimResult{}, err
 	}

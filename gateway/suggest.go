@@ -77,7 +77,7 @@ var errInvalidMin = errors.New("want a whole number, 1 or more")
 // allowed any request of the window a person denied, or that the guard, the
 // judge or a block rule stopped, is never suggested. Most used first.
 func (s *Server) Suggest(ctx context.Context, window time.Duration, minCount int) ([]Suggestion, error) {
-	reqs, err := s.svc.Since(ctx, s.now().Add(-window), maxSimulated)
+	reqs, err := s.svc.Window(ctx, s.now().Add(-window), maxSimulated)
 	if err != nil {
 		return nil, err
 	}

@@ -152,14 +152,10 @@ const (
 	webSuggestMin    = 3
 )
 
-// suggestionRows lists the page's suggestions; a failure shows none (it
-// is logged): the page's other lists matter more.
-func (w *web) suggestionRows(ctx context.Context) []suggestionRow {
-	list, err := w.s.Suggest(ctx, webSuggestWindow, webSuggestMin)
-	if err != nil {
-		w.s.log.Error("web page: suggestions", "err", err)
-		return nil
-	}
+// suggestionRows lists the page's suggestions as last computed in the
+// background; a failure there shows none (it is logged).
+func (w *web) suggestionRows() []suggestionRow {
+	list := w.s.suggest.latest() // computed in the background (suggester)
 	out := make([]suggestionRow, len(list))
 	for i, sg := range list {
 		out[i] = suggestionRow{Suggestion: sg, ShownTarget: cards.SafeIn(sg.Target, w.loc),
@@ -271,7 +267,7 @@ func (w *web) page(rw http.ResponseWriter, r *http.Request) {
 	}
 	d.CSRF, d.User = sessionOf(r).CSRF, sessionOf(r).User
 	d.Flash = w.takeFlash(rw, r)
-	d.Suggestions = w.suggestionRows(r.Context())
+	d.Suggestions = w.suggestionRows()
 	d.Batch = w.batchRows(r.Context(), w.actor(r))
 	w.render(rw, r, http.StatusOK, "page.html", &d)
 }

@@ -30,6 +30,9 @@ func TestWeb_Suggestions(t *testing.T) {
 			t.Fatalf("decide: %d", status)
 		}
 	}
+	if err := app.Server.RefreshSuggestions(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	page = getPage(t, c, srv.URL)
 	i := strings.Index(page, `id="suggestions"`)
 	sec := page[i : i+strings.Index(page[i:], "</section>")]
