@@ -98,6 +98,13 @@ func TestPasskeys_AddAuditedAndFresh(t *testing.T) {
 	if st, page := w.Post("/web/passkeys/remove", url.Values{"id": {strconv.FormatInt(list[0].ID, 10)}}); st != http.StatusOK || !strings.Contains(page, "iPhone") {
 		t.Fatalf("remove: %d\n%s", st, page)
 	}
+	// Every user of the page is told.
+	other := newBrowserClient(t)
+	webLogin(t, app, other, srv.URL, "owner")
+	if _, page := getPath(t, other, srv.URL+"/"); !strings.Contains(page, `id="passkey-notices"`) ||
+		!strings.Contains(page, "Passkey “MacBook” was added for owner") || !strings.Contains(page, "Passkey “iPhone” of owner was removed") {
+		t.Errorf("the page does not tell of the passkey changes:\n%s", page)
+	}
 	rows, err := storage.ListAudit(ctx, app.Service.DB(), "", 1000)
 	if err != nil {
 		t.Fatal(err)

@@ -184,10 +184,13 @@ type recentRow struct {
 
 // pageData is everything the page template reads.
 type pageData struct {
-	CSRF    string
-	Flash   *flash
-	User    string // the signed-in web user
-	Pending []pendingCard
+	CSRF  string
+	Flash *flash
+	// PasskeyNotices tell of the passkeys added and removed in the last
+	// day, of every user.
+	PasskeyNotices []string
+	User           string // the signed-in web user
+	Pending        []pendingCard
 	// MorePending counts pending requests past the first webMaxPending.
 	MorePending int
 	Grants      []grantRow
@@ -267,6 +270,7 @@ func (w *web) page(rw http.ResponseWriter, r *http.Request) {
 	}
 	d.CSRF, d.User = sessionOf(r).CSRF, sessionOf(r).User
 	d.Flash = w.takeFlash(rw, r)
+	d.PasskeyNotices = w.passkeyNotices(r.Context())
 	d.Suggestions = w.suggestionRows()
 	d.Batch = w.batchRows(r.Context(), w.actor(r))
 	w.render(rw, r, http.StatusOK, "page.html", &d)

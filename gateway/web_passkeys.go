@@ -288,6 +288,28 @@ func (w *web) stepUpDecide(rw http.ResponseWriter, r *http.Request) {
 	w.decideAs(rw, r, id, approvals.Choice{Decision: sc.Decision, Scope: sc.Scope, Duration: sc.Duration}, actor)
 }
 
+// passkeyNotices are the page's lines about passkeys added and removed in
+// the last day: a passkey someone else added for a user is seen.
+func (w *web) passkeyNotices(ctx context.Context) []string {
+	since := w.s.now().Add(-24 * time.Hour)
+	keys, err := w.s.passkeys.ChangedSince(ctx, since)
+	if err != nil {
+		w.s.log.Error("web page: passkey notices", "err", err)
+		return nil
+	}
+	var out []string
+	for _, p := range keys {
+		name, user := cards.SafeIn(p.Name, w.loc), cards.SafeIn(p.User, w.loc)
+		if !p.CreatedAt.Before(since) {
+			out = append(out, w.loc.T("web.passkey_notice_added", name, user, w.loc.Clock(p.CreatedAt)))
+		}
+		if p.RemovedAt != nil && !p.RemovedAt.Before(since) {
+			out = append(out, w.loc.T("web.passkey_notice_removed", name, user, w.loc.Clock(*p.RemovedAt)))
+		}
+	}
+	return out
+}
+
 // passkeyLine fills a passkey-signed trail row's sentence: the passkey,
 // its user, and the signature checked again now against the stored key.
 func (w *web) passkeyLine(ctx context.Context, row *historyRow) {

@@ -215,6 +215,13 @@ func (s *Store) remove(ctx context.Context, p Passkey, by, why string) error {
 	return nil
 }
 
+// ChangedSince returns the passkeys added or removed since then, of every
+// user, oldest first: what the web page tells every user.
+func (s *Store) ChangedSince(ctx context.Context, since time.Time) ([]Passkey, error) {
+	at := storage.FormatTime(since)
+	return s.query(ctx, `WHERE created_at >= $1 OR removed_at >= $1 ORDER BY id`, at)
+}
+
 // All returns every passkey in use, of every user, oldest first.
 func (s *Store) All(ctx context.Context) ([]Passkey, error) {
 	return s.query(ctx, `WHERE removed_at IS NULL ORDER BY id`)
