@@ -73,7 +73,8 @@ var errInvalidMin = errors.New("want a whole number, 1 or more")
 // at least min times for the same agent, capability and principal: the
 // narrowest pattern covering them (a code:exec command only when every
 // one is a single simple command, as bash reads it; a path glob no wider
-// than Allow always may grant; an exact host). A candidate that would have
+// than Allow always may grant; an exact host), and only one CheckRule
+// accepts (no wrapper, no option that runs or writes). A candidate that would have
 // allowed any request of the window a person denied, or that the guard, the
 // judge or a block rule stopped, is never suggested. Most used first.
 func (s *Server) Suggest(ctx context.Context, window time.Duration, minCount int) ([]Suggestion, error) {
@@ -118,6 +119,9 @@ func suggestFrom(n policy.Normalizer, reqs []approvals.Request, minCount int) []
 		c, _ := policy.Lookup(f.capability)
 		rule := policy.Rule{Capability: f.capability, Target: target, Action: policy.ActionApprove,
 			Agent: f.agent, Channel: f.channel, SenderID: f.sender}
+		if len(policy.CheckRule(rule, nil)) > 0 {
+			continue // never a rule config check or the API would refuse (git diff* admits --output)
+		}
 		rp, safe := replay(n, c, rule, reqs)
 		if !safe {
 			continue

@@ -43,6 +43,9 @@ func TestAPI_Suggestions(t *testing.T) {
 	decided("code:exec", "make build && make deploy", "allow_once") // not one simple command
 	decided("code:exec", "make build && make deploy", "allow_once")
 	decided("code:exec", "make build && make deploy", "allow_once")
+	decided("code:exec", "git diff HEAD~1", "allow_once") // git diff* would admit --output=~/.bashrc
+	decided("code:exec", "git diff --stat", "allow_once")
+	decided("code:exec", "git diff main", "allow_once")
 	decided("network:http", "https://api.example.com/a", "allow_once") // twice only
 	decided("network:http", "https://api.example.com/b", "allow_once")
 
@@ -68,6 +71,10 @@ func TestAPI_Suggestions(t *testing.T) {
 	if csv.Capability != "fs:read" || csv.Target != "/srv/data/*.csv" || csv.Count != 3 || csv.Replay.WouldAllow != 3 {
 		t.Errorf("csv suggestion %+v", csv)
 	}
+
+	// The rule the git diff family would need is refused on the API too.
+	g.want(t, http.StatusBadRequest, "POST", "/v1/policy/rules", tokAdmin, jsonBody{"capability": "code:exec",
+		"target": "git diff*", "action": "approve"})
 
 	// Adopt the first: a normal run-time rule; the next npm test is allowed at once.
 	g.want(t, http.StatusCreated, "POST", "/v1/policy/rules", tokAdmin, jsonBody{"capability": npm.Capability,

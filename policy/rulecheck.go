@@ -36,8 +36,24 @@ func CheckRule(r Rule, knownAgent func(string) bool) []*FieldError {
 				break
 			}
 		}
+		if matchesCode(caps) && len(out) == 0 {
+			if sample, why, hit := riskyMatch(r.Target); hit {
+				add("target", "an approve rule on code:exec must not match a command that runs, writes or reads a config through its arguments: %q matches %q (%s); spell out the command it approves (e.g. target = \"git diff\"), or let such commands ask",
+					r.Target, sample, why)
+			}
+		}
 	}
 	return append(out, checkScope(r.Agent, r.SenderID, r.Channel, knownAgent)...)
+}
+
+// matchesCode reports whether code:exec is among caps.
+func matchesCode(caps []Capability) bool {
+	for _, c := range caps {
+		if c.Name == "code:exec" {
+			return true
+		}
+	}
+	return false
 }
 
 // checkSubject checks what a rule or a notify pattern matches requests

@@ -94,8 +94,9 @@ func (r Rule) matches(n Normalizer, s RuleSubject) bool {
 		return false
 	}
 	// A glob written for one command approves only what bash reads as
-	// one command (parsed last: only a command the rule would approve).
-	return r.Action != ActionApprove || s.Capability.Name != "code:exec" || SingleCommand(s.Target)
+	// one command, and only one that takes no risk through its arguments
+	// (parsed last: only a command the rule would approve).
+	return r.Action != ActionApprove || s.Capability.Name != "code:exec" || approvableCommand(s.Target)
 }
 
 // RuleMatch is the result of evaluating the rules: the winning action (""
