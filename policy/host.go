@@ -8,7 +8,53 @@ import (
 	"strings"
 
 	"golang.org/x/net/idna"
+	"golang.org/x/net/publicsuffix"
 )
+
+// isPublicSuffix reports a domain under which anyone may register names
+// (co.uk, github.io: the public suffix list, ICANN and private parts):
+// "*." and a public suffix is no one's domain, so no grant may name it.
+func isPublicSuffix(domain string) bool {
+	ps, _ := publicsuffix.PublicSuffix(domain)
+	return ps == domain
+}
+
+// nat64Prefixes are the IPv6 prefixes (/96) whose last 32 bits are an
+// IPv4 address a NAT64 gateway reaches: the well-known 64:ff9b::/96 (RFC
+// 6052) and the local-use 64:ff9b:1::/96 (RFC 8215).
+var nat64Prefixes = []netip.Prefix{netip.MustParsePrefix("64:ff9b::/96"), netip.MustParsePrefix("64:ff9b:1::/96")}
+
+// embeddedIPv4 is the IPv4 address an IPv6 address reaches: IPv4-mapped
+// (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d, deprecated but still
+// routed by some stacks; :: and ::1 are not), IPv4-translated
+// (::ffff:0:a.b.c.d) and NAT64 (64:ff9b::a.b.c.d).
+func embeddedIPv4(a netip.Addr) (netip.Addr, bool) {
+	if a = a.Unmap(); a.Is4() {
+		return a, true
+	}
+	b := a.As16()
+	last := netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	zero := func(bs []byte) bool {
+		for _, x := range bs {
+			if x != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case zero(b[:12]) && !zero(b[12:14]): // ::a.b.c.d, not :: or ::1 (or another ::x)
+		return last, true
+	case zero(b[:8]) && b[8] == 0xff && b[9] == 0xff && b[10] == 0 && b[11] == 0:
+		return last, true
+	}
+	for _, p := range nat64Prefixes {
+		if p.Contains(a) {
+			return last, true
+		}
+	}
+	return netip.Addr{}, false
+}
 
 // HostTarget is what a host target (network:http) names, read the way a
 // browser, Node's URL and curl read it (the WHATWG URL standard), so that
@@ -164,8 +210,8 @@ func CanonicalHost(h string) (string, error) {
 		if err != nil || !a.Is6() {
 			return "", fmt.Errorf("%w: %q is not an IPv6 address", ErrBadHost, h)
 		}
-		if a = a.Unmap(); a.Is4() {
-			return a.String(), nil
+		if v4, ok := embeddedIPv4(a); ok {
+			return v4.String(), nil
 		}
 		return "[" + a.String() + "]", nil
 	}

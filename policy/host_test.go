@@ -204,8 +204,12 @@ func browserURL(target string) string {
 // form: one trailing dot dropped, an IPv4-mapped IPv6 address unmapped.
 func nodeCanonical(host string) string {
 	if strings.HasPrefix(host, "[") {
-		if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil && a.Unmap().Is4() {
-			return a.Unmap().String()
+		// Node keeps IPv4-compatible and NAT64 forms as IPv6; the gateway
+		// reads them as the IPv4 address they reach (TestCanonicalHost_EmbeddedIPv4).
+		if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+			if v4, ok := embeddedIPv4(a); ok {
+				return v4.String()
+			}
 		}
 		return host
 	}
@@ -369,4 +373,69 @@ func FuzzParseHost(f *testing.F) {
 			t.Fatalf("%q: Allow always would grant %q", target, g)
 		}
 	})
+}
+
+// TestCanonicalHost_EmbeddedIPv4: an IPv6 address that reaches an IPv4
+// address (mapped, IPv4-compatible, translated, NAT64) is that IPv4
+// address, so a block rule on 127.0.0.1 or 169.254.169.254 holds for it.
+func TestCanonicalHost_EmbeddedIPv4(t *testing.T) {
+	for in, want := range map[string]string{
+		"[::ffff:127.0.0.1]": "127.0.0.1", "[::127.0.0.1]": "127.0.0.1", "[::7f00:1]": "127.0.0.1",
+		"[::ffff:0:a9fe:a9fe]": "169.254.169.254", "[64:ff9b::127.0.0.1]": "127.0.0.1",
+		"[64:ff9b::a9fe:a9fe]": "169.254.169.254", "[64:ff9b:1::a00:1]": "10.0.0.1",
+		"[::1]": "[::1]", "[::]": "[::]", "[2001:db8::1]": "[2001:db8::1]", "[64:ff9b:2::1]": "[64:ff9b:2::1]",
+	} {
+		got, err := CanonicalHost(in)
+		if err != nil || got != want {
+			t.Errorf("CanonicalHost(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+// TestGrantTarget_NoPublicSuffix: Allow always never offers, and an agent
+// may never suggest, "*." and a public suffix (co.uk, github.io).
+func TestGrantTarget_NoPublicSuffix(t *testing.T) {
+	var n Normalizer
+	for _, tc := range []struct{ target, suggested string }{
+		{"evil.co.uk", "*.co.uk"}, {"a.github.io", "*.github.io"}, {"x.s3.amazonaws.com", "*.s3.amazonaws.com"},
+		{"a.b.com.au", "*.com.au"}, {"x.appspot.com", "*.appspot.com"},
+	} {
+		if got, ok := n.GrantTarget(KindHost, tc.target, tc.suggested); ok {
+			t.Errorf("GrantTarget(%q, %q) = %q, taken", tc.target, tc.suggested, got)
+		}
+		for _, sc := range n.Scopes(KindHost, tc.target, "") {
+			if sc == tc.suggested {
+				t.Errorf("Scopes(%q) offers %q", tc.target, sc)
+			}
+		}
+	}
+	if got, ok := n.GrantTarget(KindHost, "api.example.co.uk", "*.example.co.uk"); !ok || got != "*.example.co.uk" {
+		t.Errorf("a registrable domain under a public suffix: %q, %v", got, ok)
+	}
+	if sc := n.Scopes(KindHost, "me.github.io", ""); len(sc) != 1 {
+		t.Errorf("Scopes(me.github.io) = %v, want the host only", sc)
+	}
+}
+
+// TestGrantTarget_GlobRequestGrantsItselfOnly: Allow always on a glob
+// search grants that search, never the files the glob could match.
+func TestGrantTarget_GlobRequestGrantsItselfOnly(t *testing.T) {
+	n := Normalizer{Home: "/home/u"}
+	for _, target := range []string{"/w/**/*.go", "/w/*", "/home/u/src/*.[ch]", "~/notes/{a,b}.md"} {
+		g, taken := n.GrantTarget(KindPathGlob, target, "/w/**")
+		if taken {
+			t.Errorf("GrantTarget(%q) took the suggestion", target)
+		}
+		if sc := n.Scopes(KindPathGlob, target, "/w/**"); len(sc) != 1 || sc[0] != g {
+			t.Errorf("Scopes(%q) = %v, want [%q]", target, sc, g)
+		}
+		if !n.MatchGrant(KindPathGlob, g, target) {
+			t.Errorf("grant %q does not cover its own search %q", g, target)
+		}
+		for _, read := range []string{"/w/a.go", "/w/x/a.go", "/home/u/src/a.c", "/home/u/notes/a.md", "/w/b"} {
+			if n.MatchGrant(KindPathGlob, g, read) {
+				t.Errorf("grant %q from the search %q allows the read %q", g, target, read)
+			}
+		}
+	}
 }

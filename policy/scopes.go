@@ -16,6 +16,9 @@ import (
 // is GrantTarget's answer, which a card marks separately.
 func (n Normalizer) Scopes(kind TargetKind, target, suggested string) []string {
 	norm := n.Normalize(kind, target)
+	if kind == KindPathGlob && hasMeta(norm) {
+		return []string{literalGlob(norm)} // a search is granted as itself (see GrantTarget)
+	}
 	out := []string{norm}
 	add := func(cand string) {
 		if cand == "" || slices.Contains(out, cand) {

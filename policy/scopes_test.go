@@ -20,7 +20,7 @@ func TestScopes(t *testing.T) {
 		{"no extension", KindPathGlob, "/a/inv/Makefile", "", []string{"/a/inv/Makefile", "/a/inv/*"}},
 		{"dotfile", KindPathGlob, "/a/inv/.env", "", []string{"/a/inv/.env", "/a/inv/*"}},
 		{"root file", KindPathGlob, "/x.txt", "", []string{"/x.txt"}},
-		{"meta in target", KindPathGlob, "/a/[x]/f.txt", "", []string{"/a/[x]/f.txt"}},
+		{"meta in target: granted as that text only", KindPathGlob, "/a/[x]/f.txt", "", []string{`/a/\[x\]/f.txt`}},
 		{"relative", KindPathGlob, "a/f.txt", "", []string{"a/f.txt"}},
 		{"host", KindHost, "https://API.example.com/x", "", []string{"api.example.com", "*.example.com"}},
 		{"two labels", KindHost, "example.com", "", []string{"example.com"}},

@@ -319,6 +319,13 @@ func wildcard(p, s string) bool {
 // The second result says whether the suggestion was taken.
 func (n Normalizer) GrantTarget(kind TargetKind, target, suggested string) (string, bool) {
 	norm := n.Normalize(kind, target)
+	if kind == KindPathGlob && hasMeta(norm) {
+		// A glob request (a search for /w/**/*.go) is granted as that
+		// search only: its pattern, escaped, matches the same pattern and
+		// no file it could match, so a plain read it did not ask about is
+		// never allowed by it.
+		return literalGlob(norm), false
+	}
 	if suggested == "" || kind == KindNone || kind == KindExact {
 		return norm, false
 	}
@@ -337,7 +344,7 @@ func (n Normalizer) GrantTarget(kind TargetKind, target, suggested string) (stri
 	case KindHost:
 		p := hostPattern(suggested)
 		if rest, ok := strings.CutPrefix(p, "*."); ok {
-			if strings.Count(rest, ".") < 1 || hasMeta(rest) {
+			if strings.Count(rest, ".") < 1 || hasMeta(rest) || isPublicSuffix(rest) {
 				return norm, false
 			}
 		} else if hasMeta(p) {
@@ -346,6 +353,19 @@ func (n Normalizer) GrantTarget(kind TargetKind, target, suggested string) (stri
 		return p, true
 	}
 	return norm, false
+}
+
+// literalGlob escapes every glob character of a path, so that as a
+// pattern it matches that text only.
+func literalGlob(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if strings.IndexByte("*?[]{}\\", p[i]) >= 0 {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
 }
 
 // classMayMatchSlash reports whether a pattern segment has a character
