@@ -44,6 +44,11 @@ type AppOptions struct {
 	// CallbackResolver resolves callback hosts (nil: the system's); tests
 	// make a name resolve to loopback with it.
 	CallbackResolver callbackurl.Resolver
+	// HostResolver looks up the names of network:http targets where a
+	// block rule on an address or the guard's "the gateway is not a
+	// target" needs their addresses (policy.AddrCache); nil: names are
+	// not resolved. `gateway serve` passes the system's; tests a fake.
+	HostResolver policy.Resolver
 	// LeaderRetry is how often a replica on PostgreSQL that does not lead
 	// tries to take over (default 2 s): a dead leader is replaced within it.
 	LeaderRetry time.Duration
@@ -107,6 +112,9 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 	rules := policy.NewRuleStore(db, cfg.PolicyRules(), cfg.HasAgent, o.Now)
 	uses := policy.NewUseCounter(db)
 	decider := &policy.Decider{Source: rules, Grants: policy.NewGrantCache(grants, version).CountUses(uses), Vaglio: vg, Norm: norm}
+	if o.HostResolver != nil {
+		decider.Addrs = &policy.AddrCache{Resolver: o.HostResolver, Now: o.Now}
+	}
 	metrics := NewMetrics()
 	a := &App{Config: cfg, DB: db, Grants: grants, Rules: rules, log: o.Logger, version: version, vaglio: vg, leaderRetry: o.LeaderRetry,
 		uses: uses}

@@ -146,7 +146,7 @@ func TestClaudeCodeHook_Mapping(t *testing.T) {
 		{"Write", map[string]any{"file_path": "/home/r/proj/main.go", "content": "package main"}, "fs:write", "/home/r/proj/main.go", client.AllowOnce, hooks.Allow},
 		{"Edit", map[string]any{"file_path": "README.md", "old_string": "a", "new_string": "b"}, "fs:write", "/home/r/proj/README.md", client.Deny, hooks.Deny},
 		{"Read", map[string]any{"file_path": "/home/r/proj/go.mod"}, "fs:read", "/home/r/proj/go.mod", client.AllowAlways, hooks.Allow},
-		{"WebFetch", map[string]any{"url": "https://pkg.go.dev/net/http?tab=doc", "prompt": "summarize"}, "network:http", "pkg.go.dev", client.AllowOnce, hooks.Allow},
+		{"WebFetch", map[string]any{"url": "https://pkg.go.dev/net/http?tab=doc", "prompt": "summarize"}, "network:http", "pkg.go.dev:443", client.AllowOnce, hooks.Allow},
 		{"mcp__gmail__send", map[string]any{"to": "ann@example.com", "subject": "hi"}, "mail:send", "ann@example.com", client.Deny, hooks.Deny},
 	}
 	g := startHookGateway(t, nil)

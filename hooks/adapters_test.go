@@ -182,7 +182,7 @@ func TestGemini_Map(t *testing.T) {
 		{"grep_search with path", geminiEvent("grep_search", map[string]any{"pattern": "x", "path": "/srv"}), []target{{"fs:read", "/srv"}}},
 		{"list_directory", geminiEvent("list_directory", map[string]any{"dir_path": "~/.ssh"}), []target{{"fs:read", "~/.ssh"}}},
 		{"web_fetch every host", geminiEvent("web_fetch", map[string]any{"prompt": "compare https://a.example.com/x?t=1 and http://B.example.org"}),
-			[]target{{"network:http", "a.example.com"}, {"network:http", "b.example.org"}}},
+			[]target{{"network:http", "a.example.com:443"}, {"network:http", "b.example.org:80"}}},
 		{"mcp", geminiEvent("mcp_gmail_send", map[string]any{"to": "a@x.org"}), []target{{"mail:send", "a@x.org"}}},
 		{"exact entry overrides built-in", geminiEvent("read_file", map[string]any{"file_path": "/a"}), []target{{"fs:write", "/a"}}},
 	}

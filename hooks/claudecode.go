@@ -330,7 +330,7 @@ func mapConfigured(c *Call, ev Event, capability, section string) error {
 	case policy.KindHost:
 		c.Target = hostOf(first(ev.ToolInput, hostFields))
 		for _, f := range hostFields {
-			if h := hostOf(str(ev.ToolInput, f)); h != "" && h != c.Target {
+			if h := hostOnly(str(ev.ToolInput, f)); h != "" && h != hostOnly(c.Target) {
 				c.Ask = "the tool input names more than one host (" + c.Target + ", " + h + "); the tool may use either, so a person decides"
 			}
 		}
@@ -428,6 +428,20 @@ func resolve(cwd, p string) string {
 // reads it (policy.ParseHost: "http:evil.com" is evil.com, "0x7f.1" is
 // 127.0.0.1); "" when it names none.
 func hostOf(raw string) string {
+	h, err := policy.ParseHost(raw)
+	if err != nil {
+		return ""
+	}
+	if h.Port == "" {
+		return h.Host
+	}
+	// The port too (the scheme's when the URL names none): the gateway
+	// tells a local dev server (localhost:3000) from itself by it.
+	return h.Host + ":" + h.Port
+}
+
+// hostOnly is the canonical host a URL reaches, without its port.
+func hostOnly(raw string) string {
 	h, err := policy.ParseHost(raw)
 	if err != nil {
 		return ""

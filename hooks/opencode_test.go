@@ -25,7 +25,7 @@ func TestOpenCode_Map(t *testing.T) {
 		{"edit", openCodeEvent("edit", map[string]any{"filePath": "/etc/hosts", "oldString": "a", "newString": "b"}), []target{{"fs:write", "/etc/hosts"}}},
 		{"glob", openCodeEvent("glob", map[string]any{"pattern": "**/*.pem"}), []target{{"fs:read", "/home/r/proj/**/*.pem"}}},
 		{"grep", openCodeEvent("grep", map[string]any{"pattern": "key", "path": "/etc"}), []target{{"fs:read", "/etc"}}},
-		{"webfetch", openCodeEvent("webfetch", map[string]any{"url": "https://example.com/x?t=secret", "format": "text"}), []target{{"network:http", "example.com"}}},
+		{"webfetch", openCodeEvent("webfetch", map[string]any{"url": "https://example.com/x?t=secret", "format": "text"}), []target{{"network:http", "example.com:443"}}},
 		{"mcp", openCodeEvent("gmail_send", map[string]any{"to": "a@b.c"}), []target{{"mail:send", "a@b.c"}}},
 	}
 	for _, tc := range cases {

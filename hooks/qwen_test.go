@@ -32,7 +32,7 @@ func TestQwen_Map(t *testing.T) {
 		{"notebook_edit", qwenEvent("PreToolUse", "notebook_edit", map[string]any{"notebook_path": "/n.ipynb", "new_source": "x"}),
 			[]target{{"fs:write", "/n.ipynb"}}},
 		{"web_fetch", qwenEvent("PreToolUse", "web_fetch", map[string]any{"url": "https://example.com/a?token=x", "prompt": "p"}),
-			[]target{{"network:http", "example.com"}}},
+			[]target{{"network:http", "example.com:443"}}},
 		{"mcp", qwenEvent("PreToolUse", "mcp__gmail__send", map[string]any{"to": "a@b.c"}), []target{{"mail:send", "a@b.c"}}},
 	}
 	for _, tc := range cases {

@@ -86,6 +86,21 @@ func wrapped(name string, p program, rest []string, depth int) (string, bool) {
 		return "", false
 	}
 	inner := rest[p.wrap.positional:]
+	// Options after the operands (flock FILE -c CMD).
+	s := scan{p: p, values: map[string][]string{}}
+	for len(inner) > 0 && isOptionWord(inner[0]) {
+		o, takesNext, hit := s.option(inner[0])
+		if hit {
+			return name + " " + o.flag + ": " + string(o.risk), true
+		}
+		inner = inner[1:]
+		if takesNext && len(inner) > 0 {
+			inner = inner[1:]
+		}
+	}
+	if len(inner) == 0 {
+		return "", false
+	}
 	if reason, hit := commandRisk(inner, depth+1); hit {
 		return name + " runs " + reason, true // "nice runs sh -c: runs …"
 	}

@@ -45,7 +45,7 @@ var proofs = map[string]proof{
 	"time":                {args: []string{"time", "sh", "-c", "touch M"}},
 	"time -o":             {args: []string{"time", "-o", "M", "true"}},
 	"time --output":       {args: []string{"time", "--output=M", "true"}},
-	"chrt":                {args: []string{"chrt", "0", "sh", "-c", "touch M"}},
+	"chrt":                {args: []string{"chrt", "-o", "0", "sh", "-c", "touch M"}},
 	"flock":               {args: []string{"flock", "L", "sh", "-c", "touch M"}},
 	"flock -c":            {args: []string{"flock", "L", "-c", "touch M"}},
 	"flock --command":     {args: []string{"flock", "L", "--command", "touch M"}},
@@ -215,8 +215,11 @@ var proofs = map[string]proof{
 	"git archive -o":       {args: []string{"git", "archive", "-o", "M", "HEAD"}, pre: gitRepo()},
 	"git archive --output": {args: []string{"git", "archive", "--output=M", "HEAD"}, pre: gitRepo()},
 	"git operand":          {args: []string{"git", "config", "alias.x", "!touch M"}, pre: gitRepo(), marker: ".git/config~alias"},
-	"git submodule":        {args: []string{"git", "submodule", "foreach", "touch DIR/M"}, pre: gitRepo([]string{"git", "-c", "protocol.file.allow=always", "submodule", "add", "-q", "DIR/R", "s"}), files: map[string]string{"R/.keep": ""}},
-	"npm exec":             {args: []string{"npm", "exec", "--offline", "--", "sh", "-c", "touch M"}, files: map[string]string{"package.json": "{}"}},
+	"git submodule": {args: []string{"git", "submodule", "foreach", "touch DIR/M"},
+		pre: append([][]string{{"git", "init", "-q", "R"}, {"git", "-C", "R", "commit", "-q", "--allow-empty", "-m", "x"}},
+			gitRepo([]string{"git", "-c", "protocol.file.allow=always", "submodule", "add", "-q", "DIR/R", "s"})...),
+		files: map[string]string{".gitignore": "R/\n"}},
+	"npm exec": {args: []string{"npm", "exec", "--offline", "--", "sh", "-c", "touch M"}, files: map[string]string{"package.json": "{}"}},
 	"npm --script-shell": {args: []string{"npm", "run", "--offline", "t", "--script-shell=./S.sh"},
 		files: map[string]string{"package.json": `{"scripts":{"t":"true"}}`, "S.sh": touchScript}},
 	"npm --userconfig": {args: []string{"npm", "run", "--offline", "t", "--userconfig=C"},
@@ -319,7 +322,16 @@ func TestCommandTable_RunsEachProgram(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			env := append(os.Environ(), "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_AUTHOR_NAME=t",
+			// The tool caches stay where they are (a fresh Go or Cargo
+			// cache would rebuild the standard library); HOME is the
+			// test's, for the rc files a row reads.
+			realHome, _ := os.UserHomeDir()
+			cache, _ := os.UserCacheDir()
+			env := append(os.Environ(), "GOCACHE="+orDefault(os.Getenv("GOCACHE"), filepath.Join(cache, "go-build")),
+				"GOMODCACHE="+orDefault(os.Getenv("GOMODCACHE"), filepath.Join(realHome, "go", "pkg", "mod")),
+				"CARGO_HOME="+orDefault(os.Getenv("CARGO_HOME"), filepath.Join(realHome, ".cargo")),
+				"RUSTUP_HOME="+orDefault(os.Getenv("RUSTUP_HOME"), filepath.Join(realHome, ".rustup")),
+				"GOFLAGS=", "GOTOOLCHAIN=local", "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_AUTHOR_NAME=t",
 				"GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com",
 				"GIT_TERMINAL_PROMPT=0", "npm_config_update_notifier=false", "PAGER=cat", "GIT_PAGER=cat")
 			for _, e := range pr.env {
@@ -377,6 +389,13 @@ func TestCommandTable_RunsEachProgram(t *testing.T) {
 		})
 	}
 	t.Logf("%d rows run", ran)
+}
+
+func orDefault(v, d string) string {
+	if v != "" {
+		return v
+	}
+	return d
 }
 
 func isDir(p string) bool {

@@ -219,6 +219,9 @@ type Decider struct {
 	Grants GrantFinder // nil: no grants
 	Vaglio Vetter      // nil: no vaglio step
 	Norm   Normalizer
+	// Addrs resolves a host target's name where a rule or the guard
+	// needs its addresses (see AddrCache); nil: names are not resolved.
+	Addrs *AddrCache
 }
 
 // Validate checks the parts of a request that need no state (SPEC §4 step 1)
@@ -345,8 +348,15 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 			return Decision{}, fmt.Errorf("decide: %w", err)
 		}
 	}
+	var addrs []string
+	if c.TargetKind == KindHost {
+		if addrs, err = d.hostAddrs(ctx, c, host, rules); err != nil {
+			trace("rules", Denied, "%s: %v", host.Host, err)
+			return deny(BlockedByGuard, "guard: "+host.Host+": "+err.Error()+"; denied rather than unchecked"), nil
+		}
+	}
 	m := EvalRules(d.Norm, rules, RuleSubject{
-		Capability: c, Target: target, Agent: in.Profile.Agent, Channel: in.Channel, SenderID: in.SenderID,
+		Capability: c, Target: target, Agent: in.Profile.Agent, Channel: in.Channel, SenderID: in.SenderID, Addrs: addrs,
 	})
 	if m.Rule != nil {
 		trace("rules", "", "rule %s (%s, capability %q, target %q) says %s",
@@ -407,7 +417,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	if d.Vaglio != nil {
 		v := d.Vaglio.Check(ctx, vaglio.Request{
 			Agent: in.Profile.Agent, Capability: c.Name, Critical: c.Critical, Target: in.Target,
-			Host: host.Host, Port: host.Port, Intent: in.Intent, Executor: in.Executor, Args: in.Args, Context: in.Context,
+			Host: host.Host, Port: host.Port, Addrs: addrs, Intent: in.Intent, Executor: in.Executor, Args: in.Args, Context: in.Context,
 			Home: in.Profile.Home,
 		})
 		dec.Vaglio = &v

@@ -79,6 +79,11 @@ type RuleSubject struct {
 	Agent      string
 	Channel    string
 	SenderID   string
+	// Addrs are the canonical addresses a host target's name resolves to
+	// (see AddrCache), when a rule needs them: a block or
+	// require_approval rule on an address holds for a name reaching it.
+	// Never an approve rule: a name's answer is its owner's to choose.
+	Addrs []string
 }
 
 func (r Rule) matches(n Normalizer, s RuleSubject) bool {
@@ -90,13 +95,27 @@ func (r Rule) matches(n Normalizer, s RuleSubject) bool {
 		r.Channel != "" && r.Channel != s.Channel {
 		return false
 	}
-	if !n.MatchRule(s.Capability.TargetKind, r.Target, s.Target) {
+	if !n.MatchRule(s.Capability.TargetKind, r.Target, s.Target) && !r.matchesAddr(n, s) {
 		return false
 	}
 	// A glob written for one command approves only what bash reads as
 	// one command, and only one that takes no risk through its arguments
 	// (parsed last: only a command the rule would approve).
 	return r.Action != ActionApprove || s.Capability.Name != "code:exec" || approvableCommand(s.Target)
+}
+
+// matchesAddr reports a block or require_approval rule on an address
+// that one of the subject's resolved addresses matches.
+func (r Rule) matchesAddr(n Normalizer, s RuleSubject) bool {
+	if r.Action == ActionApprove {
+		return false
+	}
+	for _, a := range s.Addrs {
+		if n.MatchRule(KindHost, r.Target, a) {
+			return true
+		}
+	}
+	return false
 }
 
 // RuleMatch is the result of evaluating the rules: the winning action (""

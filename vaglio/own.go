@@ -84,15 +84,36 @@ func (o *ownRules) reachesGateway(r Request) (string, bool) {
 		return "", false
 	}
 	for _, e := range o.endpoints {
-		if !sameHost(e.Host, r.Host) {
+		if e.Port != "" && r.Port != "" && e.Port != r.Port {
 			continue
 		}
-		if e.Port == "" || r.Port == "" || e.Port == r.Port {
+		if sameHost(e.Host, r.Host) {
 			return fmt.Sprintf("guard: the target is the gateway itself (%s); agents do not call the gateway through network:http",
 				joinHostPort(e.Host, e.Port)), true
 		}
+		for _, a := range r.Addrs {
+			if sameHost(e.Host, a) {
+				return fmt.Sprintf("guard: the target is the gateway itself (%s resolves to %s); agents do not call the gateway through network:http",
+					r.Host, joinHostPort(a, e.Port)), true
+			}
+		}
 	}
 	return "", false
+}
+
+// needsAddrs reports whether judging a request for port (""
+// for none) against the gateway's addresses needs the addresses a name
+// resolves to: some endpoint is an address or loopback on that port.
+func (o *ownRules) needsAddrs(port string) bool {
+	for _, e := range o.endpoints {
+		if e.Port != "" && port != "" && e.Port != port {
+			continue
+		}
+		if _, err := netip.ParseAddr(strings.Trim(e.Host, "[]")); err == nil || e.Host == "localhost" {
+			return true
+		}
+	}
+	return false
 }
 
 // sameHost compares canonical hosts. The endpoint "localhost" stands for

@@ -36,9 +36,12 @@ type Request struct {
 	// reaches in canonical form and its port ("" when it names none), as
 	// policy read them (policy.ParseHost); empty for other targets.
 	Host, Port string
-	Intent     string
-	Executor   string
-	Args       map[string]any
+	// Addrs are the canonical addresses Host resolves to, when policy
+	// looked them up (see NeedsAddrs); each is judged as Host is.
+	Addrs    []string
+	Intent   string
+	Executor string
+	Args     map[string]any
 	// Home is the agent's home directory when known (an [[agents]] home,
 	// or the environment of the hook that asked), else "": "~" is then
 	// read as both it and the gateway's own home, and a search of either
@@ -232,6 +235,11 @@ func (v *Vaglio) MustAsk(r Request) (reason string, always bool) {
 	}
 	return "", false
 }
+
+// NeedsAddrs says whether a network:http request for port ("" for none)
+// needs the addresses its host name resolves to, for the guard to tell
+// whether it reaches the gateway (policy.AddrNeeder).
+func (v *Vaglio) NeedsAddrs(port string) bool { return v.own.Load().needsAddrs(port) }
 
 // Close writes the decision log lines still buffered and closes the log
 // file. Checks after Close still log, each line written at once.

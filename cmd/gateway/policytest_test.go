@@ -25,7 +25,7 @@ func TestPolicyTest(t *testing.T) {
 	cfg := write("gw.toml", `
 [[policy.rules]]
 capability = "code:exec"
-target = "npm test*"
+target = "npm test -- --watch*"
 action = "approve"
 
 [[policy.rules]]

@@ -132,7 +132,7 @@ func cmdServe(e *env, args []string) error {
 		return err
 	}
 	app, err := gateway.NewApp(e.ctx, cfg, gateway.AppOptions{
-		Logger: log, Home: e.getenv("HOME"), Messengers: messengers(cfg, log),
+		Logger: log, Home: e.getenv("HOME"), Messengers: messengers(cfg, log), HostResolver: net.DefaultResolver,
 	})
 	if err != nil {
 		return err
