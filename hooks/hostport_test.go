@@ -13,10 +13,14 @@ import (
 // (localhost:3000) from the gateway on its own port (8080).
 func TestHosts_EveryAdapterSendsThePort(t *testing.T) {
 	fetch := map[string]func(u string) string{
-		"claude-code": func(u string) string { return rawEvent("claude-code", "WebFetch", "/w", map[string]any{"url": u, "prompt": "x"}) },
-		"gemini":      func(u string) string { return geminiEvent("web_fetch", map[string]any{"url": u, "prompt": "x"}) },
-		"qwen":        func(u string) string { return qwenEvent("PreToolUse", "web_fetch", map[string]any{"url": u, "prompt": "x"}) },
-		"opencode":    func(u string) string { return openCodeEvent("webfetch", map[string]any{"url": u, "format": "text"}) },
+		"claude-code": func(u string) string {
+			return rawEvent("claude-code", "WebFetch", "/w", map[string]any{"url": u, "prompt": "x"})
+		},
+		"gemini": func(u string) string { return geminiEvent("web_fetch", map[string]any{"url": u, "prompt": "x"}) },
+		"qwen": func(u string) string {
+			return qwenEvent("PreToolUse", "web_fetch", map[string]any{"url": u, "prompt": "x"})
+		},
+		"opencode": func(u string) string { return openCodeEvent("webfetch", map[string]any{"url": u, "format": "text"}) },
 	}
 	v := vaglio.New(vaglio.Options{Home: "/home/r", Own: vaglio.Own{Endpoints: []vaglio.Endpoint{{Host: "localhost", Port: "8080"}}}})
 	t.Cleanup(func() { v.Close() })
