@@ -1106,6 +1106,8 @@ func TestAPI_ErrorStatuses(t *testing.T) {
 		{"call_id too long", "POST", "/v1/requests", tokA1, jsonBody{"capability": "llm:local", "call_id": strings.Repeat("c", 300)}, 400, "", "call_id"},
 		{"bad wait", "POST", "/v1/requests?wait=soon", tokA1, decidedNowBody("err-w"), 400, "invalid_wait", "wait"},
 		{"bad wait on GET", "GET", "/v1/requests/" + pending.ID + "?wait=-1s", tokA1, nil, 400, "invalid_wait", "wait"},
+		{"a wait with a stray unit", "POST", "/v1/requests?wait=3x", tokA1, decidedNowBody("err-w3x"), 400, "invalid_wait", "wait"},
+		{"a bare number as wait", "GET", "/v1/requests/" + pending.ID + "?wait=3", tokA1, nil, 400, "invalid_wait", "wait"},
 		{"bad decision", "POST", "/v1/requests/" + pending.ID + "/decision", tokAdmin, jsonBody{"decision": "maybe"}, 400, "invalid_decision", "decision"},
 		{"bad grant id", "DELETE", "/v1/grants/abc", tokAdmin, nil, 400, "invalid_id", "id"},
 		{"no token", "POST", "/v1/requests", "", decidedNowBody("err-1"), 401, "unauthorized", ""},

@@ -36,4 +36,13 @@ func TestAPI_DurationsAsInTheConfig(t *testing.T) {
 			t.Errorf("POST %s ttl '90 days': %+v", path, e)
 		}
 	}
+	// ?wait= too, wherever it is taken: "3x" is refused, not read as 3 s.
+	e := g.want(t, http.StatusBadRequest, "POST", "/v1/requests?wait=3x", tokA1, jsonBody{"capability": "llm:local"}).apiError(t)
+	if e.Error.Code != "invalid_wait" || !strings.Contains(e.Error.Message, `bad duration "3x" (want e.g. "90s", "10m", "2160h" or "90d")`) {
+		t.Errorf("POST /v1/requests?wait=3x: %+v", e)
+	}
+	hook := g.want(t, http.StatusOK, "POST", "/v1/hooks/codex?wait=3x", tokA1, jsonBody{"hook_event_name": "PreToolUse"})
+	if !strings.Contains(string(hook.Body), `bad duration \"3x\"`) {
+		t.Errorf("a hook's ?wait=3x: %s", hook.Body)
+	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/hooks"
-	"github.com/metnos/gateway/internal/duration"
 	"github.com/metnos/gateway/storage"
 )
 
@@ -49,11 +48,9 @@ func (s *Server) agentHook(ad hooks.Adapter) http.HandlerFunc {
 func (s *Server) agentVerdict(w http.ResponseWriter, r *http.Request, ad hooks.Adapter, conflict **approvals.CallIDConflictError) (hooks.Event, hooks.Verdict) {
 	sec := s.cfg.Hooks.Section(ad.Name)
 	wait := min(sec.Wait, HookMaxWait)
-	if v := r.URL.Query().Get("wait"); v != "" {
-		d, err := duration.Parse(v)
-		if err != nil || d < 0 {
-			return hooks.Event{}, hooks.VerdictOf(hooks.Failed(fmt.Errorf("?wait=%q is not a duration (e.g. 25s)", v)))
-		}
+	if d, err := parseWait(r); err != nil {
+		return hooks.Event{}, hooks.VerdictOf(hooks.Failed(fmt.Errorf("?%v", err)))
+	} else if r.URL.Query().Get("wait") != "" {
 		wait = min(wait, d)
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, hooks.MaxEventBytes))

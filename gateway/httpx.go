@@ -213,22 +213,15 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	return false
 }
 
-// parseWait reads ?wait= (a Go duration or seconds), bounded by MaxWait.
+// parseWait reads ?wait= (duration.ParseWait), bounded by MaxWait.
 func parseWait(r *http.Request) (time.Duration, error) {
 	v := r.URL.Query().Get("wait")
 	if v == "" {
 		return 0, nil
 	}
-	d, err := duration.Parse(v)
+	d, err := duration.ParseWait(v)
 	if err != nil {
-		var secs float64
-		if _, e2 := fmt.Sscanf(v, "%g", &secs); e2 != nil || strings.TrimSpace(v) != v {
-			return 0, fmt.Errorf("wait: bad duration %q (e.g. 30s)", v)
-		}
-		d = time.Duration(secs * float64(time.Second))
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("wait: negative duration %q", v)
+		return 0, fmt.Errorf("wait: %w", err)
 	}
 	return min(d, MaxWait), nil
 }

@@ -25,6 +25,20 @@ func Parse(s string) (time.Duration, error) {
 	return 0, fmt.Errorf("bad duration %q (want e.g. \"90s\", \"10m\", \"2160h\" or \"90d\")", s)
 }
 
+// ParseWait reads an API's ?wait= as every other duration is read
+// (Parse: "30s", "2m", "90d"; "3x" or "30" is refused with Parse's
+// words), and never negative. Every ?wait= the gateway takes is read here.
+func ParseWait(s string) (time.Duration, error) {
+	d, err := Parse(s)
+	if err != nil {
+		return 0, err
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("negative duration %q", s)
+	}
+	return d, nil
+}
+
 // days reads "<digits>d", refusing a count whose hours overflow.
 func days(s string) (int64, bool) {
 	if len(s) < 2 || s[len(s)-1] != 'd' {

@@ -23,3 +23,18 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+// TestParseWait: ?wait= reads as every duration does; "3x" is refused,
+// not read as 3 s, and so is a bare number or a negative wait.
+func TestParseWait(t *testing.T) {
+	for in, want := range map[string]time.Duration{"30s": 30 * time.Second, "2m": 2 * time.Minute, "1d": 24 * time.Hour, "0": 0} {
+		if got, err := ParseWait(in); err != nil || got != want {
+			t.Errorf("ParseWait(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"3x", "30", "1.5", "-5s", " 30s", "30s ", "", "3e1s0"} {
+		if d, err := ParseWait(in); err == nil {
+			t.Errorf("ParseWait(%q) = %v, want an error", in, d)
+		}
+	}
+}
