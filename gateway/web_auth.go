@@ -349,12 +349,15 @@ func (w *web) loginLink(rw http.ResponseWriter, r *http.Request) {
 			w.fail(rw, r, err)
 			return
 		}
+		// Throttled as a wrong token is: past a few, 429 with Retry-After.
 		wait := w.throttle.fail(src, "")
 		w.s.log.Warn("web login link refused", "remote", r.RemoteAddr) // never the link
+		status := http.StatusForbidden
 		if wait > 0 {
+			status = http.StatusTooManyRequests
 			rw.Header().Set("Retry-After", strconv.Itoa(retrySeconds(wait)))
 		}
-		w.refuse(rw, r, http.StatusForbidden, w.loc.T("web.link_bad_title"), w.loc.T("web.link_bad"), linkLogin)
+		w.refuse(rw, r, status, w.loc.T("web.link_bad_title"), w.loc.T("web.link_bad"), linkLogin)
 		return
 	}
 	w.throttle.succeed(src, s.User)

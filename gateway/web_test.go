@@ -761,6 +761,17 @@ func TestWeb_LoginThrottle(t *testing.T) {
 			t.Errorf("the right token from %s after 50 wrong ones: %d, want 303 to /", src, rec.Code)
 		}
 	}
+	// Wrong login links are throttled the same way, as SECURITY.md says:
+	// 403 at first, then 429 with Retry-After.
+	for i := range 10 {
+		rec := serve(app, httptest.NewRequest("GET", fmt.Sprintf("http://gw.example/login/not-a-link-%d", i), nil), "192.0.2.7:3")
+		switch {
+		case i == 0 && rec.Code != http.StatusForbidden:
+			t.Errorf("the first wrong link: %d, want 403", rec.Code)
+		case i == 9 && (rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == ""):
+			t.Errorf("the tenth wrong link: %d (Retry-After %q), want 429 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
+		}
+	}
 }
 
 func TestWeb_DoubleTap(t *testing.T) {
