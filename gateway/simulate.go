@@ -25,6 +25,12 @@ type simulateBody struct {
 	AddRules    []ruleBody        `json:"add_rules"`
 	RemoveRules []string          `json:"remove_rules"`
 	Levels      map[string]string `json:"levels"`
+	// Against is what a change is measured from: "arrival" (the default),
+	// the outcome recorded when each request arrived; or "policy", the
+	// outcome the policy as it stands now gives without the change, so
+	// that only what the change itself flips is counted (the web page's
+	// rule form: a rule that matches nothing changes nothing).
+	Against string `json:"against"`
 }
 
 // SimChange is one request whose outcome the change would flip.
@@ -80,11 +86,14 @@ func (s *Server) Simulate(ctx context.Context, b simulateBody) (SimResult, error
 	if err != nil {
 		return SimResult{}, err
 	}
-	rules, err := s.rules.Rules(ctx)
+	if b.Against != "" && b.Against != "arrival" && b.Against != "policy" {
+		return SimResult{}, &policy.FieldError{Field: "against", Err: fmt.Errorf("%q is neither arrival nor policy", b.Against)}
+	}
+	current, err := s.rules.Rules(ctx)
 	if err != nil {
 		return SimResult{}, err
 	}
-	rules = slices.Clone(rules)
+	rules := slices.Clone(current)
 	for _, id := range b.RemoveRules {
 		i := slices.IndexFunc(rules, func(r policy.Rule) bool { return ruleID(r) == id })
 		if i < 0 {
@@ -119,19 +128,32 @@ func (s *Server) Simulate(ctx context.Context, b simulateBody) (SimResult, error
 	vg := vaglio.New(vaglio.Options{Threshold: s.cfg.Vaglio.JudgeThreshold, Home: s.decider.Norm.Home})
 	defer vg.Close()
 	d := policy.Decider{Rules: rules, Grants: s.decider.Grants, Norm: s.decider.Norm, Vaglio: vg}
+	now := policy.Decider{Rules: current, Grants: s.decider.Grants, Norm: s.decider.Norm, Vaglio: vg}
 	res := SimResult{Total: len(reqs), Changed: []SimChange{}, Counts: map[string]int{}}
 	for _, q := range reqs {
 		prof, ok := s.profileOf(q.Agent)
 		if !ok {
 			continue // an agent no longer configured: nothing it asks is decided now
 		}
-		requested := q.Autonomy
-		if lv, ok := levels[q.Agent]; ok {
-			prof.Ceiling, requested = lv, 0
+		in := policy.Input{Profile: prof, Capability: q.Capability, Target: q.Target,
+			Requested: q.Autonomy, Channel: q.Channel, SenderID: q.SenderID, SessionID: q.SessionID, Intent: q.Intent,
+			Executor: q.Executor, DryRun: true}
+		before := q.Outcome
+		if b.Against == "policy" {
+			dec, err := now.Decide(ctx, in)
+			var fe *policy.FieldError
+			if errors.As(err, &fe) {
+				continue
+			}
+			if err != nil {
+				return SimResult{}, err
+			}
+			before = dec.Outcome
 		}
-		dec, err := d.Decide(ctx, policy.Input{Profile: prof, Capability: q.Capability, Target: q.Target,
-			Requested: requested, Channel: q.Channel, SenderID: q.SenderID, SessionID: q.SessionID, Intent: q.Intent,
-			Executor: q.Executor, DryRun: true})
+		if lv, ok := levels[q.Agent]; ok {
+			in.Profile.Ceiling, in.Requested = lv, 0
+		}
+		dec, err := d.Decide(ctx, in)
 		var fe *policy.FieldError
 		if errors.As(err, &fe) {
 			continue
@@ -139,10 +161,10 @@ func (s *Server) Simulate(ctx context.Context, b simulateBody) (SimResult, error
 		if err != nil {
 			return SimResult{}, err
 		}
-		res.Counts[string(q.Outcome)+"->"+string(dec.Outcome)]++
-		if dec.Outcome != q.Outcome {
+		res.Counts[string(before)+"->"+string(dec.Outcome)]++
+		if dec.Outcome != before {
 			res.Changed = append(res.Changed, SimChange{RequestID: q.ID, Agent: q.Agent, Capability: q.Capability,
-				Target: q.Target, Before: q.Outcome, After: dec.Outcome})
+				Target: q.Target, Before: before, After: dec.Outcome})
 		}
 	}
 	return res, nil

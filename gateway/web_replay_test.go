@@ -11,14 +11,16 @@ import (
 // TestWeb_RuleReplay: POST /web/rules/simulate, the add form's live replay:
 // it needs the page's CSRF token; it names the requests a rule would flip,
 // their targets shown as cards show agent strings (a hidden character as
-// an escape); a form that is not a rule yet says what is wrong; nothing is
-// ever added.
+// an escape); a form that is not a rule yet says what is wrong; it counts
+// only what the rule itself changes, against the policy without it, not
+// against the outcomes on arrival (a grant written since is not the
+// rule's); nothing is ever added.
 func TestWeb_RuleReplay(t *testing.T) {
 	app := newWebApp(t, nil)
 	srv, c := webServer(t, app)
 	apiRequest(t, srv.URL, fsWrite("/srv/data/a.csv"))
 	apiRequest(t, srv.URL, fsWrite("/srv/data/b\u202e.csv"))
-	apiRequest(t, srv.URL, fsWrite("/srv/other/z.txt"))
+	z := apiRequest(t, srv.URL, fsWrite("/srv/other/z.txt"))
 	form := url.Values{"capability": {"fs:write"}, "target": {"/srv/data/*"}, "action": {"approve"}, "position": {"top"}}
 	if st, _ := postForm(t, c, srv.URL+"/web/rules/simulate", form, nil); st != http.StatusForbidden {
 		t.Fatalf("without the CSRF token: %d, want 403", st)
@@ -43,6 +45,14 @@ func TestWeb_RuleReplay(t *testing.T) {
 		!strings.Contains(all, "/srv/data/a.csv: approval_required → allowed") || !strings.Contains(all, "/srv/data/b⟦U+202E⟧.csv") ||
 		strings.ContainsRune(all, '\u202e') {
 		t.Fatalf("replay %q %q", summary, lines)
+	}
+	decide := url.Values{"id": {z.ID}, "decision": {"allow_always"}, "csrf": {form.Get("csrf")}}
+	if st, page := postForm(t, c, srv.URL+"/web/decide", decide, nil); st != http.StatusOK || !strings.Contains(page, `class="flash ok"`) {
+		t.Fatalf("Allow always on z.txt: %d", st)
+	}
+	form.Set("target", "/srv/none/*")
+	if summary, lines, failed := replay(); failed || !strings.Contains(summary, "0 of 3 requests") || len(lines) != 0 {
+		t.Fatalf("a rule that matches nothing, with a grant written since the requests arrived: %q %q", summary, lines)
 	}
 	form.Set("target", "")
 	if summary, _, failed := replay(); !failed || !strings.HasPrefix(summary, "Not a rule yet: target") {
