@@ -61,9 +61,11 @@ type Card struct {
 	Progress   string
 	Escalation string
 	ArgKeys    []string
-	// Host and HostASCII are set for a host target whose host is not
-	// ASCII: the host as written and the name it is really looked up as
-	// (раураl.com → xn--l-7sba6dbr.com), so a look-alike shows.
+	// Host and HostASCII are set for a host target whose host reads other
+	// than it is written: the host as written (the whole target when a
+	// scheme without // hides it, "http:evil.com") and the host the
+	// gateway decided on (раураl.com → xn--l-7sba6dbr.com, 0x7f.1 →
+	// 127.0.0.1, http:evil.com → evil.com), so a look-alike shows.
 	Host, HostASCII string
 	// Notice says what Display changed in the card's text: the card then
 	// carries a warning line for each.
@@ -265,7 +267,22 @@ func idnHost(capability, target string) (host, canonical string, ok bool) {
 		return "", "", false
 	}
 	host, canonical = policy.HostOf(target)
+	if host != "" && bareScheme(target) {
+		return strings.TrimSpace(target), canonical, true
+	}
 	return host, canonical, host != "" && strings.TrimSuffix(host, ".") != canonical
+}
+
+// bareScheme reports a target that starts with a scheme not followed by
+// "//" ("http:evil.com"): a URL parser reads a host there that the eye
+// may not. A port after a host ("localhost:8080") is no scheme.
+func bareScheme(target string) bool {
+	t := strings.TrimSpace(target)
+	i := strings.IndexByte(t, ':')
+	if i <= 0 || strings.ContainsAny(t[:i], "/.@[") || strings.HasPrefix(t[i:], "://") {
+		return false
+	}
+	return i+1 < len(t) && (t[i+1] < '0' || t[i+1] > '9')
 }
 
 // cuts records what a renderer cut to fit a platform limit, by field, so

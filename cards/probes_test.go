@@ -202,9 +202,15 @@ func TestProbes_IDNHost(t *testing.T) {
 		s.Capability, s.Target, s.GrantTarget = "network:http", "https://раураl.com/login", "xn--l-7sba6dbr.com"
 	}), slackLocale))
 	mustContain(t, "slack", slackTexts(t, msg), "Host: раураl.com → xn--l-7sba6dbr.com")
-	// An ASCII host needs no second form, and a host in another kind of
-	// target is not a host.
-	for _, r := range []approvals.Request{pending("network:http", "https://example.com/x"), pending("code:exec", "curl https://раураl.com")} {
+	// A scheme without // (http:evil.com, as a browser reads it) shows the
+	// host the gateway decided on, as does an IPv4 address in another form.
+	for target, want := range map[string]string{"http:evil.com": "Host: http:evil.com → evil.com", "0x7f.1": "Host: 0x7f.1 → 127.0.0.1"} {
+		mustContain(t, "telegram", cards.Telegram(cards.New(pending("network:http", target), tgLocale)).Plain, want)
+	}
+	// An ASCII host needs no second form (nor a host and its port), and a
+	// host in another kind of target is not a host.
+	for _, r := range []approvals.Request{pending("network:http", "https://example.com/x"), pending("network:http", "localhost:8080"),
+		pending("code:exec", "curl https://раураl.com")} {
 		if p := cards.Telegram(cards.New(r, tgLocale)).Plain; strings.Contains(p, "Host:") {
 			t.Errorf("a Host line on:\n%s", p)
 		}
