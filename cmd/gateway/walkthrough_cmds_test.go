@@ -7,6 +7,7 @@ package main
 //	page -bg FILE NAME      the same, in the background (a long-poll that waits for a tap)
 //	page -wait              wait for the background block and check it
 //	page FILE NAME OUT      the page's output block NAME is what the file OUT holds
+//	page -some FILE NAME OUT  each line of OUT is one of the block's lines (a block that lists every outcome)
 //	block FILE NAME DEST    write the page's block NAME (a config) to DEST, to use it as the page says
 //	paste OUT REGEXP        run, in the reader's shell, the line of OUT that REGEXP finds ("paste that export line")
 //	sh LINE                 run LINE in the reader's shell, a step the page leaves to the reader
@@ -14,6 +15,7 @@ package main
 //	                        reader's environment; its first lines in serve.out, its log in serve.log
 //	serve -stop             stop it (SIGTERM) and wait
 //	display [-re] OLD NEW   show OLD (a literal, or a regexp) as NEW before comparing: a port, a temporary home
+//	waitlog REGEXP OUT      wait for serve.log's line that REGEXP finds; the line into OUT
 //	tap DECISION [SCOPE]    the owner taps DECISION on the first pending card of the web page, logged in through
 //	                        the link serve printed; SCOPE: the Allow always scope picked in the card's list
 
@@ -31,6 +33,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -54,9 +57,25 @@ type walk struct {
 	serveDone chan struct{}
 
 	web *http.Client // the owner's browser, once logged in
+	tg  *tgState     // the Telegram stand-in, once started
 }
 
 func walkOf(ts *testscript.TestScript) *walk { return ts.Value(walkKey{}).(*walk) }
+
+// goEnv is what the reader's `go run` needs from this machine's Go: its
+// caches (the scripts' HOME is new and empty), and no network: the
+// toolchain and modules at hand.
+var goEnv = sync.OnceValue(func() []string {
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
+	if err != nil {
+		return nil
+	}
+	v := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(v) != 3 {
+		return nil
+	}
+	return []string{"GOCACHE=" + v[0], "GOMODCACHE=" + v[1], "GOPATH=" + v[2], "GOTOOLCHAIN=local", "GOPROXY=off", "GOFLAGS=-mod=readonly"}
+})
 
 func setupWalk(e *testscript.Env, root string) error {
 	abs, err := filepath.Abs(root)
@@ -88,6 +107,7 @@ func setupWalk(e *testscript.Env, root string) error {
 		environ = append(environ, kv)
 	}
 	environ = append(environ, "HOME="+home, "LANG=C.UTF-8")
+	environ = append(environ, goEnv()...)
 	sh, err := newShell(e.WorkDir, environ)
 	if err != nil {
 		return err
@@ -98,14 +118,19 @@ func setupWalk(e *testscript.Env, root string) error {
 	return nil
 }
 
-var walkCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
-	"page":    cmdPage,
-	"block":   cmdBlock,
-	"paste":   cmdPaste,
-	"sh":      cmdSh,
-	"serve":   cmdServeBG,
-	"display": cmdDisplay,
-	"tap":     cmdTap,
+func walkCmds(fakes *walkFakes) map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		"page":     cmdPage,
+		"block":    cmdBlock,
+		"paste":    cmdPaste,
+		"sh":       cmdSh,
+		"serve":    cmdServeBG,
+		"display":  cmdDisplay,
+		"tap":      cmdTap,
+		"waitlog":  cmdWaitLog,
+		"telegram": cmdTelegram(fakes),
+		"tg":       cmdTg,
+	}
 }
 
 func cmdPage(ts *testscript.TestScript, neg bool, args []string) {
@@ -122,8 +147,12 @@ func cmdPage(ts *testscript.TestScript, neg bool, args []string) {
 		return
 	}
 	bg := len(args) > 0 && args[0] == "-bg"
-	if bg {
+	some := len(args) > 0 && args[0] == "-some"
+	if bg || some {
 		args = args[1:]
+	}
+	if some && len(args) != 3 {
+		ts.Fatalf("usage: page -some FILE NAME OUT")
 	}
 	if len(args) != 2 && !(len(args) == 3 && !bg) {
 		ts.Fatalf("usage: page [-bg] FILE NAME | page FILE NAME OUT | page -wait")
@@ -137,7 +166,11 @@ func cmdPage(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	name := args[0] + "#" + args[1]
 	if len(args) == 3 {
-		expectPage(ts, neg, name, checkOutputBlock(w, b, ts.ReadFile(args[2])))
+		check := checkOutputBlock
+		if some {
+			check = checkOutputLines
+		}
+		expectPage(ts, neg, name, check(w, b, ts.ReadFile(args[2])))
 		return
 	}
 	if !shellLangs[b.lang] {
@@ -191,6 +224,41 @@ func checkOutputBlock(w *walk, b pageBlock, printed string) error {
 	return nil
 }
 
+// checkOutputLines holds each line printed to one of the block's lines.
+func checkOutputLines(w *walk, b pageBlock, printed string) error {
+	for _, l := range strings.Split(strings.TrimRight(applyDisplays(w.displays, printed), "\n"), "\n") {
+		found := false
+		for _, shown := range strings.Split(strings.TrimRight(b.text, "\n"), "\n") {
+			if shownMatches(shown, l) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("%s:%d: block %q shows no line like what the product printed:\n%s", b.file, b.line, b.name, diffLines(b.text, l))
+		}
+	}
+	return nil
+}
+
+func cmdWaitLog(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitlog REGEXP OUT")
+	}
+	re, err := regexp.Compile(args[0])
+	ts.Check(err)
+	line := waitFor(ts, func() (string, bool) {
+		b, _ := os.ReadFile(ts.MkAbs("serve.log"))
+		for _, l := range strings.Split(string(b), "\n") {
+			if re.MatchString(l) {
+				return l, true
+			}
+		}
+		return "", false
+	}, "line "+args[0]+" in serve.log")
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(line+"\n"), 0o600))
+}
+
 func cmdBlock(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 3 {
 		ts.Fatalf("usage: block FILE NAME DEST")
@@ -218,10 +286,10 @@ func cmdPaste(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdSh(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
+	if neg || len(args) == 0 {
 		ts.Fatalf("usage: sh LINE")
 	}
-	runHidden(ts, args[0])
+	runHidden(ts, strings.Join(args, " "))
 }
 
 func runHidden(ts *testscript.TestScript, line string) {
@@ -297,7 +365,8 @@ func cmdServeBG(ts *testscript.TestScript, neg bool, args []string) {
 				ts.Fatalf("serve: no address in\n%s", first.String())
 			}
 			ts.Setenv("PORT", m[1])
-			go func() { // the rest, unread, must not block the gateway
+			runHidden(ts, "export PORT="+m[1]) // for a script's own curl; no page uses it
+			go func() {                        // the rest, unread, must not block the gateway
 				for range lines {
 				}
 			}()

@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 // TestWalkthroughs runs every script of testdata/walkthroughs.
 func TestWalkthroughs(t *testing.T) {
 	needPrograms(t, "curl", "jq")
-	testscript.Run(t, walkthroughParams(repoRoot))
+	testscript.Run(t, walkthroughParams(t, repoRoot))
 }
 
 // needPrograms fails the test when a program the pages tell the reader
@@ -52,12 +52,12 @@ func needPrograms(t *testing.T, names ...string) {
 	}
 }
 
-func walkthroughParams(root string) testscript.Params {
+func walkthroughParams(t *testing.T, root string) testscript.Params {
 	return testscript.Params{
 		Dir:                 "testdata/walkthroughs",
 		RequireExplicitExec: true,
 		Setup:               func(e *testscript.Env) error { return setupWalk(e, root) },
-		Cmds:                walkCmds,
+		Cmds:                walkCmds(&walkFakes{t: t}),
 	}
 }
 
@@ -137,7 +137,7 @@ func TestWalkthroughsCatchDrift(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			p := walkthroughParams(root)
+			p := walkthroughParams(t, root)
 			p.Dir, p.Files = "", []string{"testdata/walkthroughs/readme-tour.txtar"}
 			rt := &recordT{}
 			testscript.RunT(rt, p)

@@ -199,13 +199,13 @@ func (b *Bot) holder(ctx context.Context) string {
 	case err != nil:
 		return "unknown (getWebhookInfo failed)"
 	case info.URL == "":
-		return "another process polling with getUpdates (telegram.mode = \"polling\" elsewhere)"
+		return "another process polling getUpdates with this bot's token: stop it, or give this gateway a bot of its own"
 	}
 	host := "an unparsable URL"
 	if u, err := url.Parse(info.URL); err == nil {
 		host = u.Host
 	}
-	return "a webhook at " + host + " (delete it, or run this gateway in webhook mode, to poll here)"
+	return "a webhook at " + host + ": to poll here, delete it (deleteWebhook, see docs/telegram.md) and restart"
 }
 
 // serveWebhook receives one update from Telegram. The secret header is
