@@ -8,12 +8,16 @@
 //     to the owner; the agent waits, runs the command only if allowed, and
 //     withdraws the request if nobody answers within -wait.
 //
-// Alongside, it follows its event stream and serves a callback endpoint,
-// printing what an event-driven agent would receive.
+// With -events it also follows its event stream, and with -callback it
+// serves a callback endpoint on 127.0.0.1 and asks for step 3's answer
+// there too, printing what an event-driven agent would receive. A
+// callback URL must match one of the agent's agents[].callbacks patterns,
+// which name a loopback address explicitly; the local agent `make run`
+// generates has none, so -callback needs a config that gives one.
 //
 //	make run                                         # prints the export line
 //	export GATEWAY_URL=http://127.0.0.1:8080 GATEWAY_TOKEN=gw_…
-//	go run ./examples/go-agent                       # then tap Allow once on http://127.0.0.1:8080/
+//	go run ./examples/go-agent                       # then tap Allow once on http://localhost:8080/
 package main
 
 import (
@@ -35,6 +39,8 @@ import (
 func main() {
 	command := flag.String("cmd", "go version", "the shell command step 3 asks to run")
 	wait := flag.Duration("wait", 10*time.Minute, "how long to wait for a person")
+	follow := flag.Bool("events", false, "also print the agent's event stream")
+	callback := flag.Bool("callback", false, "also ask for step 3's answer on a local callback endpoint (needs agents[].callbacks)")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 	url, token := os.Getenv("GATEWAY_URL"), os.Getenv("GATEWAY_TOKEN")
@@ -45,8 +51,34 @@ func main() {
 	defer stop()
 	c := client.New(url, token)
 
-	// The event stream: approval_required when a card goes out,
-	// approval_resolved when it is decided. It reconnects by itself.
+	if *follow {
+		followEvents(ctx, c)
+	}
+	callbackURL := ""
+	if *callback {
+		callbackURL = serveCallbacks(token)
+	}
+
+	steps := []client.Req{
+		{Capability: "time:read", Intent: "read the clock for the agent", Executor: "go_agent"},
+		{Capability: "fs:read", Target: "~/.ssh/id_rsa", Intent: "read the agent key", Executor: "go_agent"},
+		{CallID: fmt.Sprintf("go-agent-%d", time.Now().UnixNano()), Capability: "code:exec", Target: *command,
+			Intent: "check the go toolchain for the agent", Executor: "go_agent", CallbackURL: callbackURL},
+	}
+	for i, step := range steps {
+		log.Printf("step %d: asking for %s %q", i+1, step.Capability, step.Target)
+		if err := ask(ctx, c, step, *wait); err != nil {
+			log.Printf("step %d: %v", i+1, err)
+		}
+	}
+	if *follow || *callback {
+		time.Sleep(500 * time.Millisecond) // let the last event and callback print
+	}
+}
+
+// followEvents prints the event stream: approval_required when a card
+// goes out, approval_resolved when it is decided. It reconnects by itself.
+func followEvents(ctx context.Context, c *client.Client) {
 	events, err := c.Events(ctx)
 	if err != nil {
 		log.Fatalf("events: %v", err)
@@ -63,8 +95,11 @@ func main() {
 			}
 		}
 	}()
+}
 
-	// A callback endpoint, as an agent server's approve endpoint would be.
+// serveCallbacks serves a callback endpoint, as an agent server's approve
+// endpoint would be, and returns its URL.
+func serveCallbacks(token string) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err)
@@ -78,20 +113,7 @@ func main() {
 		}
 		log.Printf("[callback] %s call %s: %s %s (command %q)", cb.ID, cb.CallID, cb.Status, cb.Decision, cb.Command)
 	}))
-
-	steps := []client.Req{
-		{Capability: "time:read", Intent: "read the clock for the agent", Executor: "go_agent"},
-		{Capability: "fs:read", Target: "~/.ssh/id_rsa", Intent: "read the agent key", Executor: "go_agent"},
-		{CallID: fmt.Sprintf("go-agent-%d", time.Now().UnixNano()), Capability: "code:exec", Target: *command,
-			Intent: "check the go toolchain for the agent", Executor: "go_agent", CallbackURL: callbackURL},
-	}
-	for i, step := range steps {
-		log.Printf("step %d: asking for %s %q", i+1, step.Capability, step.Target)
-		if err := ask(ctx, c, step, *wait); err != nil {
-			log.Printf("step %d: %v", i+1, err)
-		}
-	}
-	time.Sleep(500 * time.Millisecond) // let the last event and callback print
+	return callbackURL
 }
 
 // ask asks before one step and acts only when allowed.
