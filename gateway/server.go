@@ -267,7 +267,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	began := time.Now()
-	if err := s.svc.DB().Ping(ctx); err != nil {
+	if err := s.svc.DB().Ready(ctx); err != nil {
 		if !s.svc.DB().Outage.Failed(s.log, "readyz", began, err) {
 			s.log.Error("readyz: database unreachable", "err", err)
 		}

@@ -128,3 +128,54 @@ func TestOutage_LogsOnceEachWay(t *testing.T) {
 		t.Fatal("still down")
 	}
 }
+
+// TestReady_SQLiteLocked: while another process holds the SQLite file's
+// write lock, Ready says not ready (a read alone would still answer) and
+// a write fails after the busy timeout instead of hanging, both
+// Unavailable (503 on the API); once the lock is let go, both work.
+func TestReady_SQLiteLocked(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "gw.db")
+	db, err := storage.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Ready(ctx); err != nil {
+		t.Fatalf("ready before the lock: %v", err)
+	}
+	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	holder, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if _, err := holder.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Ping(ctx); err != nil {
+		t.Fatalf("a read while another process writes: %v (WAL lets it answer)", err)
+	}
+	if err := db.Ready(ctx); err == nil || !storage.Unavailable(err) {
+		t.Errorf("ready while another process holds the write lock: %v, want an unavailable error", err)
+	}
+	began := time.Now()
+	err = db.InTx(ctx, func(q storage.Querier) error {
+		_, err := q.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS walk (x)")
+		return err
+	})
+	if err == nil || !storage.Unavailable(err) {
+		t.Errorf("a write while another process holds the write lock: %v, want an unavailable error", err)
+	}
+	t.Logf("the write failed after %s", time.Since(began))
+	if _, err := holder.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Ready(ctx); err != nil {
+		t.Errorf("ready once the lock is let go: %v", err)
+	}
+}

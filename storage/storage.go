@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,6 +107,16 @@ type DB struct {
 // like busy_timeout for another process's.
 const writeWait = 10 * time.Second
 
+// busyTimeout is SQLite's busy_timeout: how long a statement waits for
+// another process's lock on the file before it fails with SQLITE_BUSY,
+// which the API answers 503 unavailable. It bounds what a call waits when
+// another process holds the database (docs/replicas.md).
+const busyTimeout = 5 * time.Second
+
+// readyWait bounds Ready's own wait for the write lock: a health check
+// answers in about a second even while another process holds the file.
+const readyWait = time.Second
+
 // ErrBusy is returned by InTx after waiting writeWait for another write.
 var ErrBusy = errors.New("storage: database busy: another write held it for too long")
 
@@ -143,7 +154,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)" +
+		"?_pragma=busy_timeout(" + strconv.FormatInt(busyTimeout.Milliseconds(), 10) + ")&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)" +
 		"&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)&_pragma=journal_size_limit(67108864)&_pragma=wal_autocheckpoint(0)&_txlock=immediate"
 	connector, err := sqlite.NewConnector(dsn)
 	if err != nil {
@@ -192,10 +203,44 @@ func (db *DB) Name() string {
 	return db.Path
 }
 
-// Ping checks the database answers a query (for /readyz).
+// Ping checks the database answers a query.
 func (db *DB) Ping(ctx context.Context) error {
 	var one int
 	return db.QueryRowContext(ctx, `SELECT 1`).Scan(&one)
+}
+
+// Ready checks the database can take a write now (for /readyz). On
+// PostgreSQL that is Ping. On SQLite a read answers even while another
+// process holds the write lock (WAL), so Ready takes this process's write
+// slot and begins an immediate transaction, rolled back at once, on a
+// connection that waits at most readyWait for the lock: a file another
+// process keeps locked is not ready (SQLITE_BUSY, Unavailable), as a
+// write would find it.
+func (db *DB) Ready(ctx context.Context) error {
+	if db.Dialect != SQLite {
+		return db.Ping(ctx)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*readyWait)
+	defer cancel()
+	unlock, err := db.lockWrite(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: this process's writes are held up (%v)", ErrBusy, err)
+	}
+	defer unlock()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(readyWait.Milliseconds(), 10)); err != nil {
+		return err
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA busy_timeout = "+strconv.FormatInt(busyTimeout.Milliseconds(), 10))
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	_, err = conn.ExecContext(ctx, "ROLLBACK")
+	return err
 }
 
 // InTx runs fn inside one transaction, committing when fn returns nil. On

@@ -91,7 +91,7 @@ func TestOpen_Pragmas(t *testing.T) {
 		want   string
 	}{
 		{"journal_mode", "wal"},
-		{"busy_timeout", "10000"},
+		{"busy_timeout", "5000"},
 		{"foreign_keys", "1"},
 	}
 	for _, tc := range cases {
