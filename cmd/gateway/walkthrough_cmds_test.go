@@ -16,11 +16,13 @@ package main
 //	serve -stop             stop it (SIGTERM) and wait
 //	display [-re] OLD NEW   show OLD (a literal, or a regexp) as NEW before comparing: a port, a temporary home
 //	waitlog REGEXP OUT      wait for serve.log's line that REGEXP finds; the line into OUT
+//	lockdb FILE | lockdb -release   hold FILE's SQLite write lock as another process would (BEGIN IMMEDIATE), or let it go
 //	tap DECISION [SCOPE]    the owner taps DECISION on the first pending card of the web page, logged in through
 //	                        the link serve printed; SCOPE: the Allow always scope picked in the card's list
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"html"
@@ -56,8 +58,9 @@ type walk struct {
 	serve     *exec.Cmd
 	serveDone chan struct{}
 
-	web *http.Client // the owner's browser, once logged in
-	tg  *tgState     // the Telegram stand-in, once started
+	web  *http.Client // the owner's browser, once logged in
+	lock *sql.Conn    // another process's hold on the SQLite file (lockdb)
+	tg   *tgState     // the Telegram stand-in, once started
 }
 
 func walkOf(ts *testscript.TestScript) *walk { return ts.Value(walkKey{}).(*walk) }
@@ -130,6 +133,7 @@ func walkCmds(fakes *walkFakes) map[string]func(ts *testscript.TestScript, neg b
 		"waitlog":  cmdWaitLog,
 		"telegram": cmdTelegram(fakes),
 		"tg":       cmdTg,
+		"lockdb":   cmdLockDB,
 	}
 }
 
@@ -257,6 +261,32 @@ func cmdWaitLog(ts *testscript.TestScript, neg bool, args []string) {
 		return "", false
 	}, "line "+args[0]+" in serve.log")
 	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(line+"\n"), 0o600))
+}
+
+func cmdLockDB(ts *testscript.TestScript, neg bool, args []string) {
+	w := walkOf(ts)
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: lockdb FILE | lockdb -release")
+	}
+	if args[0] == "-release" {
+		if w.lock == nil {
+			ts.Fatalf("lockdb -release: no lock held")
+		}
+		_, err := w.lock.ExecContext(context.Background(), "ROLLBACK")
+		ts.Check(err)
+		ts.Check(w.lock.Close())
+		w.lock = nil
+		return
+	}
+	db, err := sql.Open("sqlite", "file:"+ts.MkAbs(args[0])+"?_pragma=busy_timeout(10000)")
+	ts.Check(err)
+	ts.Defer(func() { db.Close() })
+	conn, err := db.Conn(context.Background())
+	ts.Check(err)
+	_, err = conn.ExecContext(context.Background(), "BEGIN IMMEDIATE")
+	ts.Check(err)
+	w.lock = conn
+	ts.Defer(func() { conn.Close() })
 }
 
 func cmdBlock(ts *testscript.TestScript, neg bool, args []string) {
