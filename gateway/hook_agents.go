@@ -10,6 +10,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/hooks"
+	"github.com/metnos/gateway/internal/duration"
 	"github.com/metnos/gateway/storage"
 )
 
@@ -48,9 +49,11 @@ func (s *Server) agentHook(ad hooks.Adapter) http.HandlerFunc {
 func (s *Server) agentVerdict(w http.ResponseWriter, r *http.Request, ad hooks.Adapter, conflict **approvals.CallIDConflictError) (hooks.Event, hooks.Verdict) {
 	sec := s.cfg.Hooks.Section(ad.Name)
 	wait := min(sec.Wait, HookMaxWait)
-	if d, err := parseWait(r); err != nil {
-		return hooks.Event{}, hooks.VerdictOf(hooks.Failed(fmt.Errorf("?%v", err)))
-	} else if r.URL.Query().Get("wait") != "" {
+	if v := r.URL.Query().Get("wait"); v != "" {
+		d, err := duration.ParseWait(v)
+		if err != nil {
+			return hooks.Event{}, hooks.VerdictOf(hooks.Failed(fmt.Errorf("?wait: %w", err)))
+		}
 		wait = min(wait, d)
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, hooks.MaxEventBytes))
