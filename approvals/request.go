@@ -284,7 +284,7 @@ func (r Request) AllowAlwaysOffered() bool {
 		return false
 	}
 	// Writing a persistence point is code execution: asked every time.
-	_, persistence := vaglio.PersistencePoint(r.Target)
+	_, persistence := vaglio.PersistenceWithin(r.Target)
 	return !(c.Name == "fs:write" && persistence)
 }
 

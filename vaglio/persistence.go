@@ -54,10 +54,14 @@ var persistencePoints = []pathRule{
 	{name: ".git/config", comps: []component{glob("*.git", ".git"), lit("worktrees")}},
 	{name: ".git/config", comps: []component{glob("*.git", ".git"), lit("modules")}},
 	// Python runs every .pth file of a site directory (its "import" lines)
-	// and sitecustomize/usercustomize at every start.
+	// and sitecustomize/usercustomize from the site directories at every
+	// start (and /etc/python*, below); not from the directory a script or
+	// the shell is in, which it adds to sys.path only after site ran
+	// (TestPersistencePoint_PythonStartUp runs python3), so a folder's
+	// "dir/*" stays grantable.
 	{name: "Python start-up file", comps: []component{glob("*-packages", "site-packages"), glob("*.pth", "x.pth")}},
-	{name: "Python start-up file", whole: true, comps: []component{glob("sitecustomize.py*", "sitecustomize.py")}},
-	{name: "Python start-up file", whole: true, comps: []component{glob("usercustomize.py*", "usercustomize.py")}},
+	{name: "Python start-up file", comps: []component{glob("*-packages", "site-packages"), glob("sitecustomize*", "sitecustomize.py")}},
+	{name: "Python start-up file", comps: []component{glob("*-packages", "site-packages"), glob("usercustomize*", "usercustomize.py")}},
 	{name: "Python start-up file", whole: true, comps: []component{glob(".pythonrc*", ".pythonrc")}},
 	// The hooks, plugins, MCP servers and settings of every agent the
 	// gateway supports: each names commands the agent runs later (the
@@ -155,6 +159,25 @@ func PersistencePoint(p string) (rule string, hit bool) {
 	var buf [16]string
 	comps, rooted := splitComps(buf[:0], p)
 	return persistenceMatcher.match(comps, rooted, !strings.ContainsAny(p, globInput))
+}
+
+// PersistenceWithin is PersistencePoint for what a grant on p may allow: a
+// plain path is asked about as itself; a glob only when its fixed leading
+// directories already are a persistence point (".git/hooks/*"), not when
+// it merely could match one ("dir/*" and dir/opencode.json): a grant
+// never allows writing a persistence point, MustAsk asks for each such
+// write every time, so a folder's glob stays grantable.
+func PersistenceWithin(p string) (rule string, hit bool) {
+	p = strings.TrimSpace(p)
+	i := strings.IndexAny(p, globInput)
+	if i < 0 {
+		return PersistencePoint(p)
+	}
+	dir := strings.TrimRight(p[:strings.LastIndex(p[:i], "/")+1], "/")
+	if dir == "" {
+		return "", false
+	}
+	return PersistencePoint(dir)
 }
 
 // persistenceMatcher is persistencePoints compiled.

@@ -244,3 +244,53 @@ func writeFile(t *testing.T, p, s string) {
 		t.Fatal(err)
 	}
 }
+
+// TestPersistencePoint_PythonStartUp: Python imports sitecustomize and
+// usercustomize from its site directories, not from the folder of the
+// script it runs nor the one it runs in, so only the former are
+// persistence points and a write to "folder/*" can still be granted.
+func TestPersistencePoint_PythonStartUp(t *testing.T) {
+	for _, p := range []string{"/home/roberto/inv/sitecustomize.py", "/srv/app/usercustomize.py"} {
+		if rule, ok := PersistencePoint(p); ok {
+			t.Errorf("%s: a persistence point (%s), though Python never imports it from there", p, rule)
+		}
+	}
+	for _, p := range []string{"/usr/lib/python3/dist-packages/sitecustomize.py", "/srv/app/.venv/lib/python3.11/site-packages/usercustomize.pyc"} {
+		if _, ok := PersistencePoint(p); !ok {
+			t.Errorf("%s: not a persistence point", p)
+		}
+	}
+	// A folder's glob could name opencode.json or a .pth file, so writing
+	// it asks every time; a grant on it is still offered, since every
+	// such write it could match asks anyway.
+	for p, want := range map[string]bool{"/home/roberto/inv/*": false, "/home/u/.git/hooks/*": true,
+		"~/.config/systemd/user/*.service": true, "/*": false} {
+		if rule, ok := PersistenceWithin(p); ok != want {
+			t.Errorf("PersistenceWithin(%s) = %v (%s), want %v", p, ok, rule, want)
+		}
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed: the import check did not run")
+	}
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"sitecustomize.py": "print('SITECUSTOMIZE')\n", "usercustomize.py": "print('USERCUSTOMIZE')\n", "main.py": "print('main')\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{filepath.Join(dir, "main.py")}, {"-c", "print('main')"}, {"-m", "main"}} {
+		cmd := exec.Command(python, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "PYTHONPATH=", "PYTHONSTARTUP=")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("python3 %v: %v: %s", args, err, out)
+		}
+		if strings.Contains(string(out), "CUSTOMIZE") {
+			t.Errorf("python3 %v in the folder imported its customize file: %s", args, out)
+		}
+	}
+}
