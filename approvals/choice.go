@@ -18,6 +18,10 @@ type Choice struct {
 	Decision Decision
 	Scope    string
 	Duration time.Duration
+	// EveryAgent makes the grant of Allow always or Allow for the whole
+	// principal's, for every agent; without it the grant is the request's
+	// agent's only. Refused on a guarded route (ErrNotOffered).
+	EveryAgent bool
 }
 
 // offers fills what r's card offers besides Allow once: the scopes of
@@ -43,6 +47,15 @@ func (s *Service) offers(r *Request, kind policy.TargetKind, target, suggested s
 // write none). Allow always with no scope takes GrantTarget; Allow for
 // with no while takes the first offered.
 func (s *Service) resolve(r *Request, ch Choice) (target string, ttl time.Duration, err error) {
+	if ch.EveryAgent {
+		switch {
+		case ch.Decision != AllowAlways && ch.Decision != AllowFor:
+			return "", 0, fmt.Errorf("%w: only Allow always and Allow for may be for every agent", ErrInvalid)
+		case r.Guarded():
+			return "", 0, fmt.Errorf("%w: a grant for every agent is not offered on a guarded route (quorum %d, step-up %q)",
+				ErrNotOffered, r.Quorum, r.StepUp)
+		}
+	}
 	switch ch.Decision {
 	case AllowAlways:
 		if !r.AllowAlwaysOffered() {
@@ -136,9 +149,10 @@ func quorumApproval(counted []Approval, last Approval, scopes []string) Approval
 			continue
 		}
 		if x.Decision != out.Decision {
-			out.Decision, out.Scope, out.For = AllowOnce, "", ""
+			out.Decision, out.Scope, out.For, out.EveryAgent = AllowOnce, "", "", false
 			return out
 		}
+		out.EveryAgent = out.EveryAgent && x.EveryAgent
 		switch x.Decision {
 		case AllowAlways:
 			if rank(x.Scope) < rank(out.Scope) {

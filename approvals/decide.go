@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metnos/gateway/passkeys"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
 )
@@ -94,10 +95,17 @@ func (s *Service) decideTx(ctx context.Context, tx storage.Querier, r *Request, 
 		case AllowSession:
 			target, ttl, session = r.GrantTarget, s.opts.SessionTTL, policy.Session{Agent: r.Agent, ID: r.SessionID}
 		}
+		// The grant is the request's agent's, unless the approver chose
+		// every agent; a guarded route's carries the route when the request
+		// was decided the route's way.
+		agent, route := grantAgent(*r, d, a.EveryAgent), s.routeKey(*r)
+		if agent == passkeys.AnyAgent {
+			agent = ""
+		}
 		g, err := s.grants.RecordTx(ctx, tx, policy.NewGrant{
 			Principal:  policy.Principal{Channel: r.Channel, SenderID: r.SenderID},
 			Capability: r.Capability, Target: target, GrantedBy: grantedBy(r.Approvals), TTL: ttl,
-			RequestID: r.ID, Session: session,
+			RequestID: r.ID, Agent: agent, Session: session, Route: route,
 		})
 		if err != nil {
 			return err

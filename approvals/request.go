@@ -97,6 +97,9 @@ var (
 	// ErrStepUpRequired: an allow without a passkey assertion on a request
 	// whose route has step_up = "passkey". Nothing changed.
 	ErrStepUpRequired = errors.New("this request needs an allow signed with a passkey on the web page")
+	// ErrOwnRequest: an agent's token may not decide a request it or
+	// its child tokens made (separation of duties), admin or not.
+	ErrOwnRequest = errors.New("an agent may not decide its own request")
 )
 
 // ErrCallIDConflict: the agent used a call_id it had used before for a
@@ -230,6 +233,9 @@ type Approval struct {
 	// for ("1h").
 	Scope string `json:"scope,omitempty"`
 	For   string `json:"for,omitempty"`
+	// EveryAgent: the grant is for every agent of the principal, not only
+	// the request's agent (an explicit choice, never on a guarded route).
+	EveryAgent bool `json:"every_agent,omitempty"`
 	// Passkey names the passkey that signed this allow (step-up).
 	Passkey string `json:"passkey,omitempty"`
 	// proof is the signature itself, for the audit row.

@@ -3,8 +3,11 @@ package approvals
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/metnos/gateway/policy"
 )
 
 // Route sends matching requests to the right people ([[approvals.routes]]):
@@ -26,6 +29,9 @@ type Route struct {
 	// StepUp "passkey" makes every allow need a passkey assertion
 	// (Actor.Passkey) over the request and the decision; Deny stays a tap.
 	StepUp string
+	// Guard is set on a guarded route (quorum > 1 or a step-up): see
+	// policy.Guard. The gateway sets it from the route's number.
+	Guard *policy.Guard
 }
 
 // StepUpPasskey is a route's step_up that asks each allow for a passkey.
@@ -34,19 +40,7 @@ const StepUpPasskey = "passkey"
 // Matches reports whether the route applies to a request of agent for the
 // capability.
 func (rt Route) Matches(agent, capability string, critical bool) bool {
-	if rt.Agent != "" && rt.Agent != agent {
-		return false
-	}
-	if rt.Critical != nil && *rt.Critical != critical {
-		return false
-	}
-	switch {
-	case rt.Capability == "*":
-		return true
-	case strings.HasSuffix(rt.Capability, ":*"):
-		return strings.HasPrefix(capability, strings.TrimSuffix(rt.Capability, "*"))
-	}
-	return rt.Capability == capability
+	return policy.RouteSpec{Capability: rt.Capability, Agent: rt.Agent, Critical: rt.Critical}.Matches(agent, capability, critical)
 }
 
 // route returns the first route matching the request, if any.
@@ -58,6 +52,38 @@ func (s *Service) route(agent, capability string, critical bool) (Route, bool) {
 	}
 	return Route{}, false
 }
+
+// GuardOf is the guard of the route a request of agent for capability
+// takes, nil when that route guards nothing (or none matches, or the
+// capability is unknown: the decision refuses it anyway).
+func (s *Service) GuardOf(agent, capability string) *policy.Guard {
+	c, err := policy.Lookup(capability)
+	if err != nil {
+		return nil
+	}
+	rt, ok := s.route(agent, c.Name, c.Critical)
+	if !ok {
+		return nil
+	}
+	return rt.Guard
+}
+
+// routeKey is the guard key a grant written by deciding r carries: its
+// route's, when r was decided that route's way (its approvers, at least
+// its quorum, its step-up); else "". A route edited since r was created
+// gets nothing: its grants start afresh.
+func (s *Service) routeKey(r Request) string {
+	rt, ok := s.route(r.Agent, r.Capability, r.Critical)
+	if !ok || rt.Guard == nil || r.Quorum < max(rt.Quorum, 1) || !slices.Equal(r.Approvers, rt.Approvers) ||
+		rt.StepUp == StepUpPasskey && r.StepUp != StepUpPasskey {
+		return ""
+	}
+	return rt.Guard.Key
+}
+
+// Guarded reports whether r is on a guarded route (a quorum above 1 or a
+// step-up): no grant for every agent is offered on it.
+func (r Request) Guarded() bool { return r.Quorum > 1 || r.StepUp != "" }
 
 // applyRoute fills what the route says into a new pending request.
 func (s *Service) applyRoute(r *Request, notify []string) {

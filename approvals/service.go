@@ -227,6 +227,11 @@ func (s *Service) DecideChoice(ctx context.Context, id string, ch Choice, by Act
 	if err != nil {
 		return Request{}, fmt.Errorf("decide request %s: %w", id, err)
 	}
+	if by.Channel == ChannelAPI && by.ID == cur.Agent {
+		// Child tokens act as their root agent: this refuses the token,
+		// its ancestors and its descendants alike.
+		return Request{}, fmt.Errorf("decide request %s: %w (agent %s)", id, ErrOwnRequest, by.ID)
+	}
 	if !cur.Status.Finished() {
 		if err := s.authorize(ctx, cur, by); err != nil {
 			return Request{}, fmt.Errorf("decide request %s: %w", id, err)
@@ -263,10 +268,11 @@ func (s *Service) DecideChoice(ctx context.Context, id string, ch Choice, by Act
 			if d != Deny && r.Counted(by.Identity()) {
 				return &AlreadyCountedError{Request: r}
 			}
-			if err := checkStepUp(r, d, by, stepUpContent(r, d, scope, ttl)); err != nil {
+			if err := checkStepUp(r, d, by, stepUpContent(r, d, scope, ttl, ch.EveryAgent)); err != nil {
 				return err
 			}
-			a := Approval{By: by.String(), Approver: by.Identity(), Decision: d, Channel: by.Channel, At: now}
+			a := Approval{By: by.String(), Approver: by.Identity(), Decision: d, Channel: by.Channel, At: now,
+				EveryAgent: ch.EveryAgent}
 			if by.Passkey.Valid() {
 				a.Passkey, a.proof = by.Passkey.PasskeyName(), by.Passkey
 			}

@@ -18,19 +18,19 @@ func (s *Service) StepUpContent(r Request, ch Choice) (passkeys.Content, error) 
 	if err != nil {
 		return passkeys.Content{}, err
 	}
-	return stepUpContent(r, ch.Decision, scope, ttl), nil
+	return stepUpContent(r, ch.Decision, scope, ttl, ch.EveryAgent), nil
 }
 
 // stepUpContent is StepUpContent of a resolved choice: the grant's target
-// and lifetime as resolve returned them.
-func stepUpContent(r Request, d Decision, scope string, ttl time.Duration) passkeys.Content {
+// and lifetime as resolve returned them; every is the choice's EveryAgent.
+func stepUpContent(r Request, d Decision, scope string, ttl time.Duration, every bool) passkeys.Content {
 	c := passkeys.Content{ID: r.ID, Agent: r.Agent, Capability: r.Capability, Target: r.Target,
 		GrantTarget: r.GrantTarget, Autonomy: r.Autonomy.String(), ArgKeys: r.ArgKeys, Channel: r.Channel,
 		SenderID: r.SenderID, ExpiresAt: passkeys.ContentTime(r.ExpiresAt), Decision: string(d)}
 	if !d.WritesGrant() {
 		return c
 	}
-	c.Scope, c.GrantAgent = scope, grantAgent(r, d)
+	c.Scope, c.GrantAgent = scope, grantAgent(r, d, every)
 	switch d {
 	case AllowFor:
 		c.For = FormatWhile(ttl)
@@ -40,15 +40,16 @@ func stepUpContent(r Request, d Decision, scope string, ttl time.Duration) passk
 	return c
 }
 
-// grantAgent is the agent the grant of decision d on r is for: Allow this
-// session's is the request's agent (policy.Session); every other grant is
-// the principal's, for every agent (passkeys.AnyAgent). decideTx writes
-// the grant this names, and the signed content and the audit row say it.
-func grantAgent(r Request, d Decision) string {
-	if d == AllowSession {
-		return r.Agent
+// grantAgent is the agent the grant of decision d on r is for: the
+// request's agent, unless the approver chose every agent (every: the
+// principal's grant, passkeys.AnyAgent), which Allow this session never
+// is. decideTx writes the grant this names, and the signed content and
+// the audit row say it.
+func grantAgent(r Request, d Decision, every bool) string {
+	if every && d != AllowSession {
+		return passkeys.AnyAgent
 	}
-	return passkeys.AnyAgent
+	return r.Agent
 }
 
 // grantDetail is what an audit row of approval a on r says about the
@@ -59,7 +60,7 @@ func grantDetail(r Request, a Approval) map[string]any {
 	if !a.Decision.WritesGrant() {
 		return nil
 	}
-	m := map[string]any{"scope": a.Scope, "grant_agent": grantAgent(r, a.Decision)}
+	m := map[string]any{"scope": a.Scope, "grant_agent": grantAgent(r, a.Decision, a.EveryAgent)}
 	switch a.Decision {
 	case AllowFor:
 		m["scope"], m["for"] = r.GrantTarget, a.For

@@ -160,7 +160,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	dec, err := s.decider.Decide(qctx, policy.Input{
 		Profile: sub.Profile, Capability: sub.Capability, Target: sub.Target, Requested: sub.Autonomy,
 		Channel: sub.Channel, SenderID: sub.SenderID, SessionID: sub.SessionID, Intent: sub.Intent, Executor: sub.Executor, Args: sub.Args,
-		Context: sub.Context, Ask: sub.Ask,
+		Context: sub.Context, Ask: sub.Ask, Guard: s.GuardOf(agent, sub.Capability),
 	})
 	if err != nil {
 		var fe *policy.FieldError

@@ -76,7 +76,10 @@ type Card struct {
 	// StepUp says every allow needs the approver's passkey on the web
 	// page (the route's step_up): a chat card offers a link to ConfirmURL
 	// instead of its allow buttons, and keeps Deny.
-	StepUp     bool
+	StepUp bool
+	// Guarded: the request's route has a quorum or a step-up, so no grant
+	// for every agent is offered on it.
+	Guarded    bool
 	ConfirmURL string
 	// ConfirmAsText: the messenger refused ConfirmURL as a button; the
 	// card shows it as text.
@@ -181,7 +184,7 @@ func New(r approvals.Request, l locale.Locale) (c Card) {
 		RequestID: r.ID, Level: r.Autonomy.String(), Capability: show(r.Capability), Critical: r.Critical,
 		ExpiresAt: r.ExpiresAt.In(l.Zone()), Pending: r.Status == approvals.StatusPending, Status: r.Status,
 		AllowAlways: r.AllowAlwaysOffered(), AllowSession: r.AllowSessionOffered(), PageURL: RequestPath(r.ID),
-		StepUp: r.StepUp != "", ConfirmURL: RequestPath(r.ID),
+		StepUp: r.StepUp != "", Guarded: r.Guarded(), ConfirmURL: RequestPath(r.ID),
 	}
 	c.Agent = show(r.AgentLine())
 	c.Title = l.T("card.title", show(r.Agent), c.Capability)
@@ -197,7 +200,8 @@ func New(r approvals.Request, l locale.Locale) (c Card) {
 		c.Vaglio = show(VaglioWords(*r.Vaglio, l))
 	}
 	if c.AllowAlways {
-		c.principal, c.grantUntil = show(r.Channel+"/"+r.SenderID), r.GrantExpiresAt
+		// The grant is the request's agent's (unless every agent is chosen).
+		c.principal, c.grantUntil = show(r.Channel+"/"+r.SenderID+l.T("card.grant_agent", r.Agent)), r.GrantExpiresAt
 		for _, sc := range r.Scopes {
 			c.Scopes = append(c.Scopes, show(sc))
 		}

@@ -362,3 +362,15 @@ func orEnv(getenv func(string) string) func(string) string {
 	}
 	return getenv
 }
+
+// Guard is the guard of the route numbered number (1-based, in file
+// order): nil unless its quorum is above 1 or it has a step-up. See
+// policy.Guard.
+func (r Route) Guard(number int) *policy.Guard {
+	step := r.StepUp
+	if step == StepUpNone {
+		step = ""
+	}
+	return policy.GuardOf(policy.RouteSpec{Number: number, Capability: r.Capability, Agent: r.Agent,
+		Critical: r.Critical, Approvers: r.Approvers, Quorum: r.Quorum, StepUp: step})
+}

@@ -197,8 +197,10 @@ type (
 		AdminTokenEnv *string `toml:"admin_token_env"`
 		Language      *string `toml:"language"`
 		PublicURL     *string `toml:"public_url"`
+		PolicyStepUp  *string `toml:"policy_step_up"`
 		Users         *[]struct {
 			Name string `toml:"name"`
+			Role string `toml:"role"`
 		} `toml:"users"`
 	}
 	fileTelegram struct {
@@ -367,10 +369,11 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 		set(&cfg.Web.AdminTokenEnv, s.AdminTokenEnv)
 		set(&cfg.Web.Language, s.Language)
 		set(&cfg.Web.PublicURL, s.PublicURL)
+		set(&cfg.Web.PolicyStepUp, s.PolicyStepUp)
 		if s.Users != nil {
 			cfg.Web.Users = nil
 			for _, u := range *s.Users {
-				cfg.Web.Users = append(cfg.Web.Users, WebUser{Name: u.Name})
+				cfg.Web.Users = append(cfg.Web.Users, WebUser{Name: u.Name, Role: u.Role})
 			}
 		}
 	}

@@ -30,12 +30,52 @@ type Web struct {
 	// each by a one-time link from `gateway login --user NAME`; a decision
 	// taken there is "web:<name>". Default: one user, "owner".
 	Users []WebUser
+	// PolicyStepUp "passkey" makes every change of rules and grants on
+	// the page an admin's passkey assertion over the change, and keeps the
+	// admin agent's API from adding approve rules and grants; "" or
+	// "none": a tap (and the admin agent may).
+	PolicyStepUp string
 }
 
 // WebUser is one [[web.users]] entry.
 type WebUser struct {
 	Name string
+	// Role is RoleAdmin or RoleApprover; "" takes the default: the first
+	// user is the admin, the others approvers (see Web.RoleOf).
+	Role string
 }
+
+// The roles of a web user. An approver decides what routes and channels
+// let them decide; only an admin adds or changes rules, grants, tokens
+// and users' sessions.
+const (
+	RoleAdmin    = "admin"
+	RoleApprover = "approver"
+)
+
+// RoleOf is the role of the web user name: the one configured, else admin
+// for the first user and approver for the others; "" for no such user.
+func (w Web) RoleOf(name string) string {
+	for i, u := range w.Users {
+		switch {
+		case u.Name != name:
+		case u.Role != "":
+			return u.Role
+		case i == 0:
+			return RoleAdmin
+		default:
+			return RoleApprover
+		}
+	}
+	return ""
+}
+
+// IsAdmin reports whether the web user name is an admin.
+func (w Web) IsAdmin(name string) bool { return w.RoleOf(name) == RoleAdmin }
+
+// PolicyPasskey reports whether policy changes on the page need an
+// admin's passkey ([web] policy_step_up = "passkey").
+func (w Web) PolicyPasskey() bool { return w.PolicyStepUp == StepUpPasskey }
 
 // DefaultWebUser is the web user of a config that names none.
 const DefaultWebUser = "owner"

@@ -87,6 +87,7 @@ func (c Config) OwnPaths(getenv func(string) string) []string {
 	if c.Storage.Driver == "" || c.Storage.Driver == "sqlite" {
 		add(c.Storage.Path)
 		add(filepath.Join(filepath.Dir(c.Storage.Path), TokenFileName))
+		add(filepath.Join(filepath.Dir(c.Storage.Path), AdminTokenFileName))
 		addDir(filepath.Dir(c.Storage.Path))
 	}
 	add(c.File)
@@ -111,6 +112,10 @@ func (c Config) OwnPaths(getenv func(string) string) []string {
 // TokenFileName is the file beside the database that holds the generated
 // local agent's token.
 const TokenFileName = "agent-token"
+
+// AdminTokenFileName is the file beside the database that holds the
+// generated local admin agent's token: the CLI's admin credential.
+const AdminTokenFileName = "admin-token"
 
 // sharedDir reports a directory that holds far more than the gateway's
 // files: protecting it whole would forbid agents the machine.

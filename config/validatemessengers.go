@@ -165,5 +165,26 @@ func (c *Config) validateWebUsers(p *problems) {
 		} else {
 			seen[u.Name] = i
 		}
+		if u.Role != "" && u.Role != RoleAdmin && u.Role != RoleApprover {
+			p.add(fmt.Sprintf("web.users[%d].role", i), "unknown role %q (want %q or %q)", u.Role, RoleAdmin, RoleApprover)
+		}
+	}
+	admins := 0
+	for _, u := range c.Web.Users {
+		if c.Web.IsAdmin(u.Name) {
+			admins++
+		}
+	}
+	if len(c.Web.Users) > 0 && admins == 0 {
+		p.add("web.users", "no user is an admin: give one role = %q (the default makes the first user the admin)", RoleAdmin)
+	}
+	switch c.Web.PolicyStepUp {
+	case "", StepUpNone:
+	case StepUpPasskey:
+		if admins == 0 {
+			p.add("web.policy_step_up", "%q needs an admin web user to sign policy changes", StepUpPasskey)
+		}
+	default:
+		p.add("web.policy_step_up", "unknown value %q (want %q or %q)", c.Web.PolicyStepUp, StepUpNone, StepUpPasskey)
 	}
 }

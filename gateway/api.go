@@ -22,6 +22,11 @@ import (
 // for, which would let it use that person's grants.
 var errForeignPrincipal = errors.New("forbidden principal")
 
+// errPolicyStepUp: [web] policy_step_up = "passkey" keeps the admin
+// agent's API from adding approve rules and grants; an admin does it on
+// the web page, with a passkey.
+var errPolicyStepUp = errors.New("policy changes need an admin's passkey on the web page")
+
 // requestBody is the JSON an agent posts to /v1/requests and /v1/check.
 type requestBody struct {
 	CallID      string         `json:"call_id"`
@@ -278,6 +283,9 @@ func (s *Server) decideRequest(w http.ResponseWriter, r *http.Request) {
 		Decision string `json:"decision"`
 		Scope    string `json:"scope"`    // allow_always: one of the request's scopes (default: grant_target)
 		Duration string `json:"duration"` // allow_for: one of the request's allow_for (default: the first)
+		// EveryAgent makes the grant of allow_always or allow_for the whole
+		// principal's (every agent); by default it is the request's agent's.
+		EveryAgent bool `json:"every_agent"`
 	}
 	if !decodeJSON(w, r, &b) {
 		return
@@ -287,7 +295,7 @@ func (s *Server) decideRequest(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_decision", cleanMsg(err))
 		return
 	}
-	ch := approvals.Choice{Decision: d, Scope: b.Scope}
+	ch := approvals.Choice{Decision: d, Scope: b.Scope, EveryAgent: b.EveryAgent}
 	if b.Duration != "" {
 		if ch.Duration, err = approvals.ParseWhile(b.Duration); err != nil {
 			writeError(w, http.StatusBadRequest, "invalid_duration", cleanMsg(err))
@@ -342,7 +350,7 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request) {
 	dec, err := s.decider.Decide(context.WithoutCancel(r.Context()), policy.Input{
 		Profile: sub.Profile, Capability: sub.Capability, Target: sub.Target, Requested: sub.Autonomy,
 		Channel: sub.Channel, SenderID: sub.SenderID, SessionID: sub.SessionID, Intent: sub.Intent, Executor: sub.Executor,
-		Args: sub.Args, Context: sub.Context, DryRun: true,
+		Args: sub.Args, Context: sub.Context, DryRun: true, Guard: s.svc.GuardOf(a.ID, sub.Capability),
 	})
 	if err != nil {
 		s.errorResponse(w, r, err)
@@ -368,8 +376,8 @@ func (s *Server) listGrants(w http.ResponseWriter, r *http.Request) {
 	if f.SenderID == "" {
 		f.SenderID = q.Get("sender")
 	}
-	if !a.Admin { // an agent sees its own principal's grants only
-		f.Channel, f.SenderID = a.Channel, a.SenderID
+	if !a.Admin { // an agent sees its own grants only: its principal's, for it or every agent
+		f.Channel, f.SenderID, f.Agent = a.Channel, a.SenderID, a.ID
 	}
 	list, err := s.grants.List(r.Context(), f)
 	if err != nil {
@@ -387,8 +395,19 @@ func (s *Server) addGrant(w http.ResponseWriter, r *http.Request) {
 		Capability string `json:"capability"`
 		Target     string `json:"target"`
 		TTL        string `json:"ttl"`
+		// Agent, when set, makes the grant that agent's only; without it
+		// the grant is the principal's, for every agent (seed 000).
+		Agent string `json:"agent"`
 	}
 	if !decodeJSON(w, r, &b) {
+		return
+	}
+	if s.cfg.Web.PolicyPasskey() {
+		s.errorResponse(w, r, errPolicyStepUp)
+		return
+	}
+	if b.Agent != "" && s.AgentByID(b.Agent) == nil {
+		writeError(w, http.StatusBadRequest, "invalid_agent", fmt.Sprintf("agent: %q is not a configured agent", b.Agent))
 		return
 	}
 	if b.SenderID == "" {
@@ -413,13 +432,13 @@ func (s *Server) addGrant(w http.ResponseWriter, r *http.Request) {
 	a := agentFrom(r)
 	g, err := s.grants.Record(r.Context(), policy.NewGrant{
 		Principal:  policy.Principal{Channel: b.Channel, SenderID: b.SenderID},
-		Capability: b.Capability, Target: b.Target, GrantedBy: "api:" + a.ID, TTL: ttl,
+		Capability: b.Capability, Target: b.Target, GrantedBy: "api:" + a.ID, TTL: ttl, Agent: b.Agent,
 	})
 	if err != nil {
 		s.errorResponse(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, g)
+	writeJSON(w, http.StatusCreated, grantAnswer{Grant: g, Warnings: config.NotLifted(s.grantGuards(g))})
 }
 
 func (s *Server) revokeGrant(w http.ResponseWriter, r *http.Request) {
@@ -443,4 +462,23 @@ func (s *Server) revokeGrant(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"revoked": changed, "grant": g})
+}
+
+// grantAnswer is a grant as the API answers its add: with the guarded
+// routes it cannot lift, if any.
+type grantAnswer struct {
+	policy.Grant
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// grantGuards are the guarded routes whose requests g would cover but
+// cannot lift: it was not written by a decision on them.
+func (s *Server) grantGuards(g policy.Grant) []*policy.Guard {
+	var out []*policy.Guard
+	for _, gd := range s.cfg.Guards(g.Agent, func(c policy.Capability) bool { return c.Name == g.Capability }) {
+		if gd.Key != g.Route {
+			out = append(out, gd)
+		}
+	}
+	return out
 }

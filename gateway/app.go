@@ -303,7 +303,7 @@ func routes(in []config.Route) []approvals.Route {
 	for i, r := range in {
 		out[i] = approvals.Route{Capability: r.Capability, Agent: r.Agent, Critical: r.Critical, Notify: r.Notify,
 			Approvers: r.Approvers, Quorum: r.Quorum, EscalateAfter: r.EscalateAfter, EscalateTo: r.EscalateTo,
-			RemindEvery: r.RemindEvery, StepUp: r.StepUp}
+			RemindEvery: r.RemindEvery, StepUp: r.StepUp, Guard: r.Guard(i + 1)}
 	}
 	return out
 }

@@ -116,6 +116,12 @@ func (s *Server) errorResponse(w http.ResponseWriter, r *http.Request, err error
 	case errors.Is(err, approvals.ErrStepUpRequired):
 		writeError(w, http.StatusForbidden, "step_up_required",
 			"this request's route asks for a passkey: allow it on the web page (/r/{id}); deny works here")
+	case errors.Is(err, approvals.ErrOwnRequest):
+		writeError(w, http.StatusForbidden, "own_request",
+			"an agent may not decide a request it or its child tokens made; a person decides it")
+	case errors.Is(err, errPolicyStepUp):
+		writeError(w, http.StatusForbidden, "step_up_required",
+			"[web] policy_step_up is on: an admin adds approve rules and grants on the web page, with a passkey")
 	case errors.Is(err, errForeignPrincipal):
 		writeError(w, http.StatusForbidden, "forbidden_principal", err.Error())
 	case errors.Is(err, approvals.ErrNotFound), errors.Is(err, policy.ErrNotFound):

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -48,6 +49,10 @@ func (s *Server) addRule(w http.ResponseWriter, r *http.Request) {
 		s.errorResponse(w, r, err)
 		return
 	}
+	if policy.Action(b.Action) == policy.ActionApprove && s.cfg.Web.PolicyPasskey() {
+		s.errorResponse(w, r, errPolicyStepUp)
+		return
+	}
 	ri, err := s.rules.Add(r.Context(), policy.NewRule{Capability: b.Capability, Target: b.Target,
 		Action: policy.Action(b.Action), SenderID: b.SenderID, Agent: b.Agent, Channel: b.Channel, Position: pos},
 		"api:"+agentFrom(r).ID)
@@ -56,7 +61,7 @@ func (s *Server) addRule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("rule added", "rule_id", ri.ID, "agent", agentFrom(r).ID)
-	writeJSON(w, http.StatusCreated, ri)
+	writeJSON(w, http.StatusCreated, s.ruleAnswer(ri))
 }
 
 func (s *Server) updateRule(w http.ResponseWriter, r *http.Request) {
@@ -68,6 +73,10 @@ func (s *Server) updateRule(w http.ResponseWriter, r *http.Request) {
 	if b.Action != nil {
 		a := policy.Action(*b.Action)
 		p.Action = &a
+		if a == policy.ActionApprove && s.cfg.Web.PolicyPasskey() {
+			s.errorResponse(w, r, errPolicyStepUp)
+			return
+		}
 	}
 	if len(b.Position) > 0 && string(b.Position) != "null" { // null, like an absent field, leaves it where it is
 		pos, err := policy.ParsePositionJSON(b.Position)
@@ -83,7 +92,7 @@ func (s *Server) updateRule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("rule changed", "rule_id", ri.ID, "agent", agentFrom(r).ID)
-	writeJSON(w, http.StatusOK, ri)
+	writeJSON(w, http.StatusOK, s.ruleAnswer(ri))
 }
 
 func (s *Server) removeRule(w http.ResponseWriter, r *http.Request) {
@@ -94,4 +103,16 @@ func (s *Server) removeRule(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("rule removed", "rule_id", id, "agent", agentFrom(r).ID)
 	writeJSON(w, http.StatusOK, map[string]bool{"removed": true})
+}
+
+// ruleAnswer is a rule as the API answers an add or a change: with the
+// guarded routes it cannot lift, if any ("does not apply to requests on
+// route 2: quorum 2, passkey").
+type ruleAnswer struct {
+	policy.RuleInfo
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+func (s *Server) ruleAnswer(ri policy.RuleInfo) ruleAnswer {
+	return ruleAnswer{RuleInfo: ri, Warnings: config.NotLifted(s.cfg.RuleGuards(ri.Rule()))}
 }

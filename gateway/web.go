@@ -83,9 +83,11 @@ func (s *Server) webRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /r/{id}", w.access(hf(w.request)))
 	mux.Handle("GET /account", w.access(hf(w.account)))
 	mux.Handle("POST /web/decide", w.access(w.csrf(hf(w.decide))))
-	mux.Handle("POST /web/revoke", w.access(w.csrf(hf(w.revoke))))
-	mux.Handle("POST /web/rules/add", w.access(w.csrf(hf(w.addRule))))
-	mux.Handle("POST /web/rules/remove", w.access(w.csrf(hf(w.removeRule))))
+	mux.Handle("POST /web/revoke", w.access(w.csrf(w.adminOnly(w.policyTap(hf(w.revoke))))))
+	mux.Handle("POST /web/rules/add", w.access(w.csrf(w.adminOnly(w.policyTap(hf(w.addRule))))))
+	mux.Handle("POST /web/rules/remove", w.access(w.csrf(w.adminOnly(w.policyTap(hf(w.removeRule))))))
+	mux.Handle("POST /web/policy/passkey/begin", w.access(w.csrf(w.adminOnly(hf(w.policyBegin)))))
+	mux.Handle("POST /web/policy/passkey", w.access(w.csrf(w.adminOnly(hf(w.policySigned)))))
 	mux.Handle("POST /web/rules/simulate", w.access(w.csrf(hf(w.simulateRule))))
 	mux.Handle("POST /web/passkeys/begin", w.access(w.csrf(hf(w.passkeyBegin))))
 	mux.Handle("POST /web/passkeys/add", w.access(w.csrf(hf(w.passkeyAdd))))
@@ -190,7 +192,11 @@ type pageData struct {
 	// day, of every user.
 	PasskeyNotices []string
 	User           string // the signed-in web user
-	Pending        []pendingCard
+	Admin          bool   // the user may change rules and grants (else an approver)
+	// PolicyPasskey: each change of rules and grants is signed with the
+	// admin's passkey ([web] policy_step_up).
+	PolicyPasskey bool
+	Pending       []pendingCard
 	// MorePending counts pending requests past the first webMaxPending.
 	MorePending int
 	Grants      []grantRow
@@ -268,7 +274,8 @@ func (w *web) page(rw http.ResponseWriter, r *http.Request) {
 		w.fail(rw, r, err)
 		return
 	}
-	d.CSRF, d.User = sessionOf(r).CSRF, sessionOf(r).User
+	d.CSRF, d.User, d.Admin = sessionOf(r).CSRF, sessionOf(r).User, w.isAdmin(r)
+	d.PolicyPasskey = w.s.cfg.Web.PolicyPasskey()
 	d.Flash = w.takeFlash(rw, r)
 	d.PasskeyNotices = w.passkeyNotices(r.Context())
 	d.Suggestions = w.suggestionRows()
@@ -307,6 +314,9 @@ func (w *web) decide(rw http.ResponseWriter, r *http.Request) {
 		w.redirect(rw, r, w.decideFailure(err))
 		return
 	}
+	// The grant is the request's agent's unless the approver ticks "for
+	// every agent" (never offered on a guarded route: refused there).
+	ch.EveryAgent = r.PostFormValue("every_agent") == "1"
 	w.decideAs(rw, r, id, ch, w.actor(r))
 }
 
@@ -373,7 +383,13 @@ func (w *web) revoke(rw http.ResponseWriter, r *http.Request) {
 		w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.bad_grant")})
 		return
 	}
-	changed, err := w.s.grants.Revoke(r.Context(), id, "revoked", w.webActor(r))
+	w.applyRevoke(rw, r, id, nil)
+}
+
+// applyRevoke revokes grant id, its audit row carrying signed (a
+// passkey's assertion) when set, and says so.
+func (w *web) applyRevoke(rw http.ResponseWriter, r *http.Request, id int64, signed map[string]any) {
+	changed, err := w.s.grants.RevokeSigned(r.Context(), id, "revoked", w.webActor(r), signed)
 	switch {
 	case err != nil:
 		w.s.log.Error("web revoke failed", "grant_id", id, "err", err)

@@ -77,22 +77,64 @@ func (w *web) actor(r *http.Request) approvals.Actor {
 	return approvals.Actor{Channel: approvals.ChannelWeb, ID: u, Name: u}
 }
 
-// addRule is POST /web/rules/add: the page's add form (admins only: every
-// user of the page is one, on this machine or logged in with the admin token).
-func (w *web) addRule(rw http.ResponseWriter, r *http.Request) {
+// isAdmin reports whether the signed-in web user is an admin ([[web.users]]
+// role; by default the first user).
+func (w *web) isAdmin(r *http.Request) bool {
+	u := sessionOf(r).User
+	return w.s.cfg.Web.IsAdmin(u) || len(w.s.cfg.Web.Users) == 0 && u == DefaultWebUser(w.s.cfg)
+}
+
+// adminOnly lets only admins through: an approver decides requests, and
+// never adds, changes or removes rules and grants.
+func (w *web) adminOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if !w.isAdmin(r) {
+			w.s.log.Warn("web policy change refused: not an admin", "path", r.URL.Path, "by", w.webActor(r))
+			w.redirect(rw, r, flash{Error: true, Text: w.loc.T("web.admin_only", cards.SafeIn(sessionOf(r).User, w.loc))})
+			return
+		}
+		h.ServeHTTP(rw, r)
+	})
+}
+
+// notLifted is what the page adds to a rule's flash: the guarded routes
+// it cannot lift (" It does not apply to requests on route 2: …").
+func (w *web) notLifted(guards []*policy.Guard) string {
+	var out string
+	for _, g := range guards {
+		out += " " + w.loc.T("web.not_lifted", g.Label)
+	}
+	return out
+}
+
+// ruleForm is the rule the page's add form (or a suggestion's) names.
+func ruleForm(r *http.Request) (policy.NewRule, error) {
 	pos, err := policy.ParsePosition(r.PostFormValue("position"))
+	return policy.NewRule{
+		Capability: r.PostFormValue("capability"), Target: strings.TrimSpace(r.PostFormValue("target")),
+		Action: policy.Action(r.PostFormValue("action")), SenderID: strings.TrimSpace(r.PostFormValue("sender_id")),
+		Agent: strings.TrimSpace(r.PostFormValue("agent")), Channel: strings.TrimSpace(r.PostFormValue("channel")),
+		Position: pos,
+	}, err
+}
+
+// addRule is POST /web/rules/add: the page's add form (admins only).
+func (w *web) addRule(rw http.ResponseWriter, r *http.Request) {
+	nr, err := ruleForm(r)
+	w.applyAddRule(rw, r, nr, err)
+}
+
+// applyAddRule adds nr (unless err, the form's, says it is not a rule)
+// and says so: a tap's, or one signed with a passkey (nr.Signed).
+func (w *web) applyAddRule(rw http.ResponseWriter, r *http.Request, nr policy.NewRule, err error) {
 	if err == nil {
 		var ri policy.RuleInfo
-		ri, err = w.s.rules.Add(r.Context(), policy.NewRule{
-			Capability: r.PostFormValue("capability"), Target: strings.TrimSpace(r.PostFormValue("target")),
-			Action: policy.Action(r.PostFormValue("action")), SenderID: strings.TrimSpace(r.PostFormValue("sender_id")),
-			Agent: strings.TrimSpace(r.PostFormValue("agent")), Channel: strings.TrimSpace(r.PostFormValue("channel")),
-			Position: pos,
-		}, w.webActor(r))
+		ri, err = w.s.rules.Add(r.Context(), nr, w.webActor(r))
 		if err == nil {
 			w.s.log.Info("rule added", "rule_id", ri.ID, "by", w.webActor(r))
 			w.redirect(rw, r, flash{Text: w.loc.T("web.rule_added",
-				ri.ID, ri.Action, ri.Capability, cards.SafeIn(ri.Target, w.loc), ri.Owner, ri.Position)})
+				ri.ID, ri.Action, ri.Capability, cards.SafeIn(ri.Target, w.loc), ri.Owner, ri.Position) +
+				w.notLifted(w.s.cfg.RuleGuards(ri.Rule()))})
 			return
 		}
 	}
@@ -107,8 +149,13 @@ func (w *web) addRule(rw http.ResponseWriter, r *http.Request) {
 
 // removeRule is POST /web/rules/remove: the Remove button of a run-time rule.
 func (w *web) removeRule(rw http.ResponseWriter, r *http.Request) {
-	id := r.PostFormValue("id")
-	err := w.s.rules.Remove(r.Context(), id, w.webActor(r))
+	w.applyRemoveRule(rw, r, r.PostFormValue("id"), nil)
+}
+
+// applyRemoveRule removes rule id, its audit row carrying signed (a
+// passkey's assertion) when set, and says so.
+func (w *web) applyRemoveRule(rw http.ResponseWriter, r *http.Request, id string, signed map[string]any) {
+	err := w.s.rules.RemoveSigned(r.Context(), id, w.webActor(r), signed)
 	var fe *policy.FieldError
 	switch {
 	case err == nil:

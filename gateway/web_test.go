@@ -262,7 +262,7 @@ func TestWeb_PendingCards(t *testing.T) {
 		for _, want := range []string{`value="allow_once"`, `value="allow_always"`, `value="deny"`, `value="allow_for"`,
 			`name="duration" value="1h"`, `<select name="scope_index"`, `<option value="1">/home/u/invoices/*.pdf</option>`,
 			"/home/u/invoices/04.pdf", "save the invoice", "invoice_saver", "Supervised", "critical",
-			"Allow always grants fs:write on /home/u/invoices/04.pdf to web/owner until ", "Vaglio", "Expires",
+			"Allow always grants fs:write on /home/u/invoices/04.pdf to web/owner for agent a1 until ", "Vaglio", "Expires",
 			">in 9 min</span>, ", " JST</dd>",
 			// The vaglio line in plain words, and the judge's exact reason under it.
 			"✓ in line with the intent (0.80)", "rule-based-v1: base 0.70; &#43;0.10 intent names the executor"} {

@@ -181,6 +181,9 @@ func actorIs(actor, name string) bool {
 // matchRow holds the signed content to the row: the request, agent and
 // decision it names, and (version 2) the grant the row says it wrote.
 func matchRow(content string, row storage.AuditEvent) (note string, err error) {
+	if c, ok := ParsePolicyChange([]byte(content)); ok {
+		return "", matchPolicyRow(c, row) // an admin's signed rule or grant change
+	}
 	var f signedFields
 	if err := json.Unmarshal([]byte(content), &f); err != nil {
 		return "", errors.New("the content is not JSON")

@@ -153,6 +153,10 @@ type Input struct {
 	// asks the same way, every time, for fs:write on a persistence point
 	// (Asker.MustAsk's always); Decision.AskAlways reports either.
 	Ask string
+	// Guard, when set, is the guarded route the request is on: no approve
+	// rule lifts it, and only a grant that route's decision wrote (see
+	// Guard).
+	Guard *Guard
 	// DryRun decides without side effects on grants (no last_used_at):
 	// POST /v1/check and `gateway policy check`.
 	DryRun bool
@@ -364,6 +368,14 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	} else {
 		step("rules", "", "no rule matched")
 	}
+	route := ""
+	if in.Guard != nil {
+		route = in.Guard.Key
+		if m.Action == ActionApprove {
+			trace("rules", "", "rule %s %s: it was not decided the route's way", m.Rule.Label(), in.Guard.NotLifted())
+			m = RuleMatch{}
+		}
+	}
 
 	// Step 5: combine.
 	var grant *Grant
@@ -392,7 +404,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 			// A require_approval rule means "ask every time": grants do not lift it.
 			trace("grants", "", "not consulted: rule %s requires approval", m.Rule.Label())
 		} else if d.Grants != nil && c.DefaultApproval != ApprovalAlways {
-			g, err := d.Grants.FindMatching(ctx, Principal{in.Channel, in.SenderID}, Session{in.Profile.Agent, in.SessionID}, c.Name, target)
+			g, err := d.Grants.FindMatching(ctx, Principal{in.Channel, in.SenderID}, Session{in.Profile.Agent, in.SessionID, route}, c.Name, target)
 			if err != nil {
 				return Decision{}, fmt.Errorf("decide: %w", err)
 			}
@@ -402,6 +414,9 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 				id := strconv.FormatInt(g.ID, 10)
 				dec.Reason = "allowed by grant #" + id + " (" + g.Target + ")"
 				step("grants", Allowed, "grant #"+id+" for "+in.Channel+"/"+in.SenderID+" covers the target")
+			} else if in.Guard != nil {
+				trace("grants", "", "no active grant of %s for %s/%s: any other grant %s", in.Guard.Label,
+					in.Channel, in.SenderID, in.Guard.NotLifted())
 			} else {
 				step("grants", "", "no active grant for "+in.Channel+"/"+in.SenderID)
 			}

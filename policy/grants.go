@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"time"
@@ -13,11 +14,11 @@ import (
 )
 
 const insertGrant = `INSERT INTO grants
-(channel, sender_id, capability, target, anchor, granted_at, expires_at, granted_by, request_id, agent, session_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`
+(channel, sender_id, capability, target, anchor, granted_at, expires_at, granted_by, request_id, agent, session_id, route)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`
 
 const grantColumns = `id, channel, sender_id, capability, target, granted_at, expires_at, granted_by,
-last_used_at, revoked_at, revoke_reason, COALESCE(request_id, ''), agent, session_id, uses`
+last_used_at, revoked_at, revoke_reason, COALESCE(request_id, ''), agent, session_id, uses, route`
 
 // findCandidates uses grants_lookup: one indexed probe per anchor. The
 // INDEXED BY is needed: without statistics SQLite prefers grants_principal
@@ -40,6 +41,7 @@ const touchGrant = `UPDATE grants SET last_used_at = $1 WHERE id = $2 AND revoke
 const listGrants = `SELECT ` + grantColumns + ` FROM grants
 WHERE ($1 = '' OR channel = $1) AND ($2 = '' OR sender_id = $2)
 AND ($3 OR (revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $4)))
+AND ($6 = '' OR agent = '' OR agent = $6)
 ORDER BY id DESC LIMIT $5`
 
 const revokeGrant = `UPDATE grants SET revoked_at = $1, revoke_reason = $2 WHERE id = $3 AND revoked_at IS NULL`
@@ -83,25 +85,41 @@ type Grant struct {
 	RevokedAt    *time.Time `json:"revoked_at"`
 	RevokeReason *string    `json:"revoke_reason"`
 	Active       bool       `json:"active"`
-	// Agent and SessionID are set on a session grant (Allow this
-	// session): it matches only that agent's requests in that session.
-	// Both are empty on every other grant.
+	// Agent, when set, is the agent the grant was asked for: it matches
+	// only that agent's requests ("" = every agent of the principal, what
+	// an admin adds through the grants API). SessionID is set on a session
+	// grant (Allow this session), with its Agent: it matches only that
+	// agent's requests in that session.
 	Agent     string `json:"agent"`
 	SessionID string `json:"session_id"`
+	// Route is the guarded route whose decision wrote the grant (its
+	// Guard.Key), "" for every other grant: only such a grant lifts that
+	// route's requests.
+	Route     string `json:"route,omitempty"`
 	RequestID string `json:"-"`
 }
 
-// Session is the agent and session a request comes from, for session
-// grants; the zero Session matches no session grant.
+// Session is where a request comes from, for the grants that are not the
+// whole principal's: its agent, the agent's session, and the guarded route
+// it is on (Guard.Key, "" for none). The zero Session matches only grants
+// of the whole principal.
 type Session struct {
 	Agent string
 	ID    string
+	Route string
 }
 
-// covers reports whether g may decide a request of s: every grant without
-// a session, and a session grant only for its own agent and session.
+// covers reports whether g may decide a request of s: a grant of another
+// agent never does, a session grant only in its own session, and on a
+// guarded route only a grant that route's decision wrote.
 func (g *Grant) covers(s Session) bool {
-	return g.SessionID == "" || s.ID != "" && g.SessionID == s.ID && g.Agent == s.Agent
+	if g.Agent != "" && g.Agent != s.Agent {
+		return false
+	}
+	if g.SessionID != "" && (s.ID == "" || g.SessionID != s.ID) {
+		return false
+	}
+	return s.Route == "" || g.Route == s.Route
 }
 
 // NewGrant is what Record writes. TTL 0 means no expiry.
@@ -112,8 +130,13 @@ type NewGrant struct {
 	GrantedBy  string
 	TTL        time.Duration
 	RequestID  string // the request whose Allow always wrote it, if any
-	// Session, when set, makes a session grant (see Grant.Agent).
+	// Agent, when set, makes the grant that agent's only (see Grant.Agent).
+	Agent string
+	// Session, when set, makes a session grant (see Grant.Agent); its
+	// Agent is the grant's.
 	Session Session
+	// Route is the guard key of the route whose decision wrote the grant.
+	Route string
 }
 
 // touchEvery is how stale last_used_at may get before a decision rewrites
@@ -180,6 +203,16 @@ func (s *GrantStore) RecordTx(ctx context.Context, q storage.Querier, g NewGrant
 	if (g.Session.ID == "") != (g.Session.Agent == "") {
 		return Grant{}, fmt.Errorf("record grant: a session grant needs both its agent and its session id")
 	}
+	agent := g.Agent
+	if g.Session.ID != "" {
+		if agent != "" && agent != g.Session.Agent {
+			return Grant{}, fmt.Errorf("record grant: agent %q is not the session's agent %q", agent, g.Session.Agent)
+		}
+		agent = g.Session.Agent
+	}
+	if g.Route != "" && agent == "" {
+		return Grant{}, fmt.Errorf("record grant: a guarded route's grant is one agent's")
+	}
 	if g.Session.ID != "" && g.TTL == 0 {
 		return Grant{}, fmt.Errorf("record grant: a session grant must expire")
 	}
@@ -201,7 +234,7 @@ func (s *GrantStore) RecordTx(ctx context.Context, q storage.Querier, g NewGrant
 	out := Grant{
 		Channel: g.Channel, SenderID: g.SenderID, Capability: c.Name, Target: target,
 		GrantedAt: now.Truncate(time.Microsecond), GrantedBy: g.GrantedBy, Active: true, RequestID: g.RequestID,
-		Agent: g.Session.Agent, SessionID: g.Session.ID,
+		Agent: agent, SessionID: g.Session.ID, Route: g.Route,
 	}
 	var expires any
 	if g.TTL > 0 {
@@ -211,13 +244,13 @@ func (s *GrantStore) RecordTx(ctx context.Context, q storage.Querier, g NewGrant
 	}
 	err = q.QueryRowContext(ctx, insertGrant, g.Channel, g.SenderID, c.Name, target,
 		s.norm.Anchor(c.TargetKind, target), storage.FormatTime(now), expires, g.GrantedBy,
-		sql.NullString{String: g.RequestID, Valid: g.RequestID != ""}, g.Session.Agent, g.Session.ID).Scan(&out.ID)
+		sql.NullString{String: g.RequestID, Valid: g.RequestID != ""}, agent, g.Session.ID, g.Route).Scan(&out.ID)
 	if err != nil {
 		return Grant{}, fmt.Errorf("record grant: %w", err)
 	}
 	err = storage.AppendAudit(ctx, q, storage.AuditEvent{
 		At: now, Actor: g.GrantedBy, Event: storage.AuditGrantWritten, RequestID: g.RequestID, GrantID: out.ID,
-		Detail: grantDetail(g, c.Name, target),
+		Detail: grantDetail(out),
 	})
 	if err != nil {
 		return Grant{}, err
@@ -226,10 +259,16 @@ func (s *GrantStore) RecordTx(ctx context.Context, q storage.Querier, g NewGrant
 }
 
 // grantDetail is the audit detail of a grant written.
-func grantDetail(g NewGrant, capability, target string) map[string]any {
-	d := map[string]any{"channel": g.Channel, "sender_id": g.SenderID, "capability": capability, "target": target}
-	if g.Session.ID != "" {
-		d["agent"], d["session_id"] = g.Session.Agent, g.Session.ID
+func grantDetail(g Grant) map[string]any {
+	d := map[string]any{"channel": g.Channel, "sender_id": g.SenderID, "capability": g.Capability, "target": g.Target}
+	if g.Agent != "" {
+		d["agent"] = g.Agent
+	}
+	if g.SessionID != "" {
+		d["session_id"] = g.SessionID
+	}
+	if g.Route != "" {
+		d["route"] = g.Route
 	}
 	return d
 }
@@ -318,8 +357,11 @@ func jsonString(s string) string {
 type GrantFilter struct {
 	Channel  string
 	SenderID string
-	All      bool
-	Limit    int // 0 = no limit
+	// Agent, when set, keeps the grants that agent's requests may use:
+	// its own and those for every agent, never another agent's.
+	Agent string
+	All   bool
+	Limit int // 0 = no limit
 }
 
 // List returns grants newest first.
@@ -329,7 +371,7 @@ func (s *GrantStore) List(ctx context.Context, f GrantFilter) ([]Grant, error) {
 		limit = math.MaxInt64 // no limit, in words both engines accept (SQLite's -1 is an error in PostgreSQL)
 	}
 	now := s.now()
-	rows, err := s.db.QueryContext(ctx, listGrants, f.Channel, f.SenderID, f.All, storage.FormatTime(now), limit)
+	rows, err := s.db.QueryContext(ctx, listGrants, f.Channel, f.SenderID, f.All, storage.FormatTime(now), limit, f.Agent)
 	if err != nil {
 		return nil, fmt.Errorf("list grants: %w", err)
 	}
@@ -373,10 +415,16 @@ func (s *GrantStore) GetTx(ctx context.Context, q storage.Querier, id int64) (Gr
 // Revoke revokes grant id and reports whether anything changed: false for a
 // grant already revoked or one that does not exist (a no-op, not an error).
 func (s *GrantStore) Revoke(ctx context.Context, id int64, reason, by string) (bool, error) {
+	return s.RevokeSigned(ctx, id, reason, by, nil)
+}
+
+// RevokeSigned is Revoke with signed added to its audit row: the passkey
+// assertion of the admin who revoked it (see NewRule.Signed).
+func (s *GrantStore) RevokeSigned(ctx context.Context, id int64, reason, by string, signed map[string]any) (bool, error) {
 	var changed bool
 	err := s.db.InTx(ctx, func(tx storage.Querier) error {
 		var err error
-		changed, err = s.RevokeTx(ctx, tx, id, reason, by)
+		changed, err = s.revokeTx(ctx, tx, id, reason, by, signed)
 		return err
 	})
 	return changed, err
@@ -384,6 +432,10 @@ func (s *GrantStore) Revoke(ctx context.Context, id int64, reason, by string) (b
 
 // RevokeTx is Revoke inside the caller's transaction, with its audit row.
 func (s *GrantStore) RevokeTx(ctx context.Context, q storage.Querier, id int64, reason, by string) (bool, error) {
+	return s.revokeTx(ctx, q, id, reason, by, nil)
+}
+
+func (s *GrantStore) revokeTx(ctx context.Context, q storage.Querier, id int64, reason, by string, signed map[string]any) (bool, error) {
 	if reason == "" {
 		reason = "revoked"
 	}
@@ -396,9 +448,11 @@ func (s *GrantStore) RevokeTx(ctx context.Context, q storage.Querier, id int64, 
 	if err != nil || n == 0 {
 		return false, err
 	}
+	detail := map[string]any{"reason": reason}
+	maps.Copy(detail, signed)
 	err = storage.AppendAudit(ctx, q, storage.AuditEvent{
 		At: now, Actor: by, Event: storage.AuditGrantRevoked, GrantID: id,
-		Detail: map[string]any{"reason": reason},
+		Detail: detail,
 	})
 	return err == nil, err
 }
@@ -410,7 +464,7 @@ func scanGrant(sc scanner, now time.Time) (Grant, error) {
 	var granted string
 	var expires, used, revoked, reason sql.NullString
 	if err := sc.Scan(&g.ID, &g.Channel, &g.SenderID, &g.Capability, &g.Target, &granted, &expires,
-		&g.GrantedBy, &used, &revoked, &reason, &g.RequestID, &g.Agent, &g.SessionID, &g.Uses); err != nil {
+		&g.GrantedBy, &used, &revoked, &reason, &g.RequestID, &g.Agent, &g.SessionID, &g.Uses, &g.Route); err != nil {
 		return Grant{}, err
 	}
 	var err error

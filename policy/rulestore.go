@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,6 +129,10 @@ type NewRule struct {
 	Agent      string
 	Channel    string
 	Position   Position
+	// Signed, when set, is added to the rule's audit row: the passkey
+	// assertion of the admin who made the change (passkeys.Proof's
+	// AuditDetail), so the row carries its own signature.
+	Signed map[string]any
 }
 
 // RulePatch changes a run-time rule; nil fields stay as they are. A rule
@@ -331,7 +336,7 @@ func (s *RuleStore) Add(ctx context.Context, nr NewRule, by string) (RuleInfo, e
 		if out, err = getRule(ctx, tx, id); err != nil {
 			return err
 		}
-		return auditRule(ctx, tx, s.now(), by, storage.AuditRuleAdded, out, nil)
+		return auditRule(ctx, tx, s.now(), by, storage.AuditRuleAdded, out, nil, nr.Signed)
 	})
 	return out, err
 }
@@ -395,7 +400,7 @@ func (s *RuleStore) Update(ctx context.Context, id string, p RulePatch, by strin
 		if out, err = getRule(ctx, tx, n); err != nil {
 			return err
 		}
-		return auditRule(ctx, tx, s.now(), by, storage.AuditRuleChanged, out, &old)
+		return auditRule(ctx, tx, s.now(), by, storage.AuditRuleChanged, out, &old, nil)
 	})
 	return out, err
 }
@@ -403,6 +408,12 @@ func (s *RuleStore) Update(ctx context.Context, id string, p RulePatch, by strin
 // Remove deletes a run-time rule (never one of the file's:
 // ErrRuleFromConfig), with its audit row.
 func (s *RuleStore) Remove(ctx context.Context, id, by string) error {
+	return s.RemoveSigned(ctx, id, by, nil)
+}
+
+// RemoveSigned is Remove with signed added to its audit row (see
+// NewRule.Signed).
+func (s *RuleStore) RemoveSigned(ctx context.Context, id, by string, signed map[string]any) error {
 	n, err := s.parseRuleID(id)
 	if err != nil {
 		return err
@@ -421,7 +432,7 @@ func (s *RuleStore) Remove(ctx context.Context, id, by string) error {
 		if _, err := tx.ExecContext(ctx, closeRuleGap, old.Owner, old.Position); err != nil {
 			return fmt.Errorf("remove rule: %w", err)
 		}
-		return auditRule(ctx, tx, s.now(), by, storage.AuditRuleRemoved, old, nil)
+		return auditRule(ctx, tx, s.now(), by, storage.AuditRuleRemoved, old, nil, signed)
 	})
 }
 
@@ -467,11 +478,13 @@ func countOwner(ctx context.Context, q storage.Querier, owner string, except int
 	return n, nil
 }
 
-func auditRule(ctx context.Context, q storage.Querier, at time.Time, by, event string, ri RuleInfo, before *RuleInfo) error {
+func auditRule(ctx context.Context, q storage.Querier, at time.Time, by, event string, ri RuleInfo, before *RuleInfo,
+	signed map[string]any) error {
 	d := ruleDetail(ri)
 	if before != nil {
 		d["before"] = ruleDetail(*before)
 	}
+	maps.Copy(d, signed)
 	return storage.AppendAudit(ctx, q, storage.AuditEvent{At: at, Actor: by, Event: event, Detail: d})
 }
 

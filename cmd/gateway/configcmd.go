@@ -50,6 +50,7 @@ func cmdConfig(e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "ok: %s: %d agent(s), %d rule(s), telegram %s, slack %s, discord %s, database %s, time zone %s\n", src,
 			len(cfg.Agents), len(cfg.Policy.Rules), onOff(cfg.Telegram.Enabled()), onOff(cfg.Slack.Enabled()),
 			onOff(cfg.Discord.Enabled()), cfg.Storage.Driver, zone)
+		checkAuthority(e.stdout, cfg)
 		return nil
 	}
 	return usagef("config: unknown subcommand %q (check, example)", sub)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os/user"
+	"slices"
 	"strconv"
 	"time"
 
@@ -290,6 +291,7 @@ func policyGrant(e *env, args []string) error {
 	capability := fs.String("capability", "", "capability (required)")
 	target := fs.String("target", "", "target or target pattern")
 	ttl := fs.String("ttl", "", "lifetime, e.g. 720h or 90d (default policy.grant_ttl; 0 = never expires)")
+	agent := fs.String("agent", "", "the agent the grant is for (default: every agent of the principal)")
 	if err := parseNoArgs(fs, "grant", args); err != nil {
 		return err
 	}
@@ -312,6 +314,9 @@ func policyGrant(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *agent != "" && !slices.ContainsFunc(cfg.Agents, func(a config.Agent) bool { return a.ID == *agent }) {
+		return usagef("grant: --agent: %q is not an agent of the config", *agent)
+	}
 	life := cfg.Policy.GrantTTL
 	if *ttl != "" {
 		if life, err = duration.Parse(*ttl); err == nil && life < 0 {
@@ -328,11 +333,13 @@ func policyGrant(e *env, args []string) error {
 	defer db.Close()
 	g, err := grants.Record(e.ctx, policy.NewGrant{
 		Principal:  policy.Principal{Channel: *channel, SenderID: *sender},
-		Capability: c.Name, Target: *target, GrantedBy: cliActor(e), TTL: life,
+		Capability: c.Name, Target: *target, GrantedBy: cliActor(e), TTL: life, Agent: *agent,
 	})
 	if err != nil {
 		return err
 	}
+	warnNotLifted(e, fmt.Sprintf("grant #%d", g.ID),
+		cfg.Guards(g.Agent, func(cp policy.Capability) bool { return cp.Name == g.Capability }))
 	return printJSONLine(e.stdout, g)
 }
 
@@ -380,4 +387,12 @@ func cliActor(e *env) string {
 		return "cli:" + u.Username
 	}
 	return "cli"
+}
+
+// warnNotLifted tells, on stderr, the guarded routes what (a rule or a
+// grant just written) cannot lift.
+func warnNotLifted(e *env, what string, guards []*policy.Guard) {
+	for _, line := range config.NotLifted(guards) {
+		fmt.Fprintf(e.stderr, "note: %s %s\n", what, line)
+	}
 }

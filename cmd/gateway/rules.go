@@ -131,6 +131,9 @@ func rulesAdd(e *env, args []string) error {
 		if err != nil {
 			return ruleError("rules add", err)
 		}
+		if cfg, err := loadDBConfig(e, *cfgPath); err == nil {
+			warnNotLifted(e, "rule "+ri.ID, cfg.RuleGuards(ri.Rule()))
+		}
 		return printJSONLine(e.stdout, ri)
 	})
 }
@@ -177,6 +180,9 @@ func rulesUpdate(e *env, args []string) error {
 		ri, err := rules.Update(e.ctx, pos[0], p, cliActor(e))
 		if err != nil {
 			return ruleError("rules update", err)
+		}
+		if cfg, err := loadDBConfig(e, *cfgPath); err == nil {
+			warnNotLifted(e, "rule "+ri.ID, cfg.RuleGuards(ri.Rule()))
 		}
 		return printJSONLine(e.stdout, ri)
 	})

@@ -63,7 +63,7 @@ Usage:
   gateway policy check LEVEL CAPABILITY [--channel C --sender S] [--target T] [--agent ID]
                        [--intent …] [--executor …] [--explain]
   gateway policy grants [--channel C] [--sender S] [--all]
-  gateway policy grant --channel C --sender S --capability CAP --target T [--ttl 90d]
+  gateway policy grant --channel C --sender S --capability CAP --target T [--ttl 90d] [--agent ID]
   gateway policy revoke ID
   gateway policy rules [add|update ID|rm ID] [--capability C --target T --action A
                        --sender S --agent A --channel C --position top|bottom|N]

@@ -53,50 +53,86 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	return nil, usagef("--log-format: %q is neither text nor json", format)
 }
 
-// localAgentID is the agent created when the config names none.
-const localAgentID = "local"
+// localAgentID is the agent created when the config names none; the
+// local admin agent is localAdminID, the CLI's and the owner's, never an
+// agent's.
+const (
+	localAgentID = "local"
+	localAdminID = "local-admin"
+)
 
-// ensureLocalAgent gives a config without agents one admin agent whose
-// token is generated once and kept 0600 beside the database. It reports
-// the token and whether it was created now (then it is printed, once).
-func ensureLocalAgent(cfg *config.Config) (path string, created bool, err error) {
+// localAgents are what ensureLocalAgents made: where each token is kept,
+// and whether it was created now (then the agent's is printed, once).
+type localAgents struct {
+	agentPath, adminPath string
+	created              bool
+}
+
+// ensureLocalAgents gives a config without agents two, each with a token
+// generated once and kept 0600 beside the database: "local", an agent
+// that is not admin (the one hooks and agents use), and "local-admin",
+// the admin credential of the CLI's admin commands (policy simulate,
+// suggestions). The second file is among the gateway's own paths, which
+// the guard and `gateway run` keep from agents.
+func ensureLocalAgents(cfg *config.Config) (localAgents, error) {
 	if len(cfg.Agents) > 0 {
-		return "", false, nil
+		return localAgents{}, nil
 	}
-	path = filepath.Join(filepath.Dir(cfg.Storage.Path), config.TokenFileName)
-	tok, err := os.ReadFile(path)
+	dir := filepath.Dir(cfg.Storage.Path)
+	out := localAgents{agentPath: filepath.Join(dir, config.TokenFileName), adminPath: filepath.Join(dir, config.AdminTokenFileName)}
+	agentTok, created, err := tokenFile(out.agentPath)
+	if err != nil {
+		return localAgents{}, err
+	}
+	adminTok, _, err := tokenFile(out.adminPath)
+	if err != nil {
+		return localAgents{}, err
+	}
+	if agentTok == adminTok {
+		return localAgents{}, fmt.Errorf("%s and %s hold the same token; delete one to generate a new one", out.agentPath, out.adminPath)
+	}
+	out.created = created
+	a := config.NewAgent(localAgentID)
+	a.Token = agentTok
+	admin := config.NewAgent(localAdminID)
+	admin.Token, admin.Admin = adminTok, true
+	cfg.Agents = []config.Agent{a, admin}
+	return out, nil
+}
+
+// tokenFile reads the token kept in path, generating and saving one (0600,
+// its directory 0700) when there is none; created says it was made now.
+func tokenFile(path string) (tok string, created bool, err error) {
+	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return "", false, err
 		}
-		var b [24]byte
-		if _, err := rand.Read(b[:]); err != nil {
+		var r [24]byte
+		if _, err := rand.Read(r[:]); err != nil {
 			return "", false, err
 		}
-		tok = []byte("gw_" + hex.EncodeToString(b[:]))
+		b = []byte("gw_" + hex.EncodeToString(r[:]))
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
-			return "", false, fmt.Errorf("save agent token: %w", err)
+			return "", false, fmt.Errorf("save token: %w", err)
 		}
-		_, err = f.Write(append(tok, '\n'))
+		_, err = f.Write(append(b, '\n'))
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return "", false, fmt.Errorf("save agent token: %w", err)
+			return "", false, fmt.Errorf("save token: %w", err)
 		}
 		created = true
 	} else if err != nil {
-		return "", false, fmt.Errorf("read agent token: %w", err)
+		return "", false, fmt.Errorf("read token: %w", err)
 	}
-	a := config.NewAgent(localAgentID)
-	a.Token = strings.TrimSpace(string(tok))
-	if a.Token == "" {
-		return "", false, fmt.Errorf("agent token file %s is empty; delete it to generate a new one", path)
+	tok = strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", false, fmt.Errorf("token file %s is empty; delete it to generate a new one", path)
 	}
-	a.Admin = true
-	cfg.Agents = []config.Agent{a}
-	return path, created, nil
+	return tok, created, nil
 }
 
 func cmdServe(e *env, args []string) error {
@@ -127,7 +163,7 @@ func cmdServe(e *env, args []string) error {
 	}
 	defer flushLog(log)
 	tuneGC(e.getenv)
-	tokenPath, created, err := ensureLocalAgent(&cfg)
+	local, err := ensureLocalAgents(&cfg)
 	if err != nil {
 		return err
 	}
@@ -145,11 +181,13 @@ func cmdServe(e *env, args []string) error {
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(e.stdout, "gateway %s listening on %s (database %s)\n", buildVersion(), url, app.DB.Name())
 	switch {
-	case created:
+	case local.created:
 		tok := cfg.Agents[0].Token
-		fmt.Fprintf(e.stdout, "\nGenerated the local admin agent token (shown once; saved 0600 in %s):\n\n  export GATEWAY_URL=%s GATEWAY_TOKEN=%s\n\n", tokenPath, url, tok)
-	case tokenPath != "":
-		fmt.Fprintf(e.stdout, "Local agent token: in %s  (export GATEWAY_URL=%s GATEWAY_TOKEN=$(cat %s))\n", tokenPath, url, tokenPath)
+		fmt.Fprintf(e.stdout, "\nGenerated the local agent token, not an admin (shown once; saved 0600 in %s):\n\n  export GATEWAY_URL=%s GATEWAY_TOKEN=%s\n\n", local.agentPath, url, tok)
+		fmt.Fprintf(e.stdout, "The CLI's admin credential (policy simulate, suggestions; never an agent's) is in %s.\n\n", local.adminPath)
+	case local.agentPath != "":
+		fmt.Fprintf(e.stdout, "Local agent token: in %s  (export GATEWAY_URL=%s GATEWAY_TOKEN=$(cat %s)); the CLI's admin credential: in %s\n",
+			local.agentPath, url, local.agentPath, local.adminPath)
 	}
 	lc := cfg
 	lc.Server.Listen = ln.Addr().String()

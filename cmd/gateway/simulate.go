@@ -3,7 +3,12 @@ package main
 import (
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+
+	"github.com/metnos/gateway/client"
+	"github.com/metnos/gateway/config"
 )
 
 // repeated is a flag that may be given several times.
@@ -18,10 +23,10 @@ func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
 // GATEWAY_TOKEN), its answer printed as one JSON line.
 func policySimulate(e *env, args []string) error {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
-	configFlag(fs)
+	cfgPath := configFlag(fs)
 	since := fs.String("since", "7d", "the window: a Go duration or whole days (7d)")
 	urlFlag := fs.String("url", "", "gateway URL (env GATEWAY_URL)")
-	tokenFlag := fs.String("token", "", "an admin agent's token (env GATEWAY_TOKEN)")
+	tokenFlag := fs.String("token", "", "an admin agent's token (env GATEWAY_ADMIN_TOKEN; default: the generated admin-token beside the database, else GATEWAY_TOKEN)")
 	var adds, removes, levels repeated
 	fs.Var(&adds, "add-rule", "a rule to add, CAPABILITY:TARGET:ACTION (e.g. 'code:exec:npm test*:approve'); repeatable")
 	fs.Var(&removes, "remove-rule", "a rule id to remove (api:3, config:1); repeatable")
@@ -52,7 +57,7 @@ func policySimulate(e *env, args []string) error {
 		lv[agent] = level
 	}
 	body["levels"] = lv
-	c, err := agentClient(e, *urlFlag, *tokenFlag, "")
+	c, err := adminClient(e, *cfgPath, *urlFlag, *tokenFlag)
 	if err != nil {
 		return err
 	}
@@ -86,11 +91,11 @@ func parseRuleFlag(s string) (map[string]string, error) {
 // JSON line each.
 func policySuggest(e *env, args []string) error {
 	fs := flag.NewFlagSet("suggest", flag.ContinueOnError)
-	configFlag(fs)
+	cfgPath := configFlag(fs)
 	since := fs.String("since", "7d", "the window: a Go duration or whole days (7d)")
 	minCount := fs.Int("min", 3, "how many allows a family needs")
 	urlFlag := fs.String("url", "", "gateway URL (env GATEWAY_URL)")
-	tokenFlag := fs.String("token", "", "an admin agent's token (env GATEWAY_TOKEN)")
+	tokenFlag := fs.String("token", "", "an admin agent's token (env GATEWAY_ADMIN_TOKEN; default: the generated admin-token beside the database, else GATEWAY_TOKEN)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -98,7 +103,7 @@ func policySuggest(e *env, args []string) error {
 	if err := noPositional("suggest", pos); err != nil {
 		return err
 	}
-	c, err := agentClient(e, *urlFlag, *tokenFlag, "")
+	c, err := adminClient(e, *cfgPath, *urlFlag, *tokenFlag)
 	if err != nil {
 		return err
 	}
@@ -112,4 +117,21 @@ func policySuggest(e *env, args []string) error {
 		}
 	}
 	return nil
+}
+
+// adminClient is agentClient for the admin commands: the token from
+// --token, else GATEWAY_ADMIN_TOKEN, else the generated local admin
+// credential beside the configured database (config.AdminTokenFileName,
+// when the file exists), else GATEWAY_TOKEN (an admin agent's, with a
+// config that names one).
+func adminClient(e *env, cfgPath, urlFlag, tokenFlag string) (*client.Client, error) {
+	tok := firstNonEmpty(tokenFlag, e.getenv("GATEWAY_ADMIN_TOKEN"))
+	if tok == "" {
+		if cfg, err := loadDBConfig(e, cfgPath); err == nil && cfg.Storage.Driver != "postgres" {
+			if b, err := os.ReadFile(filepath.Join(filepath.Dir(cfg.Storage.Path), config.AdminTokenFileName)); err == nil {
+				tok = strings.TrimSpace(string(b))
+			}
+		}
+	}
+	return agentClient(e, urlFlag, tok, "")
 }

@@ -34,7 +34,7 @@ func TestDiscord_Digest(t *testing.T) {
 		if decision == "" {
 			return
 		}
-		if st, b := h.api("POST", "/v1/requests/"+r.ID+"/decision", map[string]any{"decision": decision}); st != 200 {
+		if st, b := h.apiAs(bossToken, "POST", "/v1/requests/"+r.ID+"/decision", map[string]any{"decision": decision}); st != 200 {
 			t.Fatalf("decide %s: %d %s", target, st, b)
 		}
 	}

@@ -38,7 +38,10 @@ const (
 	adminID    = "80351110224678913" // an admin who is not an approver
 	strangerID = "80351110224678914"
 	agentToken = "agent-token-a1-0123456789abcdef"
-	waitFor    = 10 * time.Second
+	// bossToken is a second admin agent's: a1 may not decide its own
+	// requests (own_request).
+	bossToken = "agent-token-boss-0123456789abcdef"
+	waitFor   = 10 * time.Second
 )
 
 // harness is a whole gateway (SQLite in a temp dir, the real HTTP server on
@@ -87,7 +90,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		HeartbeatInterval: 200 * time.Millisecond})
 	a := gatewaytest.Agent("a1", agentToken, true)
 	a.Notify = []string{"discord", "web"}
-	cfg := gatewaytest.Config(t, a)
+	cfg := gatewaytest.Config(t, a, gatewaytest.Agent("boss", bossToken, true))
 	cfg.Server.Timezone = "Asia/Tokyo"
 	cfg.Discord = config.Discord{Token: botToken, ApplicationID: appID, GuildID: guildID, ChannelID: channelID,
 		Approvers: []string{approverID}, Admins: []string{approverID, adminID}, Language: "en",
@@ -157,13 +160,19 @@ func (l *testLog) stop() {
 
 func (h *harness) api(method, path string, body any) (int, []byte) {
 	h.t.Helper()
+	return h.apiAs(agentToken, method, path, body)
+}
+
+// apiAs is api with another agent's token.
+func (h *harness) apiAs(token, method, path string, body any) (int, []byte) {
+	h.t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
 	req, _ := http.NewRequest(method, h.base+path, rd)
-	req.Header.Set("Authorization", "Bearer "+agentToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := h.client.Do(req)
 	if err != nil {

@@ -36,7 +36,10 @@ const (
 	adminID    = "U0ADMIN" // an admin who is not an approver
 	strangerID = "U0EVE"
 	agentToken = "agent-token-a1"
-	waitFor    = 10 * time.Second
+	// bossToken is a second admin agent's: a1 may not decide its own
+	// requests (own_request).
+	bossToken = "agent-token-boss"
+	waitFor   = 10 * time.Second
 )
 
 // harness is a whole gateway (SQLite in a temp dir, the real HTTP server on
@@ -88,7 +91,9 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
 	a := config.NewAgent("a1")
 	a.Token, a.Notify, a.Admin = agentToken, []string{"slack", "web"}, true
-	cfg.Agents = []config.Agent{a}
+	boss := config.NewAgent("boss")
+	boss.Token, boss.Admin = bossToken, true
+	cfg.Agents = []config.Agent{a, boss}
 	cfg.Slack = config.Slack{BotToken: botToken, SigningSecret: secret, ChannelID: channel,
 		Approvers: []string{approverID}, Admins: []string{approverID, adminID}}
 	su := &setup{cfg: &cfg, fake: &fo}
@@ -192,13 +197,19 @@ func (l *testLog) stop() {
 // api calls the gateway's agent API with the agent's token.
 func (h *harness) api(method, path string, body any) (int, []byte) {
 	h.t.Helper()
+	return h.apiAs(agentToken, method, path, body)
+}
+
+// apiAs is api with another agent's token.
+func (h *harness) apiAs(token, method, path string, body any) (int, []byte) {
+	h.t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
 	req, _ := http.NewRequest(method, h.base+path, rd)
-	req.Header.Set("Authorization", "Bearer "+agentToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := h.client.Do(req)
 	if err != nil {

@@ -23,7 +23,7 @@ func TestSlack_Italian(t *testing.T) {
 	blocks := post.Form.Get("blocks")
 	for _, want := range []string{`"✅ Consenti una volta"`, `"♾ Consenti sempre"`, `"⛔ Nega"`, "Consentire sempre?",
 		"a1 chiede fs:write", "Agente: a1", "Obiettivo: /srv/reports/q1.txt", "Intento: write the quarterly report",
-		"⏳ scade tra 9 min, ", " JST", "Consenti sempre autorizza fs:write su /srv/reports/q1.txt per web/owner fino al "} {
+		"⏳ scade tra 9 min, ", " JST", "Consenti sempre autorizza fs:write su /srv/reports/q1.txt per web/owner per l'agente a1 fino al "} {
 		wantContains(t, "card", blocks, want)
 	}
 	wantContains(t, "fallback text", post.Text(), "a1 chiede fs:write su /srv/reports/q1.txt: serve un'approvazione")

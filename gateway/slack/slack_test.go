@@ -288,7 +288,7 @@ func TestUpdate_FromOtherChannels(t *testing.T) {
 			}
 		}, "✅ Allowed once by Roberto"},
 		{"web page / admin API", func(id string) {
-			if st, b := h.api("POST", "/v1/requests/"+id+"/decision", map[string]string{"decision": "deny"}); st != http.StatusOK {
+			if st, b := h.apiAs(bossToken, "POST", "/v1/requests/"+id+"/decision", map[string]string{"decision": "deny"}); st != http.StatusOK {
 				t.Fatalf("decision API answered %d %s", st, b)
 			}
 		}, "⛔ Denied by"},

@@ -30,7 +30,7 @@ func TestTelegram_Italian(t *testing.T) {
 		"Obiettivo: /home/roberto/notes/todo.md",
 		"Intento: tidy the notes", // the agent's words, untranslated
 		"Esecutore: notes_tidy", "Vaglio: ✓ in linea con l'intento (0.80)\n",
-		"♾ Consenti sempre autorizza fs:write su /home/roberto/notes/todo.md per web/owner fino al " +
+		"♾ Consenti sempre autorizza fs:write su /home/roberto/notes/todo.md per web/owner per l'agente a1 fino al " +
 			l.Date(h.clock.Now().Add(h.cfg.Policy.GrantTTL)),
 		"⏳ scade tra 9 min, " + l.Clock(r.ExpiresAt), " JST\n", "Richiesta " + r.ID,
 	} {
