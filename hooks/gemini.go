@@ -162,9 +162,9 @@ func webFetch(ev Event) ([]Call, error) {
 			return nil, fmt.Errorf("%w: web_fetch: %q names no host the gateway can read", ErrBadEvent, strip(raw))
 		}
 		ask(h, raw)
-		if h == "github.com" && strings.Contains(raw, "/blob/") {
+		if hostOnly(raw) == "github.com" && strings.Contains(raw, "/blob/") {
 			// Gemini CLI fetches a file on github.com from its raw host.
-			ask("raw.githubusercontent.com", raw)
+			ask("raw.githubusercontent.com:443", raw)
 		}
 	}
 	if len(cs) == 0 {

@@ -27,7 +27,13 @@ func webFetchHosts(prompt string) ([]string, error) {
 	}
 	var hosts []string
 	for _, c := range cs {
-		hosts = append(hosts, c.Target)
+		h, err := policy.ParseHost(c.Target) // the target names the port too (example.com:443): compare hosts
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(hosts, h.Host) { // one host on two ports is two asks, one host fetched
+			hosts = append(hosts, h.Host)
+		}
 	}
 	return hosts, nil
 }
