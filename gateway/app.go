@@ -167,7 +167,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	for {
 		n, err := a.Service.ExpireDue(ctx)
 		if err != nil {
-			return err
+			return stoppedOr(ctx, err)
 		}
 		if n == 0 {
 			break
@@ -178,7 +178,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	// older config lets them in either.
 	gone, err := a.Server.sessions.EndGone(ctx)
 	if err != nil {
-		return err
+		return stoppedOr(ctx, err)
 	}
 	if len(gone) > 0 {
 		a.log.Warn("web users no longer configured: their sessions ended and login links spent", "users", gone)
@@ -369,4 +369,13 @@ func cardsPerMinute(agents []config.Agent) func(string) int {
 		}
 		return config.DefaultCardsPerMinute
 	}
+}
+
+// stoppedOr is err, or nil when ctx ended first: a gateway stopped while
+// it was still starting has stopped, not failed.
+func stoppedOr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
