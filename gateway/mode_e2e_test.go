@@ -20,7 +20,7 @@ func TestMode_Restrict(t *testing.T) {
 		cfg.Agents[0].Mode = policy.ModeRestrict
 		cfg.Agents[0].Notify = []string{"telegram", "slack", "web"}
 		cfg.Agents[1].Notify = []string{"telegram"}
-		cfg.Policy.Rules = []config.Rule{{Capability: "code:exec", Target: "git push *", Action: "approve"}}
+		cfg.Policy.Rules = []config.Rule{{Capability: "code:exec", Target: "git push origin main", Action: "approve"}, {Capability: "code:exec", Target: "git push origin ?", Action: "approve"}}
 	})
 	if st, b := g.call("POST", "/v1/grants", rtAdminToken, map[string]any{"channel": "web", "sender_id": "owner",
 		"capability": "fs:read", "target": "/srv/reports/*"}); st != 201 && st != 200 {

@@ -101,11 +101,11 @@ func (h *hookServer) waitHooks(t *testing.T, n int) [][]byte {
 	}
 }
 
-// newNotifyGW is a gateway whose agent a1 may run `git push *` and `git status` by rule and is
+// newNotifyGW is a gateway whose agent a1 may run `git push origin main` and `git push origin ?` (`git push *` would approve `git push --exec=…`) and `git status` by rule and is
 // told of every `git push*` on every delivery.
 func newNotifyGW(t *testing.T, hook *hookServer) *routesGW {
 	return newChatGW(t, func(cfg *config.Config) {
-		cfg.Policy.Rules = []config.Rule{{Capability: "code:exec", Target: "git push *", Action: "approve"},
+		cfg.Policy.Rules = []config.Rule{{Capability: "code:exec", Target: "git push origin main", Action: "approve"}, {Capability: "code:exec", Target: "git push origin ?", Action: "approve"},
 			{Capability: "code:exec", Target: "git status", Action: "approve"}}
 		cfg.Policy.Notify = []config.Notify{{NotifyPattern: policy.NotifyPattern{Capability: "code:exec", Target: "git push*",
 			Deliveries: []string{"log", "web", "telegram", "slack", "webhook"}, WebhookURL: hook.URL + "/notify"},
