@@ -48,7 +48,8 @@ func relay(t *testing.T, addr string) string {
 
 // TestClaudeCodeUnderGatewayRun: the real Claude Code under `gateway run`
 // with its hook: the model's Read of a key through a symlink in the
-// workspace fails even when the person the hook asks allows it, and the
+// workspace fails (the guard denies the resolved path; were it asked, the
+// kernel would refuse what the person allowed), and the
 // key never reaches the model API, which the agent reaches only through
 // the egress proxy, by a rule on its host.
 func TestClaudeCodeUnderGatewayRun(t *testing.T) {
@@ -95,8 +96,20 @@ action = "approve"
 	if !strings.Contains(res.Result, agenttest.FinalPrefix) || !strings.Contains(res.Result, "(error)") && !strings.Contains(strings.ToLower(res.Result), "denied") {
 		t.Fatalf("the Read did not fail visibly to the model: %+v\nstderr %s", res, stderr)
 	}
-	if e := <-decided; e.ID == "" || e.Capability != "fs:read" {
-		t.Fatalf("the hook's fs:read was not asked and allowed: %+v", e)
+	// Two layers hold the key: gateway hook resolves the link on the
+	// agent's machine and the guard denies ~/.ssh at once; were it asked
+	// instead, the person's allow would still meet the kernel's refusal
+	// (the kernel alone: sandbox's TestSymlinkToSSHCannotBeRead).
+	select {
+	case e := <-decided:
+		if e.ID == "" || e.Capability != "fs:read" {
+			t.Fatalf("the hook's fs:read was not asked and allowed: %+v", e)
+		}
+	default:
+		if !g.LogHas("capability=fs:read outcome=denied") {
+			t.Fatalf("the hook's fs:read was neither denied by the guard nor asked and allowed")
+		}
+		t.Log("the guard denied the read first: the hook resolved the link to ~/.ssh")
 	}
 	t.Logf("the model saw: %s", res.Result)
 }
