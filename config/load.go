@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -482,22 +481,3 @@ func duration(p *problems, key string, v *string, dst *time.Duration) {
 // "10m", "2160h", "1h30m") or a whole number of days ("90d" = 2160h). It is
 // duration.Parse, which the command line and the API read theirs with too.
 func ParseDuration(s string) (time.Duration, error) { return durationpkg.Parse(s) }
-
-var mismatchRE = regexp.MustCompile(`^toml: line ([0-9]+) \(last key "([^"]*)"\): (.*)$`)
-
-// tomlError makes a decoder error say where, key first when there is one:
-// "telegram.chat_id: line 2: incompatible types: …". Type mismatches come
-// back as plain errors carrying the text "toml: line N (last key …): …".
-func tomlError(err error) error {
-	var pe toml.ParseError
-	if errors.As(err, &pe) {
-		if pe.LastKey != "" {
-			return fmt.Errorf("line %d, column %d: syntax error after key %s: %s", pe.Position.Line, pe.Position.Col, pe.LastKey, pe.Message)
-		}
-		return fmt.Errorf("line %d, column %d: syntax error: %s", pe.Position.Line, pe.Position.Col, pe.Message)
-	}
-	if m := mismatchRE.FindStringSubmatch(err.Error()); m != nil {
-		return &KeyError{Key: m[2], Err: fmt.Errorf("line %s: %s", m[1], m[3])}
-	}
-	return errors.New(strings.TrimPrefix(err.Error(), "toml: "))
-}

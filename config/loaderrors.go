@@ -4,8 +4,12 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"regexp"
 	"strings"
+
+	"github.com/BurntSushi/toml"
 )
 
 // Error is every problem found in a configuration, each naming its key.
@@ -67,4 +71,23 @@ func (p *problems) add(key, format string, args ...any) {
 
 func (p *problems) wrap(key string, err error) {
 	*p = append(*p, &KeyError{Key: key, Err: err})
+}
+
+var mismatchRE = regexp.MustCompile(`^toml: line ([0-9]+) \(last key "([^"]*)"\): (.*)$`)
+
+// tomlError makes a decoder error say where, key first when there is one:
+// "telegram.chat_id: line 2: incompatible types: …". Type mismatches come
+// back as plain errors carrying the text "toml: line N (last key …): …".
+func tomlError(err error) error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		if pe.LastKey != "" {
+			return fmt.Errorf("line %d, column %d: syntax error after key %s: %s", pe.Position.Line, pe.Position.Col, pe.LastKey, pe.Message)
+		}
+		return fmt.Errorf("line %d, column %d: syntax error: %s", pe.Position.Line, pe.Position.Col, pe.Message)
+	}
+	if m := mismatchRE.FindStringSubmatch(err.Error()); m != nil {
+		return &KeyError{Key: m[2], Err: fmt.Errorf("line %s: %s", m[1], m[3])}
+	}
+	return errors.New(strings.TrimPrefix(err.Error(), "toml: "))
 }
