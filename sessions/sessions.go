@@ -79,12 +79,14 @@ func New(db *storage.DB, now func() time.Time, users Users) *Store {
 	return &Store{db: db, now: now, users: users}
 }
 
-func hashOf(tok string) string {
+// HashOf is what the database keeps of a secret token: its SHA-256, hex.
+func HashOf(tok string) string {
 	h := sha256.Sum256([]byte(tok))
 	return hex.EncodeToString(h[:])
 }
 
-func randomToken() string {
+// RandomToken is a new secret token: 32 random bytes, base64url.
+func RandomToken() string {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
@@ -121,11 +123,11 @@ UNION SELECT web_user FROM web_login_links WHERE used_at IS NULL AND expires_at 
 // NewLink makes a one-time login link token for user, valid LinkTTL.
 func (s *Store) NewLink(ctx context.Context, user string) (token string, expires time.Time, err error) {
 	now := s.now()
-	token, expires = randomToken(), now.Add(LinkTTL)
+	token, expires = RandomToken(), now.Add(LinkTTL)
 	if _, err := s.db.ExecContext(ctx, pruneLinks, storage.FormatTime(now.Add(-24*time.Hour))); err != nil {
 		return "", time.Time{}, fmt.Errorf("login link: %w", err)
 	}
-	if _, err := s.db.ExecContext(ctx, insertLink, hashOf(token), user, storage.FormatTime(now), storage.FormatTime(expires)); err != nil {
+	if _, err := s.db.ExecContext(ctx, insertLink, HashOf(token), user, storage.FormatTime(now), storage.FormatTime(expires)); err != nil {
 		return "", time.Time{}, fmt.Errorf("login link: %w", err)
 	}
 	return token, expires, nil
@@ -136,13 +138,13 @@ func (s *Store) NewLink(ctx context.Context, user string) (token string, expires
 // a user no longer configured is spent and refused (*GoneError).
 func (s *Store) UseLink(ctx context.Context, token string) (sessionToken string, sess Session, err error) {
 	now := s.now()
-	sessionToken = randomToken()
+	sessionToken = RandomToken()
 	err = s.db.InTx(ctx, func(tx storage.Querier) error {
 		var user string
-		err := tx.QueryRowContext(ctx, useLink, hashOf(token), storage.FormatTime(now)).Scan(&user)
+		err := tx.QueryRowContext(ctx, useLink, HashOf(token), storage.FormatTime(now)).Scan(&user)
 		if errors.Is(err, sql.ErrNoRows) {
 			// A link of a user who left says so, used or not.
-			if tx.QueryRowContext(ctx, linkUser, hashOf(token)).Scan(&user) == nil && !s.users(user) {
+			if tx.QueryRowContext(ctx, linkUser, HashOf(token)).Scan(&user) == nil && !s.users(user) {
 				return &GoneError{User: user}
 			}
 			return ErrInvalidLink
@@ -154,7 +156,7 @@ func (s *Store) UseLink(ctx context.Context, token string) (sessionToken string,
 			return &GoneError{User: user}
 		}
 		sess = s.session(sessionToken, user, "link", now)
-		_, err = tx.ExecContext(ctx, insertSession, hashOf(sessionToken), user, "link", storage.FormatTime(now),
+		_, err = tx.ExecContext(ctx, insertSession, HashOf(sessionToken), user, "link", storage.FormatTime(now),
 			storage.FormatTime(sess.ExpiresAt))
 		return err
 	})
@@ -186,9 +188,9 @@ func (s *Store) Start(ctx context.Context, user, via string) (sessionToken strin
 	if !s.users(user) {
 		return "", Session{}, &GoneError{User: user}
 	}
-	tok := randomToken()
+	tok := RandomToken()
 	sess = s.session(tok, user, via, now)
-	if _, err := s.db.ExecContext(ctx, insertSession, hashOf(tok), user, via, storage.FormatTime(now),
+	if _, err := s.db.ExecContext(ctx, insertSession, HashOf(tok), user, via, storage.FormatTime(now),
 		storage.FormatTime(sess.ExpiresAt)); err != nil {
 		return "", Session{}, fmt.Errorf("start session: %w", err)
 	}
@@ -204,7 +206,7 @@ func (s *Store) Get(ctx context.Context, token string) (Session, error) {
 	var sess Session
 	var exp, started string
 	var live bool
-	err := s.db.QueryRowContext(ctx, getSession, hashOf(token), storage.FormatTime(s.now())).Scan(&sess.User, &exp,
+	err := s.db.QueryRowContext(ctx, getSession, HashOf(token), storage.FormatTime(s.now())).Scan(&sess.User, &exp,
 		&sess.Via, &started, &live)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, ErrNoSession
@@ -230,7 +232,7 @@ func (s *Store) Get(ctx context.Context, token string) (Session, error) {
 
 // End ends one session (a logout).
 func (s *Store) End(ctx context.Context, token string) error {
-	if _, err := s.db.ExecContext(ctx, endSession, hashOf(token), storage.FormatTime(s.now())); err != nil {
+	if _, err := s.db.ExecContext(ctx, endSession, HashOf(token), storage.FormatTime(s.now())); err != nil {
 		return fmt.Errorf("end session: %w", err)
 	}
 	return nil

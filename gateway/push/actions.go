@@ -2,16 +2,13 @@ package push
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/sessions"
 	"github.com/metnos/gateway/storage"
 )
 
@@ -82,8 +79,8 @@ func (a *Actions) Issue(ctx context.Context, r approvals.Request, user string, d
 	if r.ExpiresAt.Before(exp) {
 		exp = r.ExpiresAt
 	}
-	tok := token()
-	if _, err := a.db.ExecContext(ctx, insertAction, hashOf(tok), r.ID, r.Rev, user, string(d),
+	tok := sessions.RandomToken()
+	if _, err := a.db.ExecContext(ctx, insertAction, sessions.HashOf(tok), r.ID, r.Rev, user, string(d),
 		storage.FormatTime(exp)); err != nil {
 		return "", fmt.Errorf("push: issue an action token: %w", err)
 	}
@@ -100,7 +97,7 @@ func (a *Actions) Spend(ctx context.Context, tok string) (Action, error) {
 	var act Action
 	var d string
 	err := a.db.InTx(ctx, func(q storage.Querier) error {
-		if err := q.QueryRowContext(ctx, spendAction, now, hashOf(tok)).Scan(&act.RequestID, &act.Rev, &act.User, &d); err != nil {
+		if err := q.QueryRowContext(ctx, spendAction, now, sessions.HashOf(tok)).Scan(&act.RequestID, &act.Rev, &act.User, &d); err != nil {
 			return err
 		}
 		_, err := q.ExecContext(ctx, spendSiblings, now, act.RequestID, act.User)
@@ -119,17 +116,4 @@ func (a *Actions) Spend(ctx context.Context, tok string) (Action, error) {
 // Prune deletes the tokens that expired more than a day ago.
 func (a *Actions) Prune(ctx context.Context) {
 	_, _ = a.db.ExecContext(ctx, pruneActions, storage.FormatTime(a.now().Add(-24*time.Hour)))
-}
-
-func token() string {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func hashOf(tok string) string {
-	h := sha256.Sum256([]byte(tok))
-	return hex.EncodeToString(h[:])
 }
