@@ -1,0 +1,125 @@
+package telemetry_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/metnos/gateway/telemetry"
+	"github.com/metnos/gateway/telemetry/otlptest"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestResolve(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cfg      telemetry.Config
+		env      map[string]string
+		on       bool
+		endpoint string
+		protocol string
+		err      string
+	}{
+		{name: "off by default", protocol: telemetry.ProtocolHTTP},
+		{name: "the file's endpoint", cfg: telemetry.Config{Endpoint: "http://127.0.0.1:4318"}, on: true,
+			endpoint: "http://127.0.0.1:4318", protocol: telemetry.ProtocolHTTP},
+		{name: "the environment's endpoint wins", cfg: telemetry.Config{Endpoint: "http://127.0.0.1:4318"},
+			env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.2:4318"}, on: true, protocol: telemetry.ProtocolHTTP},
+		{name: "a traces endpoint turns it on", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.2:4318/v1/traces"},
+			on: true, protocol: telemetry.ProtocolHTTP},
+		{name: "grpc from the file", cfg: telemetry.Config{Endpoint: "http://127.0.0.1:4317", Protocol: "grpc"}, on: true,
+			endpoint: "http://127.0.0.1:4317", protocol: telemetry.ProtocolGRPC},
+		{name: "the environment's protocol wins", cfg: telemetry.Config{Endpoint: "http://127.0.0.1:4317", Protocol: "grpc"},
+			env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, on: true,
+			endpoint: "http://127.0.0.1:4317", protocol: telemetry.ProtocolHTTP},
+		{name: "sdk disabled", cfg: telemetry.Config{Endpoint: "http://127.0.0.1:4318"},
+			env: map[string]string{"OTEL_SDK_DISABLED": "true"}, protocol: telemetry.ProtocolHTTP, endpoint: "http://127.0.0.1:4318"},
+		{name: "exporter none", cfg: telemetry.Config{Endpoint: "http://127.0.0.1:4318"},
+			env: map[string]string{"OTEL_TRACES_EXPORTER": "none"}, protocol: telemetry.ProtocolHTTP, endpoint: "http://127.0.0.1:4318"},
+		{name: "http/json is refused", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"},
+			err: `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: unsupported protocol "http/json"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := telemetry.Resolve(tc.cfg, env(tc.env))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.On != tc.on || r.Endpoint != tc.endpoint || r.Protocol != tc.protocol {
+				t.Fatalf("got %+v, want on %v endpoint %q protocol %q", r, tc.on, tc.endpoint, tc.protocol)
+			}
+		})
+	}
+}
+
+// Off, there is no provider, and starting a span under a context that
+// carries none allocates nothing.
+func TestOff_CostsNothing(t *testing.T) {
+	p, err := telemetry.New(context.Background(), telemetry.Config{}, env(nil), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil || p != nil {
+		t.Fatalf("New = %v, %v; want nil, nil", p, err)
+	}
+	ctx := context.WithValue(context.Background(), struct{}{}, 1)
+	allocs := testing.AllocsPerRun(100, func() {
+		c, s := telemetry.Start(ctx, "x")
+		s.String(telemetry.KeyAgent, "a")
+		s.End()
+		c2, s2 := p.StartServer(c, "y", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "")
+		s2.End()
+		_ = telemetry.Traceparent(c2)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per run with telemetry off, want 0", allocs)
+	}
+}
+
+// A span started under an agent's traceparent is in the agent's trace, a
+// child of its span; spans started under it with Start are its children;
+// StartIn joins a trace by the traceparent kept.
+func TestProvider_TraceTree(t *testing.T) {
+	rcv := otlptest.New()
+	defer rcv.Close()
+	ctx := context.Background()
+	p, err := telemetry.New(ctx, telemetry.Config{Endpoint: rcv.URL}, env(nil), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil || p == nil {
+		t.Fatalf("New = %v, %v", p, err)
+	}
+	const agentTrace, agentSpan = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+	rctx, root := p.StartServer(ctx, "request", "00-"+agentTrace+"-"+agentSpan+"-01", "")
+	_, child := telemetry.Start(rctx, "policy")
+	child.String(telemetry.KeyCapability, "fs:read")
+	child.End()
+	kept := telemetry.Traceparent(rctx)
+	root.End()
+	if !telemetry.Valid(kept) {
+		t.Fatalf("Traceparent = %q, not valid", kept)
+	}
+	_, later := p.StartIn(ctx, kept, "wait", time.Now().Add(-time.Second))
+	later.End()
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]otlptest.Span{}
+	for _, s := range rcv.Spans() {
+		byName[s.Name] = s
+	}
+	r, pol, w := byName["request"], byName["policy"], byName["wait"]
+	if r.TraceID != agentTrace || r.ParentID != agentSpan || r.Kind != "SPAN_KIND_SERVER" || r.Service != telemetry.ServiceName {
+		t.Fatalf("request span = %+v: want in trace %s under %s, a server span of %s", r, agentTrace, agentSpan, telemetry.ServiceName)
+	}
+	if pol.TraceID != agentTrace || pol.ParentID != r.SpanID || pol.Attrs["gateway.capability"] != "fs:read" {
+		t.Fatalf("policy span = %+v, want a child of %s with its capability", pol, r.SpanID)
+	}
+	if w.TraceID != agentTrace || w.ParentID != r.SpanID || w.End.Sub(w.Start) < time.Second {
+		t.Fatalf("wait span = %+v, want a child of %s lasting from its start", w, r.SpanID)
+	}
+}
