@@ -4,40 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/metnos/gateway/internal/callbackurl"
 	"log/slog"
 	"net"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/metnos/gateway/internal/callbackurl"
+
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
 	"github.com/metnos/gateway/vaglio"
 )
 
-// Messenger is a chat adapter: a Notifier for cards, plus whatever it runs
-// in the background (long polling, Socket Mode) and the HTTP routes it
-// needs (webhooks, interactivity).
-type Messenger interface {
-	approvals.Notifier
-	// Routes mounts the messenger's HTTP endpoints, if any.
-	Routes(s *Server)
-	// Run does the background work until ctx ends.
-	Run(ctx context.Context) error
-}
-
-// MessengerFactory builds a messenger once the service exists.
-type MessengerFactory func(svc *approvals.Service, srv *Server) (Messenger, error)
-
 // AppOptions are the outside world an App runs in.
 type AppOptions struct {
 	Logger     *slog.Logger
 	Now        func() time.Time
-	Home       string             // what "~" means in targets
-	Messengers []MessengerFactory // Telegram, Slack; built in cmd/gateway from the config
+	Home       string              // what "~" means in targets
+	Messengers []messenger.Factory // built in cmd/gateway from the config
 	// BodyTimeout bounds how long a request's body may take (0:
 	// BodyTimeout); tests shorten it.
 	BodyTimeout time.Duration
@@ -71,7 +59,7 @@ type App struct {
 	Rules      *policy.RuleStore
 	Service    *approvals.Service
 	Server     *Server
-	Messengers []Messenger
+	Messengers []messenger.Messenger
 	log        *slog.Logger
 	version    *storage.GrantsVersion
 	vaglio     *vaglio.Vaglio

@@ -25,6 +25,7 @@ import (
 	"github.com/metnos/gateway/gateway/slack/slacktest"
 	"github.com/metnos/gateway/gateway/telegram"
 	"github.com/metnos/gateway/gateway/telegram/telegramtest"
+	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -129,7 +130,7 @@ func (g *routesGW) start() {
 	log := slog.New(slog.NewTextHandler(g, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	links := g.pageBase() // the gateway's link base: localhost, as the browser uses the page
 	app, err := gateway.NewApp(context.Background(), g.cfg, gateway.AppOptions{Logger: log,
-		Messengers: []gateway.MessengerFactory{
+		Messengers: []messenger.Factory{
 			telegram.Factory(telegram.Options{Config: g.cfg.Telegram, Logger: log, Location: time.UTC,
 				GrantTTL: g.cfg.Policy.GrantTTL, PollTimeout: 5 * time.Second, CallTimeout: 2 * time.Second, LinkBase: links}),
 			slack.Factory(g.cfg.Slack, slack.Options{Logger: log, Location: time.UTC, LinkBase: links}),

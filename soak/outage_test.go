@@ -28,6 +28,7 @@ import (
 	"github.com/metnos/gateway/gateway/slack/slacktest"
 	"github.com/metnos/gateway/gateway/telegram"
 	"github.com/metnos/gateway/gateway/telegram/telegramtest"
+	"github.com/metnos/gateway/messenger"
 )
 
 // oreq is one request of the outage scenario and what its agent saw.
@@ -87,7 +88,7 @@ func runOutage(t *testing.T) {
 	log := slog.New(slog.NewJSONHandler(logf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	// The messengers as cmd/gateway builds them (messenger_telegram.go, messenger_slack.go, messenger_discord.go).
 	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Logger: log, Home: dir,
-		Messengers: []gateway.MessengerFactory{
+		Messengers: []messenger.Factory{
 			telegram.Factory(telegram.Options{Config: cfg.Telegram, Logger: log, GrantTTL: cfg.Policy.GrantTTL}),
 			slack.Factory(cfg.Slack, slack.Options{Logger: log}),
 			discord.Factory(cfg.Discord, discord.Options{Logger: log}),

@@ -6,10 +6,11 @@ import (
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/discord"
+	"github.com/metnos/gateway/messenger"
 )
 
 // discordMessenger builds the discord adapter when the config enables it.
-func discordMessenger(cfg config.Config, log *slog.Logger) gateway.MessengerFactory {
+func discordMessenger(cfg config.Config, log *slog.Logger) messenger.Factory {
 	if !cfg.Discord.Enabled() {
 		return nil
 	}

@@ -6,10 +6,11 @@ import (
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/slack"
+	"github.com/metnos/gateway/messenger"
 )
 
 // slackMessenger builds the slack adapter when the config enables it.
-func slackMessenger(cfg config.Config, log *slog.Logger) gateway.MessengerFactory {
+func slackMessenger(cfg config.Config, log *slog.Logger) messenger.Factory {
 	if !cfg.Slack.Enabled() {
 		return nil
 	}

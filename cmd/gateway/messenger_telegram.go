@@ -6,11 +6,12 @@ import (
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/telegram"
+	"github.com/metnos/gateway/messenger"
 )
 
 // telegramMessenger builds the telegram adapter when the config enables it
 // (telegram.token_env set), and returns nil otherwise.
-func telegramMessenger(cfg config.Config, log *slog.Logger) gateway.MessengerFactory {
+func telegramMessenger(cfg config.Config, log *slog.Logger) messenger.Factory {
 	if !cfg.Telegram.Enabled() {
 		return nil
 	}

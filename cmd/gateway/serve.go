@@ -17,6 +17,7 @@ import (
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/messenger"
 )
 
 // newLogger builds the process logger: text on a terminal, JSON otherwise,
@@ -226,9 +227,9 @@ func flushLog(log *slog.Logger) {
 // messengers returns the factories of the messengers the config enables.
 // Each messenger's factory lives in its own file (messenger_*.go) and
 // returns nil when the config does not enable it.
-func messengers(cfg config.Config, log *slog.Logger) []gateway.MessengerFactory {
-	var out []gateway.MessengerFactory
-	for _, f := range []func(config.Config, *slog.Logger) gateway.MessengerFactory{telegramMessenger, slackMessenger, discordMessenger} {
+func messengers(cfg config.Config, log *slog.Logger) []messenger.Factory {
+	var out []messenger.Factory
+	for _, f := range []func(config.Config, *slog.Logger) messenger.Factory{telegramMessenger, slackMessenger, discordMessenger} {
 		if m := f(cfg, log); m != nil {
 			out = append(out, m)
 		}

@@ -28,8 +28,8 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
-	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/locale"
+	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -65,7 +65,7 @@ type Options struct {
 	LinkBase string
 }
 
-// Messenger is the Discord adapter: a gateway.Messenger.
+// Messenger is the Discord adapter: a messenger.Messenger.
 type Messenger struct {
 	cfg     config.Discord
 	svc     *approvals.Service
@@ -81,11 +81,11 @@ type Messenger struct {
 	admin    map[string]bool
 	roles    roleCache
 
-	jobs *gateway.Jobs // work after an interaction was answered
+	jobs *messenger.Jobs // work after an interaction was answered
 }
 
 var (
-	_ gateway.Messenger       = (*Messenger)(nil)
+	_ messenger.Messenger     = (*Messenger)(nil)
 	_ approvals.Announcer     = (*Messenger)(nil)
 	_ approvals.Reminder      = (*Messenger)(nil)
 	_ approvals.Summarizer    = (*Messenger)(nil)
@@ -93,10 +93,10 @@ var (
 	_ approvals.DigestSender  = (*Messenger)(nil)
 )
 
-// Factory returns the gateway.MessengerFactory that builds the adapter
+// Factory returns the messenger.Factory that builds the adapter
 // once the approvals service exists.
-func Factory(cfg config.Discord, o Options) gateway.MessengerFactory {
-	return func(svc *approvals.Service, srv *gateway.Server) (gateway.Messenger, error) {
+func Factory(cfg config.Discord, o Options) messenger.Factory {
+	return func(svc *approvals.Service, srv messenger.Host) (messenger.Messenger, error) {
 		if o.Rules == nil && srv != nil {
 			o.Rules = srv.Rules()
 		}
@@ -166,7 +166,7 @@ func New(svc *approvals.Service, cfg config.Discord, o Options) (*Messenger, err
 		pubKey: pub, approver: set(cfg.Approvers), admin: set(cfg.Admins),
 	}
 	m.replays = &replays{db: svc.DB(), log: m.log}
-	m.jobs = gateway.NewJobs(m.log, jobTimeout)
+	m.jobs = messenger.NewJobs(m.log, jobTimeout)
 	return m, nil
 }
 
@@ -303,7 +303,7 @@ func apiError(call string, err error) error {
 
 // Routes mounts /discord/interactions in HTTP mode; in gateway mode
 // Discord talks to us over the websocket only.
-func (m *Messenger) Routes(s *gateway.Server) {
+func (m *Messenger) Routes(s messenger.Router) {
 	if m.cfg.HTTPMode() {
 		s.Handle("POST /discord/interactions", http.HandlerFunc(m.interactions))
 	}

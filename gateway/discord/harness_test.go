@@ -25,6 +25,7 @@ import (
 	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/gateway/telegram"
 	"github.com/metnos/gateway/gateway/telegram/telegramtest"
+	"github.com/metnos/gateway/messenger"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -115,7 +116,7 @@ func (h *harness) start() {
 	t.Helper()
 	h.logw = &testLog{t: t}
 	logger := slog.New(slog.NewTextHandler(h.logw, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ms := []gateway.MessengerFactory{discord.Factory(h.cfg.Discord, discord.Options{Logger: logger,
+	ms := []messenger.Factory{discord.Factory(h.cfg.Discord, discord.Options{Logger: logger,
 		Location: h.cfg.Server.Zone(), Now: h.now, Backoff: 50 * time.Millisecond, PublicURL: h.cfg.Web.PublicURL,
 		LinkBase: gateway.LinkBase(h.cfg)})}
 	if h.tg != nil {

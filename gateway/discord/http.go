@@ -13,8 +13,7 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
-
-	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/messenger"
 )
 
 // maxSkew is how far X-Signature-Timestamp may be from now, either way.
@@ -43,7 +42,7 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 // decides nothing. The answer goes back inline, at once; decisions run
 // after it.
 func (m *Messenger) interactions(w http.ResponseWriter, r *http.Request) {
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, gateway.MaxBodyBytes))
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, messenger.MaxBodyBytes))
 	if err != nil {
 		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", "body over 64 KiB or unreadable")
 		return

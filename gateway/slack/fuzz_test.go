@@ -22,6 +22,7 @@ import (
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/slack/slacktest"
+	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -99,7 +100,7 @@ func (h *fuzzSlack) open() {
 	cfg.Slack = config.Slack{BotToken: fuzzBot, SigningSecret: fuzzSecret, ChannelID: "C0APPROVALS",
 		APIURL: h.fake.APIURL(), Approvers: []string{fuzzApprover}, Admins: []string{fuzzApprover, fuzzAdmin}}
 	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: h.dir,
-		Messengers: []gateway.MessengerFactory{Factory(cfg.Slack, Options{HTTPClient: h.client, Location: time.UTC})}})
+		Messengers: []messenger.Factory{Factory(cfg.Slack, Options{HTTPClient: h.client, Location: time.UTC})}})
 	if err != nil {
 		h.tb.Fatalf("NewApp: %v", err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/slack"
 	"github.com/metnos/gateway/gateway/slack/slacktest"
+	"github.com/metnos/gateway/messenger"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -123,7 +124,7 @@ func (h *harness) start() {
 	logger := slog.New(slog.NewTextHandler(h.logw, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	app, err := gateway.NewApp(context.Background(), h.cfg, gateway.AppOptions{
 		Logger: logger, Now: h.now,
-		Messengers: []gateway.MessengerFactory{slack.Factory(h.cfg.Slack,
+		Messengers: []messenger.Factory{slack.Factory(h.cfg.Slack,
 			slack.Options{Logger: logger, Location: h.cfg.Server.Zone(), Now: h.now, Backoff: 50 * time.Millisecond,
 				PublicURL: h.cfg.Web.PublicURL})},
 	})

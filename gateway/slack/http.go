@@ -10,9 +10,8 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/metnos/gateway/messenger"
 	slackapi "github.com/slack-go/slack"
-
-	"github.com/metnos/gateway/gateway"
 )
 
 // writeError answers in the gateway's error shape (SPEC §7). Slack shows
@@ -23,13 +22,13 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }
 
-// verified reads the raw body (at most gateway.MaxBodyBytes) and checks
+// verified reads the raw body (at most messenger.MaxBodyBytes) and checks
 // Slack's v0 signature over it with the signing secret, before anything
 // parses it (https://docs.slack.dev/authentication/verifying-requests-from-slack).
 // A request with a timestamp more than five minutes off, or a bad
 // signature, gets 401. It writes the error answer itself.
 func (m *Messenger) verified(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, gateway.MaxBodyBytes))
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, messenger.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

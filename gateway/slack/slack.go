@@ -29,8 +29,8 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
-	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/locale"
+	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -76,7 +76,7 @@ type Options struct {
 	LinkBase string
 }
 
-// Messenger is the Slack adapter: a gateway.Messenger.
+// Messenger is the Slack adapter: a messenger.Messenger.
 type Messenger struct {
 	cfg     config.Slack
 	svc     *approvals.Service
@@ -94,23 +94,23 @@ type Messenger struct {
 	admin    map[string]bool
 	groups   groupCache // members of the user groups routes name
 
-	jobs *gateway.Jobs // work after Slack was answered
+	jobs *messenger.Jobs // work after Slack was answered
 
 	homeMu    sync.Mutex
 	homeUsers []string // who opened the Home tab, most recent last
 }
 
-var _ gateway.Messenger = (*Messenger)(nil)
+var _ messenger.Messenger = (*Messenger)(nil)
 
 // card is the neutral card of r, linked to its web page.
 func (m *Messenger) card(r approvals.Request) cards.Card {
 	return cards.New(r, m.loc).WithPage(m.opts.PublicURL).WithConfirm(m.opts.LinkBase)
 }
 
-// Factory returns the gateway.MessengerFactory that builds the adapter
+// Factory returns the messenger.Factory that builds the adapter
 // once the approvals service exists.
-func Factory(cfg config.Slack, o Options) gateway.MessengerFactory {
-	return func(svc *approvals.Service, srv *gateway.Server) (gateway.Messenger, error) {
+func Factory(cfg config.Slack, o Options) messenger.Factory {
+	return func(svc *approvals.Service, srv messenger.Host) (messenger.Messenger, error) {
 		if o.Rules == nil && srv != nil {
 			o.Rules = srv.Rules()
 		}
@@ -161,7 +161,7 @@ func New(svc *approvals.Service, cfg config.Slack, o Options) (*Messenger, error
 	}
 	m.api = m.client(false)
 	m.replays = newReplayStore(svc.DB(), replayTTL, time.Now, m.log)
-	m.jobs = gateway.NewJobs(m.log, jobTimeout)
+	m.jobs = messenger.NewJobs(m.log, jobTimeout)
 	return m, nil
 }
 
@@ -293,7 +293,7 @@ func apiError(method string, err error) error {
 
 // Routes mounts the HTTP endpoints when a signing secret is configured; in
 // Socket Mode without one, Slack talks to us over the WebSocket only.
-func (m *Messenger) Routes(s *gateway.Server) {
+func (m *Messenger) Routes(s messenger.Router) {
 	if m.cfg.SigningSecret == "" {
 		return
 	}
@@ -376,7 +376,7 @@ func (m *Messenger) ourTeam(ctx context.Context, team string) bool {
 func (m *Messenger) goJob(work func(ctx context.Context)) { m.jobs.Go(work) }
 
 // shutdown lets acknowledged work finish for a few seconds, then cancels
-// what is left, and drops idle connections (see gateway.Jobs.Drain).
+// what is left, and drops idle connections (see messenger.Jobs.Drain).
 func (m *Messenger) shutdown() {
 	m.jobs.Drain(shutdownGrace)
 	m.http.CloseIdleConnections()

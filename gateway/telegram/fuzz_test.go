@@ -22,6 +22,7 @@ import (
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/telegram"
 	"github.com/metnos/gateway/gateway/telegram/telegramtest"
+	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -75,7 +76,7 @@ func (g *fzGateway) open() {
 	cfg.Telegram = config.Telegram{Token: telegramtest.DefaultToken, ChatID: fzChat, Approvers: []int64{fzApprover},
 		APIEndpoint: fake.Endpoint(), WebhookURL: "https://gateway.example/telegram/webhook", WebhookSecret: fzSecret}
 	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: g.dir,
-		Messengers: []gateway.MessengerFactory{telegram.Factory(telegram.Options{Config: cfg.Telegram,
+		Messengers: []messenger.Factory{telegram.Factory(telegram.Options{Config: cfg.Telegram,
 			Location: time.UTC, CallTimeout: 5 * time.Second})}})
 	if err != nil {
 		g.tb.Fatalf("NewApp: %v", err)

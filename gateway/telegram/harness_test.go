@@ -26,6 +26,7 @@ import (
 	"github.com/metnos/gateway/gateway/telegram"
 	"github.com/metnos/gateway/gateway/telegram/telegramtest"
 	"github.com/metnos/gateway/locale"
+	"github.com/metnos/gateway/messenger"
 )
 
 var long = flag.Bool("telegram.long", false, "run the long outage tests (a 60 s Bot API outage)")
@@ -185,7 +186,7 @@ func (h *harness) start() {
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	app, err := gateway.NewApp(context.Background(), h.cfg, gateway.AppOptions{
 		Logger: log, Now: h.clock.Now,
-		Messengers: []gateway.MessengerFactory{telegram.Factory(telegram.Options{
+		Messengers: []messenger.Factory{telegram.Factory(telegram.Options{
 			Config: h.cfg.Telegram, Logger: log, Location: h.cfg.Server.Zone(), Now: h.clock.Now,
 			GrantTTL: h.cfg.Policy.GrantTTL, PollTimeout: h.pollTimeout, CallTimeout: h.callTimeout,
 			PublicURL: h.cfg.Web.PublicURL, LinkBase: gateway.LinkBase(h.cfg),

@@ -27,8 +27,8 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
-	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/locale"
+	"github.com/metnos/gateway/messenger"
 )
 
 // Name is the messenger's name in agents' notify lists, in the cards table
@@ -83,7 +83,7 @@ type Options struct {
 	CallTimeout time.Duration
 }
 
-// Bot is the Telegram messenger. It implements gateway.Messenger.
+// Bot is the Telegram messenger. It implements messenger.Messenger.
 type Bot struct {
 	cfg         config.Telegram
 	svc         *approvals.Service
@@ -110,12 +110,12 @@ type Bot struct {
 	username string // the bot's @username, once getMe answered
 }
 
-var _ gateway.Messenger = (*Bot)(nil)
+var _ messenger.Messenger = (*Bot)(nil)
 
-// Factory returns the gateway.MessengerFactory for the adapter: the
+// Factory returns the messenger.Factory for the adapter: the
 // approval service is only known once the app is being wired.
-func Factory(o Options) gateway.MessengerFactory {
-	return func(svc *approvals.Service, _ *gateway.Server) (gateway.Messenger, error) {
+func Factory(o Options) messenger.Factory {
+	return func(svc *approvals.Service, _ messenger.Host) (messenger.Messenger, error) {
 		o.Service = svc
 		return New(o)
 	}
@@ -211,7 +211,7 @@ func (b *Bot) Name() string { return Name }
 
 // Routes mounts the webhook endpoint in webhook mode. In polling mode the
 // adapter needs no route: it calls out, which works behind NAT.
-func (b *Bot) Routes(s *gateway.Server) {
+func (b *Bot) Routes(s messenger.Router) {
 	if b.webhookPath != "" {
 		s.Handle("POST "+b.webhookPath, http.HandlerFunc(b.serveWebhook))
 	}

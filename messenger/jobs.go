@@ -1,4 +1,4 @@
-package gateway
+package messenger
 
 import (
 	"context"
