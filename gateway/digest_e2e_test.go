@@ -8,7 +8,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
-	"github.com/metnos/gateway/gateway/slack/slacktest"
+	"github.com/metnos/gateway/messenger/slack/slacktest"
 )
 
 // TestDigest_TelegramSlack: the digest of [approvals] digest, triggered

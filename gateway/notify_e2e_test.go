@@ -13,8 +13,8 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
-	"github.com/metnos/gateway/gateway/slack/slacktest"
-	"github.com/metnos/gateway/gateway/telegram/telegramtest"
+	"github.com/metnos/gateway/messenger/slack/slacktest"
+	"github.com/metnos/gateway/messenger/telegram/telegramtest"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
 )

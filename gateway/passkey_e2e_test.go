@@ -21,7 +21,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
-	"github.com/metnos/gateway/gateway/telegram/telegramtest"
+	"github.com/metnos/gateway/messenger/telegram/telegramtest"
 	"github.com/metnos/gateway/passkeys"
 	"github.com/metnos/gateway/passkeys/passkeystest"
 	"github.com/metnos/gateway/storage"

@@ -21,11 +21,11 @@ import (
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
-	"github.com/metnos/gateway/gateway/slack"
-	"github.com/metnos/gateway/gateway/slack/slacktest"
-	"github.com/metnos/gateway/gateway/telegram"
-	"github.com/metnos/gateway/gateway/telegram/telegramtest"
 	"github.com/metnos/gateway/messenger"
+	"github.com/metnos/gateway/messenger/slack"
+	"github.com/metnos/gateway/messenger/slack/slacktest"
+	"github.com/metnos/gateway/messenger/telegram"
+	"github.com/metnos/gateway/messenger/telegram/telegramtest"
 	"github.com/metnos/gateway/policy"
 )
 

@@ -1,7 +1,7 @@
 // Package gateway is the running gateway: the HTTP server (agent API,
 // admin API, web page, messenger endpoints), the wiring of every other
-// package, and the messenger adapters under gateway/telegram and
-// gateway/slack.
+// package. The messenger adapters live under messenger/ and plug in
+// through messenger.Factory.
 package gateway
 
 import (

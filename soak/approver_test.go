@@ -21,8 +21,8 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/gateway/discord/discordtest"
-	"github.com/metnos/gateway/gateway/slack/slacktest"
-	"github.com/metnos/gateway/gateway/telegram/telegramtest"
+	"github.com/metnos/gateway/messenger/slack/slacktest"
+	"github.com/metnos/gateway/messenger/telegram/telegramtest"
 )
 
 // requestIDPattern finds a request id in a card's text ("r" + 26

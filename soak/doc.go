@@ -8,7 +8,7 @@
 //	make soak    # go test -tags soak -run . -count=1 -timeout 30m -v ./soak/
 //
 // Everything runs on loopback (127.0.0.1) against the fakes in
-// gateway/telegram/telegramtest and gateway/slack/slacktest, every loop is
+// messenger/telegram/telegramtest and messenger/slack/slacktest, every loop is
 // bounded, and the run ends with a summary table for the README.
 // SOAK_AGENTS, SOAK_REQUESTS, SOAK_DURATION, SOAK_KILLS, SOAK_OUTAGE and
 // SOAK_STORM shrink or grow it; SOAK_REPORT names a file that receives

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/gateway/slack/slacktest"
-	"github.com/metnos/gateway/gateway/telegram/telegramtest"
+	"github.com/metnos/gateway/messenger/slack/slacktest"
+	"github.com/metnos/gateway/messenger/telegram/telegramtest"
 )
 
 // kind is one sort of request in the mix.

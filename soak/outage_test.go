@@ -24,11 +24,11 @@ import (
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/discord"
 	"github.com/metnos/gateway/gateway/discord/discordtest"
-	"github.com/metnos/gateway/gateway/slack"
-	"github.com/metnos/gateway/gateway/slack/slacktest"
-	"github.com/metnos/gateway/gateway/telegram"
-	"github.com/metnos/gateway/gateway/telegram/telegramtest"
 	"github.com/metnos/gateway/messenger"
+	"github.com/metnos/gateway/messenger/slack"
+	"github.com/metnos/gateway/messenger/slack/slacktest"
+	"github.com/metnos/gateway/messenger/telegram"
+	"github.com/metnos/gateway/messenger/telegram/telegramtest"
 )
 
 // oreq is one request of the outage scenario and what its agent saw.

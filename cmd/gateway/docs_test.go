@@ -44,7 +44,7 @@ func TestDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	report("fuzz", checkFuzz(tree, readRepoFile(t, "Makefile"), readRepoFile(t, "docs/fuzzing.md")))
-	handled, err := slackSubcommands(readRepoFile(t, "gateway/slack/commands.go"))
+	handled, err := slackSubcommands(readRepoFile(t, "messenger/slack/commands.go"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,8 @@ import (
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
-	"github.com/metnos/gateway/gateway/slack"
 	"github.com/metnos/gateway/messenger"
+	"github.com/metnos/gateway/messenger/slack"
 )
 
 // slackMessenger builds the slack adapter when the config enables it.

@@ -5,8 +5,8 @@ import (
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
-	"github.com/metnos/gateway/gateway/telegram"
 	"github.com/metnos/gateway/messenger"
+	"github.com/metnos/gateway/messenger/telegram"
 )
 
 // telegramMessenger builds the telegram adapter when the config enables it

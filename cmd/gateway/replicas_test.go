@@ -27,7 +27,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/gateway/telegram/telegramtest"
+	"github.com/metnos/gateway/messenger/telegram/telegramtest"
 	"github.com/metnos/gateway/storage/storagetest"
 )
 

@@ -27,7 +27,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/metnos/gateway/gateway/telegram/telegramtest"
+	"github.com/metnos/gateway/messenger/telegram/telegramtest"
 )
 
 // walkFakes starts the stand-ins for a whole test run: a fake's cleanup

@@ -23,9 +23,9 @@ import (
 	"github.com/metnos/gateway/gateway/discord"
 	"github.com/metnos/gateway/gateway/discord/discordtest"
 	"github.com/metnos/gateway/gateway/gatewaytest"
-	"github.com/metnos/gateway/gateway/telegram"
-	"github.com/metnos/gateway/gateway/telegram/telegramtest"
 	"github.com/metnos/gateway/messenger"
+	"github.com/metnos/gateway/messenger/telegram"
+	"github.com/metnos/gateway/messenger/telegram/telegramtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -8,7 +8,7 @@ import (
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway/discord/discordtest"
-	"github.com/metnos/gateway/gateway/telegram/telegramtest"
+	"github.com/metnos/gateway/messenger/telegram/telegramtest"
 )
 
 // A quorum of one Telegram and one Discord approver: the Discord tap is

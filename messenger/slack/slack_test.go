@@ -12,8 +12,8 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
-	"github.com/metnos/gateway/gateway/slack"
-	"github.com/metnos/gateway/gateway/slack/slacktest"
+	"github.com/metnos/gateway/messenger/slack"
+	"github.com/metnos/gateway/messenger/slack/slacktest"
 	"github.com/metnos/gateway/policy"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/metnos/gateway/config"
-	"github.com/metnos/gateway/gateway/telegram/telegramtest"
+	"github.com/metnos/gateway/messenger/telegram/telegramtest"
 )
 
 // TestTelegram_StepUpLink: a step-up card links to the request's page

@@ -23,10 +23,10 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
-	"github.com/metnos/gateway/gateway/telegram"
-	"github.com/metnos/gateway/gateway/telegram/telegramtest"
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/messenger"
+	"github.com/metnos/gateway/messenger/telegram"
+	"github.com/metnos/gateway/messenger/telegram/telegramtest"
 )
 
 var long = flag.Bool("telegram.long", false, "run the long outage tests (a 60 s Bot API outage)")

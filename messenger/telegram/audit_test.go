@@ -9,7 +9,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/gateway/telegram"
+	"github.com/metnos/gateway/messenger/telegram"
 )
 
 // TestTelegram_History: /history gives approvers (nobody else) the last

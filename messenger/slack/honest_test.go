@@ -10,7 +10,7 @@ import (
 	"unicode"
 
 	"github.com/metnos/gateway/cards"
-	"github.com/metnos/gateway/gateway/slack/slacktest"
+	"github.com/metnos/gateway/messenger/slack/slacktest"
 	"github.com/metnos/gateway/policy"
 )
 

@@ -21,9 +21,9 @@ import (
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
-	"github.com/metnos/gateway/gateway/slack"
-	"github.com/metnos/gateway/gateway/slack/slacktest"
 	"github.com/metnos/gateway/messenger"
+	"github.com/metnos/gateway/messenger/slack"
+	"github.com/metnos/gateway/messenger/slack/slacktest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

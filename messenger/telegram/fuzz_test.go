@@ -20,9 +20,9 @@ import (
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
-	"github.com/metnos/gateway/gateway/telegram"
-	"github.com/metnos/gateway/gateway/telegram/telegramtest"
 	"github.com/metnos/gateway/messenger"
+	"github.com/metnos/gateway/messenger/telegram"
+	"github.com/metnos/gateway/messenger/telegram/telegramtest"
 	"github.com/metnos/gateway/policy"
 )
 

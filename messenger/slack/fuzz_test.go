@@ -21,8 +21,8 @@ import (
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
-	"github.com/metnos/gateway/gateway/slack/slacktest"
 	"github.com/metnos/gateway/messenger"
+	"github.com/metnos/gateway/messenger/slack/slacktest"
 	"github.com/metnos/gateway/policy"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
-	"github.com/metnos/gateway/gateway/slack/slacktest"
+	"github.com/metnos/gateway/messenger/slack/slacktest"
 )
 
 // TestSlack_Italian: with slack.language = "it" the card, its buttons and

@@ -11,7 +11,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
-	"github.com/metnos/gateway/gateway/telegram"
+	"github.com/metnos/gateway/messenger/telegram"
 )
 
 // fakeLatency is the fake Bot API's artificial latency in the benchmark:

@@ -9,7 +9,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
-	"github.com/metnos/gateway/gateway/slack/slacktest"
+	"github.com/metnos/gateway/messenger/slack/slacktest"
 	"github.com/metnos/gateway/storage/storagetest"
 )
 
