@@ -61,6 +61,7 @@ type walk struct {
 	web  *http.Client // the owner's browser, once logged in
 	lock *sql.Conn    // another process's hold on the SQLite file (lockdb)
 	tg   *tgState     // the Telegram stand-in, once started
+	sl   *slackState  // the Slack stand-in, once started
 }
 
 func walkOf(ts *testscript.TestScript) *walk { return ts.Value(walkKey{}).(*walk) }
@@ -133,6 +134,8 @@ func walkCmds(fakes *walkFakes) map[string]func(ts *testscript.TestScript, neg b
 		"waitlog":  cmdWaitLog,
 		"telegram": cmdTelegram(fakes),
 		"tg":       cmdTg,
+		"slack":    cmdSlack(fakes),
+		"sl":       cmdSl,
 		"lockdb":   cmdLockDB,
 	}
 }

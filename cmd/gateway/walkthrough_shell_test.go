@@ -189,3 +189,13 @@ func (sh *shell) environ() []string {
 	}
 	return out
 }
+
+// env is one variable of the session's environment now ("" if unset).
+func (sh *shell) env(name string) string {
+	for _, kv := range sh.environ() {
+		if k, v, _ := strings.Cut(kv, "="); k == name {
+			return v
+		}
+	}
+	return ""
+}

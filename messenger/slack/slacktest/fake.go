@@ -273,6 +273,21 @@ func (s *Server) SetUserGroup(id string, members ...string) {
 	s.groups[id] = append([]string(nil), members...)
 }
 
+// Messages returns the messages posted in channel (every channel when
+// channel is ""), not those in threads, oldest first.
+func (s *Server) Messages(channel string) []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Message
+	for _, m := range s.messages {
+		if (channel == "" || m.Channel == channel) && m.ThreadTS == "" {
+			out = append(out, *m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].TS < out[j].TS })
+	return out
+}
+
 // Replies returns the messages posted in the thread of channel:ts, oldest first.
 func (s *Server) Replies(channel, ts string) []Message {
 	s.mu.Lock()
