@@ -40,6 +40,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/metnos/gateway/gateway/discord/discordtest"
 )
 
 type walkKey struct{}
@@ -58,10 +60,11 @@ type walk struct {
 	serve     *exec.Cmd
 	serveDone chan struct{}
 
-	web  *http.Client // the owner's browser, once logged in
-	lock *sql.Conn    // another process's hold on the SQLite file (lockdb)
-	tg   *tgState     // the Telegram stand-in, once started
-	sl   *slackState  // the Slack stand-in, once started
+	web  *http.Client        // the owner's browser, once logged in
+	lock *sql.Conn           // another process's hold on the SQLite file (lockdb)
+	tg   *tgState            // the Telegram stand-in, once started
+	sl   *slackState         // the Slack stand-in, once started
+	dc   *discordtest.Server // the Discord stand-in, once started
 }
 
 func walkOf(ts *testscript.TestScript) *walk { return ts.Value(walkKey{}).(*walk) }
@@ -136,6 +139,8 @@ func walkCmds(fakes *walkFakes) map[string]func(ts *testscript.TestScript, neg b
 		"tg":       cmdTg,
 		"slack":    cmdSlack(fakes),
 		"sl":       cmdSl,
+		"discord":  cmdDiscord(fakes),
+		"dc":       cmdDc,
 		"lockdb":   cmdLockDB,
 	}
 }

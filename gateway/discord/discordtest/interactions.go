@@ -15,9 +15,10 @@ import (
 // Interaction is what a test taps or types: the fake turns it into
 // Discord's INTERACTION_CREATE payload.
 type Interaction struct {
-	// UserID taps; Roles are their roles in the guild.
-	UserID string
-	Roles  []string
+	// UserID taps; Roles are their roles in the guild. Username is
+	// theirs ("u"+UserID when empty).
+	UserID, Username string
+	Roles            []string
 	// MessageID is the message the button is on (components).
 	MessageID string
 	// CustomID is the tapped button's (components).
@@ -43,7 +44,11 @@ func (s *Server) Payload(in Interaction) (body []byte, id, token string) {
 	if channel == "" {
 		channel = s.opts.ChannelID
 	}
-	user := map[string]any{"id": in.UserID, "username": "u" + in.UserID, "discriminator": "0"}
+	name := in.Username
+	if name == "" {
+		name = "u" + in.UserID
+	}
+	user := map[string]any{"id": in.UserID, "username": name, "discriminator": "0"}
 	p := map[string]any{"id": id, "application_id": s.opts.ApplicationID, "token": token, "version": 1,
 		"channel_id": channel, "locale": "en-US", "app_permissions": "0"}
 	if in.DM {
