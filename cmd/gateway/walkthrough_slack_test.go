@@ -24,7 +24,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/slack-go/slack"
 
-	"github.com/metnos/gateway/gateway/slack/slacktest"
+	"github.com/metnos/gateway/messenger/slack/slacktest"
 )
 
 type slackState struct {
