@@ -88,6 +88,7 @@ func (c Config) OwnPaths(getenv func(string) string) []string {
 		add(c.Storage.Path)
 		add(filepath.Join(filepath.Dir(c.Storage.Path), TokenFileName))
 		add(filepath.Join(filepath.Dir(c.Storage.Path), AdminTokenFileName))
+		add(filepath.Join(filepath.Dir(c.Storage.Path), ListenFileName))
 		addDir(filepath.Dir(c.Storage.Path))
 	}
 	add(c.File)
@@ -116,6 +117,10 @@ const TokenFileName = "agent-token"
 // AdminTokenFileName is the file beside the database that holds the
 // generated local admin agent's token: the CLI's admin credential.
 const AdminTokenFileName = "admin-token"
+
+// ListenFileName is the file beside the database where a running server
+// says the address it listens on (gateway login links there).
+const ListenFileName = "listen"
 
 // sharedDir reports a directory that holds far more than the gateway's
 // files: protecting it whole would forbid agents the machine.

@@ -16,7 +16,9 @@ import (
 
 // cmdLogin prints a one-time login link for a web user, as the last line
 // of its output: it writes the link's hash to the database, so it works
-// with or without a running server (and with any replica).
+// with or without a running server (and with any replica). The link
+// names web.public_url, else the port the server on this machine runs on
+// (listenfile.go), else server.listen's.
 func cmdLogin(e *env, args []string) error {
 	fs := flag.NewFlagSet("login", flag.ContinueOnError)
 	cfgPath := configFlag(fs)
@@ -41,7 +43,11 @@ func cmdLogin(e *env, args []string) error {
 		return err
 	}
 	defer db.Close()
-	link, exp, err := loginLink(e, db, gateway.LinkBase(cfg), name)
+	served, err := servedConfig(cfg)
+	if err != nil {
+		return err
+	}
+	link, exp, err := loginLink(e, db, gateway.LinkBase(served), name)
 	if err != nil {
 		return err
 	}

@@ -6,9 +6,12 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/metnos/gateway/config"
 )
 
 // browser is a client with its own cookies.
@@ -36,8 +39,8 @@ func open(t *testing.T, c *http.Client, u string) (int, string) {
 // TestLogin_LinksAndLogoutAll drives the real binary: a first start prints
 // a one-time login link (last line of its banner) that opens a session
 // once; `gateway login` prints another (its last line), with the server
-// running; `gateway logout --all` ends them all; a start after a login
-// prints no link.
+// running, on the port the server runs on; `gateway logout --all` ends
+// them all; a start after a login prints no link.
 func TestLogin_LinksAndLogoutAll(t *testing.T) {
 	bin := gatewayBinary(t)
 	dir := t.TempDir()
@@ -62,12 +65,14 @@ func TestLogin_LinksAndLogoutAll(t *testing.T) {
 	if r.code != 0 || !strings.HasSuffix(r.stdout, link+"\n") || !strings.HasPrefix(link, "http://localhost:") {
 		t.Fatalf("gateway login: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	// The config listens on port 0: the link names the configured address;
-	// open its path on the running server.
+	// The config listens on port 0: the link names the port the running
+	// server got, and opens a session there.
 	second := browser(t)
-	path := link[strings.Index(link, "/login/"):]
 	page := strings.Replace(c.URL, "127.0.0.1", "localhost", 1)
-	if status, at := open(t, second, page+path); status != http.StatusOK || at != "/" {
+	if !strings.HasPrefix(link, page+"/login/") {
+		t.Fatalf("gateway login's link %s is not on the running server, %s", link, page)
+	}
+	if status, at := open(t, second, link); status != http.StatusOK || at != "/" {
 		t.Fatalf("gateway login's link: %d at %s", status, at)
 	}
 	if r := runCLI(context.Background(), getenv, "", "login", "--config", cfgPath, "--user", "nobody"); r.code != exitUsage ||
@@ -85,6 +90,14 @@ func TestLogin_LinksAndLogoutAll(t *testing.T) {
 	}
 	if code, _ := c.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("stop: exit %d", code)
+	}
+	// Stopped, the server no longer says where it runs: a link names the
+	// configured address again.
+	if _, err := os.Stat(filepath.Join(dir, config.ListenFileName)); !os.IsNotExist(err) {
+		t.Errorf("the listen file after a stop: %v", err)
+	}
+	if r := runCLI(context.Background(), getenv, "", "login", "--config", cfgPath); r.code != 0 || !strings.Contains(r.stdout, "http://localhost:8080/login/") {
+		t.Errorf("gateway login with no server: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	again := startChild(t, bin, cfgPath, dir)
 	if again.LoginLink != "" {

@@ -179,6 +179,12 @@ func cmdServe(e *env, args []string) error {
 	if err != nil {
 		return exitError{exitFail, fmt.Sprintf("listen on %s: %v", cfg.Server.Listen, err)}
 	}
+	forget, err := recordListen(cfg, ln.Addr().String())
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer forget()
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(e.stdout, "gateway %s listening on %s (database %s)\n", buildVersion(), url, app.DB.Name())
 	switch {
