@@ -7,6 +7,7 @@ package cards
 import (
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,8 +41,9 @@ type Card struct {
 	GrantPreview string
 	// Scopes are what Allow always may grant, narrowest first, as shown
 	// (through Display); the tap names one by its index. ScopeChoice is
-	// the one a card shows chosen (Slack's select; 0, the narrowest, by
-	// default): GrantPreview names it.
+	// the one a card shows chosen (the web page's and Slack's select): by
+	// default the request's GrantTarget, what the API grants when no scope
+	// is named. GrantPreview names it.
 	Scopes      []string
 	ScopeChoice int
 	// AllowFor are the whiles of the Allow for buttons ("1h").
@@ -209,7 +211,7 @@ func New(r approvals.Request, l locale.Locale) (c Card) {
 			c.Scopes = []string{show(r.GrantTarget)}
 		}
 		c.AllowFor = r.AllowFor
-		c = c.WithScope(0)
+		c = c.WithScope(max(0, slices.Index(r.Scopes, r.GrantTarget)))
 	}
 	c.StatusLine = show(StatusLine(r, l))
 	if c.Pending {
