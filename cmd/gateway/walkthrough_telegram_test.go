@@ -11,6 +11,8 @@ package main
 //	tg press CHAT LABEL OUT        the user of a private chat taps the button LABEL of the bot's last card
 //	                               there; once the card is edited, its outcome line (above its request id)
 //	                               into OUT, or the labels of the buttons it shows now (a menu)
+//	tg note CHAT TEXT OUT          the user of a private chat replies TEXT to the bot's last card there; the
+//	                               bot's answer into OUT, the card's request id into $REQUEST_ID
 //	tg webhook URL | tg unhook     another deployment sets a webhook on the bot / the reader deletes it
 
 import (
@@ -18,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +65,9 @@ func cmdTelegram(fakes *walkFakes) func(ts *testscript.TestScript, neg bool, arg
 		}
 	}
 }
+
+// cardIDRE finds the request's id on the line that closes every card.
+var cardIDRE = regexp.MustCompile(`(?m)^Request (r[a-z0-9]+)$`)
 
 func roberto(id int64) tgbotapi.User { return tgbotapi.User{ID: id, FirstName: "Roberto"} }
 
@@ -122,6 +128,23 @@ func cmdTg(ts *testscript.TestScript, neg bool, args []string) {
 			lines = lines[:len(lines)-1] // the request's id closes every card
 		}
 		ts.Check(os.WriteFile(ts.MkAbs(args[3]), []byte(lines[len(lines)-1]+"\n"), 0o600))
+	case args[0] == "note" && len(args) == 4:
+		chat := num(args[1])
+		card := waitFor(ts, func() (telegramtest.Message, bool) {
+			ms := f.Messages(chat)
+			for i := len(ms) - 1; i >= 0; i-- {
+				if ms[i].From == nil && cardIDRE.MatchString(ms[i].Text) {
+					return ms[i], true
+				}
+			}
+			return telegramtest.Message{}, false
+		}, "card")
+		id := cardIDRE.FindStringSubmatch(card.Text)[1]
+		ts.Setenv("REQUEST_ID", id)
+		runHidden(ts, "export REQUEST_ID="+id)
+		f.Say(roberto(chat), chat, args[2], card.ID)
+		m := w.tg.next(ts, chat, func(m telegramtest.Message) bool { return m.ID > card.ID })
+		ts.Check(os.WriteFile(ts.MkAbs(args[3]), []byte(m.Text+"\n"), 0o600))
 	case args[0] == "webhook" && len(args) == 2:
 		botCall(ts, f, "setWebhook", url.Values{"url": {args[1]}})
 	case args[0] == "unhook" && len(args) == 1:
