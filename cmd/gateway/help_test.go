@@ -10,7 +10,7 @@ import (
 // helpPaths is every command and subcommand of the command line.
 var helpPaths = []string{
 	"serve", "policy", "policy registry", "policy table", "policy check", "policy grants", "policy grant",
-	"policy revoke", "policy rules", "policy rules add", "policy rules update", "policy rules rm", "policy test", "policy simulate", "policy suggest", "prune",
+	"policy revoke", "policy rules", "policy rules add", "policy rules update", "policy rules rm", "policy test", "policy simulate", "policy suggest", "policy import", "prune",
 	"audit", "audit verify", "ask", "hook", "hook claude-code", "hook codex", "hook gemini", "hook cursor",
 	"mcp", "mcp-proxy", "config", "config check", "config example", "migrate", "version", "login", "logout",
 	"passkeys", "passkeys list", "passkeys remove", "run",

@@ -71,7 +71,7 @@ func openGrants(e *env, cfg config.Config) (*storage.DB, *policy.GrantStore, err
 
 func cmdPolicy(e *env, args []string) error {
 	if len(args) == 0 {
-		return usagef("policy: missing subcommand (registry, table, check, grants, grant, revoke, rules, test, simulate, suggest)")
+		return usagef("policy: missing subcommand (registry, table, check, grants, grant, revoke, rules, test, simulate, suggest, import)")
 	}
 	sub, rest := args[0], args[1:]
 	if isHelp(sub) {
@@ -98,8 +98,10 @@ func cmdPolicy(e *env, args []string) error {
 		return policySimulate(e, rest)
 	case "suggest":
 		return policySuggest(e, rest)
+	case "import":
+		return policyImport(e, rest)
 	}
-	return usagef("policy: unknown subcommand %q (registry, table, check, grants, grant, revoke, rules, test, simulate, suggest)", sub)
+	return usagef("policy: unknown subcommand %q (registry, table, check, grants, grant, revoke, rules, test, simulate, suggest, import)", sub)
 }
 
 func noPositional(name string, pos []string) error {

@@ -71,6 +71,9 @@ Usage:
   gateway policy simulate [--since 7d] [--add-rule CAP:TARGET:ACTION]… [--remove-rule ID]… [--level AGENT=LEVEL]…
                        [--url URL] [--token TOKEN]
   gateway policy suggest [--since 7d] [--min 3] [--url URL] [--token TOKEN]
+  gateway policy import --from claude-code|codex|gemini|qwen|copilot|opencode [FILE…] [--apply] [--simulate]
+                       [--since 7d] [--url URL] [--token TOKEN]
+                              (an agent's permission files as [[policy.rules]]; --apply adds them at run time)
   gateway prune [--dry-run]
   gateway audit [--since 24h|TIME] [--until …] [--agent ID] [--request ID] [--event NAME] [--actor …]
                 [--capability CAP] [--after SEQ] [--limit N] [--format text|jsonl|csv] [--follow] [--cursor FILE]
