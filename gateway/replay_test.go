@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/replay"
 )
 
 // weekCall is one generated request of a coding agent's week, with what
@@ -93,7 +93,7 @@ func TestReplayFigure(t *testing.T) {
 		g.want(t, http.StatusOK, "POST", "/v1/requests/"+r.ID+"/decision", tokAdmin, jsonBody{"decision": d})
 	}
 	var sugg struct {
-		Suggestions []gateway.Suggestion `json:"suggestions"`
+		Suggestions []replay.Suggestion `json:"suggestions"`
 	}
 	g.want(t, http.StatusOK, "GET", "/v1/policy/suggestions?since=7d&min=3", tokAdmin, nil).decode(t, &sugg)
 	var add []jsonBody
@@ -102,7 +102,7 @@ func TestReplayFigure(t *testing.T) {
 			"channel": s.Channel, "sender_id": s.SenderID})
 		t.Logf("suggested: %s %s (%d allows, would allow %d)", s.Capability, s.Target, s.Count, s.Replay.WouldAllow)
 	}
-	var sim gateway.SimResult
+	var sim replay.Result
 	g.want(t, http.StatusOK, "POST", "/v1/policy/simulate", tokAdmin, jsonBody{"since": "7d", "add_rules": add}).decode(t, &sim)
 	flipped, bad := 0, 0
 	for _, c := range sim.Changed {

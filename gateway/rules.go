@@ -6,18 +6,11 @@ import (
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/replay"
 )
 
 // ruleBody is what POST /v1/policy/rules takes.
-type ruleBody struct {
-	Capability string          `json:"capability"`
-	Target     string          `json:"target"`
-	Action     string          `json:"action"`
-	SenderID   string          `json:"sender_id"`
-	Agent      string          `json:"agent"`
-	Channel    string          `json:"channel"`
-	Position   json.RawMessage `json:"position"`
-}
+type ruleBody = replay.RuleBody
 
 // rulePatchBody is what PATCH /v1/policy/rules/{id} takes: the action,
 // the target, the scope, the position; absent fields stay as they are.

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/replay"
 )
 
 // TestAPI_Simulate: POST /v1/policy/simulate reports exactly the stored
@@ -28,10 +28,10 @@ func TestAPI_Simulate(t *testing.T) {
 	ask("c5", "llm:local", "")                     // allowed already
 	g.want(t, http.StatusForbidden, "POST", "/v1/policy/simulate", tokA1, jsonBody{})
 
-	sim := func(body jsonBody) gateway.SimResult {
+	sim := func(body jsonBody) replay.Result {
 		t.Helper()
 		r := g.want(t, http.StatusOK, "POST", "/v1/policy/simulate", tokAdmin, body)
-		var out gateway.SimResult
+		var out replay.Result
 		if err := json.Unmarshal(r.Body, &out); err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/metnos/gateway/replay"
 )
 
 // suggestEvery is the least time between two background computations of
@@ -21,7 +23,7 @@ const suggestTimeout = time.Minute
 type suggester struct {
 	s       *Server
 	mu      sync.Mutex
-	rows    []Suggestion
+	rows    []replay.Suggestion
 	asked   uint64 // computations asked for
 	done    uint64 // computations finished (the result is of the asked count it started for)
 	urgent  bool   // a caller waits: no spacing
@@ -35,7 +37,7 @@ func newSuggester(s *Server) *suggester {
 }
 
 // latest is the last result, and asks for a newer one.
-func (g *suggester) latest() []Suggestion {
+func (g *suggester) latest() []replay.Suggestion {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.ask(false)
@@ -44,7 +46,7 @@ func (g *suggester) latest() []Suggestion {
 
 // fresh asks for a computation that starts after this call and waits for
 // its result.
-func (g *suggester) fresh(ctx context.Context) ([]Suggestion, error) {
+func (g *suggester) fresh(ctx context.Context) ([]replay.Suggestion, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	want := g.ask(true)

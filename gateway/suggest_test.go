@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/replay"
 )
 
 // TestAPI_Suggestions: a scripted history decided by a person through the
@@ -53,7 +53,7 @@ func TestAPI_Suggestions(t *testing.T) {
 	g.want(t, http.StatusBadRequest, "GET", "/v1/policy/suggestions?min=0", tokAdmin, nil)
 	g.want(t, http.StatusBadRequest, "GET", "/v1/policy/suggestions?since=soon", tokAdmin, nil)
 	var got struct {
-		Suggestions []gateway.Suggestion `json:"suggestions"`
+		Suggestions []replay.Suggestion `json:"suggestions"`
 	}
 	r := g.want(t, http.StatusOK, "GET", "/v1/policy/suggestions?since=7d&min=3", tokAdmin, nil)
 	if err := json.Unmarshal(r.Body, &got); err != nil {
@@ -65,7 +65,7 @@ func TestAPI_Suggestions(t *testing.T) {
 	npm, csv := got.Suggestions[0], got.Suggestions[1]
 	if npm.Capability != "code:exec" || npm.Target != "npm test" || npm.Action != "approve" || npm.Agent != "a1" ||
 		npm.Channel != "web" || npm.SenderID != "a1" || npm.Count != 3 || len(npm.Examples) != 3 || npm.Examples[0] != first.ID ||
-		npm.Replay != (gateway.Replay{WouldAllow: 4}) {
+		npm.Replay != (replay.Replay{WouldAllow: 4}) {
 		t.Errorf("npm suggestion %+v", npm)
 	}
 	if csv.Capability != "fs:read" || csv.Target != "/srv/data/*.csv" || csv.Count != 3 || csv.Replay.WouldAllow != 3 {

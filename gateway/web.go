@@ -19,6 +19,7 @@ import (
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/passkeys"
 	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/replay"
 )
 
 // The web page's limits: how much of each list one page shows.
@@ -142,7 +143,7 @@ func (w *web) cardOf(ctx context.Context, r approvals.Request) pendingCard {
 // suggestionRow is one suggestion as the page shows it: the rule's fields
 // as Add this rule posts them, and the same made safe to read.
 type suggestionRow struct {
-	Suggestion
+	replay.Suggestion
 	ShownTarget, ShownScope string
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/passkeys"
 	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/replay"
 )
 
 // With [web] policy_step_up = "passkey", every change of rules and grants
@@ -48,7 +49,7 @@ func (w *web) policyChange(r *http.Request) (passkeys.PolicyChange, error) {
 		}
 		c.Fields = map[string]string{"capability": nr.Capability, "target": nr.Target, "action": string(nr.Action),
 			"agent": nr.Agent, "channel": nr.Channel, "sender_id": nr.SenderID, "position": r.PostFormValue("position")}
-		res, err := w.s.Simulate(ctx, simulateBody{Since: "7d", AddRules: []ruleBody{{Capability: nr.Capability,
+		res, err := w.s.Simulate(ctx, replay.Body{Since: "7d", AddRules: []replay.RuleBody{{Capability: nr.Capability,
 			Target: nr.Target, Action: string(nr.Action), SenderID: nr.SenderID, Agent: nr.Agent, Channel: nr.Channel}}})
 		if err != nil {
 			return c, err
@@ -65,7 +66,7 @@ func (w *web) policyChange(r *http.Request) (passkeys.PolicyChange, error) {
 		}
 		c.Fields = map[string]string{"rule_id": ri.ID, "capability": ri.Capability, "target": ri.Target,
 			"action": string(ri.Action), "agent": ri.Agent, "channel": ri.Channel, "sender_id": ri.SenderID}
-		res, err := w.s.Simulate(ctx, simulateBody{Since: "7d", RemoveRules: []string{ri.ID}})
+		res, err := w.s.Simulate(ctx, replay.Body{Since: "7d", RemoveRules: []string{ri.ID}})
 		if err != nil {
 			return c, err
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/replay"
 )
 
 // webReplayShown is how many flipped requests the add form's replay names.
@@ -31,7 +32,7 @@ func (w *web) simulateRule(rw http.ResponseWriter, r *http.Request) {
 	if p := r.PostFormValue("position"); p != "" {
 		pos = json.RawMessage(strconv.Quote(p))
 	}
-	res, err := w.s.Simulate(r.Context(), simulateBody{Since: "7d", Against: "policy", AddRules: []ruleBody{{
+	res, err := w.s.Simulate(r.Context(), replay.Body{Since: "7d", Against: "policy", AddRules: []replay.RuleBody{{
 		Capability: r.PostFormValue("capability"), Target: strings.TrimSpace(r.PostFormValue("target")),
 		Action: r.PostFormValue("action"), SenderID: strings.TrimSpace(r.PostFormValue("sender_id")),
 		Agent: strings.TrimSpace(r.PostFormValue("agent")), Channel: strings.TrimSpace(r.PostFormValue("channel")),

@@ -1,14 +1,14 @@
-package gateway
+// Package replay answers "what would the policy do" over stored requests,
+// read-only, as pure functions the API, the web page and the command line
+// share: Simulate re-decides a window of requests under a changed policy
+// (rules added or removed, other levels), Suggest proposes approve rules
+// from what people allowed, each with what it would have done.
+package replay
 
 import (
-	"context"
-	"errors"
-	"net/http"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/internal/shell"
@@ -44,49 +44,17 @@ type family struct {
 	allowed                                 []approvals.Request
 }
 
-func (s *Server) suggestions(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	window, err := ParseSince(q.Get("since"))
-	if err != nil {
-		s.errorResponse(w, r, err)
-		return
-	}
-	minCount := 3
-	if v := q.Get("min"); v != "" {
-		if minCount, err = strconv.Atoi(v); err != nil || minCount < 1 {
-			s.errorResponse(w, r, &policy.FieldError{Field: "min", Err: errInvalidMin})
-			return
-		}
-	}
-	out, err := s.Suggest(r.Context(), window, minCount)
-	if err != nil {
-		s.errorResponse(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"suggestions": out})
-}
-
-var errInvalidMin = errors.New("want a whole number, 1 or more")
-
-// Suggest proposes approve rules from the window's requests that a person
-// (a messenger, the web page) or an admin agent through the API allowed,
-// at least min times for the same agent, capability and principal: the
-// narrowest pattern covering them (a code:exec command only when every
-// one is a single simple command, as bash reads it; a path glob no wider
-// than Allow always may grant; an exact host), and only one CheckRule
-// accepts (no wrapper, no option that runs or writes). A candidate that would have
-// allowed any request of the window a person denied, or that the guard, the
-// judge or a block rule stopped, is never suggested. Most used first.
-func (s *Server) Suggest(ctx context.Context, window time.Duration, minCount int) ([]Suggestion, error) {
-	reqs, err := s.svc.Window(ctx, s.now().Add(-window), maxSimulated)
-	if err != nil {
-		return nil, err
-	}
-	return suggestFrom(s.decider.Norm, reqs, minCount), nil
-}
-
-// suggestFrom is Suggest over the window's requests, oldest first.
-func suggestFrom(n policy.Normalizer, reqs []approvals.Request, minCount int) []Suggestion {
+// Suggest proposes approve rules from reqs (a window's requests, oldest
+// first) that a person (a messenger, the web page) or an admin agent
+// through the API allowed, at least minCount times for the same agent,
+// capability and principal: the narrowest pattern covering them (a
+// code:exec command only when every one is a single simple command, as
+// bash reads it; a path glob no wider than Allow always may grant; an
+// exact host), and only one CheckRule accepts (no wrapper, no option that
+// runs or writes). A candidate that would have allowed any request of the
+// window a person denied, or that the guard, the judge or a block rule
+// stopped, is never suggested. Most used first.
+func Suggest(n policy.Normalizer, reqs []approvals.Request, minCount int) []Suggestion {
 	fams := map[string]*family{}
 	var order []string
 	for _, r := range reqs {
@@ -122,7 +90,7 @@ func suggestFrom(n policy.Normalizer, reqs []approvals.Request, minCount int) []
 		if len(policy.CheckRule(rule, nil)) > 0 {
 			continue // never a rule config check or the API would refuse (git diff* admits --output)
 		}
-		rp, safe := replay(n, c, rule, reqs)
+		rp, safe := wouldDo(n, c, rule, reqs)
 		if !safe {
 			continue
 		}
@@ -223,11 +191,11 @@ func candidate(n policy.Normalizer, f *family) (string, bool) {
 	return "", false
 }
 
-// replay runs rule over the window: how many approval_required requests
+// wouldDo runs rule over the window: how many approval_required requests
 // it would have allowed, and whether it would have allowed any a person
 // denied or that the guard, the judge or a block rule stopped (then it is
 // not safe to suggest).
-func replay(n policy.Normalizer, c policy.Capability, rule policy.Rule, reqs []approvals.Request) (Replay, bool) {
+func wouldDo(n policy.Normalizer, c policy.Capability, rule policy.Rule, reqs []approvals.Request) (Replay, bool) {
 	var rp Replay
 	rules := []policy.Rule{rule}
 	for _, r := range reqs {

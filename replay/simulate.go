@@ -1,28 +1,42 @@
-package gateway
+package replay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/vaglio"
 )
 
-// maxSimulated bounds the requests one simulation re-decides.
-const maxSimulated = 100_000
+// MaxRequests bounds the requests one simulation re-decides, and those
+// one suggestion reads.
+const MaxRequests = 100_000
 
-// simulateBody is POST /v1/policy/simulate: a window and the policy
-// changes to replay it under.
-type simulateBody struct {
+// RuleBody is a rule as POST /v1/policy/rules takes it, and as a
+// simulation adds it.
+type RuleBody struct {
+	Capability string          `json:"capability"`
+	Target     string          `json:"target"`
+	Action     string          `json:"action"`
+	SenderID   string          `json:"sender_id"`
+	Agent      string          `json:"agent"`
+	Channel    string          `json:"channel"`
+	Position   json.RawMessage `json:"position"`
+}
+
+// Body is POST /v1/policy/simulate: a window and the policy changes to
+// replay it under.
+type Body struct {
 	Since       string            `json:"since"`
-	AddRules    []ruleBody        `json:"add_rules"`
+	AddRules    []RuleBody        `json:"add_rules"`
 	RemoveRules []string          `json:"remove_rules"`
 	Levels      map[string]string `json:"levels"`
 	// Against is what a change is measured from: "arrival" (the default),
@@ -33,8 +47,8 @@ type simulateBody struct {
 	Against string `json:"against"`
 }
 
-// SimChange is one request whose outcome the change would flip.
-type SimChange struct {
+// Change is one request whose outcome the change would flip.
+type Change struct {
 	RequestID  string         `json:"request_id"`
 	Agent      string         `json:"agent"`
 	Capability string         `json:"capability"`
@@ -43,10 +57,10 @@ type SimChange struct {
 	After      policy.Outcome `json:"after"`
 }
 
-// SimResult is the answer of a simulation.
-type SimResult struct {
+// Result is the answer of a simulation.
+type Result struct {
 	Total   int            `json:"total"`
-	Changed []SimChange    `json:"changed"`
+	Changed []Change       `json:"changed"`
 	Counts  map[string]int `json:"counts"`
 }
 
@@ -62,76 +76,65 @@ func ParseSince(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func (s *Server) simulate(w http.ResponseWriter, r *http.Request) {
-	var b simulateBody
-	if !decodeJSON(w, r, &b) {
-		return
-	}
-	res, err := s.Simulate(r.Context(), b)
-	if err != nil {
-		s.errorResponse(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+// Policy is what a simulation decides with: the policy as it stands now
+// (the rules, the grants, the normalizer of targets, the judge's
+// threshold) and the configured agents.
+type Policy struct {
+	Rules          []policy.Rule
+	Grants         policy.GrantFinder
+	Norm           policy.Normalizer
+	JudgeThreshold float64
+	Agents         []config.Agent
 }
 
-// Simulate re-decides every stored request of the window under the
-// policy as it stands now (the table, the rules, the grants, the guard
-// and the rule-based judge) changed by b, read-only: nothing is stored,
-// no grant is touched, nothing is logged. before is the outcome recorded
-// on arrival. Argument values are never stored, so the guard sees the
-// target alone.
-func (s *Server) Simulate(ctx context.Context, b simulateBody) (SimResult, error) {
-	window, err := ParseSince(b.Since)
-	if err != nil {
-		return SimResult{}, err
+// Simulate re-decides reqs (the window b.Since names, read by the caller)
+// under p changed by b (the table, the rules, the grants, the guard and
+// the rule-based judge), read-only: nothing is stored, no grant is
+// touched, nothing is logged. before is the outcome recorded on arrival.
+// Argument values are never stored, so the guard sees the target alone.
+func Simulate(ctx context.Context, p Policy, reqs []approvals.Request, b Body) (Result, error) {
+	if _, err := ParseSince(b.Since); err != nil {
+		return Result{}, err
 	}
 	if b.Against != "" && b.Against != "arrival" && b.Against != "policy" {
-		return SimResult{}, &policy.FieldError{Field: "against", Err: fmt.Errorf("%q is neither arrival nor policy", b.Against)}
+		return Result{}, &policy.FieldError{Field: "against", Err: fmt.Errorf("%q is neither arrival nor policy", b.Against)}
 	}
-	current, err := s.rules.Rules(ctx)
-	if err != nil {
-		return SimResult{}, err
-	}
+	current := p.Rules
 	rules := slices.Clone(current)
 	for _, id := range b.RemoveRules {
-		i := slices.IndexFunc(rules, func(r policy.Rule) bool { return ruleID(r) == id })
+		i := slices.IndexFunc(rules, func(r policy.Rule) bool { return RuleID(r) == id })
 		if i < 0 {
-			return SimResult{}, &policy.FieldError{Field: "remove_rules", Err: fmt.Errorf("no rule %q", id)}
+			return Result{}, &policy.FieldError{Field: "remove_rules", Err: fmt.Errorf("no rule %q", id)}
 		}
 		rules = slices.Delete(rules, i, i+1)
 	}
 	for i, rb := range b.AddRules {
 		nr := policy.Rule{ID: "simulated:" + strconv.Itoa(i+1), Capability: rb.Capability, Target: rb.Target,
 			Action: policy.Action(rb.Action), SenderID: rb.SenderID, Agent: rb.Agent, Channel: rb.Channel}
-		if errs := policy.CheckRule(nr, s.cfg.HasAgent); len(errs) > 0 {
-			return SimResult{}, &policy.FieldError{Field: "add_rules[" + strconv.Itoa(i) + "]." + errs[0].Field, Err: errs[0].Err}
+		if errs := policy.CheckRule(nr, p.hasAgent); len(errs) > 0 {
+			return Result{}, &policy.FieldError{Field: "add_rules[" + strconv.Itoa(i) + "]." + errs[0].Field, Err: errs[0].Err}
 		}
 		pos, err := policy.ParsePositionJSON(rb.Position)
 		if err != nil {
-			return SimResult{}, err
+			return Result{}, err
 		}
 		rules = insertRule(rules, nr, pos)
 	}
 	levels := map[string]policy.Level{}
 	for agent, l := range b.Levels {
 		lv, err := policy.ParseLevel(l)
-		if err != nil || !s.cfg.HasAgent(agent) {
-			return SimResult{}, &policy.FieldError{Field: "levels", Err: fmt.Errorf("%q: %q is not a configured agent and a level", agent, l)}
+		if err != nil || !p.hasAgent(agent) {
+			return Result{}, &policy.FieldError{Field: "levels", Err: fmt.Errorf("%q: %q is not a configured agent and a level", agent, l)}
 		}
 		levels[agent] = lv
 	}
-	reqs, err := s.svc.Window(ctx, s.now().Add(-window), maxSimulated)
-	if err != nil {
-		return SimResult{}, err
-	}
-	vg := vaglio.New(vaglio.Options{Threshold: s.cfg.Vaglio.JudgeThreshold, Home: s.decider.Norm.Home})
+	vg := vaglio.New(vaglio.Options{Threshold: p.JudgeThreshold, Home: p.Norm.Home})
 	defer vg.Close()
-	d := policy.Decider{Rules: rules, Grants: s.decider.Grants, Norm: s.decider.Norm, Vaglio: vg}
-	now := policy.Decider{Rules: current, Grants: s.decider.Grants, Norm: s.decider.Norm, Vaglio: vg}
-	res := SimResult{Total: len(reqs), Changed: []SimChange{}, Counts: map[string]int{}}
+	d := policy.Decider{Rules: rules, Grants: p.Grants, Norm: p.Norm, Vaglio: vg}
+	now := policy.Decider{Rules: current, Grants: p.Grants, Norm: p.Norm, Vaglio: vg}
+	res := Result{Total: len(reqs), Changed: []Change{}, Counts: map[string]int{}}
 	for _, q := range reqs {
-		prof, ok := s.profileOf(q.Agent)
+		prof, ok := p.profileOf(q.Agent)
 		if !ok {
 			continue // an agent no longer configured: nothing it asks is decided now
 		}
@@ -146,7 +149,7 @@ func (s *Server) Simulate(ctx context.Context, b simulateBody) (SimResult, error
 				continue
 			}
 			if err != nil {
-				return SimResult{}, err
+				return Result{}, err
 			}
 			before = dec.Outcome
 		}
@@ -159,19 +162,19 @@ func (s *Server) Simulate(ctx context.Context, b simulateBody) (SimResult, error
 			continue
 		}
 		if err != nil {
-			return SimResult{}, err
+			return Result{}, err
 		}
 		res.Counts[string(before)+"->"+string(dec.Outcome)]++
 		if dec.Outcome != before {
-			res.Changed = append(res.Changed, SimChange{RequestID: q.ID, Agent: q.Agent, Capability: q.Capability,
+			res.Changed = append(res.Changed, Change{RequestID: q.ID, Agent: q.Agent, Capability: q.Capability,
 				Target: q.Target, Before: before, After: dec.Outcome})
 		}
 	}
 	return res, nil
 }
 
-// ruleID is the id GET /v1/policy/rules shows for r: "api:3", "config:1".
-func ruleID(r policy.Rule) string {
+// RuleID is the id GET /v1/policy/rules shows for r: "api:3", "config:1".
+func RuleID(r policy.Rule) string {
 	if r.ID != "" {
 		return r.ID
 	}
@@ -179,13 +182,19 @@ func ruleID(r policy.Rule) string {
 }
 
 // profileOf is a configured agent's profile.
-func (s *Server) profileOf(agent string) (policy.Profile, bool) {
-	for _, a := range s.cfg.Agents {
+func (p Policy) profileOf(agent string) (policy.Profile, bool) {
+	for _, a := range p.Agents {
 		if a.ID == agent {
 			return a.Profile(), true
 		}
 	}
 	return policy.Profile{}, false
+}
+
+// hasAgent says whether agent is configured.
+func (p Policy) hasAgent(agent string) bool {
+	_, ok := p.profileOf(agent)
+	return ok
 }
 
 // insertRule puts nr among rules as a run-time rule at pos within its
