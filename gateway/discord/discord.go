@@ -75,7 +75,7 @@ type Messenger struct {
 	loc     locale.Locale
 	opts    Options
 	pubKey  []byte
-	replays *replays
+	replays *messenger.Replays
 
 	approver map[string]bool
 	admin    map[string]bool
@@ -165,7 +165,7 @@ func New(svc *approvals.Service, cfg config.Discord, o Options) (*Messenger, err
 		loc:    locale.New(locale.Lang(cfg.Language), o.Location, o.Now),
 		pubKey: pub, approver: set(cfg.Approvers), admin: set(cfg.Admins),
 	}
-	m.replays = &replays{db: svc.DB(), log: m.log}
+	m.replays = messenger.NewReplays(svc.DB(), Name, messenger.ReplayTTL, time.Now, m.log)
 	m.jobs = messenger.NewJobs(m.log, jobTimeout)
 	return m, nil
 }

@@ -52,7 +52,7 @@ func (m *Messenger) handle(ctx context.Context, i *discordgo.Interaction) reply 
 		m.log.Warn("ignored an unexpected Discord interaction", "type", int(i.Type))
 		return ephemeral(m.t("msg.not_ours"))
 	}
-	if !m.replays.firstTime(ctx, i.ID) {
+	if i.ID == "" || !m.replays.FirstTime(ctx, i.ID) {
 		m.log.Warn("refused a replayed Discord interaction", "interaction_id", i.ID)
 		return ephemeral(m.t("discord.replayed"))
 	}

@@ -136,7 +136,7 @@ func (h *fuzzSlack) prepare(t *testing.T) {
 		h.fake.Reset()
 	}
 	ctx := context.Background()
-	if _, err := h.app.DB.ExecContext(ctx, `DELETE FROM slack_replays`); err != nil {
+	if _, err := h.app.DB.ExecContext(ctx, `DELETE FROM replays WHERE messenger = 'slack'`); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := h.app.Service.Get(ctx, h.rid); err != nil || r.Status != approvals.StatusPending {

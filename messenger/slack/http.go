@@ -74,7 +74,7 @@ func (m *Messenger) interactions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_payload", "the payload form field is not an interaction payload")
 		return
 	}
-	if !m.replays.firstTime(r.Context(), bodyKey(raw), interactionKey(ic)) {
+	if !m.replays.FirstTime(r.Context(), bodyKey(raw), interactionKey(ic)) {
 		m.log.Warn("ignored a replayed Slack interaction", "user_id", ic.User.ID)
 		w.WriteHeader(http.StatusOK)
 		return
@@ -99,7 +99,7 @@ func (m *Messenger) commands(w http.ResponseWriter, r *http.Request) {
 		UserName: form.Get("user_name"), Command: form.Get("command"), Text: form.Get("text"),
 		ResponseURL: form.Get("response_url"), TriggerID: form.Get("trigger_id"),
 	}
-	if !m.replays.firstTime(r.Context(), bodyKey(raw), commandKey(cmd)) {
+	if !m.replays.FirstTime(r.Context(), bodyKey(raw), commandKey(cmd)) {
 		m.log.Warn("ignored a replayed Slack command", "user_id", cmd.UserID)
 		w.WriteHeader(http.StatusOK)
 		return
@@ -141,7 +141,7 @@ func (m *Messenger) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Slack retries an event it thinks we missed; event_id is the same.
-	if !m.replays.firstTime(r.Context(), bodyKey(raw), eventKey(env.EventID)) {
+	if !m.replays.FirstTime(r.Context(), bodyKey(raw), eventKey(env.EventID)) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}

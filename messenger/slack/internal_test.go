@@ -1,10 +1,8 @@
 package slack
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"testing"
 	"time"
@@ -12,38 +10,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/storage/storagetest"
 )
-
-// TestReplayStore_SharedAndExpiring: a key is refused a second time by
-// any store over the same database (another replica, a restart); keys of
-// one request go in together or not at all; a key older than the TTL
-// counts as new; expired keys are deleted.
-func TestReplayStore_SharedAndExpiring(t *testing.T) {
-	db := storagetest.Open(t)
-	now := time.Unix(1700000000, 0)
-	clock := func() time.Time { return now }
-	one := newReplayStore(db, 10*time.Minute, clock, slog.New(slog.DiscardHandler))
-	two := newReplayStore(db, 10*time.Minute, clock, slog.New(slog.DiscardHandler))
-	ctx := context.Background()
-	if !one.firstTime(ctx, "a", "") || two.firstTime(ctx, "a") || one.firstTime(ctx, "x", "a") {
-		t.Fatal("a second copy of a key passed")
-	}
-	if !two.firstTime(ctx, "x") {
-		t.Error("a key of a refused request was kept")
-	}
-	if !one.firstTime(ctx, "") {
-		t.Error("a request with no key at all must pass")
-	}
-	now = now.Add(11 * time.Minute)
-	if !two.firstTime(ctx, "a") {
-		t.Error("a key older than the TTL still blocks")
-	}
-	var n int
-	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM slack_replays`).Scan(&n); err != nil || n != 1 {
-		t.Errorf("%d keys left after the prune (%v), want 1", n, err)
-	}
-}
 
 func TestFatalCode(t *testing.T) {
 	tests := []struct {

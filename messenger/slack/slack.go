@@ -86,7 +86,7 @@ type Messenger struct {
 	loc     locale.Locale // language, zone and clock of everything people read
 	opts    Options
 	apiHost *url.URL
-	replays *replayStore
+	replays *messenger.Replays
 	// team is the workspace the bot token belongs to (auth.test's
 	// team_id), once known: requests from any other team are refused.
 	team     atomic.Value // string
@@ -160,7 +160,7 @@ func New(svc *approvals.Service, cfg config.Slack, o Options) (*Messenger, error
 		approver: set(cfg.Approvers), admin: set(cfg.Admins),
 	}
 	m.api = m.client(false)
-	m.replays = newReplayStore(svc.DB(), replayTTL, time.Now, m.log)
+	m.replays = messenger.NewReplays(svc.DB(), Name, messenger.ReplayTTL, time.Now, m.log)
 	m.jobs = messenger.NewJobs(m.log, jobTimeout)
 	return m, nil
 }

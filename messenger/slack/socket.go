@@ -147,20 +147,20 @@ func (m *Messenger) socketEvents(ctx context.Context, smc *socketmode.Client, fa
 		case socketmode.EventTypeInteractive:
 			ack(envelope)
 			ic, ok := evt.Data.(slackapi.InteractionCallback)
-			if ok && m.replays.firstTime(ctx, envKey(envelope), interactionKey(ic)) {
+			if ok && m.replays.FirstTime(ctx, envKey(envelope), interactionKey(ic)) {
 				m.goJob(func(ctx context.Context) { m.handleInteraction(ctx, ic) })
 			}
 		case socketmode.EventTypeSlashCommand:
 			ack(envelope)
 			cmd, ok := evt.Data.(slackapi.SlashCommand)
-			if ok && m.replays.firstTime(ctx, envKey(envelope), commandKey(cmd)) {
+			if ok && m.replays.FirstTime(ctx, envKey(envelope), commandKey(cmd)) {
 				m.goJob(func(ctx context.Context) { m.handleCommand(ctx, cmd) })
 			}
 		case socketmode.EventTypeEventsAPI:
 			ack(envelope)
 			ev, _ := evt.Data.(slackevents.EventsAPIEvent)
 			cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent)
-			if ok && cb.InnerEvent != nil && m.replays.firstTime(ctx, envKey(envelope), eventKey(cb.EventID)) &&
+			if ok && cb.InnerEvent != nil && m.replays.FirstTime(ctx, envKey(envelope), eventKey(cb.EventID)) &&
 				m.ourTeam(ctx, cb.TeamID) {
 				m.handleEvent(*cb.InnerEvent)
 			}
