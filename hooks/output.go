@@ -39,7 +39,7 @@ func (o Output) Reason() string { return o.HookSpecificOutput.PermissionDecision
 type Result struct {
 	ID        string
 	Status    string // pending | allowed | denied | expired | cancelled
-	Decision  string // allow_once | allow_always | deny | "" (policy decided)
+	Decision  string // allow_once | allow_always | allow_for | allow_session | deny | "" (policy decided)
 	DecidedBy string
 	Reason    string // what policy said
 	BlockedBy string // guard | judge | policy | ""
@@ -67,9 +67,14 @@ func Decide(r Result) Output {
 
 func allowedBy(r Result) string {
 	switch {
-	case r.Decision == "allow_always" && r.DecidedBy != "":
+	case r.DecidedBy == "":
+	case r.Decision == "allow_always":
 		return "allowed always by " + r.DecidedBy
-	case r.Decision != "" && r.DecidedBy != "":
+	case r.Decision == "allow_for":
+		return "allowed for a limited time by " + r.DecidedBy
+	case r.Decision == "allow_session":
+		return "allowed for this session by " + r.DecidedBy
+	case r.Decision != "":
 		return "allowed once by " + r.DecidedBy
 	}
 	return "allowed by policy (" + r.Reason + ")"
