@@ -360,7 +360,6 @@ func TestDocsConfig(t *testing.T) {
 	for _, want := range []string{
 		strings.TrimSpace(codexHookConfig),
 		`"matcher": "run_shell_command|write_file|replace|read_file|read_many_files|glob|search_file_content|grep_search|list_directory|web_fetch|mcp_.*"`,
-		`{ "type": "command", "name": "approval-gateway", "command": "gateway hook gemini", "timeout": 600000 }`,
 		`"command": "gateway hook gemini --no-ask"`,
 	} {
 		if !strings.Contains(docs, want) {

@@ -31,6 +31,7 @@ func cmdHook(e *env, args []string) error {
 	tokenFlag := fs.String("token", "", "agent token (default $GATEWAY_TOKEN)")
 	noAsk := fs.Bool("no-ask", false, "gemini, cursor: deny instead of answering ask (for a headless agent nobody can prompt)")
 	plugin := fs.Bool("plugin", false, "opencode: print the OpenCode plugin file (save it and name it in opencode.json) and exit")
+	printConfig := fs.Bool("print-config", false, "print the agent's own settings that make the gateway the only place that asks, to merge into its file, and exit")
 	pos, err := parseFlags(fs, args)
 	ad, isAdapter := hooks.AdapterNamed(strings.Join(pos, " "))
 	known := len(pos) == 1 && isAdapter
@@ -39,6 +40,9 @@ func cmdHook(e *env, args []string) error {
 	}
 	if err != nil {
 		return err // --help, after the positionals are checked
+	}
+	if *printConfig {
+		return printAgentConfig(e, ad)
 	}
 	if *plugin {
 		if ad.Name != hooks.OpenCode.Name {
@@ -51,6 +55,21 @@ func cmdHook(e *env, args []string) error {
 		return usagef("--wait: negative duration %s", *wait)
 	}
 	return agentHook(e, ad, *cfgPath, *urlFlag, *tokenFlag, *wait, *noAsk)
+}
+
+// printAgentConfig is `gateway hook NAME --print-config`: the agent's
+// settings on stdout, where to merge them on stderr.
+func printAgentConfig(e *env, ad hooks.Adapter) error {
+	c, ok := hooks.ConfigFor(ad.Name, e.getenv("HOME"))
+	if !ok {
+		return exitError{exitFail, "--print-config: no settings for " + ad.Label}
+	}
+	fmt.Fprintf(e.stderr, "gateway hook %s: merge this into %s\n", ad.Name, c.Where)
+	if ad.Name == hooks.OpenCode.Name {
+		fmt.Fprintf(e.stderr, "gateway hook %s: and save the plugin it names: gateway hook opencode --plugin > ~/.local/share/gateway/opencode-plugin.js\n", ad.Name)
+	}
+	_, err := fmt.Fprint(e.stdout, c.Text)
+	return err
 }
 
 // hookNames are the agents `gateway hook` serves, as "a|b|c".

@@ -87,7 +87,9 @@ Usage:
                               (what waits for a person, with ids; an admin agent's token)
   gateway decide ID allow_once|deny [--url URL] [--token TOKEN]
   gateway hook claude-code|codex|gemini|cursor|copilot|qwen|opencode [--wait 9m] [--no-ask] [--url URL] [--token TOKEN]
-              [--plugin]      (the agent's hook event on stdin; opencode --plugin prints OpenCode's plugin file)
+              [--plugin] [--print-config]
+                              (the agent's hook event on stdin; opencode --plugin prints OpenCode's plugin file;
+                              --print-config the agent's settings that leave the gateway the only place that asks)
   gateway mcp [--url URL] [--token TOKEN]
                               (MCP server on stdio: approval_prompt, request_approval, check)
   gateway mcp-proxy [--name NAME] [--include-blocked] [--url URL] [--token TOKEN] -- COMMAND ARGS…
