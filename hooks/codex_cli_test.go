@@ -341,6 +341,14 @@ action = "approve"
 // person saying no would).
 func codexAppTurn(t *testing.T, codex, proj string, env []string, thread map[string]any) (prompts []string) {
 	t.Helper()
+	return codexAppTurnAnswering(t, codex, proj, env, thread, func(string, json.RawMessage) any { return "decline" })
+}
+
+// codexAppTurnAnswering is codexAppTurn with each request Codex makes of
+// its client answered with the decision answer gives.
+func codexAppTurnAnswering(t *testing.T, codex, proj string, env []string, thread map[string]any,
+	answer func(method string, params json.RawMessage) any) (prompts []string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, codex, "app-server")
@@ -365,7 +373,7 @@ func codexAppTurn(t *testing.T, codex, proj string, env []string, thread map[str
 	}
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 4<<20), 4<<20)
-	// next reads messages until done says stop, declining every request
+	// next reads messages until done says stop, answering every request
 	// Codex makes of its client.
 	next := func(done func(id int, method string, m map[string]json.RawMessage) bool) map[string]json.RawMessage {
 		for sc.Scan() {
@@ -379,7 +387,7 @@ func codexAppTurn(t *testing.T, codex, proj string, env []string, thread map[str
 			_ = json.Unmarshal(m["method"], &method)
 			if m["id"] != nil && method != "" {
 				prompts = append(prompts, method)
-				send(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(m["id"]), "result": map[string]any{"decision": "decline"}})
+				send(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(m["id"]), "result": map[string]any{"decision": answer(method, m["params"])}})
 			}
 			if done(id, method, m) {
 				return m
