@@ -267,6 +267,11 @@ func (a *App) lead(ctx context.Context) error {
 		defer wg.Done()
 		a.Service.RunTimers(ctx)
 	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.runBulletins(ctx)
+	}()
 	for _, m := range a.Messengers {
 		wg.Add(1)
 		go func() {

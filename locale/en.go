@@ -101,6 +101,10 @@ var en = map[string]string{
 	"push.pending":          "%s\n%s",
 	"push.grants_title":     "Grants to review",
 	"push.grants_body":      "%d expire within 7 days, %d unused for 30 days:",
+
+	"bulletin.passkey_added":   "🔑 Passkey %s was added for web user %s (proved by %s). Not them? Remove it on the Account page or with gateway passkeys remove.",
+	"bulletin.passkey_removed": "🔑 Passkey %s of web user %s was removed by %s (%s).",
+
 	"digest.grants":         "Grants: %d expire within 7 days, %d unused for 30 days (review them on the web page)",
 	"notify.ran":            "🔔 %s ran %s %s · %s · %s",
 	"digest.title":          "📋 Approvals digest, %s to %s",

@@ -99,6 +99,10 @@ var it = map[string]string{
 	"push.pending":          "%s\n%s",
 	"push.grants_title":     "Consensi da rivedere",
 	"push.grants_body":      "%d scadono entro 7 giorni, %d inutilizzati da 30 giorni:",
+
+	"bulletin.passkey_added":   "🔑 La passkey %s è stata aggiunta per l'utente web %s (prova: %s). Non è stato lui? Rimuovila nella pagina Account o con gateway passkeys remove.",
+	"bulletin.passkey_removed": "🔑 La passkey %s dell'utente web %s è stata rimossa da %s (%s).",
+
 	"digest.grants":         "Consensi: %d scadono entro 7 giorni, %d inutilizzati da 30 giorni (rivedili nella pagina web)",
 	"notify.ran":            "🔔 %s ha eseguito %s %s · %s · %s",
 	"digest.title":          "📋 Riepilogo delle approvazioni, da %s a %s",

@@ -268,6 +268,12 @@ func (m *Messenger) SendDigest(ctx context.Context, d approvals.Digest) error {
 	return m.say(ctx, cards.NewDigest(d, m.loc).DiscordText(m.loc), "")
 }
 
+// SendBulletin posts a bulletin (a passkey added or removed) to the cards'
+// channel: a plain message, no buttons.
+func (m *Messenger) SendBulletin(ctx context.Context, b approvals.Bulletin) error {
+	return m.say(ctx, cards.NewBulletin(b, m.loc).DiscordText(), "")
+}
+
 // Remind posts a short reminder of a pending request in reply to its card.
 func (m *Messenger) Remind(ctx context.Context, r approvals.Request, ref string) error {
 	_, id, ok := strings.Cut(ref, ":")

@@ -241,6 +241,18 @@ func (m *Messenger) SendDigest(ctx context.Context, d approvals.Digest) error {
 	return nil
 }
 
+// SendBulletin posts a bulletin (a passkey added or removed) to the
+// channel: a plain message, no buttons.
+func (m *Messenger) SendBulletin(ctx context.Context, b approvals.Bulletin) error {
+	_, _, err := m.api.PostMessageContext(ctx, m.cfg.ChannelID,
+		slackapi.MsgOptionText(cards.NewBulletin(b, m.loc).SlackText(), false),
+		slackapi.MsgOptionDisableMarkdown())
+	if err != nil {
+		return apiError("chat.postMessage", err)
+	}
+	return nil
+}
+
 // Update re-renders the card of r in place
 // (https://docs.slack.dev/reference/methods/chat.update): finished cards
 // lose their buttons and show the outcome.

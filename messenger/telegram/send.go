@@ -240,6 +240,20 @@ func (b *Bot) SendDigest(ctx context.Context, d approvals.Digest) error {
 	return nil
 }
 
+// SendBulletin posts a bulletin (a passkey added or removed) to the chat:
+// a plain message, no buttons.
+func (b *Bot) SendBulletin(ctx context.Context, m approvals.Bulletin) error {
+	ctx, cancel := context.WithTimeout(ctx, b.callTimeout)
+	defer cancel()
+	msg := tgbotapi.NewMessage(b.cfg.ChatID, cards.NewBulletin(m, b.loc).TelegramHTML())
+	msg.ParseMode = tgbotapi.ModeHTML
+	msg.DisableWebPagePreview = true
+	if _, err := b.bot(ctx).Send(msg); err != nil {
+		return b.sendError("sendMessage", err)
+	}
+	return nil
+}
+
 // edit replaces a message's text and keyboard. A nil keyboard removes the
 // buttons (sent explicitly as an empty keyboard).
 func (b *Bot) edit(ctx context.Context, chat int64, id int, m cards.TelegramMessage, requestID string) error {
