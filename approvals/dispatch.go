@@ -26,10 +26,8 @@ const (
 	THEN $4 ELSE $5 END
 	WHERE request_id = $3 AND channel = $6 AND gen = $7`
 	countNotifications = `SELECT COUNT(*) FROM notifications`
-	resendCards        = `INSERT INTO cards (request_id, channel, next_at)
-	SELECT id, $1, $2 FROM requests WHERE status = 'pending'
-	ON CONFLICT (request_id, channel) DO UPDATE SET ref = NULL, shown_status = NULL, next_at = $2, attempts = 0,
-	gen = cards.gen + 1`
+	resendCards        = `UPDATE cards SET ref = NULL, shown_status = NULL, next_at = $2, attempts = 0, gen = gen + 1
+	WHERE channel = $1 AND request_id IN (SELECT id FROM requests WHERE status = 'pending')`
 	selectCardRef     = `SELECT ref FROM cards WHERE request_id = $1 AND channel = $2`
 	selectCardRequest = `SELECT request_id FROM cards WHERE channel = $1 AND ref = $2`
 )
@@ -309,8 +307,10 @@ func (s *Service) RunDispatch(ctx context.Context) {
 	s.wg.Wait()
 }
 
-// Resend marks the cards of every pending request on one messenger for a
-// fresh post (Telegram /pending): their old messages stay, new ones come.
+// Resend marks the cards of the pending requests whose card goes to one
+// messenger for a fresh post (Telegram /pending): their old messages
+// stay, new ones come. A request whose card goes elsewhere (a route to
+// another messenger, the web page only) is never posted by it.
 func (s *Service) Resend(ctx context.Context, channel string) (int, error) {
 	if s.notifiers[channel] == nil {
 		return 0, fmt.Errorf("%w: channel: %q is not configured", ErrInvalid, channel)
