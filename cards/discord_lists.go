@@ -38,6 +38,11 @@ func DiscordGrantLine(g policy.Grant, l locale.Locale) string {
 	}
 	s := fmt.Sprintf("**\\#%d** %s %s %s", g.ID, discordT(l, "grants.on", show(g.Capability, 100)), show(g.Target, 500),
 		discordT(l, "grants.for_by", show(g.Channel+"/"+g.SenderID, 200), show(DisplayName(g.GrantedBy), 200)))
+	if g.SessionID != "" {
+		s += " · " + discordT(l, "grants.session", show(g.Agent, 200), show(g.SessionID, 200))
+	} else if g.Agent != "" {
+		s += " · " + discordT(l, "grants.agent_only", show(g.Agent, 200))
+	}
 	if g.ExpiresAt != nil {
 		s += " · " + EscapeDiscord(l.T("grants.until", l.Date(*g.ExpiresAt)))
 	}

@@ -104,6 +104,8 @@ func SlackGrantLine(g policy.Grant, l locale.Locale) string {
 	if g.SessionID != "" {
 		s += " · " + l.T("grants.session", codeSpan(&cs, "", SafeIn(g.Agent, l), 300),
 			codeSpan(&cs, "", SafeIn(g.SessionID, l), 300))
+	} else if g.Agent != "" {
+		s += " · " + l.T("grants.agent_only", codeSpan(&cs, "", SafeIn(g.Agent, l), 300))
 	}
 	if g.ExpiresAt != nil {
 		s += " · " + l.T("grants.until", l.Date(*g.ExpiresAt))

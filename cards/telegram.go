@@ -367,6 +367,8 @@ func renderTelegramGrants(grants []policy.Grant, more bool, l locale.Locale, lim
 		t.text(l.T("grants.for_by", cut(g.Channel+"/"+g.SenderID), cut(DisplayName(g.GrantedBy))))
 		if g.SessionID != "" {
 			t.text(" · " + l.T("grants.session", cut(g.Agent), cut(g.SessionID)))
+		} else if g.Agent != "" {
+			t.text(" · " + l.T("grants.agent_only", cut(g.Agent)))
 		}
 		if g.ExpiresAt != nil {
 			t.text(" · " + l.T("grants.until", l.Date(*g.ExpiresAt)))

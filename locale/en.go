@@ -135,6 +135,7 @@ var en = map[string]string{
 	"grants.for_by":        "for %s · by %s",
 	"grants.until":         "until %s",
 	"grants.session":       "only agent %s, session %s",
+	"grants.agent_only":    "only agent %s",
 	"grants.last_used":     "last used %s",
 	"grants.never_used":    "never used",
 	"grants.more_before":   "Only the newest are listed;",

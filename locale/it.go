@@ -132,6 +132,7 @@ var it = map[string]string{
 	"grants.on":            "%s su",
 	"grants.for_by":        "per %s · da %s",
 	"grants.session":       "solo l'agente %s, sessione %s",
+	"grants.agent_only":    "solo l'agente %s",
 	"grants.until":         "fino al %s",
 	"grants.last_used":     "ultimo uso %s",
 	"grants.never_used":    "mai usata",
