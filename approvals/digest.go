@@ -24,9 +24,24 @@ type Digest struct {
 	// used first); Link is that section's address.
 	Suggestions []DigestSuggestion
 	Link        string
-	// GrantsExpiring and GrantsUnused count the active grants that expire
-	// within 7 days and those unused for 30 (the grant review).
-	GrantsExpiring, GrantsUnused int
+	// GrantsExpiring and GrantsUnused are the active grants that expire
+	// within 7 days and those unused for 30 (the grant review), at most
+	// DigestGrantsMax of each; MoreExpiring and MoreUnused count the rest.
+	GrantsExpiring, GrantsUnused []DigestGrant
+	MoreExpiring, MoreUnused     int
+}
+
+// DigestGrantsMax is how many grants of each kind a digest names; the web
+// page's Grants section lists them all.
+const DigestGrantsMax = 5
+
+// DigestGrant is one grant as the digest names it. Agent (the agent it is
+// for, "" for every agent of its principal), Capability and Target are
+// agents' strings: a messenger escapes them as it escapes cards.
+type DigestGrant struct {
+	ID                        int64
+	Agent, Capability, Target string
+	ExpiresAt, LastUsedAt     *time.Time
 }
 
 // DigestCounts are the requests that arrived between From and To and

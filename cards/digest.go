@@ -1,6 +1,7 @@
 package cards
 
 import (
+	"fmt"
 	"html"
 	"strings"
 
@@ -20,14 +21,27 @@ type Digest struct {
 	Counts      approvals.DigestCounts
 	Suggestions []approvals.DigestSuggestion
 	Link        string
-	// GrantsExpiring and GrantsUnused are the grant review's counts.
-	GrantsExpiring, GrantsUnused int
+	// GrantsExpiring and GrantsUnused are the grant review's, each agent
+	// string through Display and cut; MoreExpiring and MoreUnused count
+	// those not named.
+	GrantsExpiring, GrantsUnused []approvals.DigestGrant
+	MoreExpiring, MoreUnused     int
 }
 
 // NewDigest builds the neutral fields of d's message.
 func NewDigest(d approvals.Digest, l locale.Locale) Digest {
 	out := Digest{From: l.Clock(d.From), To: l.Clock(d.To), Counts: d.DigestCounts, Link: d.Link,
-		GrantsExpiring: d.GrantsExpiring, GrantsUnused: d.GrantsUnused}
+		MoreExpiring: d.MoreExpiring, MoreUnused: d.MoreUnused}
+	safe := func(gs []approvals.DigestGrant) []approvals.DigestGrant {
+		var out []approvals.DigestGrant
+		for _, g := range gs {
+			g.Agent, g.Capability = SafeIn(g.Agent, l), SafeIn(g.Capability, l)
+			g.Target, _ = CutIn(SafeIn(g.Target, l), MaxDigestTarget, l)
+			out = append(out, g)
+		}
+		return out
+	}
+	out.GrantsExpiring, out.GrantsUnused = safe(d.GrantsExpiring), safe(d.GrantsUnused)
 	for _, s := range d.Suggestions {
 		target, _ := CutIn(SafeIn(s.Target, l), MaxDigestTarget, l)
 		out.Suggestions = append(out.Suggestions, approvals.DigestSuggestion{Agent: SafeIn(s.Agent, l),
@@ -48,10 +62,7 @@ func (d Digest) render(l locale.Locale, esc, code, link func(string) string) str
 		b.WriteString(esc(l.T("digest.open", c.Pending, c.Cancelled)))
 	}
 	b.WriteByte('\n')
-	if d.GrantsExpiring > 0 || d.GrantsUnused > 0 {
-		b.WriteString(esc(l.T("digest.grants", d.GrantsExpiring, d.GrantsUnused)))
-		b.WriteByte('\n')
-	}
+	d.renderGrants(&b, l, esc, code)
 	if len(d.Suggestions) == 0 {
 		b.WriteString(esc(l.T("digest.no_suggestions")))
 		return b.String()
@@ -68,6 +79,44 @@ func (d Digest) render(l locale.Locale, esc, code, link func(string) string) str
 	before, after, _ := strings.Cut(l.T("digest.review", "\x00"), "\x00")
 	b.WriteString(esc(before) + link(d.Link) + esc(after))
 	return b.String()
+}
+
+// renderGrants names the grant review's grants, one a line: the grants
+// that expire soon with when, then those unused for 30 days with when last
+// used; the agent a grant is for, when it is one agent's.
+func (d Digest) renderGrants(b *strings.Builder, l locale.Locale, esc, code func(string) string) {
+	nExp, nUnused := len(d.GrantsExpiring)+d.MoreExpiring, len(d.GrantsUnused)+d.MoreUnused
+	if nExp == 0 && nUnused == 0 {
+		return
+	}
+	b.WriteString(esc(l.T("digest.grants", nExp, nUnused)))
+	line := func(g approvals.DigestGrant, when string) {
+		b.WriteString("\n• ")
+		b.WriteString(esc(fmt.Sprintf("#%d %s ", g.ID, g.Capability)))
+		b.WriteString(code(g.Target))
+		if g.Agent != "" {
+			b.WriteString(esc(" · " + l.T("grants.agent_only", "")))
+			b.WriteString(code(g.Agent))
+		}
+		b.WriteString(esc(" · " + when))
+	}
+	for _, g := range d.GrantsExpiring {
+		line(g, l.T("grants.until", l.Date(*g.ExpiresAt)))
+	}
+	if d.MoreExpiring > 0 {
+		b.WriteString("\n" + esc(l.T("digest.grants_more", d.MoreExpiring)))
+	}
+	for _, g := range d.GrantsUnused {
+		when := l.T("grants.never_used")
+		if g.LastUsedAt != nil {
+			when = l.T("grants.last_used", l.Date(*g.LastUsedAt))
+		}
+		line(g, when)
+	}
+	if d.MoreUnused > 0 {
+		b.WriteString("\n" + esc(l.T("digest.grants_more", d.MoreUnused)))
+	}
+	b.WriteByte('\n')
 }
 
 // Text is the message as plain text.

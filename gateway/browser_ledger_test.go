@@ -132,7 +132,7 @@ func TestWebBrowser_GrantLedger(t *testing.T) {
 		t.Fatalf("weekly push: %+v", pl)
 	}
 	d, err := g.app.Digest(context.Background(), clock.Now())
-	if err != nil || d.GrantsExpiring != 1 || d.GrantsUnused != 1 {
+	if err != nil || len(d.GrantsExpiring) != 1 || len(d.GrantsUnused) != 1 || d.GrantsExpiring[0].ID != id {
 		t.Fatalf("digest: %+v %v", d, err)
 	}
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/policy"
 )
 
 // The digest ([approvals] digest) covers the 24 hours before it is sent,
@@ -34,7 +35,8 @@ func (a *App) Digest(ctx context.Context, now time.Time) (approvals.Digest, erro
 	if err != nil {
 		return approvals.Digest{}, fmt.Errorf("digest: %w", err)
 	}
-	d.GrantsExpiring, d.GrantsUnused = len(expiring), len(unused)
+	d.GrantsExpiring, d.MoreExpiring = digestGrants(expiring)
+	d.GrantsUnused, d.MoreUnused = digestGrants(unused)
 	sugs, err := a.Server.Suggest(ctx, webSuggestWindow, webSuggestMin)
 	if err != nil {
 		return approvals.Digest{}, fmt.Errorf("digest: suggestions: %w", err)
@@ -44,6 +46,17 @@ func (a *App) Digest(ctx context.Context, now time.Time) (approvals.Digest, erro
 			Target: s.Target, Count: s.Count})
 	}
 	return d, nil
+}
+
+// digestGrants are the first approvals.DigestGrantsMax of gs as the
+// digest names them, and how many more there are.
+func digestGrants(gs []policy.Grant) ([]approvals.DigestGrant, int) {
+	var out []approvals.DigestGrant
+	for _, g := range gs[:min(len(gs), approvals.DigestGrantsMax)] {
+		out = append(out, approvals.DigestGrant{ID: g.ID, Agent: g.Agent, Capability: g.Capability, Target: g.Target,
+			ExpiresAt: g.ExpiresAt, LastUsedAt: g.LastUsedAt})
+	}
+	return out, len(gs) - len(out)
 }
 
 // SendDigest posts the digest of now to every messenger that can take one
