@@ -66,13 +66,11 @@ type App struct {
 	// leaderRetry is how often a replica that does not lead tries to (and
 	// the leader checks its lock); 0 means storage's default of 2 s.
 	leaderRetry time.Duration
-	// uses counts the decisions of each grant, written every usesFlush
-	// by each replica for its own decisions.
-	uses *policy.UseCounter
 }
 
-// usesFlush is how often a replica writes the grant uses it counted.
-const usesFlush = 2 * time.Second
+// usesEvery is how often the leader adds up the grants' uses from the
+// audit chain (approvals.CountGrantUses).
+const usesEvery = 2 * time.Second
 
 // NewApp opens the database and wires everything; nothing runs yet.
 func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) {
@@ -98,14 +96,12 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 	// Rules: the file's plus those added at run time, read again whenever
 	// any process changed them (see policy.RuleStore).
 	rules := policy.NewRuleStore(db, cfg.PolicyRules(), cfg.HasAgent, o.Now)
-	uses := policy.NewUseCounter(db)
-	decider := &policy.Decider{Source: rules, Grants: policy.NewGrantCache(grants, version).CountUses(uses), Vaglio: vg, Norm: norm}
+	decider := &policy.Decider{Source: rules, Grants: policy.NewGrantCache(grants, version), Vaglio: vg, Norm: norm}
 	if o.HostResolver != nil {
 		decider.Addrs = &policy.AddrCache{Resolver: o.HostResolver, Now: o.Now}
 	}
 	metrics := NewMetrics()
-	a := &App{Config: cfg, DB: db, Grants: grants, Rules: rules, log: o.Logger, version: version, vaglio: vg, leaderRetry: o.LeaderRetry,
-		uses: uses}
+	a := &App{Config: cfg, DB: db, Grants: grants, Rules: rules, log: o.Logger, version: version, vaglio: vg, leaderRetry: o.LeaderRetry}
 	var srv *Server
 	a.Service = approvals.New(db, grants, decider, approvals.Options{
 		GrantTTL: cfg.Policy.GrantTTL, AllowFor: cfg.Approvals.AllowFor, SessionTTL: cfg.Approvals.SessionTTL, DefaultTimeout: cfg.Approvals.Timeout, StaleAfter: cfg.Policy.StaleAfter,
@@ -183,11 +179,6 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		if err := a.Service.RunSweep(bg); err != nil {
 			errs <- fmt.Errorf("approvals: %w", err)
 		}
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		a.uses.Run(bg, usesFlush)
 	}()
 	wg.Add(1)
 	go func() {
@@ -271,6 +262,11 @@ func (a *App) lead(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		a.runBulletins(ctx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.Service.RunGrantUses(ctx, usesEvery)
 	}()
 	for _, m := range a.Messengers {
 		wg.Add(1)

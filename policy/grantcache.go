@@ -31,7 +31,6 @@ type GrantCache struct {
 	mu      sync.Mutex
 	ver     int64
 	entries map[cacheKey]*cacheEntry
-	uses    *UseCounter // nil: uses are not counted
 }
 
 type cacheKey struct{ channel, sender, capability string }
@@ -44,13 +43,6 @@ type cacheEntry struct {
 // NewGrantCache wraps store.
 func NewGrantCache(store *GrantStore, version VersionSource) *GrantCache {
 	return &GrantCache{store: store, version: version, entries: map[cacheKey]*cacheEntry{}}
-}
-
-// CountUses makes every Touch count one use of its grant in u (the
-// ledger's uses), in memory: u writes them off the decision's path.
-func (c *GrantCache) CountUses(u *UseCounter) *GrantCache {
-	c.uses = u
-	return c
 }
 
 const listActiveFor = `SELECT ` + grantColumns + ` FROM grants
@@ -137,9 +129,6 @@ func (c *GrantCache) FindMatching(ctx context.Context, p Principal, ss Session, 
 // Touch records the use in the store and in the cached copy, so the next
 // decision within touchEvery does not write again.
 func (c *GrantCache) Touch(ctx context.Context, g *Grant) error {
-	if c.uses != nil {
-		c.uses.Add(g.ID)
-	}
 	if err := c.store.Touch(ctx, g); err != nil {
 		return err
 	}

@@ -79,8 +79,8 @@ type Grant struct {
 	ExpiresAt  *time.Time `json:"expires_at"`
 	GrantedBy  string     `json:"granted_by"`
 	LastUsedAt *time.Time `json:"last_used_at"`
-	// Uses counts the decisions the grant allowed (UseCounter: written a
-	// few seconds after them).
+	// Uses counts the decisions the grant allowed, added up from the
+	// audit chain a few seconds after them (approvals.CountGrantUses).
 	Uses         int64      `json:"uses"`
 	RevokedAt    *time.Time `json:"revoked_at"`
 	RevokeReason *string    `json:"revoke_reason"`
