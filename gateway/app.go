@@ -66,6 +66,8 @@ type App struct {
 	// leaderRetry is how often a replica that does not lead tries to (and
 	// the leader checks its lock); 0 means storage's default of 2 s.
 	leaderRetry time.Duration
+	// reviewMu keeps this process's weekly review pushes one at a time.
+	reviewMu sync.Mutex
 }
 
 // usesEvery is how often the leader adds up the grants' uses from the
@@ -239,7 +241,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 // with the first error of that work, once all of it has stopped.
 func (a *App) lead(ctx context.Context) error {
 	stopSchedule, err := a.Service.StartScheduler(ctx, a.Config.Approvals.PruneSchedule, a.Config.Server.Zone(),
-		append(a.digestJobs(), a.reviewJob())...)
+		a.digestJobs()...)
 	if err != nil {
 		return err
 	}
@@ -267,6 +269,11 @@ func (a *App) lead(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		a.Service.RunGrantUses(ctx, usesEvery)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.runReview(ctx)
 	}()
 	for _, m := range a.Messengers {
 		wg.Add(1)

@@ -2,14 +2,16 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/gateway/push"
 	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/storage"
 )
 
 // The grant review: the grants that end soon, and those nobody used for a
@@ -17,9 +19,15 @@ import (
 const (
 	reviewExpiring = 7 * 24 * time.Hour
 	reviewUnused   = 30 * 24 * time.Hour
-	// reviewSpec is the weekly push: Monday at 9:00, server.timezone.
-	reviewSpec = "0 9 * * 1"
+	// The weekly push is due Monday at 9:00, server.timezone (reviewDue).
+	reviewDay  = time.Monday
+	reviewHour = 9
 	reviewMax  = 5 // grants a push names; the page lists them all
+	// reviewCursor holds the due time (Unix seconds) of the last weekly
+	// review pushed: the leader pushes a later one once it is due, after
+	// a restart or an outage of the push services too.
+	reviewCursor = "grant_review"
+	reviewEvery  = time.Minute // how often the leader looks
 	// GrantsAnchor is the web page's Grants section.
 	GrantsAnchor = "/#grants"
 )
@@ -46,10 +54,29 @@ func (a *App) GrantReview(ctx context.Context, now time.Time) (expiring, unused 
 	return expiring, unused, nil
 }
 
-// SendGrantReview pushes the week's review to every web user's devices,
-// when there is anything to review.
+// reviewDue is when the weekly review last fell due at or before now:
+// the latest Monday 9:00 in zone.
+func reviewDue(now time.Time, zone *time.Location) time.Time {
+	t := now.In(zone)
+	back := (int(t.Weekday()) - int(reviewDay) + 7) % 7
+	due := time.Date(t.Year(), t.Month(), t.Day()-back, reviewHour, 0, 0, 0, zone)
+	if due.After(now) {
+		due = due.AddDate(0, 0, -7)
+	}
+	return due
+}
+
+// SendGrantReview pushes the review of the week now falls in to every web
+// user's devices, when there is anything to review. Each device gets a
+// week's review once, however often it is called: a failed push is
+// retried by calling it again.
 func (a *App) SendGrantReview(ctx context.Context) error {
-	expiring, unused, err := a.GrantReview(ctx, a.Server.now())
+	now := a.Server.now()
+	return a.sendGrantReview(ctx, now, "review:"+strconv.FormatInt(reviewDue(now, a.Config.Server.Zone()).Unix(), 10))
+}
+
+func (a *App) sendGrantReview(ctx context.Context, now time.Time, key string) error {
+	expiring, unused, err := a.GrantReview(ctx, now)
 	if err != nil || len(expiring)+len(unused) == 0 || a.Server.push == nil {
 		return err
 	}
@@ -66,17 +93,62 @@ func (a *App) SendGrantReview(ctx context.Context) error {
 	p := push.Payload{ID: "grants", Tag: "grants-review", Title: l.T("push.grants_title"),
 		Body: l.T("push.grants_body", len(expiring), len(unused)) + "\n" + strings.Join(names, "\n"),
 		URL:  GrantsAnchor, Status: "review"}
-	err = a.Server.push.notifier.Announce(ctx, p)
+	err = a.Server.push.notifier.Announce(ctx, key, p)
 	a.log.Info("grant review pushed", "expiring", len(expiring), "unused", len(unused), "err", err)
 	return err
 }
 
-// reviewJob is the weekly push of the grant review, on the leader's
-// scheduler.
-func (a *App) reviewJob() approvals.Job {
-	return approvals.Job{Name: "grant review", Spec: reviewSpec, Run: func(ctx context.Context) {
-		if err := a.SendGrantReview(ctx); err != nil {
-			a.log.Error("grant review", "err", err)
+// ReviewIfDue pushes the weekly review when one fell due since the last
+// pushed (reviewCursor), and then moves the cursor to it; an error leaves
+// the cursor, so the next call tries again (each device still gets it
+// once). A gateway that never pushed one starts at the review due now,
+// without pushing it.
+func (a *App) ReviewIfDue(ctx context.Context) error {
+	a.reviewMu.Lock()
+	defer a.reviewMu.Unlock()
+	now := a.Server.now()
+	due := reviewDue(now, a.Config.Server.Zone()).Unix()
+	at, set, err := storage.Cursor(ctx, a.DB, reviewCursor)
+	switch {
+	case err != nil:
+		return err
+	case !set:
+		return ignoreMoved(storage.MoveCursor(ctx, a.DB, reviewCursor, 0, due))
+	case at >= due:
+		return nil
+	}
+	if err := a.sendGrantReview(ctx, now, "review:"+strconv.FormatInt(due, 10)); err != nil {
+		return err
+	}
+	return ignoreMoved(storage.MoveCursor(ctx, a.DB, reviewCursor, at, due))
+}
+
+// runReview is the leader's loop of the weekly review: it looks every
+// reviewEvery, sooner after a failure (backoff, a push service's
+// Retry-After honoured).
+func (a *App) runReview(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
-	}}
+		err := a.ReviewIfDue(ctx)
+		if err == nil || ctx.Err() != nil {
+			failures = 0
+			t.Reset(reviewEvery)
+			continue
+		}
+		failures++
+		wait := min(time.Second<<min(failures, 6), bulletinBackoff)
+		var ra push.RetryAfter
+		if errors.As(err, &ra) {
+			wait = max(wait, ra.Wait)
+		}
+		a.log.Warn("grant review not pushed; will retry", "retry_in", wait.String(), "err", err)
+		t.Reset(wait)
+	}
 }
