@@ -14,38 +14,17 @@ import (
 type AgentRun struct {
 	// Write lists more directories (or files) the agent may write, besides
 	// its workspace, its private TMPDIR and its program's state directories.
-	Write []string
+	Write []string `toml:"write"`
 	// ReadDeny lists more paths the agent may not read, besides the
 	// guard's forbidden paths.
-	ReadDeny []string
+	ReadDeny []string `toml:"read_deny"`
 	// Network, when set to false, leaves the agent without the egress
 	// proxy: it reaches the gateway's API and nothing else. Unset: on.
-	Network *bool
+	Network *bool `toml:"network"`
 }
 
 // NetworkOn reports whether the agent gets the egress proxy.
 func (r AgentRun) NetworkOn() bool { return r.Network == nil || *r.Network }
-
-// fileAgentRun is agents[].run as the file spells it.
-type fileAgentRun struct {
-	Write    []string `toml:"write"`
-	ReadDeny []string `toml:"read_deny"`
-	Network  *bool    `toml:"network"`
-}
-
-func (f *fileAgentRun) agentRun(getenv func(string) string) AgentRun {
-	if f == nil {
-		return AgentRun{}
-	}
-	r := AgentRun{Network: f.Network}
-	for _, w := range f.Write {
-		r.Write = append(r.Write, ExpandHome(w, getenv))
-	}
-	for _, d := range f.ReadDeny {
-		r.ReadDeny = append(r.ReadDeny, ExpandHome(d, getenv))
-	}
-	return r
-}
 
 // validateAgentRun checks agents[i].run's paths: absolute (or under ~/),
 // no wildcards, not the whole file system.

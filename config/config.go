@@ -51,32 +51,35 @@ import (
 type Config struct {
 	// File is the config file this was loaded from, or the default path
 	// that was looked for ("" when none): one of the gateway's own files.
-	File      string
-	Server    Server
-	Storage   Storage
-	Policy    Policy
-	Vaglio    Vaglio
-	Approvals Approvals
-	Agents    []Agent
-	Web       Web
-	Telegram  Telegram
-	Slack     Slack
-	Discord   Discord
-	Hooks     Hooks
-	MCP       MCP
-	Log       Log
+	File      string    `toml:"-"`
+	Server    Server    `toml:"server"`
+	Storage   Storage   `toml:"storage"`
+	Policy    Policy    `toml:"policy"`
+	Vaglio    Vaglio    `toml:"vaglio"`
+	Approvals Approvals `toml:"approvals"`
+	Agents    []Agent   `toml:"agents"`
+	Web       Web       `toml:"web"`
+	Telegram  Telegram  `toml:"telegram"`
+	Slack     Slack     `toml:"slack"`
+	Discord   Discord   `toml:"discord"`
+	Hooks     Hooks     `toml:"hooks"`
+	MCP       MCP       `toml:"mcp"`
+	Log       Log       `toml:"log"`
+	// sections are the registered sections' values, in registration
+	// order (LoadOptions.Sections, AddSections).
+	sections []namedSection
 }
 
 // Server is the [server] table.
 type Server struct {
 	// Listen is the HTTP address (host:port). --listen and GATEWAY_LISTEN override it.
-	Listen string
+	Listen string `toml:"listen"`
 	// Timezone is the IANA zone every time a person reads is shown in
 	// ("Europe/Rome"); "" means the machine's local zone. Machine-readable
 	// times stay UTC whatever it says.
-	Timezone string
+	Timezone string `toml:"timezone"`
 	// Location is Timezone loaded, set by Validate.
-	Location *time.Location
+	Location *time.Location `toml:"-"`
 }
 
 // Zone is the time zone people read times in: server.timezone, or the
@@ -97,29 +100,29 @@ func (s Server) Zone() *time.Location {
 type Storage struct {
 	// Path is the SQLite file, with ~ expanded; a relative path in the file is
 	// taken relative to the config file's directory. METNOS_GRANTS_DB overrides it.
-	Path string
+	Path string `toml:"path"`
 	// Driver is "sqlite" (the default) or "postgres".
-	Driver string
+	Driver string `toml:"driver"`
 	// DSNEnv names the environment variable holding the database DSN
 	// (storage.dsn_env). Empty means GATEWAY_DATABASE_URL.
-	DSNEnv string
+	DSNEnv string `toml:"dsn_env"`
 	// DSN is the resolved database URL (secret: it may carry a password).
 	// Only the "postgres" driver uses it.
-	DSN string
+	DSN string `toml:"-"`
 }
 
 // Policy is the [policy] table.
 type Policy struct {
 	// GrantTTL is how long an Allow always grant lives (policy.grant_ttl).
-	GrantTTL time.Duration
+	GrantTTL Duration `toml:"grant_ttl"`
 	// StaleAfter revokes grants unused for this long (policy.stale_after).
-	StaleAfter time.Duration
+	StaleAfter Duration `toml:"stale_after"`
 	// Rules are the [[policy.rules]], in file order: within an owner the
 	// first match wins, so order matters.
-	Rules []Rule
+	Rules []Rule `toml:"rules"`
 	// Notify are the [[policy.notify]] patterns: requests allowed without
 	// a person that match one are told to its deliveries.
-	Notify []Notify
+	Notify []Notify `toml:"notify"`
 }
 
 // Notify is one [[policy.notify]] entry: "allowed, but tell me".
@@ -130,8 +133,8 @@ type Notify struct {
 	// WebhookSecretEnv names the variable holding the key of the
 	// webhook's X-Gateway-Signature (HMAC-SHA256 of the body), resolved
 	// into WebhookSecret.
-	WebhookSecretEnv string
-	WebhookSecret    string
+	WebhookSecretEnv string `toml:"webhook_secret_env"`
+	WebhookSecret    string `toml:"-"`
 }
 
 // Pattern is the entry as policy matches it; i is its place in the file.
@@ -178,14 +181,14 @@ func (r Rule) Scoped() bool { return r.SenderID != "" || r.Agent != "" || r.Chan
 // Vaglio is the [vaglio] table.
 type Vaglio struct {
 	// JudgeThreshold: a judge score below it denies (0..1). METNOS_JUDGE_THRESHOLD overrides it.
-	JudgeThreshold float64
+	JudgeThreshold float64 `toml:"judge_threshold"`
 	// LogDir receives the monthly JSONL decision logs, with ~ expanded.
-	LogDir string
+	LogDir string `toml:"log_dir"`
 	// JudgeKind is JudgeRuleBased (the default) or JudgeLLM, the opt-in
 	// LLM judge of [vaglio.llm]. METNOS_JUDGE_KIND overrides it.
-	JudgeKind string
+	JudgeKind string `toml:"judge_kind"`
 	// LLM is the [vaglio.llm] table, read when JudgeKind is JudgeLLM.
-	LLM VaglioLLM
+	LLM VaglioLLM `toml:"llm"`
 }
 
 // The values of vaglio.judge_kind (the vaglio seed's names).
@@ -208,95 +211,95 @@ const (
 
 // VaglioLLM is the [vaglio.llm] table: the model the LLM judge asks.
 type VaglioLLM struct {
-	API   string // LLMAPIOpenAI or LLMAPIAnthropic
-	URL   string // the API's base, e.g. http://127.0.0.1:11434/v1
-	Model string
+	API   string `toml:"api"` // LLMAPIOpenAI or LLMAPIAnthropic
+	URL   string `toml:"url"` // the API's base, e.g. http://127.0.0.1:11434/v1
+	Model string `toml:"model"`
 	// APIKeyEnv names the variable holding the key, if the server needs
 	// one; APIKey is its value, never read from the file.
-	APIKeyEnv string
-	APIKey    string
+	APIKeyEnv string `toml:"api_key_env"`
+	APIKey    string `toml:"-"`
 	// Timeout bounds one call; a slower model leaves the decision to the
 	// rule-based judge.
-	Timeout time.Duration
+	Timeout Duration `toml:"timeout"`
 	// MaxCallsPerDay is each agent's budget of model calls (UTC day, per
 	// gateway process); beyond it the model does not score that agent's
 	// requests (see OnFailure). 0 means no limit.
-	MaxCallsPerDay int
+	MaxCallsPerDay int `toml:"max_calls_per_day"`
 	// MaxCallsPerDayTotal bounds all agents' calls together (UTC day, per
 	// process). 0 (the default) means no total bound.
-	MaxCallsPerDayTotal int
+	MaxCallsPerDayTotal int `toml:"max_calls_per_day_total"`
 	// OnFailure is what happens when the model did not score a request
 	// (over budget, slow, an HTTP error, an answer that is not the strict
 	// JSON): LLMOnFailureAsk (the default) sends a request that would
 	// have been allowed to a person; LLMOnFailureRuleBased lets the
 	// rule-based judge decide alone.
-	OnFailure string
+	OnFailure string `toml:"on_failure"`
 	// SendArgValues lets the model see argument values; by default it
 	// sees only their keys.
-	SendArgValues bool
+	SendArgValues bool `toml:"send_arg_values"`
 }
 
 // Approvals is the [approvals] table.
 type Approvals struct {
 	// Timeout is the default request timeout; requests clamp theirs to 10s…24h,
 	// so this must lie in that range too.
-	Timeout time.Duration
+	Timeout Duration `toml:"timeout"`
 	// PruneSchedule is a robfig/cron standard spec ("@hourly", "0 * * * *").
-	PruneSchedule string
+	PruneSchedule string `toml:"prune_schedule"`
 	// Retention is how long finished requests and dead grants are kept.
-	Retention time.Duration
+	Retention Duration `toml:"retention"`
 	// AllowFor are the "Allow for …" buttons (approvals.allow_for): each
 	// writes a grant on the request's default scope that ends this long
 	// after the decision. Empty hides them. Only capabilities whose default
 	// approval is per_target get them, never code:exec or mail:send.
-	AllowFor []time.Duration
+	AllowFor []Duration `toml:"allow_for"`
 	// SessionTTL is how long an "Allow this session" grant lives at most
 	// (approvals.session_ttl): it matches only requests with the same
 	// agent and session id, and ends after this even if the session goes on.
-	SessionTTL time.Duration
+	SessionTTL Duration `toml:"session_ttl"`
 	// Digest, when set, is a robfig/cron standard spec read in the server's
 	// time zone (server.timezone): at each tick every messenger that can
 	// (Telegram, Slack) gets one message with the last 24 hours' asks,
 	// allows, denies and expiries and the top three suggested rules. Empty
 	// (the default): no digest.
-	Digest string
+	Digest string `toml:"digest"`
 	// Routes are the [[approvals.routes]], in file order: the first that
 	// matches a request decides where its card goes, who may decide it and
 	// how many must allow. No match: the agent's notify and each channel's
 	// own approvers, quorum 1.
-	Routes []Route
+	Routes []Route `toml:"routes"`
 }
 
 // Route is one [[approvals.routes]] entry. Capability is an exact registry
 // name, "*" or "prefix:*", as in [[policy.rules]]; Agent and Critical
 // narrow it further when set.
 type Route struct {
-	Capability string
-	Agent      string
+	Capability string `toml:"capability"`
+	Agent      string `toml:"agent"`
 	// Critical, when set, matches only critical (true) or only
 	// non-critical (false) capabilities.
-	Critical *bool
+	Critical *bool `toml:"critical"`
 	// Notify replaces the agent's notify for matching requests ("web",
 	// "telegram", "slack", "discord").
-	Notify []string
+	Notify []string `toml:"notify"`
 	// Approvers are who may decide, as "channel:user": "telegram:<user id>",
 	// "slack:<member id>" or "slack:<user group id>" (S…), "discord:<user
 	// id>" or "discord:role:<role id>", "web:<login name>", "agent:<admin
 	// agent id>". Empty: each channel's own approvers.
-	Approvers []string
+	Approvers []string `toml:"approvers"`
 	// Quorum is how many distinct approvers must allow (at least 1).
-	Quorum int
+	Quorum int `toml:"quorum"`
 	// EscalateAfter, when set, posts the card also to EscalateTo once the
 	// request has been pending this long.
-	EscalateAfter time.Duration
-	EscalateTo    []string
+	EscalateAfter Duration `toml:"escalate_after"`
+	EscalateTo    []string `toml:"escalate_to"`
 	// RemindEvery, when set, sends a short reminder in reply to each card
 	// this often while the request is pending.
-	RemindEvery time.Duration
+	RemindEvery Duration `toml:"remind_every"`
 	// StepUp is what an allow needs besides a tap: StepUpNone, or
 	// StepUpPasskey (each allow signed on the web page with the approver's
 	// passkey, over the request and the decision).
-	StepUp string
+	StepUp string `toml:"step_up"`
 }
 
 // The values of a route's step_up.
@@ -321,9 +324,9 @@ func (c Config) PolicyRules() []policy.Rule {
 // Log is the optional [log] table.
 type Log struct {
 	// Format is "text", "json", or "" to choose by whether stderr is a terminal.
-	Format string
+	Format string `toml:"format"`
 	// Level is "debug", "info", "warn" or "error".
-	Level string
+	Level string `toml:"level"`
 }
 
 // Default returns the SPEC defaults, with paths from the process environment,
@@ -335,16 +338,16 @@ func defaults(getenv func(string) string) Config {
 	return Config{
 		Server:  Server{Listen: "127.0.0.1:8080"},
 		Storage: Storage{Path: filepath.Join(StateDir(getenv), "gateway.db"), Driver: "sqlite"},
-		Policy:  Policy{GrantTTL: 2160 * time.Hour, StaleAfter: 2160 * time.Hour},
+		Policy:  Policy{GrantTTL: Duration(2160 * time.Hour), StaleAfter: Duration(2160 * time.Hour)},
 		Vaglio: Vaglio{
 			JudgeKind: JudgeRuleBased,
 			LLM: VaglioLLM{API: LLMAPIOpenAI, URL: "http://127.0.0.1:11434/v1", Model: "qwen3:8b",
-				Timeout: 5 * time.Second, MaxCallsPerDay: 5000, OnFailure: LLMOnFailureAsk},
+				Timeout: Duration(5 * time.Second), MaxCallsPerDay: 5000, OnFailure: LLMOnFailureAsk},
 			JudgeThreshold: 0.30,
 			LogDir:         filepath.Join(xdgDir(getenv, "XDG_DATA_HOME", ".local/share"), "metnos", "vaglio"),
 		},
-		Approvals: Approvals{Timeout: 10 * time.Minute, PruneSchedule: "@hourly", Retention: 8760 * time.Hour,
-			AllowFor: []time.Duration{time.Hour}, SessionTTL: 12 * time.Hour},
+		Approvals: Approvals{Timeout: Duration(10 * time.Minute), PruneSchedule: "@hourly", Retention: Duration(8760 * time.Hour),
+			AllowFor: []Duration{Duration(time.Hour)}, SessionTTL: Duration(12 * time.Hour)},
 		Web:      Web{Language: string(locale.DefaultLang), Users: []WebUser{{Name: DefaultWebUser}}},
 		Telegram: Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s", Language: string(locale.DefaultLang)},
 		Slack:    Slack{APIURL: "https://slack.com/api/", Language: string(locale.DefaultLang)},

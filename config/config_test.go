@@ -73,24 +73,24 @@ func TestLoad_DefaultsWithoutFile(t *testing.T) {
 			want := Config{
 				Server:  Server{Listen: "127.0.0.1:8080"},
 				Storage: Storage{Path: filepath.Join(home, ".local/state/metnos/gateway.db"), Driver: "sqlite"},
-				Policy:  Policy{GrantTTL: 2160 * time.Hour, StaleAfter: 2160 * time.Hour},
+				Policy:  Policy{GrantTTL: Duration(2160 * time.Hour), StaleAfter: Duration(2160 * time.Hour)},
 				Vaglio: Vaglio{JudgeThreshold: 0.30, LogDir: filepath.Join(home, ".local/share/metnos/vaglio"),
 					JudgeKind: JudgeRuleBased, LLM: VaglioLLM{API: "openai", URL: "http://127.0.0.1:11434/v1", Model: "qwen3:8b",
-						Timeout: 5 * time.Second, MaxCallsPerDay: 5000, OnFailure: LLMOnFailureAsk}},
-				Approvals: Approvals{Timeout: 10 * time.Minute, PruneSchedule: "@hourly", Retention: 8760 * time.Hour,
-					AllowFor: []time.Duration{time.Hour}, SessionTTL: 12 * time.Hour},
+						Timeout: Duration(5 * time.Second), MaxCallsPerDay: 5000, OnFailure: LLMOnFailureAsk}},
+				Approvals: Approvals{Timeout: Duration(10 * time.Minute), PruneSchedule: "@hourly", Retention: Duration(8760 * time.Hour),
+					AllowFor: []Duration{Duration(time.Hour)}, SessionTTL: Duration(12 * time.Hour)},
 				Web:      Web{Language: "en", Users: []WebUser{{Name: DefaultWebUser}}},
 				Telegram: Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s", Language: "en"},
 				Slack:    Slack{APIURL: "https://slack.com/api/", Language: "en"},
 				Discord:  Discord{APIURL: "https://discord.com/api/v10", Language: "en", Mode: DiscordModeGateway},
 				Hooks: Hooks{
-					ClaudeCode: HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
-					Codex:      HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
-					Gemini:     HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
-					Cursor:     HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
-					Copilot:    HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
-					Qwen:       HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
-					OpenCode:   HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}},
+					ClaudeCode: HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}},
+					Codex:      HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}},
+					Gemini:     HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}},
+					Cursor:     HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}},
+					Copilot:    HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}},
+					Qwen:       HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}},
+					OpenCode:   HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}},
 				},
 				Log:  Log{Level: "info"},
 				File: tc.path, // the default path looked for is the gateway's own, even when missing
@@ -153,7 +153,7 @@ func TestLoad_ExampleFile(t *testing.T) {
 		{"listen", cfg.Server.Listen, "127.0.0.1:8080"},
 		{"storage.path", cfg.Storage.Path, filepath.Join(home, ".local/state/metnos/gateway.db")},
 		{"storage.driver", cfg.Storage.Driver, "sqlite"},
-		{"grant_ttl", cfg.Policy.GrantTTL, 2160 * time.Hour},
+		{"grant_ttl", cfg.Policy.GrantTTL, Duration(2160 * time.Hour)},
 		{"rules", len(cfg.Policy.Rules), 3},
 		{"scoped rule", cfg.Policy.Rules[2], Rule{Capability: "fs:read", Target: "~/notes/**", Action: "approve", SenderID: "roberto", Agent: "metnos", Channel: "telegram"}},
 		{"judge", cfg.Vaglio.JudgeThreshold, 0.30},
@@ -171,14 +171,14 @@ func TestLoad_ExampleFile(t *testing.T) {
 		{"slack api", cfg.Slack.APIURL, "https://slack.com/api/"},
 		{"digest", cfg.Approvals.Digest, "0 18 * * *"},
 		{"hook tools", cfg.Hooks.ClaudeCode.Tools, map[string]string{"mcp__gmail__send": "mail:send"}},
-		{"hook wait", cfg.Hooks.ClaudeCode.Wait, 9 * time.Minute},
+		{"hook wait", cfg.Hooks.ClaudeCode.Wait, Duration(9 * time.Minute)},
 		{"codex tools", cfg.Hooks.Codex.Tools, map[string]string{"mcp__gmail__send": "mail:send"}},
 		{"gemini tools", cfg.Hooks.Gemini.Tools, map[string]string{"mcp_gmail_send": "mail:send"}},
 		{"cursor tools", cfg.Hooks.Cursor.Tools, map[string]string{"MCP:gmail:send": "mail:send"}},
-		{"copilot wait", cfg.Hooks.Copilot.Wait, 9 * time.Minute},
-		{"qwen wait", cfg.Hooks.Qwen.Wait, 9 * time.Minute},
-		{"opencode wait", cfg.Hooks.OpenCode.Wait, 9 * time.Minute},
-		{"cursor wait", cfg.Hooks.Cursor.Wait, 9 * time.Minute},
+		{"copilot wait", cfg.Hooks.Copilot.Wait, Duration(9 * time.Minute)},
+		{"qwen wait", cfg.Hooks.Qwen.Wait, Duration(9 * time.Minute)},
+		{"opencode wait", cfg.Hooks.OpenCode.Wait, Duration(9 * time.Minute)},
+		{"cursor wait", cfg.Hooks.Cursor.Wait, Duration(9 * time.Minute)},
 		{"log level", cfg.Log.Level, "info"},
 	}
 	for _, c := range checks {
@@ -198,7 +198,7 @@ func TestLoad_ExampleCoversEveryKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want []string
-	for parent, names := range knownKeys {
+	for parent, names := range knownKeys(new(Config).fileView().Type()) {
 		for _, name := range names {
 			want = append(want, strings.TrimPrefix(parent+"."+name, "."))
 		}
@@ -573,7 +573,7 @@ func TestLoad_Env(t *testing.T) {
 			wantErr: "storage.path: cannot expand"},
 		{name: "days in durations", toml: "[policy]\ngrant_ttl = \"30d\"\n",
 			check: func(t *testing.T, c Config) {
-				if c.Policy.GrantTTL != 30*24*time.Hour {
+				if time.Duration(c.Policy.GrantTTL) != 30*24*time.Hour {
 					t.Errorf("grant_ttl %v", c.Policy.GrantTTL)
 				}
 			}},
@@ -848,7 +848,7 @@ send_arg_values = true
 		t.Fatalf("Load: %v", err)
 	}
 	want := VaglioLLM{API: "anthropic", URL: "https://api.anthropic.com/v1", Model: "claude-sonnet", APIKeyEnv: "JUDGE_KEY",
-		APIKey: "sk-test", Timeout: 2 * time.Second, MaxCallsPerDay: 10, MaxCallsPerDayTotal: 50, OnFailure: LLMOnFailureRuleBased,
+		APIKey: "sk-test", Timeout: Duration(2 * time.Second), MaxCallsPerDay: 10, MaxCallsPerDayTotal: 50, OnFailure: LLMOnFailureRuleBased,
 		SendArgValues: true}
 	if cfg.Vaglio.JudgeKind != JudgeLLM || cfg.Vaglio.LLM != want {
 		t.Errorf("vaglio = %+v", cfg.Vaglio)

@@ -71,4 +71,12 @@ func applyEnv(cfg *Config, getenv func(string) string, opt LoadOptions, p *probl
 	resolve(cfg.Slack.SigningSecretEnv, &cfg.Slack.SigningSecret)
 	resolve(cfg.Slack.AppTokenEnv, &cfg.Slack.AppToken)
 	resolve(cfg.Discord.TokenEnv, &cfg.Discord.Token)
+	for i := range cfg.MCP.Servers {
+		if s := &cfg.MCP.Servers[i]; s.TokenEnv != "" {
+			s.Token = getenv(s.TokenEnv) // read even with SkipSecrets, as it always was
+		}
+	}
+	for _, s := range cfg.sections {
+		s.value.Resolve(getenv, !opt.SkipSecrets)
+	}
 }

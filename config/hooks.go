@@ -10,13 +10,13 @@ import (
 // Hooks is the [hooks] table: one section per coding agent whose hooks
 // the gateway answers.
 type Hooks struct {
-	ClaudeCode HookAgent // [hooks.claude_code]
-	Codex      HookAgent // [hooks.codex]
-	Gemini     HookAgent // [hooks.gemini]
-	Cursor     HookAgent // [hooks.cursor]
-	Copilot    HookAgent // [hooks.copilot]
-	Qwen       HookAgent // [hooks.qwen]
-	OpenCode   HookAgent // [hooks.opencode]
+	ClaudeCode HookAgent `toml:"claude_code"` // [hooks.claude_code]
+	Codex      HookAgent `toml:"codex"`       // [hooks.codex]
+	Gemini     HookAgent `toml:"gemini"`      // [hooks.gemini]
+	Cursor     HookAgent `toml:"cursor"`      // [hooks.cursor]
+	Copilot    HookAgent `toml:"copilot"`     // [hooks.copilot]
+	Qwen       HookAgent `toml:"qwen"`        // [hooks.qwen]
+	OpenCode   HookAgent `toml:"opencode"`    // [hooks.opencode]
 }
 
 // HookAgent is one agent's hook section: [hooks.claude_code],
@@ -26,18 +26,18 @@ type Hooks struct {
 type HookAgent struct {
 	// Wait is how long the hook waits for a person before answering "ask";
 	// keep it under the agent's own hook timeout.
-	Wait time.Duration
+	Wait Duration `toml:"wait"`
 	// UnknownTool is the answer for a tool with no mapping: "ask" or "deny".
-	UnknownTool string
+	UnknownTool string `toml:"unknown_tool"`
 	// Tools maps extra tool names (e.g. "mcp__gmail__send") to capabilities.
-	Tools map[string]string
+	Tools map[string]string `toml:"tools"`
 }
 
 // defaultHookAgent is every hook section's default: wait 9 minutes (under
 // the 10-minute hook timeout docs/agents.md sets for each agent), unknown
 // tools ask, no extra tools.
 func defaultHookAgent() HookAgent {
-	return HookAgent{Wait: 9 * time.Minute, UnknownTool: "ask", Tools: map[string]string{}}
+	return HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}}
 }
 
 // HookSection names one agent's hook section: Agent is the name of

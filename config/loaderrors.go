@@ -91,3 +91,14 @@ func tomlError(err error) error {
 	}
 	return errors.New(strings.TrimPrefix(err.Error(), "toml: "))
 }
+
+var lineRE = regexp.MustCompile(`^line [0-9]+: `)
+
+// withoutLine is err without the line a KeyError of tomlError names.
+func withoutLine(err error) error {
+	var ke *KeyError
+	if errors.As(err, &ke) {
+		return &KeyError{Key: ke.Key, Err: errors.New(lineRE.ReplaceAllString(ke.Err.Error(), ""))}
+	}
+	return err
+}

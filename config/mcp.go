@@ -17,44 +17,44 @@ import (
 // (`gateway mcp-proxy --name NAME` on an agent's machine, /mcp/NAME on the
 // gateway).
 type MCP struct {
-	Servers []MCPServer // [[mcp.servers]], in file order
+	Servers []MCPServer `toml:"servers"` // [[mcp.servers]], in file order
 }
 
 // MCPServer is one [[mcp.servers]] entry.
 type MCPServer struct {
 	// Name is what `gateway mcp-proxy --name` and /mcp/NAME call it.
-	Name string
+	Name string `toml:"name"`
 	// Command is the server the gateway starts for /mcp/NAME (program and
 	// arguments, no shell); URL an upstream streamable-HTTP server instead.
 	// Neither: the server is only proxied on agents' machines.
-	Command []string
-	URL     string
+	Command []string `toml:"command"`
+	URL     string   `toml:"url"`
 	// Env names the gateway's environment variables the command gets,
 	// besides PATH, HOME, USER, LANG, LC_ALL, TZ and TMPDIR: the
 	// gateway's own secrets never reach it unless named here.
-	Env []string
+	Env []string `toml:"env"`
 	// TokenEnv names the variable holding the bearer token sent to URL,
 	// resolved into Token (secret).
-	TokenEnv string
-	Token    string
+	TokenEnv string `toml:"token_env"`
+	Token    string `toml:"-"`
 	// UnknownTool is the answer for a tool the map does not name: "ask"
 	// (a person decides, as code:exec) or "deny". A tool the server
 	// annotates destructiveHint is denied either way.
-	UnknownTool string
+	UnknownTool string `toml:"unknown_tool"`
 	// Wait is how long a tool call waits for a person (the request's
 	// timeout); keep it under the MCP client's own request timeout.
-	Wait time.Duration
+	Wait Duration `toml:"wait"`
 	// Tools maps the server's tool names to what they are asked as.
-	Tools map[string]MCPTool
+	Tools map[string]MCPTool `toml:"tools"`
 }
 
 // MCPTool is one [mcp.servers.tools] entry.
 type MCPTool struct {
-	Capability string
+	Capability string `toml:"capability"`
 	// Target names the arguments that hold what the tool acts on; each
 	// (a string, or a list of strings) is its own request. Required
 	// unless the capability takes no target.
-	Target []string
+	Target MCPTargets `toml:"target"`
 }
 
 // MCPServerNamed is the [[mcp.servers]] entry of that name, or nil.
@@ -70,30 +70,12 @@ func (m MCP) MCPServerNamed(name string) *MCPServer {
 // DefaultMCPWait is [[mcp.servers]] wait's default.
 const DefaultMCPWait = 9 * time.Minute
 
-type (
-	fileMCP struct {
-		Servers []fileMCPServer `toml:"servers"`
-	}
-	fileMCPServer struct {
-		Name        string                 `toml:"name"`
-		Command     []string               `toml:"command"`
-		URL         string                 `toml:"url"`
-		Env         []string               `toml:"env"`
-		TokenEnv    string                 `toml:"token_env"`
-		UnknownTool *string                `toml:"unknown_tool"`
-		Wait        *string                `toml:"wait"`
-		Tools       map[string]fileMCPTool `toml:"tools"`
-	}
-	fileMCPTool struct {
-		Capability string     `toml:"capability"`
-		Target     mcpTargets `toml:"target"`
-	}
-)
+// MCPTargets are the argument names of a tool's target key, which the file
+// writes as one name or a list of them.
+type MCPTargets []string
 
-// mcpTargets is a tool's target key: one argument name or a list of them.
-type mcpTargets []string
-
-func (t *mcpTargets) UnmarshalTOML(v any) error {
+// UnmarshalTOML reads one argument name or a list of them.
+func (t *MCPTargets) UnmarshalTOML(v any) error {
 	switch v := v.(type) {
 	case string:
 		*t = []string{v}
@@ -109,27 +91,6 @@ func (t *mcpTargets) UnmarshalTOML(v any) error {
 		return fmt.Errorf("target: want an argument name or a list of them, got %T", v)
 	}
 	return nil
-}
-
-// decodeMCP lays [mcp] over cfg, resolving each token_env.
-func decodeMCP(cfg *Config, f *fileMCP, getenv func(string) string, p *problems) {
-	if f == nil {
-		return
-	}
-	for i, s := range f.Servers {
-		key := fmt.Sprintf("mcp.servers[%d]", i)
-		srv := MCPServer{Name: s.Name, Command: s.Command, URL: s.URL, Env: s.Env, TokenEnv: s.TokenEnv,
-			UnknownTool: "ask", Wait: DefaultMCPWait, Tools: map[string]MCPTool{}}
-		set(&srv.UnknownTool, s.UnknownTool)
-		duration(p, key+".wait", s.Wait, &srv.Wait)
-		for name, t := range s.Tools {
-			srv.Tools[name] = MCPTool{Capability: t.Capability, Target: t.Target}
-		}
-		if s.TokenEnv != "" {
-			srv.Token = getenv(s.TokenEnv)
-		}
-		cfg.MCP.Servers = append(cfg.MCP.Servers, srv)
-	}
 }
 
 var mcpNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)

@@ -30,7 +30,7 @@ wait = "2m"
 		t.Fatal(err)
 	}
 	fs := cfg.MCP.MCPServerNamed("fs")
-	if fs == nil || fs.UnknownTool != "ask" || fs.Wait != DefaultMCPWait {
+	if fs == nil || fs.UnknownTool != "ask" || time.Duration(fs.Wait) != DefaultMCPWait {
 		t.Fatalf("fs = %+v", fs)
 	}
 	want := map[string]MCPTool{
@@ -42,7 +42,7 @@ wait = "2m"
 		t.Errorf("tools = %+v", fs.Tools)
 	}
 	r := cfg.MCP.MCPServerNamed("remote")
-	if r.Token != "up-SECRET-0099" || r.UnknownTool != "deny" || r.Wait != 2*time.Minute {
+	if r.Token != "up-SECRET-0099" || r.UnknownTool != "deny" || time.Duration(r.Wait) != 2*time.Minute {
 		t.Errorf("remote = %+v", r)
 	}
 	red := cfg.Redacted()

@@ -16,33 +16,33 @@ const (
 type Web struct {
 	// AdminTokenEnv names the variable holding the login token that lets
 	// non-loopback clients in. Empty: non-loopback clients are refused.
-	AdminTokenEnv string
+	AdminTokenEnv string `toml:"admin_token_env"`
 	// AdminToken is the resolved login token (secret).
-	AdminToken string
+	AdminToken string `toml:"-"`
 	// Language of the web page: "en" (the default) or "it".
-	Language string
+	Language string `toml:"language"`
 	// PublicURL is the address people reach the web page at
 	// (web.public_url, e.g. "https://gateway.example.com"). Cards link
 	// there to a request's own page, /r/{id}, where every field is shown
 	// whole; empty means cards name the path only.
-	PublicURL string
+	PublicURL string `toml:"public_url"`
 	// Users are the people who log in to the web page ([[web.users]]),
 	// each by a one-time link from `gateway login --user NAME`; a decision
 	// taken there is "web:<name>". Default: one user, "owner".
-	Users []WebUser
+	Users []WebUser `toml:"users"`
 	// PolicyStepUp "passkey" makes every change of rules and grants on
 	// the page an admin's passkey assertion over the change, and keeps the
 	// admin agent's API from adding approve rules and grants; "" or
 	// "none": a tap (and the admin agent may).
-	PolicyStepUp string
+	PolicyStepUp string `toml:"policy_step_up"`
 }
 
 // WebUser is one [[web.users]] entry.
 type WebUser struct {
-	Name string
+	Name string `toml:"name"`
 	// Role is RoleAdmin or RoleApprover; "" takes the default: the first
 	// user is the admin, the others approvers (see Web.RoleOf).
-	Role string
+	Role string `toml:"role"`
 }
 
 // The roles of a web user. An approver decides what routes and channels
@@ -93,26 +93,26 @@ func (w Web) WebUser(name string) bool {
 // Telegram is the [telegram] table. It is enabled by setting token_env.
 type Telegram struct {
 	// TokenEnv names the variable holding the bot token.
-	TokenEnv string
+	TokenEnv string `toml:"token_env"`
 	// Token is the resolved bot token (secret).
-	Token string
+	Token string `toml:"-"`
 	// ChatID is where cards are posted (negative for groups).
-	ChatID int64
+	ChatID int64 `toml:"chat_id"`
 	// Approvers are the Telegram user ids allowed to decide.
-	Approvers []int64
+	Approvers []int64 `toml:"approvers"`
 	// APIEndpoint is the Bot API URL format, "https://api.telegram.org/bot%s/%s"
 	// by default (token, method), as tgbotapi.NewBotAPIWithAPIEndpoint takes it.
-	APIEndpoint string
+	APIEndpoint string `toml:"api_endpoint"`
 	// WebhookURL switches from long polling to webhook mode when set.
-	WebhookURL string
+	WebhookURL string `toml:"webhook_url"`
 	// WebhookSecretEnv names the variable holding the secret Telegram echoes in
 	// X-Telegram-Bot-Api-Secret-Token. Required with WebhookURL.
-	WebhookSecretEnv string
+	WebhookSecretEnv string `toml:"webhook_secret_env"`
 	// WebhookSecret is the resolved webhook secret (secret).
-	WebhookSecret string
+	WebhookSecret string `toml:"-"`
 	// Language of cards, buttons, alerts and command answers: "en" (the
 	// default) or "it".
-	Language string
+	Language string `toml:"language"`
 }
 
 // Enabled reports whether a bot token is configured.
@@ -121,31 +121,31 @@ func (t Telegram) Enabled() bool { return t.TokenEnv != "" || t.Token != "" }
 // Slack is the [slack] table. It is enabled by setting bot_token_env.
 type Slack struct {
 	// BotTokenEnv names the variable holding the bot token (xoxb-…).
-	BotTokenEnv string
+	BotTokenEnv string `toml:"bot_token_env"`
 	// BotToken is the resolved bot token (secret).
-	BotToken string
+	BotToken string `toml:"-"`
 	// SigningSecretEnv names the variable holding the signing secret that
 	// verifies /slack/interactions and /slack/commands. Required unless Socket Mode.
-	SigningSecretEnv string
+	SigningSecretEnv string `toml:"signing_secret_env"`
 	// SigningSecret is the resolved signing secret (secret).
-	SigningSecret string
+	SigningSecret string `toml:"-"`
 	// AppTokenEnv names the variable holding an app-level token (xapp-…);
 	// setting it selects Socket Mode.
-	AppTokenEnv string
+	AppTokenEnv string `toml:"app_token_env"`
 	// AppToken is the resolved app-level token (secret).
-	AppToken string
+	AppToken string `toml:"-"`
 	// ChannelID is where cards are posted (an ID such as C0123456, not a name:
 	// chat.update needs the ID).
-	ChannelID string
+	ChannelID string `toml:"channel_id"`
 	// Approvers are the Slack user ids allowed to decide.
-	Approvers []string
+	Approvers []string `toml:"approvers"`
 	// Admins are the Slack user ids allowed to revoke grants from Slack.
-	Admins []string
+	Admins []string `toml:"admins"`
 	// APIURL is the Web API base, "https://slack.com/api/" by default; it ends in "/".
-	APIURL string
+	APIURL string `toml:"api_url"`
 	// Language of cards, buttons, the Home tab and command answers: "en"
 	// (the default) or "it".
-	Language string
+	Language string `toml:"language"`
 }
 
 // Enabled reports whether a bot token is configured.
@@ -157,29 +157,31 @@ func (s Slack) SocketMode() bool { return s.AppTokenEnv != "" || s.AppToken != "
 // Discord is the [discord] table. It is enabled by setting token_env.
 type Discord struct {
 	// TokenEnv names the variable holding the bot token.
-	TokenEnv string
+	TokenEnv string `toml:"token_env"`
 	// Token is the resolved bot token (secret).
-	Token string
+	Token string `toml:"-"`
 	// ApplicationID is the application's id (slash commands are
 	// registered under it; interaction follow-ups go to its webhook).
-	ApplicationID string
+	ApplicationID string `toml:"application_id"`
 	// PublicKey is the application's Ed25519 public key, hex: it verifies
 	// /discord/interactions. Required in HTTP mode.
-	PublicKey string
+	PublicKey string `toml:"public_key"`
 	// GuildID is the server the bot serves; ChannelID the channel cards
 	// are posted to. Taps and commands from anywhere else are refused.
-	GuildID, ChannelID string
+	GuildID   string `toml:"guild_id"`
+	ChannelID string `toml:"channel_id"`
 	// Approvers are the Discord user ids allowed to decide; Admins those
 	// allowed to revoke grants and see the rules and the audit.
-	Approvers, Admins []string
+	Approvers []string `toml:"approvers"`
+	Admins    []string `toml:"admins"`
 	// Language of cards, buttons and command answers: "en" or "it".
-	Language string
+	Language string `toml:"language"`
 	// Mode is how taps arrive: "gateway" (the websocket, the default) or
 	// "http" (the interactions endpoint /discord/interactions).
-	Mode string
+	Mode string `toml:"mode"`
 	// APIURL is the versioned REST base, "https://discord.com/api/v10" by
 	// default; the websocket's address comes from its GET /gateway/bot.
-	APIURL string
+	APIURL string `toml:"api_url"`
 }
 
 // The discord.mode values.

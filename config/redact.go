@@ -6,7 +6,6 @@ package config
 import (
 	"log/slog"
 	"maps"
-	"time"
 )
 
 const redacted = "[redacted]"
@@ -30,7 +29,7 @@ func (c Config) Redacted() Config {
 	r.Discord.Approvers = append([]string(nil), c.Discord.Approvers...)
 	r.Discord.Admins = append([]string(nil), c.Discord.Admins...)
 	r.Policy.Rules = append([]Rule(nil), c.Policy.Rules...)
-	r.Approvals.AllowFor = append([]time.Duration(nil), c.Approvals.AllowFor...)
+	r.Approvals.AllowFor = append([]Duration(nil), c.Approvals.AllowFor...)
 	if c.Policy.Notify != nil {
 		r.Policy.Notify = make([]Notify, len(c.Policy.Notify))
 		for i, n := range c.Policy.Notify {
@@ -59,6 +58,12 @@ func (c Config) Redacted() Config {
 		}
 	}
 	r.MCP = redactedMCP(c.MCP)
+	if c.sections != nil {
+		r.sections = make([]namedSection, len(c.sections))
+		for i, s := range c.sections {
+			r.sections[i] = namedSection{s.name, s.value.Redacted()}
+		}
+	}
 	for _, h := range []*HookAgent{&r.Hooks.ClaudeCode, &r.Hooks.Codex, &r.Hooks.Gemini, &r.Hooks.Cursor,
 		&r.Hooks.Copilot, &r.Hooks.Qwen, &r.Hooks.OpenCode} {
 		if h.Tools != nil {

@@ -40,7 +40,7 @@ step_up = "passkey"
 	want := []Route{
 		{Capability: "mail:send", Agent: "metnos", Critical: &yes, Notify: []string{"telegram", "slack"},
 			Approvers: []string{"telegram:5123456789", "slack:U0APPROVER", "slack:S0OPSGROUP", "web:owner", "agent:ops"},
-			Quorum:    2, EscalateAfter: 5 * time.Minute, EscalateTo: []string{"slack"}, RemindEvery: 10 * time.Minute},
+			Quorum:    2, EscalateAfter: Duration(5 * time.Minute), EscalateTo: []string{"slack"}, RemindEvery: Duration(10 * time.Minute)},
 		{Capability: "fs:*", Quorum: 1, StepUp: StepUpPasskey},
 	}
 	if !reflect.DeepEqual(cfg.Approvals.Routes, want) {

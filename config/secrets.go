@@ -27,5 +27,8 @@ func (c Config) Secrets() []string {
 	for _, s := range c.MCP.Servers {
 		add(s.Token)
 	}
+	for _, s := range c.sections {
+		add(s.value.Secrets()...)
+	}
 	return out
 }

@@ -25,7 +25,7 @@ const maxUnknownKeys = 20
 // unknownKeys reports every key the decoder did not use, with array indices
 // ("agents[1].tokne"), which MetaData leaves out, found by walking the file
 // decoded as plain maps. Keys inside an unknown table are not repeated.
-func unknownKeys(data []byte, md toml.MetaData, p *problems) {
+func unknownKeys(data []byte, md toml.MetaData, known map[string][]string, p *problems) {
 	und := md.Undecoded()
 	if len(und) == 0 {
 		return
@@ -60,8 +60,8 @@ func unknownKeys(data []byte, md toml.MetaData, p *problems) {
 			switch last := k[len(k)-1]; {
 			case secretKeys[last]:
 				p.add(path, "unknown key (secrets are never read from the file: put the value in an environment variable and name it with the matching *_env key)")
-			case suggest(k) != "":
-				p.add(path, "unknown key (did you mean %s?)", suggest(k))
+			case suggest(known, k) != "":
+				p.add(path, "unknown key (did you mean %s?)", suggest(known, k))
 			default:
 				p.add(path, "unknown key")
 			}
@@ -70,33 +70,44 @@ func unknownKeys(data []byte, md toml.MetaData, p *problems) {
 }
 
 // knownKeys maps a table's key (without array indices, "" for the top) to
-// the keys it may hold, read from the toml tags of fileConfig.
-var knownKeys = func() map[string][]string {
+// the keys it may hold, read from the toml tags of the type the file is
+// decoded into (fileView).
+func knownKeys(view reflect.Type) map[string][]string {
 	out := map[string][]string{}
 	var walk func(prefix string, t reflect.Type)
 	walk = func(prefix string, t reflect.Type) {
 		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
 			t = t.Elem()
 		}
-		if t.Kind() != reflect.Struct {
+		if t.Kind() != reflect.Struct || reflect.PointerTo(t).Implements(textUnmarshaler) {
 			return
 		}
 		for i := range t.NumField() {
-			name := t.Field(i).Tag.Get("toml")
+			f := t.Field(i)
+			name := f.Tag.Get("toml")
+			switch {
+			case name == "-" || !f.IsExported():
+				continue
+			case f.Anonymous && name == "":
+				walk(prefix, f.Type)
+				continue
+			case name == "":
+				name = f.Name
+			}
 			out[prefix] = append(out[prefix], name)
-			walk(strings.TrimPrefix(prefix+"."+name, "."), t.Field(i).Type)
+			walk(strings.TrimPrefix(prefix+"."+name, "."), f.Type)
 		}
 	}
-	walk("", reflect.TypeOf(fileConfig{}))
+	walk("", view)
 	return out
-}()
+}
 
 // suggest returns the known sibling closest to an unknown key, if it is
 // within two edits, to turn "lisen" into "did you mean listen?".
-func suggest(k toml.Key) string {
+func suggest(known map[string][]string, k toml.Key) string {
 	parent, key := strings.Join(k[:len(k)-1], "."), k[len(k)-1]
 	best, bestD := "", 3
-	for _, name := range knownKeys[parent] {
+	for _, name := range known[parent] {
 		// At most two edits, and not more than half the key: "x" is not a typo of "id".
 		if d := editDistance(key, name); d < bestD && 2*d <= len(key) {
 			best, bestD = name, d

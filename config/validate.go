@@ -68,6 +68,9 @@ func (c *Config) validate(p *problems, opt LoadOptions) {
 	c.validateTelegram(p)
 	c.validateSlack(p)
 	c.validateDiscord(p)
+	for _, s := range c.sections {
+		s.value.Validate(Problems{section: s.name, p: p}, c)
+	}
 	c.validateHooks(p)
 	c.validateMCP(p)
 	c.validateLog(p)
@@ -187,7 +190,7 @@ func (c *Config) validateVaglio(p *problems) {
 		if strings.TrimSpace(l.Model) == "" {
 			p.add("vaglio.llm.model", "required when vaglio.judge_kind is %s", JudgeLLM)
 		}
-		if l.Timeout <= 0 || l.Timeout > 5*time.Minute {
+		if l.Timeout <= 0 || time.Duration(l.Timeout) > 5*time.Minute {
 			p.add("vaglio.llm.timeout", "%s is out of range (want more than 0, at most 5m)", l.Timeout)
 		}
 		if l.MaxCallsPerDay < 0 {
@@ -215,7 +218,7 @@ var (
 	ed25519HexRE = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 )
 
-func positive(p *problems, key string, d time.Duration) {
+func positive(p *problems, key string, d Duration) {
 	if d <= 0 {
 		p.add(key, "must be positive, got %v", d)
 	}

@@ -6,11 +6,12 @@ package config
 import (
 	"errors"
 	"fmt"
-	"github.com/metnos/gateway/internal/callbackurl"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/metnos/gateway/internal/callbackurl"
 
 	"github.com/metnos/gateway/policy"
 )

@@ -24,7 +24,7 @@ const (
 const maxAllowFor = 4
 
 func (c *Config) validateApprovals(p *problems) {
-	if t := c.Approvals.Timeout; t < minTimeout || t > maxTimeout {
+	if t := time.Duration(c.Approvals.Timeout); t < minTimeout || t > maxTimeout {
 		p.add("approvals.timeout", "%v is out of range (want 10s to 24h)", t)
 	}
 	if _, err := cron.ParseStandard(c.Approvals.PruneSchedule); err != nil {
@@ -38,7 +38,7 @@ func (c *Config) validateApprovals(p *problems) {
 		}
 	}
 	positive(p, "approvals.retention", c.Approvals.Retention)
-	if t := c.Approvals.SessionTTL; t < time.Second || t > c.Policy.GrantTTL {
+	if t := time.Duration(c.Approvals.SessionTTL); t < time.Second || t > time.Duration(c.Policy.GrantTTL) {
 		p.add("approvals.session_ttl", "%v is out of range (want 1s to policy.grant_ttl, %v)", t, c.Policy.GrantTTL)
 	}
 	if n := len(c.Approvals.AllowFor); n > maxAllowFor {
@@ -47,7 +47,7 @@ func (c *Config) validateApprovals(p *problems) {
 	for i, d := range c.Approvals.AllowFor {
 		key := fmt.Sprintf("approvals.allow_for[%d]", i)
 		switch {
-		case d < time.Second:
+		case time.Duration(d) < time.Second:
 			p.add(key, "%v is too short (want 1s or more)", d)
 		case d > c.Policy.GrantTTL:
 			p.add(key, "%v is longer than policy.grant_ttl (%v): use Allow always", d, c.Policy.GrantTTL)
@@ -152,14 +152,14 @@ func (c *Config) validateRoute(p *problems, key string, rt Route) {
 	c.checkStepUp(p, key, rt)
 	if rt.EscalateAfter != 0 || len(rt.EscalateTo) > 0 {
 		switch {
-		case rt.EscalateAfter < MinRouteInterval:
+		case time.Duration(rt.EscalateAfter) < MinRouteInterval:
 			p.add(key+".escalate_after", "must be at least %v when escalate_to is set, got %v", MinRouteInterval, rt.EscalateAfter)
 		case len(rt.EscalateTo) == 0:
 			p.add(key+".escalate_to", "required when escalate_after is set (the channels the card also goes to)")
 		}
 		c.notifyChannels(p, key+".escalate_to", rt.EscalateTo)
 	}
-	if rt.RemindEvery != 0 && rt.RemindEvery < MinRouteInterval {
+	if rt.RemindEvery != 0 && time.Duration(rt.RemindEvery) < MinRouteInterval {
 		p.add(key+".remind_every", "must be at least %v, got %v", MinRouteInterval, rt.RemindEvery)
 	}
 }

@@ -413,7 +413,7 @@ func (s *Server) addGrant(w http.ResponseWriter, r *http.Request) {
 	if b.SenderID == "" {
 		b.SenderID = b.Sender
 	}
-	ttl := s.cfg.Policy.GrantTTL
+	ttl := time.Duration(s.cfg.Policy.GrantTTL)
 	if b.TTL != "" {
 		d, err := duration.Parse(b.TTL)
 		if err == nil && d < 0 {

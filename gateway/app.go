@@ -106,8 +106,8 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 	a := &App{Config: cfg, DB: db, Grants: grants, Rules: rules, log: o.Logger, version: version, vaglio: vg, leaderRetry: o.LeaderRetry}
 	var srv *Server
 	a.Service = approvals.New(db, grants, decider, approvals.Options{
-		GrantTTL: cfg.Policy.GrantTTL, AllowFor: cfg.Approvals.AllowFor, SessionTTL: cfg.Approvals.SessionTTL, DefaultTimeout: cfg.Approvals.Timeout, StaleAfter: cfg.Policy.StaleAfter,
-		Retention: cfg.Approvals.Retention, Now: o.Now, Logger: o.Logger, Observer: metrics,
+		GrantTTL: time.Duration(cfg.Policy.GrantTTL), AllowFor: config.Durations(cfg.Approvals.AllowFor), SessionTTL: time.Duration(cfg.Approvals.SessionTTL), DefaultTimeout: time.Duration(cfg.Approvals.Timeout), StaleAfter: time.Duration(cfg.Policy.StaleAfter),
+		Retention: time.Duration(cfg.Approvals.Retention), Now: o.Now, Logger: o.Logger, Observer: metrics,
 		CallbackKey:      func(agent string) []byte { return srv.CallbackKey(agent) },
 		CallbackAllowed:  func(agent, url string) (callbackurl.Allowed, error) { return srv.CallbackAllowed(agent, url) },
 		CallbackResolver: o.CallbackResolver,
@@ -298,8 +298,8 @@ func routes(in []config.Route) []approvals.Route {
 	out := make([]approvals.Route, len(in))
 	for i, r := range in {
 		out[i] = approvals.Route{Capability: r.Capability, Agent: r.Agent, Critical: r.Critical, Notify: r.Notify,
-			Approvers: r.Approvers, Quorum: r.Quorum, EscalateAfter: r.EscalateAfter, EscalateTo: r.EscalateTo,
-			RemindEvery: r.RemindEvery, StepUp: r.StepUp, Guard: r.Guard(i + 1)}
+			Approvers: r.Approvers, Quorum: r.Quorum, EscalateAfter: time.Duration(r.EscalateAfter), EscalateTo: r.EscalateTo,
+			RemindEvery: time.Duration(r.RemindEvery), StepUp: r.StepUp, Guard: r.Guard(i + 1)}
 	}
 	return out
 }

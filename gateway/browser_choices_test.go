@@ -53,7 +53,7 @@ func TestWebBrowser_ScopeChoice(t *testing.T) {
 	chromium := findChromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	app := newWebApp(t, func(cfg *config.Config) { cfg.Approvals.AllowFor = []time.Duration{2 * time.Second} })
+	app := newWebApp(t, func(cfg *config.Config) { cfg.Approvals.AllowFor = []config.Duration{config.Duration(2 * time.Second)} })
 	base := serveWeb(t, ctx, app)
 	r := apiRequest(t, base, fsWrite("/srv/docs/x.md"))
 	forged := apiRequest(t, base, fsWrite("/srv/other/y.md"))
@@ -152,7 +152,7 @@ func TestWebBrowser_AllowForAndSession(t *testing.T) {
 	defer cancel()
 	var offset atomic.Int64
 	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
-	app := newWebAppAt(t, now, func(cfg *config.Config) { cfg.Approvals.AllowFor = []time.Duration{2 * time.Second} })
+	app := newWebAppAt(t, now, func(cfg *config.Config) { cfg.Approvals.AllowFor = []config.Duration{config.Duration(2 * time.Second)} })
 	base := serveWeb(t, ctx, app)
 	inSession := func(target, session string) map[string]any {
 		b := fsWrite(target)

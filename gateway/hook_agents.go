@@ -48,7 +48,7 @@ func (s *Server) agentHook(ad hooks.Adapter) http.HandlerFunc {
 
 func (s *Server) agentVerdict(w http.ResponseWriter, r *http.Request, ad hooks.Adapter, conflict **approvals.CallIDConflictError) (hooks.Event, hooks.Verdict) {
 	sec := s.cfg.Hooks.Section(ad.Name)
-	wait := min(sec.Wait, HookMaxWait)
+	wait := min(time.Duration(sec.Wait), HookMaxWait)
 	if v := r.URL.Query().Get("wait"); v != "" {
 		d, err := duration.ParseWait(v)
 		if err != nil {

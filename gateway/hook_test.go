@@ -190,7 +190,7 @@ func TestClaudeCodeHook_NoAnswerInTime(t *testing.T) {
 		assertOnlyRequest(t, g, "toolu_q", "cancelled")
 	})
 	t.Run("config", func(t *testing.T) {
-		g := startHookGateway(t, func(c *config.Config) { c.Hooks.ClaudeCode.Wait = time.Second })
+		g := startHookGateway(t, func(c *config.Config) { c.Hooks.ClaudeCode.Wait = config.Duration(time.Second) })
 		r := postHook(context.Background(), t, g.url, "?wait=1h", hookAgentToken, hookEvent(t, "Bash", "toolu_c", map[string]any{"command": "make"}))
 		if r.status != http.StatusOK || r.out.Decision() != hooks.Ask || !strings.Contains(r.out.Reason(), "withdrawn") {
 			t.Fatalf("%d %s", r.status, r.body)

@@ -17,7 +17,7 @@ func NewJudge(v config.Vaglio, now func() time.Time) vaglio.Judge {
 		return nil
 	}
 	return llmjudge.New(llmjudge.Config{
-		API: v.LLM.API, URL: v.LLM.URL, Model: v.LLM.Model, APIKey: v.LLM.APIKey, Timeout: v.LLM.Timeout,
+		API: v.LLM.API, URL: v.LLM.URL, Model: v.LLM.Model, APIKey: v.LLM.APIKey, Timeout: time.Duration(v.LLM.Timeout),
 		MaxCallsPerDay: v.LLM.MaxCallsPerDay, MaxCallsTotal: v.LLM.MaxCallsPerDayTotal, SendArgValues: v.LLM.SendArgValues,
 		RuleBasedOnFailure: v.LLM.OnFailure == config.LLMOnFailureRuleBased,
 	}, nil, vaglio.RuleJudge{}, now)

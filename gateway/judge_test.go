@@ -27,7 +27,7 @@ func llmGateway(t *testing.T, model *httptest.Server, change func(cfg *config.Co
 		cfg.Vaglio.JudgeKind = config.JudgeLLM
 		cfg.Vaglio.JudgeThreshold = 0.5
 		cfg.Vaglio.LLM.URL = model.URL + "/v1"
-		cfg.Vaglio.LLM.Timeout = 2 * time.Second
+		cfg.Vaglio.LLM.Timeout = config.Duration(2 * time.Second)
 		cfg.Vaglio.LLM.MaxCallsPerDay = 2
 		if change != nil {
 			change(cfg)

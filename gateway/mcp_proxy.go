@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -18,7 +19,7 @@ import (
 
 // mcpMap is a [[mcp.servers]] entry as the proxy reads it.
 func mcpMap(srv config.MCPServer) mcpproxy.Map {
-	m := mcpproxy.Map{Name: srv.Name, UnknownTool: srv.UnknownTool, WaitS: srv.Wait.Seconds(),
+	m := mcpproxy.Map{Name: srv.Name, UnknownTool: srv.UnknownTool, WaitS: time.Duration(srv.Wait).Seconds(),
 		Tools: make(map[string]mcpproxy.Tool, len(srv.Tools))}
 	for name, t := range srv.Tools {
 		m.Tools[name] = mcpproxy.Tool{Capability: t.Capability, Target: t.Target}

@@ -43,11 +43,11 @@ func mcpProxyGateway(t *testing.T, upstream string) *e2eGateway {
 	return startE2E(t, e2eOptions{mutate: func(cfg *config.Config) {
 		cfg.Agents[2].DenyCapabilities = []string{"fs:read"} // a2
 		cfg.MCP.Servers = []config.MCPServer{
-			{Name: "remote", URL: upstream, Token: "up-secret-1", UnknownTool: "ask", Wait: config.DefaultMCPWait, Tools: map[string]config.MCPTool{
+			{Name: "remote", URL: upstream, Token: "up-secret-1", UnknownTool: "ask", Wait: config.Duration(config.DefaultMCPWait), Tools: map[string]config.MCPTool{
 				"read":  {Capability: "fs:read", Target: []string{"path"}},
 				"clock": {Capability: "time:read"},
 			}},
-			{Name: "local", UnknownTool: "deny", Wait: config.DefaultMCPWait, Tools: map[string]config.MCPTool{}},
+			{Name: "local", UnknownTool: "deny", Wait: config.Duration(config.DefaultMCPWait), Tools: map[string]config.MCPTool{}},
 		}
 	}})
 }

@@ -132,7 +132,7 @@ func (g *routesGW) start() {
 	app, err := gateway.NewApp(context.Background(), g.cfg, gateway.AppOptions{Logger: log,
 		Messengers: []messenger.Factory{
 			telegram.Factory(telegram.Options{Config: g.cfg.Telegram, Logger: log, Location: time.UTC,
-				GrantTTL: g.cfg.Policy.GrantTTL, PollTimeout: 5 * time.Second, CallTimeout: 2 * time.Second, LinkBase: links}),
+				GrantTTL: time.Duration(g.cfg.Policy.GrantTTL), PollTimeout: 5 * time.Second, CallTimeout: 2 * time.Second, LinkBase: links}),
 			slack.Factory(g.cfg.Slack, slack.Options{Logger: log, Location: time.UTC, LinkBase: links}),
 		}})
 	if err != nil {
@@ -520,7 +520,7 @@ func TestRoutes_RestartKeepsFirstApproval(t *testing.T) {
 // route names decides there.
 func TestRoutes_EscalationToSlackGroup(t *testing.T) {
 	g := newRoutesGW(t, config.Route{Capability: "fs:write", Notify: []string{"telegram"},
-		Approvers: []string{"slack:S0OPS"}, Quorum: 1, EscalateAfter: 2 * time.Second, EscalateTo: []string{"slack"}})
+		Approvers: []string{"slack:S0OPS"}, Quorum: 1, EscalateAfter: config.Duration(2 * time.Second), EscalateTo: []string{"slack"}})
 	g.sl.SetUserGroup("S0OPS", rtAnna, "U0BOB")
 	start := time.Now()
 	answer := g.ask("fs:write", "/srv/esc.txt", "30s")
@@ -553,7 +553,7 @@ func TestRoutes_EscalationToSlackGroup(t *testing.T) {
 // request is decided.
 func TestRoutes_Reminders(t *testing.T) {
 	g := newRoutesGW(t, config.Route{Capability: "fs:write", Notify: []string{"telegram", "slack"}, Quorum: 1,
-		RemindEvery: time.Second})
+		RemindEvery: config.Duration(time.Second)})
 	answer := g.ask("fs:write", "/srv/remind.txt", "30s")
 	id := g.pendingID("/srv/remind.txt")
 	card := g.tgCard(id, nil)

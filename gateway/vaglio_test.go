@@ -153,7 +153,7 @@ func TestAPI_Check_LLMJudge(t *testing.T) {
 		cfg.Agents[1].Autonomy = policy.Full
 		cfg.Vaglio.JudgeKind = config.JudgeLLM
 		cfg.Vaglio.LLM.URL = model.URL + "/v1"
-		cfg.Vaglio.LLM.Timeout = 2 * time.Second
+		cfg.Vaglio.LLM.Timeout = config.Duration(2 * time.Second)
 	}})
 	body := jsonBody{"capability": "fs:read", "target": "/srv/notes/n.txt", "autonomy": "Full", "intent": "read my notes", "executor": "fs_read"}
 	var ans checkVaglio
@@ -192,7 +192,7 @@ func TestAPI_Requests_LLMJudgeRepeatAsksNoModel(t *testing.T) {
 		cfg.Agents[1].Autonomy = policy.Full
 		cfg.Vaglio.JudgeKind = config.JudgeLLM
 		cfg.Vaglio.LLM.URL = model.URL + "/v1"
-		cfg.Vaglio.LLM.Timeout = 2 * time.Second
+		cfg.Vaglio.LLM.Timeout = config.Duration(2 * time.Second)
 	}})
 	body := jsonBody{"call_id": "llm-once", "capability": "fs:read", "target": "/srv/notes/n.txt", "autonomy": "Full",
 		"intent": "read my notes", "executor": "fs_read"}

@@ -128,7 +128,7 @@ type cardView struct {
 func (w *web) cardOf(ctx context.Context, r approvals.Request) pendingCard {
 	switch {
 	case r.Status == approvals.StatusPending && r.AllowAlwaysOffered() && w.s.cfg.Policy.GrantTTL > 0:
-		t := w.s.now().Add(w.s.cfg.Policy.GrantTTL)
+		t := w.s.now().Add(time.Duration(w.s.cfg.Policy.GrantTTL))
 		r.GrantExpiresAt = &t
 	case r.GrantID != nil && r.GrantExpiresAt == nil:
 		if g, err := w.s.grants.Get(ctx, *r.GrantID); err == nil {

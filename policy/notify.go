@@ -27,14 +27,14 @@ func Deliveries() []string {
 // its deliveries after the decision. It matches as a rule does
 // (capability pattern, target glob, optional scope) and decides nothing.
 type NotifyPattern struct {
-	Index      int // its place in the file, from 0
-	Capability string
-	Target     string
-	Agent      string
-	SenderID   string
-	Channel    string
-	Deliveries []string
-	WebhookURL string // with the "webhook" delivery
+	Index      int      `toml:"-"` // its place in the file, from 0
+	Capability string   `toml:"capability"`
+	Target     string   `toml:"target"`
+	Agent      string   `toml:"agent"`
+	SenderID   string   `toml:"sender_id"`
+	Channel    string   `toml:"channel"`
+	Deliveries []string `toml:"deliveries"`
+	WebhookURL string   `toml:"webhook_url"` // with the "webhook" delivery
 }
 
 // Label names the pattern in logs and the audit: "notify#2" for the

@@ -57,7 +57,7 @@ func agentHookReply(e *env, ad hooks.Adapter, cfgPath, urlFlag, tokenFlag string
 			return failed(err)
 		}
 		def := config.Default()
-		if local := cfg.Hooks.Section(ad.Name).Wait; local != def.Hooks.Section(ad.Name).Wait {
+		if local := time.Duration(cfg.Hooks.Section(ad.Name).Wait); local != time.Duration(def.Hooks.Section(ad.Name).Wait) {
 			if wait == 0 || local < wait {
 				wait = local // a wait the local file sets
 			}

@@ -53,7 +53,7 @@ func field(m map[string]any, path ...string) string {
 // agentHookSettings: the server maps one MCP tool per agent and waits 2 s.
 func agentHookSettings(c *config.Config) {
 	for _, s := range []*config.HookAgent{&c.Hooks.Codex, &c.Hooks.Gemini, &c.Hooks.Cursor} {
-		s.Wait = 2 * time.Second
+		s.Wait = config.Duration(2 * time.Second)
 	}
 	c.Hooks.Codex.Tools = map[string]string{"mcp__acme__summarize": "llm:local"}
 	c.Hooks.Gemini.Tools = map[string]string{"mcp_acme_summarize": "llm:local"}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
@@ -15,6 +16,6 @@ func telegramMessenger(cfg config.Config, log *slog.Logger) messenger.Factory {
 	if !cfg.Telegram.Enabled() {
 		return nil
 	}
-	return telegram.Factory(telegram.Options{Config: cfg.Telegram, Logger: log, GrantTTL: cfg.Policy.GrantTTL,
+	return telegram.Factory(telegram.Options{Config: cfg.Telegram, Logger: log, GrantTTL: time.Duration(cfg.Policy.GrantTTL),
 		Location: cfg.Server.Zone(), PublicURL: cfg.Web.PublicURL, LinkBase: gateway.LinkBase(cfg)})
 }

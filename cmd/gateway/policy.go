@@ -319,7 +319,7 @@ func policyGrant(e *env, args []string) error {
 	if *agent != "" && !slices.ContainsFunc(cfg.Agents, func(a config.Agent) bool { return a.ID == *agent }) {
 		return usagef("grant: --agent: %q is not an agent of the config", *agent)
 	}
-	life := cfg.Policy.GrantTTL
+	life := time.Duration(cfg.Policy.GrantTTL)
 	if *ttl != "" {
 		if life, err = duration.Parse(*ttl); err == nil && life < 0 {
 			err = fmt.Errorf("a negative duration %q", *ttl)

@@ -121,7 +121,7 @@ func (h *harness) start() {
 		LinkBase: gateway.LinkBase(h.cfg)})}
 	if h.tg != nil {
 		ms = append(ms, telegram.Factory(telegram.Options{Config: h.cfg.Telegram, Logger: logger, Location: time.UTC,
-			GrantTTL: h.cfg.Policy.GrantTTL, PollTimeout: 2 * time.Second, CallTimeout: 2 * time.Second}))
+			GrantTTL: time.Duration(h.cfg.Policy.GrantTTL), PollTimeout: 2 * time.Second, CallTimeout: 2 * time.Second}))
 	}
 	h.gw = gatewaytest.Start(t, h.cfg, gateway.AppOptions{Logger: logger, Now: h.now, Messengers: ms})
 	h.app, h.base = h.gw.App, h.gw.URL

@@ -10,6 +10,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/messenger/slack/slacktest"
 	"github.com/metnos/gateway/policy"
 )
@@ -80,7 +81,9 @@ func TestSlack_ScopeChoice(t *testing.T) {
 }
 
 // allowFor2s is approvals.allow_for = ["2s"].
-func allowFor2s(s *setup) { s.cfg.Approvals.AllowFor = []time.Duration{2 * time.Second} }
+func allowFor2s(s *setup) {
+	s.cfg.Approvals.AllowFor = []config.Duration{config.Duration(2 * time.Second)}
+}
 
 // TestSlack_AllowFor: with allow_for = ["2s"] the card's "Allow for 2 s"
 // writes a grant on the default scope ending 2 s after the click; it

@@ -10,10 +10,13 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/config"
 )
 
 // allowFor2s is approvals.allow_for = ["2s"].
-func allowFor2s(h *harness) { h.cfg.Approvals.AllowFor = []time.Duration{2 * time.Second} }
+func allowFor2s(h *harness) {
+	h.cfg.Approvals.AllowFor = []config.Duration{config.Duration(2 * time.Second)}
+}
 
 // TestTelegram_ForgedScopeRefused: a scope button that was never on the
 // card, another request's button tapped on this card, and a scope past the

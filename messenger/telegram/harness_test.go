@@ -188,7 +188,7 @@ func (h *harness) start() {
 		Logger: log, Now: h.clock.Now,
 		Messengers: []messenger.Factory{telegram.Factory(telegram.Options{
 			Config: h.cfg.Telegram, Logger: log, Location: h.cfg.Server.Zone(), Now: h.clock.Now,
-			GrantTTL: h.cfg.Policy.GrantTTL, PollTimeout: h.pollTimeout, CallTimeout: h.callTimeout,
+			GrantTTL: time.Duration(h.cfg.Policy.GrantTTL), PollTimeout: h.pollTimeout, CallTimeout: h.callTimeout,
 			PublicURL: h.cfg.Web.PublicURL, LinkBase: gateway.LinkBase(h.cfg),
 		})},
 	})

@@ -31,7 +31,7 @@ func TestTelegram_Italian(t *testing.T) {
 		"Intento: tidy the notes", // the agent's words, untranslated
 		"Esecutore: notes_tidy", "Vaglio: ✓ in linea con l'intento (0.80)\n",
 		"♾ Consenti sempre autorizza fs:write su /home/roberto/notes/todo.md per web/owner per l'agente a1 fino al " +
-			l.Date(h.clock.Now().Add(h.cfg.Policy.GrantTTL)),
+			l.Date(h.clock.Now().Add(time.Duration(h.cfg.Policy.GrantTTL))),
 		"⏳ scade tra 9 min, " + l.Clock(r.ExpiresAt), " JST\n", "Richiesta " + r.ID,
 	} {
 		if !strings.Contains(card.Text, want) {

@@ -37,7 +37,7 @@ func TestTelegram_EndToEnd_AllowAlways(t *testing.T) {
 	}
 	for _, want := range []string{"a1 wants fs:write", "Supervised", "critical", "/home/roberto/notes/todo.md",
 		"tidy the notes", "notes_tidy", "Vaglio: ✓ in line with the intent (0.80)\n", "Allow always grants fs:write on /home/roberto/notes/todo.md",
-		"until " + h.locale().Date(h.clock.Now().Add(h.cfg.Policy.GrantTTL)),
+		"until " + h.locale().Date(h.clock.Now().Add(time.Duration(h.cfg.Policy.GrantTTL))),
 		"⏳ expires in 9 min, " + h.locale().Clock(r.ExpiresAt), " JST\n"} {
 		if !strings.Contains(card.Text, want) {
 			t.Errorf("card lacks %q:\n%s", want, card.Text)
@@ -360,7 +360,7 @@ func TestTelegram_ExpiryAndCancelEditTheCard(t *testing.T) {
 	ce := h.card(expiring.ID)
 
 	waiting := h.await(expiring.ID)
-	h.clock.Advance(h.cfg.Approvals.Timeout + time.Second)
+	h.clock.Advance(time.Duration(h.cfg.Approvals.Timeout) + time.Second)
 	done := h.cardShows(ce, "⌛ Expired")
 	if len(done.Buttons()) != 0 {
 		t.Errorf("expired card keeps buttons")
