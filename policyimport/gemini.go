@@ -12,17 +12,34 @@ import (
 // skip the confirmation), tools.exclude (tools taken away), and lists
 // tools.core (the tools the model is offered: an availability list, not
 // a permission) and general.defaultApprovalMode; also the same lists of
-// the older flat layout (allowedTools, excludeTools, coreTools). An
-// exclusion wins over an allowance.
+// the older flat layout (allowedTools, excludeTools, coreTools). And its
+// policy files (policies/*.toml beside the user's and the project's
+// settings, where "Always allow" is saved): [[rule]] toolName,
+// commandPrefix, decision = "allow" | "ask_user" | "deny", priority. The
+// highest priority decides: the user's policies are tier 4, the
+// project's 3, each plus priority/1000; tools.exclude is 4.4 and
+// tools.allowed 4.3, as Gemini CLI ranks them.
 var Gemini = Format{
 	Name: "gemini", Label: "Gemini CLI",
 	Defaults: func(e Env) []string {
-		return []string{filepath.Join(e.Home, ".gemini", "settings.json"), filepath.Join(e.Cwd, ".gemini", "settings.json")}
+		out := []string{filepath.Join(e.Home, ".gemini", "settings.json"), filepath.Join(e.Cwd, ".gemini", "settings.json")}
+		for _, dir := range []string{filepath.Join(e.Home, ".gemini"), filepath.Join(e.Cwd, ".gemini")} {
+			p, _ := filepath.Glob(filepath.Join(dir, "policies", "*.toml"))
+			out = append(out, p...)
+		}
+		return out
 	},
 	Parse: func(e Env, path string, data []byte) (Result, error) {
-		return parseGeminiStyle(e, path, data, ".gemini", nil)
+		if strings.HasSuffix(path, ".toml") {
+			return geminiPolicy(e, path, data)
+		}
+		return parseGeminiStyle(e, path, data, ".gemini", geminiSettingsRank)
 	},
 }
+
+// geminiSettingsRank are the priorities Gemini CLI gives its settings'
+// lists among its policies.
+var geminiSettingsRank = map[policy.Action]float64{policy.ActionBlock: 4.4, policy.ActionApprove: 4.3}
 
 // geminiTools maps Gemini CLI's (and Qwen Code's) tool names, and the
 // class names its settings also accept, to capabilities.
@@ -52,7 +69,12 @@ var geminiSettings = map[string]bool{
 // parseGeminiStyle reads the tool lists of a Gemini CLI or Qwen Code
 // settings file; more, when set, reads the keys the format adds (Qwen
 // Code's permissions) and reports whether it took the path.
-func parseGeminiStyle(e Env, path string, data []byte, marker string, more func(s *sink, root string, p []string, v any, line int) bool) (Result, error) {
+func parseGeminiStyle(e Env, path string, data []byte, marker string, rank map[policy.Action]float64) (Result, error) {
+	return parseGeminiStyleWith(e, path, data, marker, rank, nil)
+}
+
+func parseGeminiStyleWith(e Env, path string, data []byte, marker string, rank map[policy.Action]float64,
+	more func(s *sink, root string, p []string, v any, line int) bool) (Result, error) {
 	s := &sink{path: path}
 	root := projectRoot(e, path, marker)
 	err := walkJSON(data, func(p []string, v any, line int) {
@@ -79,14 +101,14 @@ func parseGeminiStyle(e Env, path string, data []byte, marker string, more func(
 		case action == "":
 			s.skip(line, list+": "+entry, "the tools the model is offered, not a permission: the gateway asks about every call it has no rule for")
 		default:
-			geminiEntry(s, line, entry, action, root)
+			geminiEntry(s, line, entry, action, rank[action], root)
 		}
 	})
 	return s.res, err
 }
 
 // geminiEntry turns one "tool" or "run_shell_command(prefix)" of a list.
-func geminiEntry(s *sink, line int, entry string, action policy.Action, root string) {
+func geminiEntry(s *sink, line int, entry string, action policy.Action, priority float64, root string) {
 	tool, spec, hasSpec, err := splitEntry(entry)
 	if err != nil {
 		s.skip(line, entry, "%v", err)
@@ -110,5 +132,5 @@ func geminiEntry(s *sink, line int, entry string, action policy.Action, root str
 	default:
 		targets, err = anyPath(root, action)
 	}
-	s.rules(line, entry, capability, action, targets, err)
+	s.ranked(line, entry, capability, action, priority, targets, err)
 }

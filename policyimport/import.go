@@ -8,6 +8,7 @@
 package policyimport
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,6 +27,9 @@ type Rule struct {
 	Action     policy.Action
 	Source     string // "FILE:LINE"
 	Entry      string // the entry as the agent's file spells it
+	// Priority, where the agent weighs entries by one (Gemini CLI's
+	// policies): a higher one decides first.
+	Priority float64
 }
 
 // Skipped is an entry that makes no rule, and why.
@@ -101,8 +105,9 @@ var ErrNoFiles = errors.New("no permission file found")
 // Import reads files (the format's defaults when none is named; a named
 // file must exist) and returns the rules in the order the gateway must
 // hold them to decide as the agent did: the gateway lets the first
-// matching rule decide, so the most restrictive come first, or, for an
-// agent where the last entry wins, the entries in reverse.
+// matching rule decide, so the highest priority comes first and, among
+// equals, the most restrictive, or, for an agent where the last entry
+// wins, the entries in reverse.
 func Import(f Format, env Env, files []string) (Result, error) {
 	named := len(files) > 0
 	if !named {
@@ -131,7 +136,12 @@ func Import(f Format, env Env, files []string) (Result, error) {
 	if f.LastWins {
 		slices.Reverse(res.Rules)
 	} else {
-		slices.SortStableFunc(res.Rules, func(a, b Rule) int { return severity(b.Action) - severity(a.Action) })
+		slices.SortStableFunc(res.Rules, func(a, b Rule) int {
+			if a.Priority != b.Priority {
+				return cmp.Compare(b.Priority, a.Priority)
+			}
+			return severity(b.Action) - severity(a.Action)
+		})
 	}
 	return res, nil
 }
@@ -162,12 +172,17 @@ func (s *sink) skip(line int, entry, why string, args ...any) {
 // rules adds one rule per target, or lists the entry when err says why
 // it makes none.
 func (s *sink) rules(line int, entry, capability string, action policy.Action, targets []string, err error) {
+	s.ranked(line, entry, capability, action, 0, targets, err)
+}
+
+// ranked is rules with a priority.
+func (s *sink) ranked(line int, entry, capability string, action policy.Action, priority float64, targets []string, err error) {
 	if err != nil {
 		s.skip(line, entry, "%v", err)
 		return
 	}
 	for _, t := range targets {
-		s.res.Rules = append(s.res.Rules, Rule{Capability: capability, Target: t, Action: action, Source: s.src(line), Entry: entry})
+		s.res.Rules = append(s.res.Rules, Rule{Capability: capability, Target: t, Action: action, Source: s.src(line), Entry: entry, Priority: priority})
 	}
 }
 

@@ -42,7 +42,7 @@ func TestImport_Formats(t *testing.T) {
 	}{
 		{"claude-code", []string{"testdata/claude-code/proj/.claude/settings.json"}},
 		{"codex", []string{"testdata/codex/rules/default.rules", "testdata/codex/config.toml"}},
-		{"gemini", []string{"testdata/gemini/proj/.gemini/settings.json"}},
+		{"gemini", []string{"testdata/gemini/proj/.gemini/settings.json", "testdata/gemini/proj/.gemini/policies/auto-saved.toml"}},
 		{"qwen", []string{"testdata/qwen/proj/.qwen/settings.json"}},
 		{"copilot", []string{"testdata/copilot/config.json", "testdata/copilot/copilot-safe.sh"}},
 		{"opencode", []string{"testdata/opencode/proj/opencode.json"}},

@@ -14,7 +14,7 @@ var Qwen = Format{
 		return []string{filepath.Join(e.Home, ".qwen", "settings.json"), filepath.Join(e.Cwd, ".qwen", "settings.json")}
 	},
 	Parse: func(e Env, path string, data []byte) (Result, error) {
-		return parseGeminiStyle(e, path, data, ".qwen", qwenPermissions)
+		return parseGeminiStyleWith(e, path, data, ".qwen", nil, qwenPermissions)
 	},
 }
 
