@@ -63,6 +63,11 @@ func policyImport(e *env, args []string) error {
 		}
 		fmt.Fprintf(e.stderr, "refused: %s %s: %s %q %s: %s\n", r.Source, r.Entry, r.Capability, r.Target, r.Action, strings.Join(why, "; "))
 	}
+	if cfg, err := loadDBConfig(e, *cfgPath); err == nil {
+		for _, r := range valid {
+			warnNotLifted(e, "rule from "+r.Source, cfg.RuleGuards(policy.Rule{Capability: r.Capability, Target: r.Target, Action: r.Action}))
+		}
+	}
 	for _, s := range res.Skipped {
 		fmt.Fprintf(e.stderr, "not imported: %s %s: %s\n", s.Source, s.Entry, s.Why)
 	}
