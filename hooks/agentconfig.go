@@ -26,7 +26,9 @@ func ConfigFor(name, home string) (AgentConfig, bool) {
 //   - Codex: PreToolUse may only deny; approval_policy = "never" leaves it
 //     the one gate (Codex never prompts; PermissionRequest answers a
 //     prompt should a run ask for one), inside Codex's own workspace-write
-//     sandbox, on which `gateway run` stacks the kernel's.
+//     sandbox (writes in the workspace, as `gateway run` allows, which
+//     stacks the kernel's on it), its network on: what an approved command
+//     reaches is the gateway's to decide (`gateway run`'s egress proxy).
 //   - Gemini CLI: tools.allowed turns its confirmation off for the tools the
 //     hook gates, and --no-ask makes every ask of the hook a deny, so no
 //     call falls through to a prompt that would no longer come.
@@ -52,6 +54,9 @@ var agentConfigs = map[string]AgentConfig{
 `},
 	"codex": {Where: "~/.codex/config.toml", Text: `approval_policy = "never"
 sandbox_mode = "workspace-write"
+
+[sandbox_workspace_write]
+network_access = true
 
 [[hooks.PreToolUse]]
 matcher = "Bash|apply_patch|Edit|Write|mcp__.*"
