@@ -61,18 +61,18 @@ func policyImport(e *env, args []string) error {
 		for _, fe := range errs {
 			why = append(why, fe.Error())
 		}
-		fmt.Fprintf(e.stderr, "refused: %s %s: %s %q %s: %s\n", r.Source, r.Entry, r.Capability, r.Target, r.Action, strings.Join(why, "; "))
+		fmt.Fprintf(e.stderr, "refused: %s %s: %s %q %s: %s\n", plain(r.Source), plain(r.Entry), r.Capability, r.Target, r.Action, plain(strings.Join(why, "; ")))
 	}
 	if cfg, err := loadDBConfig(e, *cfgPath); err == nil {
 		for _, r := range valid {
-			warnNotLifted(e, "rule from "+r.Source, cfg.RuleGuards(policy.Rule{Capability: r.Capability, Target: r.Target, Action: r.Action}))
+			warnNotLifted(e, "rule from "+plain(r.Source), cfg.RuleGuards(policy.Rule{Capability: r.Capability, Target: r.Target, Action: r.Action}))
 		}
 	}
 	for _, s := range res.Skipped {
-		fmt.Fprintf(e.stderr, "not imported: %s %s: %s\n", s.Source, s.Entry, s.Why)
+		fmt.Fprintf(e.stderr, "not imported: %s %s: %s\n", plain(s.Source), plain(s.Entry), plain(s.Why))
 	}
 	fmt.Fprintf(e.stderr, "%s: %d rules from %s; %d refused, %d not imported\n", f.Label, len(valid),
-		strings.Join(res.Files, ", "), len(res.Rules)-len(valid), len(res.Skipped))
+		plain(strings.Join(res.Files, ", ")), len(res.Rules)-len(valid), len(res.Skipped))
 	var c *client.Client
 	if *apply || *simulate {
 		if c, err = adminClient(e, *cfgPath, *urlFlag, *tokenFlag); err != nil {
@@ -108,7 +108,7 @@ func printImported(e *env, f policyimport.Format, rules []policyimport.Rule, not
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s's permissions, by `gateway policy import --from %s`\n", f.Label, f.Name)
 	for i, r := range rules {
-		fmt.Fprintf(&b, "\n# %s %s\n", r.Source, oneLine(r.Entry))
+		fmt.Fprintf(&b, "\n# %s %s\n", plain(r.Source), plain(r.Entry))
 		if notes[i] != "" {
 			fmt.Fprintf(&b, "# %s\n", notes[i])
 		}
@@ -117,6 +117,21 @@ func printImported(e *env, f policyimport.Format, rules []policyimport.Rule, not
 	}
 	_, err := fmt.Fprint(e.stdout, b.String())
 	return err
+}
+
+// plain is s, from an agent's file or its name, fit for one line of a
+// terminal or a TOML comment: every control character (a line break, an
+// escape sequence) written as \xNN.
+func plain(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // tomlQuote quotes s as a TOML basic string.
