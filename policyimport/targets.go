@@ -106,7 +106,7 @@ func anyPath(root string, action policy.Action) ([]string, error) {
 	case action != policy.ActionApprove:
 		return []string{"*"}, nil
 	}
-	return nil, errors.New("approves the tool in whatever directory the agent runs in, which a user-level file does not name; write the rule on the project's path")
+	return nil, errors.New("approves the tool in whatever directory the agent runs in, which this file, not a project's, does not name; write the rule on the project's path")
 }
 
 // hostTarget is the host of a URL, a "domain:HOST" or a bare host.
