@@ -12,8 +12,12 @@ import (
 	"github.com/metnos/gateway/policy"
 )
 
-// Copilot reads Copilot CLI's permissions: its config.json (allowed_urls
-// and denied_urls; trusted_folders is listed) and, from any other file
+// Copilot reads Copilot CLI's permissions: its settings.json (the user's
+// in $COPILOT_HOME, and the repository's .github/copilot/settings.json and
+// settings.local.json), as `copilot config` writes them: allowedUrls and
+// deniedUrls (trustedFolders and defaultPermissionMode are listed); the
+// same of the older config.json (allowed_urls, denied_urls,
+// trusted_folders); and, from any other file
 // (a shell alias, a wrapper script), the options of each `copilot`
 // command line: --allow-tool and --deny-tool (comma-separated "shell",
 // "shell(git push)", "shell(git:*)", "write", "url(host)"), --allow-url,
@@ -26,7 +30,8 @@ var Copilot = Format{
 		if home == "" {
 			home = filepath.Join(e.Home, ".copilot")
 		}
-		return []string{filepath.Join(home, "config.json")}
+		return []string{filepath.Join(home, "settings.json"), filepath.Join(home, "config.json"),
+			filepath.Join(e.Cwd, ".github", "copilot", "settings.json"), filepath.Join(e.Cwd, ".github", "copilot", "settings.local.json")}
 	},
 	Parse: func(_ Env, path string, data []byte) (Result, error) {
 		if strings.HasSuffix(path, ".json") {
@@ -39,6 +44,9 @@ var Copilot = Format{
 func copilotConfig(path string, data []byte) (Result, error) {
 	s := &sink{path: path}
 	err := walkJSON(data, func(p []string, v any, line int) {
+		if len(p) == 1 && p[0] == "defaultPermissionMode" {
+			s.skip(line, p[0]+" = "+fmt.Sprint(v), "a setting of the agent, not a rule: the gateway decides by its own policy and the agent's level")
+		}
 		if len(p) != 2 {
 			return
 		}
@@ -55,9 +63,26 @@ func copilotConfig(path string, data []byte) (Result, error) {
 	return s.res, err
 }
 
+// copilotURL turns an allowed or denied URL into a rule on its host. The
+// gateway's network:http targets are hosts: a denied URL with a path
+// blocks its whole host (stricter), an allowed one is listed rather than
+// widened to the host.
 func copilotURL(s *sink, line int, entry, u string, action policy.Action) {
 	h, err := hostTarget(u)
+	if err == nil && action == policy.ActionApprove && urlHasPath(u) {
+		err = fmt.Errorf("allows one path of %s; the gateway's network:http rules name hosts, and allowing the whole host would allow more", h)
+	}
 	s.rules(line, entry, toolFetch, action, []string{h}, err)
+}
+
+// urlHasPath says whether u names more than a host: a path other than /,
+// a query.
+func urlHasPath(u string) bool {
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+3:]
+	}
+	_, rest, ok := strings.Cut(u, "/")
+	return ok && rest != "" || strings.Contains(u, "?")
 }
 
 // copilotCommands reads the options of every `copilot` command in a

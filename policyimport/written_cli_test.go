@@ -66,3 +66,42 @@ func TestClaudeCodeWritesItsSettings(t *testing.T) {
 		t.Fatalf("the import of what Claude Code wrote:\n%s\nwant:\n%s\nskipped: %+v", strings.Join(got, "\n"), strings.Join(want, "\n"), res.Skipped)
 	}
 }
+
+// TestCopilotWritesItsSettings: the pinned Copilot CLI writes its own
+// settings (`copilot config allowedUrls …`, `deniedUrls …`, and `--repo`
+// for the repository's file), and the import of its default locations
+// gives rules on those hosts, an allowed URL with a path listed rather
+// than widened to its host.
+func TestCopilotWritesItsSettings(t *testing.T) {
+	bin := agenttest.Bin(t, "copilot")
+	home := t.TempDir()
+	proj := filepath.Join(home, "proj")
+	if err := os.MkdirAll(proj, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"COPILOT_HOME": filepath.Join(home, ".copilot")}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C.UTF-8", "COPILOT_HOME=" + vars["COPILOT_HOME"],
+		"COPILOT_OFFLINE=true", "COPILOT_AUTO_UPDATE=false"}
+	for _, args := range [][]string{
+		{"allowedUrls", "docs.github.com"}, {"allowedUrls", "*.githubusercontent.com"},
+		{"allowedUrls", "https://github.com/org/repo"}, {"deniedUrls", "https://evil.example"},
+		{"--repo", "deniedUrls", "bad.example"},
+	} {
+		if stdout, stderr, err := agenttest.Run(t, 2*time.Minute, proj, env, bin, append([]string{"config"}, args...)...); err != nil {
+			t.Fatalf("copilot config %v: %v\n%s\n%s", args, err, stdout, stderr)
+		}
+	}
+	res, err := Import(Copilot, Env{Home: home, Cwd: proj, Getenv: func(k string) string { return vars[k] }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range res.Rules {
+		got = append(got, r.Capability+" "+r.Target+" "+string(r.Action))
+	}
+	want := []string{"network:http evil.example block", "network:http bad.example block",
+		"network:http docs.github.com approve", "network:http *.githubusercontent.com approve"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Entry, "github.com/org/repo") {
+		t.Fatalf("the import of what Copilot CLI wrote (%v):\n%s\nskipped %+v", res.Files, strings.Join(got, "\n"), res.Skipped)
+	}
+}
