@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/internal/callbackurl"
+	"github.com/metnos/gateway/web"
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
@@ -122,13 +123,15 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 		srv.recheck = o.TokenRecheck
 	}
 	a.Server = srv
-	wp, err := newWebPush(ctx, cfg, db, metrics, o)
+	wp, err := web.NewPush(ctx, cfg, db, web.PushOptions{Now: o.Now, Services: o.PushServices, Client: o.PushClient,
+		Logger: o.Logger, Observer: metrics})
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	srv.push = wp
-	a.Service.AddNotifier(wp.notifier)
+	srv.page.SetPush(wp)
+	a.Service.AddNotifier(wp.Notifier())
 	for _, f := range o.Messengers {
 		m, err := f(a.Service, srv)
 		if err != nil {
@@ -311,7 +314,7 @@ func (a *App) LoginLink(ctx context.Context, base, user string) (string, time.Ti
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	return base + LoginPath(tok), exp, nil
+	return base + web.LoginPath(tok), exp, nil
 }
 
 // EndWebSessions ends every web session (gateway logout --all).

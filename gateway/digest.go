@@ -9,6 +9,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/web"
 )
 
 // The digest ([approvals] digest) covers the 24 hours before it is sent,
@@ -37,7 +38,7 @@ func (a *App) Digest(ctx context.Context, now time.Time) (approvals.Digest, erro
 	}
 	d.GrantsExpiring, d.MoreExpiring = digestGrants(expiring)
 	d.GrantsUnused, d.MoreUnused = digestGrants(unused)
-	sugs, err := a.Server.Suggest(ctx, webSuggestWindow, webSuggestMin)
+	sugs, err := a.Server.Suggest(ctx, web.SuggestWindow, web.SuggestMin)
 	if err != nil {
 		return approvals.Digest{}, fmt.Errorf("digest: suggestions: %w", err)
 	}

@@ -80,7 +80,7 @@ func (a *App) sendGrantReview(ctx context.Context, now time.Time, key string) er
 	if err != nil || len(expiring)+len(unused) == 0 || a.Server.push == nil {
 		return err
 	}
-	l := a.Server.web.loc
+	l := a.Server.page.Locale()
 	var names []string
 	for _, g := range append(append([]policy.Grant(nil), expiring...), unused...) {
 		if len(names) == reviewMax {
@@ -93,7 +93,7 @@ func (a *App) sendGrantReview(ctx context.Context, now time.Time, key string) er
 	p := push.Payload{ID: "grants", Tag: "grants-review", Title: l.T("push.grants_title"),
 		Body: l.T("push.grants_body", len(expiring), len(unused)) + "\n" + strings.Join(names, "\n"),
 		URL:  GrantsAnchor, Status: "review"}
-	err = a.Server.push.notifier.Announce(ctx, key, p)
+	err = a.Server.push.Notifier().Announce(ctx, key, p)
 	a.log.Info("grant review pushed", "expiring", len(expiring), "unused", len(unused), "err", err)
 	return err
 }

@@ -10,11 +10,11 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/internal/duration"
+	"github.com/metnos/gateway/internal/httpjson"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
 )
@@ -31,47 +31,19 @@ type apiError struct {
 	CallID string `json:"call_id,omitempty"`
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	if a, ok := v.(jsonAppender); ok {
-		writeAppended(w, a.AppendJSON)
-		return
-	}
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-}
+// The answers' JSON (package httpjson, the web page's too).
+var (
+	writeJSON  = httpjson.Write
+	writeError = httpjson.Error
+	cleanMsg   = httpjson.CleanMsg
+)
 
 // writeRequest is writeJSON for a request, which it does not copy into an
 // interface (a heap copy of the whole Request per answer).
 func writeRequest(w http.ResponseWriter, status int, r *approvals.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	writeAppended(w, r.AppendJSON)
-}
-
-// writeAppended writes what appendJSON appends and a newline, the bytes a
-// json.Encoder would write (see approvals.Request.AppendJSON).
-func writeAppended(w http.ResponseWriter, appendJSON func([]byte) []byte) {
-	bp := jsonBufs.Get().(*[]byte)
-	b := append(appendJSON((*bp)[:0]), '\n')
-	_, _ = w.Write(b)
-	if cap(b) <= 64<<10 {
-		*bp = b
-		jsonBufs.Put(bp)
-	}
-}
-
-// jsonAppender is a value that writes its own JSON, as encoding/json would.
-type jsonAppender interface{ AppendJSON([]byte) []byte }
-
-var jsonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
-
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	var e apiError
-	e.Error.Code, e.Error.Message = code, msg
-	writeJSON(w, status, e)
+	httpjson.WriteAppended(w, r.AppendJSON)
 }
 
 // unavailableRetrySeconds is the Retry-After of a 503 unavailable: the
@@ -164,20 +136,6 @@ func requestConflict(code, msg string, req approvals.Request) apiError {
 	e.Error.Code, e.Error.Message = code, msg
 	e.Request = &req
 	return e
-}
-
-// cleanMsg drops the "decide request …:" wrapping so a client reads the cause.
-func cleanMsg(err error) string {
-	msg := err.Error()
-	for _, p := range []string{"invalid: ", "invalid request: "} {
-		if i := strings.LastIndex(msg, p); i >= 0 {
-			return msg[i+len(p):]
-		}
-	}
-	if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, "decide request") {
-		return msg[i+2:]
-	}
-	return msg
 }
 
 // decodeJSON reads a JSON body of at most MaxBodyBytes, refusing unknown

@@ -75,6 +75,9 @@ func (m *Metrics) watch(svc *approvals.Service) {
 	}, count(svc.Grants().CountActive)))
 }
 
+// Pushed counts one Web Push by its outcome.
+func (m *Metrics) Pushed(result string) { m.pushes.WithLabelValues(result).Inc() }
+
 // Handler serves /metrics.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})

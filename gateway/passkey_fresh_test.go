@@ -13,15 +13,15 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/passkeys"
 	"github.com/metnos/gateway/passkeys/passkeystest"
 	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/web"
 )
 
 // TestWebBrowser_PasskeyNeedsFreshSession: in Chromium with a virtual
 // authenticator, a session opened with a login link adds a passkey; the
-// same session more than gateway.PasskeyProofFresh later cannot add
+// same session more than web.PasskeyProofFresh later cannot add
 // another (the page says why, nothing is stored); a new login link makes
 // it fresh again.
 func TestWebBrowser_PasskeyNeedsFreshSession(t *testing.T) {
@@ -33,7 +33,7 @@ func TestWebBrowser_PasskeyNeedsFreshSession(t *testing.T) {
 	base := serveWeb(t, ctx, app)
 	browser, _ := passkeyBrowser(t, ctx, chromium, app, base, "owner", "iPhone")
 
-	clock.Add(gateway.PasskeyProofFresh + time.Second)
+	clock.Add(web.PasskeyProofFresh + time.Second)
 	err := chromedp.Do(browser,
 		chromedp.Navigate(base+"/account"),
 		chromedp.WaitVisible(chromedp.CSS("#passkey-add")),
@@ -76,7 +76,7 @@ func TestPasskeys_AddAuditedAndFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock.Add(gateway.PasskeyProofFresh + passkeys.CeremonyTTL + time.Second)
+	clock.Add(web.PasskeyProofFresh + passkeys.CeremonyTTL + time.Second)
 	if _, page := w.Post("/web/passkeys/add", url.Values{"ceremony": {b.Ceremony}, "credential": {cred}, "name": {"Late"}}); !strings.Contains(page, "needs a fresh sign-in") {
 		t.Errorf("adding from a session gone stale during the ceremony:\n%s", page)
 	}

@@ -78,3 +78,8 @@ func (s *Server) Suggest(ctx context.Context, window time.Duration, minCount int
 	}
 	return replay.Suggest(s.decider.Norm, reqs, minCount), nil
 }
+
+// RefreshSuggestions computes the web page's suggestions now, over every
+// request committed before the call, and waits for them: what the next
+// page load shows.
+func (s *Server) RefreshSuggestions(ctx context.Context) error { return s.page.RefreshSuggestions(ctx) }

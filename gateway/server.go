@@ -9,15 +9,18 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
-	"github.com/metnos/gateway/hooks"
-	"github.com/metnos/gateway/internal/callbackurl"
-	"github.com/metnos/gateway/passkeys"
-	"github.com/metnos/gateway/sessions"
 	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/metnos/gateway/hooks"
+	"github.com/metnos/gateway/internal/callbackurl"
+	"github.com/metnos/gateway/internal/httpjson"
+	"github.com/metnos/gateway/passkeys"
+	"github.com/metnos/gateway/sessions"
+	"github.com/metnos/gateway/web"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -29,7 +32,7 @@ import (
 )
 
 // MaxBodyBytes is the largest request body accepted anywhere (SPEC §7).
-const MaxBodyBytes = 64 << 10
+const MaxBodyBytes = httpjson.MaxBodyBytes
 
 // MaxWait bounds ?wait= on long-polls; past it a client polls again.
 const MaxWait = 5 * time.Minute
@@ -54,7 +57,6 @@ type Server struct {
 	agents   []*Agent
 	limiter  *limiter
 	streams  *slots          // each agent's open SSE streams and long-polls
-	suggest  *suggester      // the web page's suggestions, computed in the background
 	sessions *sessions.Store // the web page's logins
 	passkeys *passkeys.Store // the web users' passkeys and their challenges
 	// bodyTimeout bounds how long a request's body may take (BodyTimeout).
@@ -62,7 +64,7 @@ type Server struct {
 	metrics      *Metrics
 	log          *slog.Logger
 	now          func() time.Time
-	web          *web
+	page         *web.Page
 	mux          *http.ServeMux // the routes, built by Handler
 	extra        []route
 	shutdown     chan struct{} // closed when the server begins shutting down (ends SSE streams)
@@ -73,7 +75,7 @@ type Server struct {
 	mcpUpstreams []*mcpproxy.Shared // the servers they stand in front of
 	recheck      time.Duration      // how often open connections of child tokens read theirs again (tokenRecheck)
 	pairs        hookPairs          // the first events of hook pairs (hook_pairs.go)
-	push         *webPush           // Web Push (webpush.go); nil: none
+	push         *web.Push          // Web Push (web.NewPush); nil: none
 }
 
 type route struct {
@@ -110,14 +112,14 @@ func NewServer(cfg config.Config, o Options) *Server {
 	}
 	s := &Server{
 		cfg: cfg, svc: o.Service, grants: o.Service.Grants(), decider: o.Decider, rules: o.Rules, tokens: o.Tokens, metrics: o.Metrics,
-		log: o.Logger, now: o.Now, limiter: newLimiter(o.Now), streams: newSlots(), sessions: sessions.New(o.Service.DB(), o.Now, func(name string) bool { return WebUserExists(cfg, name) }), passkeys: passkeys.New(o.Service.DB(), o.Now), bodyTimeout: o.BodyTimeout, shutdown: make(chan struct{}), recheck: tokenRecheck,
+		log: o.Logger, now: o.Now, limiter: newLimiter(o.Now), streams: newSlots(), sessions: sessions.New(o.Service.DB(), o.Now, func(name string) bool { return web.WebUserExists(cfg, name) }), passkeys: passkeys.New(o.Service.DB(), o.Now), bodyTimeout: o.BodyTimeout, shutdown: make(chan struct{}), recheck: tokenRecheck,
 	}
-	s.suggest = newSuggester(s)
 	for _, a := range cfg.Agents {
 		s.agents = append(s.agents, &Agent{Agent: a, tokenHash: sha256.Sum256([]byte(a.Token))})
 	}
 	s.metrics.watch(o.Service)
-	s.web = newWeb(s)
+	s.page = web.New(web.Options{Config: cfg, Service: o.Service, Rules: o.Rules, Sessions: s.sessions, Passkeys: s.passkeys,
+		Gateway: s, Logger: o.Logger, Now: o.Now, Shutdown: s.shutdown})
 	return s
 }
 
@@ -249,10 +251,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metrics.Handler())
 
-	s.webRoutes(mux)
-	s.pushRoutes(mux)
-	s.pwaRoutes(mux)
-	s.batchRoutes(mux)
+	s.page.Routes(mux)
 	for _, r := range s.extra {
 		mux.Handle(r.pattern, r.handler)
 	}

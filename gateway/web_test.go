@@ -23,6 +23,7 @@ import (
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/vaglio"
+	"github.com/metnos/gateway/web"
 )
 
 const webAgentToken = "tok-a1-web-test-012345678"
@@ -565,7 +566,7 @@ func TestWeb_LoginLink(t *testing.T) {
 		t.Errorf("account page:\n%s", account)
 	}
 	// An unknown link.
-	resp, err = other.Get(base + gateway.LoginPath("no-such-link-0123456789abcdef"))
+	resp, err = other.Get(base + web.LoginPath("no-such-link-0123456789abcdef"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/metnos/gateway/passkeys"
 	"github.com/metnos/gateway/sessions"
 	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/web"
 )
 
 // cmdLogin prints a one-time login link for a web user, as the last line
@@ -62,7 +63,7 @@ func loginLink(e *env, db *storage.DB, base, user string) (string, time.Time, er
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	return base + gateway.LoginPath(tok), exp, nil
+	return base + web.LoginPath(tok), exp, nil
 }
 
 // webUser is the user --user names, or the default one, which must exist.

@@ -18,6 +18,7 @@ import (
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/messenger"
+	"github.com/metnos/gateway/web"
 )
 
 // newLogger builds the process logger: text on a terminal, JSON otherwise,
@@ -205,7 +206,7 @@ func cmdServe(e *env, args []string) error {
 	if any, err := app.AnyWebLogin(e.ctx); err != nil {
 		return err
 	} else if !any {
-		user := gateway.DefaultWebUser(cfg)
+		user := web.DefaultWebUser(cfg)
 		link, _, err := app.LoginLink(e.ctx, base, user)
 		if err != nil {
 			return err

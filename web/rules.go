@@ -1,13 +1,14 @@
-package gateway
+package web
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/metnos/gateway/approvals"
 	"hash"
 	"net/http"
 	"strings"
+
+	"github.com/metnos/gateway/approvals"
 
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/policy"

@@ -1,4 +1,4 @@
-package gateway
+package web
 
 import (
 	"context"
@@ -12,8 +12,7 @@ import (
 
 // batchRoutes mounts Several at once: Allow selected / Deny selected
 // (a confirmation page) and Confirm (the decisions).
-func (s *Server) batchRoutes(mux *http.ServeMux) {
-	w := s.web
+func (w *web) batchRoutes(mux *http.ServeMux) {
 	type hf = http.HandlerFunc
 	mux.Handle("POST /web/batch", w.access(w.csrf(hf(w.batch))))
 	mux.Handle("POST /web/batch/decide", w.access(w.csrf(hf(w.batchDecide))))

@@ -1,4 +1,4 @@
-package gateway
+package web
 
 import (
 	"context"
@@ -40,7 +40,7 @@ var webTemplates embed.FS
 // or the admin token); every form carries the session's CSRF token
 // (web_auth.go).
 type web struct {
-	s    *Server
+	s    *server
 	tmpl *template.Template
 	loc  locale.Locale // the page's language, zone (server.timezone) and clock
 	// key signs session and flash cookies. It is random per process: a
@@ -50,7 +50,7 @@ type web struct {
 	throttle *throttle
 }
 
-func newWeb(s *Server) *web {
+func newWeb(s *server) *web {
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
@@ -72,8 +72,7 @@ func newWeb(s *Server) *web {
 
 // webRoutes mounts the web page. Every route but the login's goes through
 // access (a session); every POST also through csrf.
-func (s *Server) webRoutes(mux *http.ServeMux) {
-	w := s.web
+func (w *web) routes(mux *http.ServeMux) {
 	type hf = http.HandlerFunc
 	mux.Handle("GET /{$}", w.access(hf(w.page)))
 	mux.Handle("GET /web/state", w.access(hf(w.state)))
@@ -147,11 +146,11 @@ type suggestionRow struct {
 	ShownTarget, ShownScope string
 }
 
-// webSuggestWindow and webSuggestMin are the page's Suggestions: the last
-// week, families allowed at least three times.
+// SuggestWindow and SuggestMin are the page's Suggestions (and the daily
+// digest's): the last week, families allowed at least three times.
 const (
-	webSuggestWindow = 7 * 24 * time.Hour
-	webSuggestMin    = 3
+	SuggestWindow = 7 * 24 * time.Hour
+	SuggestMin    = 3
 )
 
 // suggestionRows lists the page's suggestions as last computed in the

@@ -1,4 +1,4 @@
-package gateway
+package web
 
 import (
 	"context"
@@ -21,7 +21,7 @@ const suggestTimeout = time.Minute
 // time; asks that arrive while one runs are served by one more, at most
 // every suggestEvery (unless a caller waits for it: fresh).
 type suggester struct {
-	s       *Server
+	s       *server
 	mu      sync.Mutex
 	rows    []replay.Suggestion
 	asked   uint64 // computations asked for
@@ -32,7 +32,7 @@ type suggester struct {
 	changed chan struct{} // closed and replaced when one finishes
 }
 
-func newSuggester(s *Server) *suggester {
+func newSuggester(s *server) *suggester {
 	return &suggester{s: s, changed: make(chan struct{})}
 }
 
@@ -101,7 +101,7 @@ func (g *suggester) run() {
 		g.urgent = false
 		g.mu.Unlock()
 		cctx, cancel := context.WithTimeout(ctx, suggestTimeout)
-		rows, err := g.s.Suggest(cctx, webSuggestWindow, webSuggestMin)
+		rows, err := g.s.Suggest(cctx, SuggestWindow, SuggestMin)
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			g.s.log.Error("web page: suggestions", "err", err)
@@ -116,12 +116,4 @@ func (g *suggester) run() {
 	}
 	g.running = false
 	g.mu.Unlock()
-}
-
-// RefreshSuggestions computes the web page's suggestions now, over every
-// request committed before the call, and waits for them: what the next
-// page load shows.
-func (s *Server) RefreshSuggestions(ctx context.Context) error {
-	_, err := s.suggest.fresh(ctx)
-	return err
 }

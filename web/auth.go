@@ -1,4 +1,4 @@
-package gateway
+package web
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/internal/httpjson"
 	"github.com/metnos/gateway/passkeys"
 	"github.com/metnos/gateway/sessions"
 )
@@ -35,20 +36,6 @@ const (
 
 // LoginPath is the path of a one-time login link's token.
 func LoginPath(token string) string { return "/login/" + token }
-
-// LinkBase is where the gateway's own links point: web.public_url, else
-// http://localhost:<port> of server.listen (browsers treat localhost as a
-// secure context, where passkeys work; 127.0.0.1 pages redirect there).
-func LinkBase(cfg config.Config) string {
-	if u := strings.TrimRight(cfg.Web.PublicURL, "/"); u != "" {
-		return u
-	}
-	port := "8080"
-	if _, p, err := net.SplitHostPort(cfg.Server.Listen); err == nil && p != "" && p != "0" {
-		port = p
-	}
-	return "http://localhost:" + port
-}
 
 // DefaultWebUser is the user a login is for when none is named: "owner"
 // when configured, else the first [[web.users]].
@@ -190,7 +177,7 @@ func (w *web) sameOrigin(r *http.Request) bool {
 
 // readForm bounds and parses a POST form, and refuses a cross-site one.
 func (w *web) readForm(rw http.ResponseWriter, r *http.Request) bool {
-	r.Body = http.MaxBytesReader(rw, r.Body, MaxBodyBytes)
+	r.Body = http.MaxBytesReader(rw, r.Body, httpjson.MaxBodyBytes)
 	if err := r.ParseForm(); err != nil {
 		w.refuse(rw, r, http.StatusBadRequest, w.loc.T("web.bad_form_title"), w.loc.T("web.bad_form"), linkPage)
 		return false

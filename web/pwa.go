@@ -1,4 +1,4 @@
-package gateway
+package web
 
 import (
 	"bytes"
@@ -95,8 +95,8 @@ func drawIcon(n int) []byte {
 }
 
 // pwaRoutes mounts the manifest, the icons and the service worker.
-func (s *Server) pwaRoutes(mux *http.ServeMux) {
-	p := newPWA(s.web.loc.T("web.title") + " · gateway")
+func (w *web) pwaRoutes(mux *http.ServeMux) {
+	p := newPWA(w.loc.T("web.title") + " · gateway")
 	mux.HandleFunc("GET /manifest.webmanifest", func(rw http.ResponseWriter, r *http.Request) {
 		rw.Header().Set("Content-Type", "application/manifest+json")
 		rw.Header().Set("Cache-Control", "no-cache")
