@@ -34,7 +34,7 @@ const EventNotification = "command_notification"
 type Notification struct {
 	ID       int64 // the delivery's row: unique per (request, delivery, url)
 	Request  Request
-	Delivery string // policy.DeliverLog, DeliverWeb, DeliverTelegram, …
+	Delivery string // policy.DeliverLog, DeliverWeb, DeliverWebhook, or a messenger's name
 	URL      string // the webhook's, for DeliverWebhook
 	Pattern  int    // the [[policy.notify]] that matched first, from 0
 }

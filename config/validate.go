@@ -152,10 +152,8 @@ func (c *Config) validatePolicy(p *problems) {
 			p.wrap(key+"."+fe.Field, fe.Err)
 		}
 	}
-	enabled := func(d string) bool {
-		return d == policy.DeliverTelegram && c.Telegram.Enabled() || d == policy.DeliverSlack && c.Slack.Enabled() ||
-			d == policy.DeliverDiscord && c.Discord.Enabled()
-	}
+	enabled := map[string]bool{NotifyTelegram: c.Telegram.Enabled(), NotifySlack: c.Slack.Enabled(),
+		NotifyDiscord: c.Discord.Enabled()}
 	for i, n := range c.Policy.Notify {
 		key := fmt.Sprintf("policy.notify[%d]", i)
 		for _, fe := range policy.CheckNotify(n.Pattern(i), func(id string) bool { return agents[id] }, enabled) {

@@ -7,19 +7,18 @@ import (
 	"strings"
 )
 
-// The deliveries of a notify pattern: where "allowed, but tell me" goes.
+// The deliveries of a notify pattern the gateway makes itself: where
+// "allowed, but tell me" goes. Every other delivery is a messenger's
+// name: a plain message in its chat.
 const (
-	DeliverLog      = "log"      // a log line
-	DeliverWeb      = "web"      // an SSE event on the admin event stream
-	DeliverTelegram = "telegram" // a plain message in the Telegram chat
-	DeliverSlack    = "slack"    // a plain message in the Slack channel
-	DeliverDiscord  = "discord"  // a plain message in the Discord channel
-	DeliverWebhook  = "webhook"  // a signed POST to WebhookURL
+	DeliverLog     = "log"     // a log line
+	DeliverWeb     = "web"     // an SSE event on the admin event stream
+	DeliverWebhook = "webhook" // a signed POST to WebhookURL
 )
 
-// Deliveries lists the known deliveries.
+// Deliveries lists the deliveries the gateway makes itself.
 func Deliveries() []string {
-	return []string{DeliverLog, DeliverWeb, DeliverTelegram, DeliverSlack, DeliverDiscord, DeliverWebhook}
+	return []string{DeliverLog, DeliverWeb, DeliverWebhook}
 }
 
 // NotifyPattern is one [[policy.notify]] entry: a request allowed without
@@ -42,24 +41,31 @@ type NotifyPattern struct {
 func (p NotifyPattern) Label() string { return fmt.Sprintf("notify#%d", p.Index+1) }
 
 // CheckNotify validates one notify pattern, each problem naming its field
-// as CheckRule does. enabled says whether a messenger delivery
-// ("telegram", "slack") is configured.
-func CheckNotify(p NotifyPattern, knownAgent func(string) bool, enabled func(delivery string) bool) []*FieldError {
+// as CheckRule does. messengers maps the name of every messenger the
+// gateway knows to whether it is configured: a configured one is a
+// delivery too.
+func CheckNotify(p NotifyPattern, knownAgent func(string) bool, messengers map[string]bool) []*FieldError {
 	out, _ := checkSubject(p.Capability, p.Target)
 	add := func(field, format string, args ...any) {
 		out = append(out, &FieldError{Field: field, Err: fmt.Errorf(format, args...)})
 	}
+	known := Deliveries()
+	for name := range messengers {
+		known = append(known, name)
+	}
+	slices.Sort(known)
 	if len(p.Deliveries) == 0 {
-		add("deliveries", "required: one or more of %s", strings.Join(Deliveries(), ", "))
+		add("deliveries", "required: one or more of %s", strings.Join(known, ", "))
 	}
 	for i, d := range p.Deliveries {
 		field := fmt.Sprintf("deliveries[%d]", i)
+		configured, messenger := messengers[d]
 		switch {
-		case !slices.Contains(Deliveries(), d):
-			add(field, "unknown delivery %q (want one of %s)", d, strings.Join(Deliveries(), ", "))
+		case !slices.Contains(known, d):
+			add(field, "unknown delivery %q (want one of %s)", d, strings.Join(known, ", "))
 		case slices.Index(p.Deliveries, d) < i:
 			add(field, "%q is listed twice", d)
-		case (d == DeliverTelegram || d == DeliverSlack || d == DeliverDiscord) && enabled != nil && !enabled(d):
+		case messenger && !configured:
 			add(field, "%s is not configured ([%s] has no token)", d, d)
 		}
 	}

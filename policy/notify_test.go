@@ -89,7 +89,7 @@ func TestCheckNotify(t *testing.T) {
 			p := ok
 			p.Deliveries = append([]string(nil), ok.Deliveries...)
 			tc.edit(&p)
-			errs := policy.CheckNotify(p, nil, func(string) bool { return false })
+			errs := policy.CheckNotify(p, nil, map[string]bool{"slack": false})
 			for _, fe := range errs {
 				if fe.Field == tc.field && strings.Contains(fe.Err.Error(), tc.text) {
 					return
