@@ -1,7 +1,6 @@
 package cards
 
 import (
-	"html"
 	"strings"
 
 	"github.com/metnos/gateway/approvals"
@@ -32,34 +31,17 @@ func NewBulletin(b approvals.Bulletin, l locale.Locale) Bulletin {
 	return out
 }
 
-// render writes the message; esc escapes the sentence's own text, code an
-// argument.
-func (b Bulletin) render(esc, code func(string) string) string {
+// Render writes the message in m, the arguments set apart (Code).
+func (b Bulletin) Render(m Markup) string {
 	var s strings.Builder
 	for i, p := range b.parts {
-		s.WriteString(esc(p))
+		s.WriteString(m.Escape(p))
 		if i < len(b.parts)-1 && i < len(b.args) {
-			s.WriteString(code(b.args[i]))
+			s.WriteString(m.Code(b.args[i]))
 		}
 	}
 	return s.String()
 }
 
 // Text is the message as plain text.
-func (b Bulletin) Text() string {
-	id := func(s string) string { return s }
-	return b.render(id, id)
-}
-
-// TelegramHTML is the message for Telegram's HTML parse mode, the
-// arguments in <code> (no link, no mention).
-func (b Bulletin) TelegramHTML() string {
-	return b.render(html.EscapeString, func(s string) string { return "<code>" + html.EscapeString(s) + "</code>" })
-}
-
-// SlackText is the message for a Slack post without markdown.
-func (b Bulletin) SlackText() string { return EscapeMrkdwn(b.Text()) }
-
-// DiscordText is the message for Discord's markdown, the arguments in
-// code spans (no mention, role or channel pill).
-func (b Bulletin) DiscordText() string { return DiscordText(b.render(EscapeDiscord, discordCode)) }
+func (b Bulletin) Text() string { return b.Render(Plain) }

@@ -19,16 +19,16 @@ func TestBulletin(t *testing.T) {
 		Args: []string{"<b>Eve</b>&`x` @everyone\u202e", "ow<ner>", "cli", "removed"}}
 	l := locale.New(locale.English, time.UTC, time.Now)
 	m := cards.NewBulletin(b, l)
-	tg := m.TelegramHTML()
+	tg := m.Render(cards.TelegramMarkup)
 	if !strings.Contains(tg, "<code>&lt;b&gt;Eve&lt;/b&gt;&amp;`x` @everyone") || strings.Contains(tg, "\u202e") ||
 		!strings.Contains(tg, "of web user <code>ow&lt;ner&gt;</code> was removed by <code>cli</code>") {
 		t.Errorf("telegram:\n%s", tg)
 	}
-	sl := m.SlackText()
+	sl := m.Render(cards.SlackMarkup)
 	if strings.ContainsAny(strings.ReplaceAll(strings.ReplaceAll(sl, "&lt;", ""), "&gt;", ""), "<>") || strings.Contains(sl, "\u202e") {
 		t.Errorf("slack:\n%s", sl)
 	}
-	dc := m.DiscordText()
+	dc := cards.DiscordText(m.Render(cards.DiscordMarkup))
 	if !strings.Contains(dc, "`<b>Eve</b>&⟦U+0060⟧x⟦U+0060⟧ @everyone") || strings.Contains(dc, "\u202e") {
 		t.Errorf("discord:\n%s", dc)
 	}

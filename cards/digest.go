@@ -2,7 +2,6 @@ package cards
 
 import (
 	"fmt"
-	"html"
 	"strings"
 
 	"github.com/metnos/gateway/approvals"
@@ -50,9 +49,9 @@ func NewDigest(d approvals.Digest, l locale.Locale) Digest {
 	return out
 }
 
-// render writes the message; esc escapes the digest's own text, code a
-// target, link the web page's link.
-func (d Digest) render(l locale.Locale, esc, code, link func(string) string) string {
+// Render writes the message in m.
+func (d Digest) Render(l locale.Locale, m Markup) string {
+	esc, code := m.Escape, m.Code
 	var b strings.Builder
 	b.WriteString(esc(l.T("digest.title", d.From, d.To)))
 	b.WriteByte('\n')
@@ -77,7 +76,7 @@ func (d Digest) render(l locale.Locale, esc, code, link func(string) string) str
 	b.WriteByte('\n')
 	// The link goes where the language puts it, rendered on its own.
 	before, after, _ := strings.Cut(l.T("digest.review", "\x00"), "\x00")
-	b.WriteString(esc(before) + link(d.Link) + esc(after))
+	b.WriteString(esc(before) + m.Link(d.Link) + esc(after))
 	return b.String()
 }
 
@@ -120,31 +119,4 @@ func (d Digest) renderGrants(b *strings.Builder, l locale.Locale, esc, code func
 }
 
 // Text is the message as plain text.
-func (d Digest) Text(l locale.Locale) string {
-	id := func(s string) string { return s }
-	return d.render(l, id, id, id)
-}
-
-// TelegramHTML is the message for Telegram's HTML parse mode, targets in
-// <code>.
-func (d Digest) TelegramHTML(l locale.Locale) string {
-	return d.render(l, html.EscapeString, func(s string) string { return "<code>" + html.EscapeString(s) + "</code>" },
-		html.EscapeString)
-}
-
-// SlackText is the message for a Slack post without markdown.
-func (d Digest) SlackText(l locale.Locale) string { return EscapeMrkdwn(d.Text(l)) }
-
-// DiscordText is the message for Discord's markdown: the digest's own text
-// escaped, targets in code spans (no agent string draws a mention, role
-// or channel pill), an absolute link in <…> (clickable, no embed), a bare
-// path in a code span.
-func (d Digest) DiscordText(l locale.Locale) string {
-	link := func(u string) string {
-		if strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
-			return discordLink(u)
-		}
-		return discordCode(u)
-	}
-	return DiscordText(d.render(l, EscapeDiscord, discordCode, link))
-}
+func (d Digest) Text(l locale.Locale) string { return d.Render(l, Plain) }

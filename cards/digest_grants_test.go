@@ -32,14 +32,14 @@ func TestDigest_NamesTheGrants(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}
 	}
-	if h := m.TelegramHTML(l); !strings.Contains(h, "<code>/srv/&lt;b&gt;x&lt;/b&gt;/*</code>") ||
+	if h := m.Render(l, TelegramMarkup); !strings.Contains(h, "<code>/srv/&lt;b&gt;x&lt;/b&gt;/*</code>") ||
 		!strings.Contains(h, "<code>bot&lt;i&gt;⟦U+202E⟧</code>") || strings.ContainsRune(h, '\u202e') {
 		t.Errorf("telegram HTML:\n%s", h)
 	}
-	if s := m.SlackText(l); strings.Contains(s, "<b>") || strings.Contains(s, "bot<i>") {
+	if s := m.Render(l, SlackMarkup); strings.Contains(s, "<b>") || strings.Contains(s, "bot<i>") {
 		t.Errorf("slack text not escaped:\n%s", s)
 	}
-	if s := m.DiscordText(l); !strings.Contains(s, "`/srv/<b>x</b>/*`") || !strings.Contains(s, "`https://a.example/@everyone`") {
+	if s := DiscordText(m.Render(l, DiscordMarkup)); !strings.Contains(s, "`/srv/<b>x</b>/*`") || !strings.Contains(s, "`https://a.example/@everyone`") {
 		t.Errorf("discord text:\n%s", s)
 	}
 }

@@ -22,19 +22,19 @@ func TestDigest(t *testing.T) {
 	for _, lang := range []locale.Lang{locale.English, locale.Italian} {
 		l := locale.New(lang, time.UTC, func() time.Time { return at })
 		m := NewDigest(d, l)
-		for _, s := range []string{m.Text(l), m.TelegramHTML(l), m.SlackText(l)} {
+		for _, s := range []string{m.Text(l), m.Render(l, TelegramMarkup), m.Render(l, SlackMarkup)} {
 			if strings.ContainsRune(s, '\u202e') || !strings.Contains(s, "⟦U+202E⟧") || !strings.Contains(s, "xtail") ||
 				strings.Contains(s, strings.Repeat("x", 250)) || !strings.Contains(s, d.Link) || !strings.Contains(s, "9") {
 				t.Errorf("%s digest:\n%s", lang, s)
 			}
 		}
-		if h := m.TelegramHTML(l); !strings.Contains(h, "<code>npm &lt;b&gt;test&lt;/b&gt;") {
+		if h := m.Render(l, TelegramMarkup); !strings.Contains(h, "<code>npm &lt;b&gt;test&lt;/b&gt;") {
 			t.Errorf("%s telegram HTML not escaped: %q", lang, h)
 		}
-		if s := m.SlackText(l); !strings.Contains(s, "npm &lt;b&gt;test&lt;/b&gt;") {
+		if s := m.Render(l, SlackMarkup); !strings.Contains(s, "npm &lt;b&gt;test&lt;/b&gt;") {
 			t.Errorf("%s slack text not escaped: %q", lang, s)
 		}
-		if s := m.DiscordText(l); !strings.Contains(s, "`npm <b>test</b>") || !strings.Contains(s, "<"+d.Link+">") ||
+		if s := DiscordText(m.Render(l, DiscordMarkup)); !strings.Contains(s, "`npm <b>test</b>") || !strings.Contains(s, "<"+d.Link+">") ||
 			!strings.Contains(s, `a1⟦U\+202E⟧ · code\:exec`) || strings.ContainsRune(s, '\u202e') || !strings.Contains(s, "xtail`") {
 			t.Errorf("%s discord text: %q", lang, s)
 		}

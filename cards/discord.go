@@ -279,3 +279,20 @@ func DiscordText(s string) string {
 	}
 	return "…"
 }
+
+// DiscordMarkup writes a digest for Discord's markdown: the digest's own
+// text escaped, targets in code spans (no agent string draws a mention,
+// role or channel pill), an absolute link in <…> (clickable, no embed), a
+// bare path in a code span. DiscordText makes the whole safe to send.
+var DiscordMarkup Markup = discordMarkup{}
+
+type discordMarkup struct{}
+
+func (discordMarkup) Escape(s string) string { return EscapeDiscord(s) }
+func (discordMarkup) Code(s string) string   { return discordCode(s) }
+func (discordMarkup) Link(u string) string {
+	if strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
+		return discordLink(u)
+	}
+	return discordCode(u)
+}

@@ -1,8 +1,6 @@
 package cards
 
 import (
-	"html"
-
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/locale"
 )
@@ -26,18 +24,12 @@ func NewNotification(r approvals.Request, l locale.Locale) Notification {
 		Reason: SafeIn(r.Reason, l), At: l.Clock(r.CreatedAt)}
 }
 
+// Render writes the message in m, the target set apart.
+func (n Notification) Render(l locale.Locale, m Markup) string {
+	return l.T("notify.ran", m.Escape(n.Agent), m.Escape(n.Capability), m.Code(n.Target), m.Escape(n.Reason),
+		m.Escape(n.At))
+}
+
 // Text is the message as plain text ("🔔 metnos ran code:exec git push
 // origin main · approved by rule #1 · 20:04 CET").
-func (n Notification) Text(l locale.Locale) string {
-	return l.T("notify.ran", n.Agent, n.Capability, n.Target, n.Reason, n.At)
-}
-
-// TelegramHTML is the message for Telegram's HTML parse mode, the target
-// in <code>.
-func (n Notification) TelegramHTML(l locale.Locale) string {
-	return l.T("notify.ran", html.EscapeString(n.Agent), html.EscapeString(n.Capability),
-		"<code>"+html.EscapeString(n.Target)+"</code>", html.EscapeString(n.Reason), html.EscapeString(n.At))
-}
-
-// SlackText is the message for a Slack post without markdown.
-func (n Notification) SlackText(l locale.Locale) string { return EscapeMrkdwn(n.Text(l)) }
+func (n Notification) Text(l locale.Locale) string { return n.Render(l, Plain) }

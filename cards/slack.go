@@ -434,3 +434,13 @@ func slackScopeSelect(c Card) *slack.SelectBlockElement {
 	sel.InitialOption = opts[c.ScopeChoice]
 	return sel
 }
+
+// SlackMarkup writes a digest or a notification for a Slack post without
+// markdown: everything escaped (EscapeMrkdwn), nothing set apart.
+var SlackMarkup Markup = slackMarkup{}
+
+type slackMarkup struct{}
+
+func (slackMarkup) Escape(s string) string { return EscapeMrkdwn(s) }
+func (slackMarkup) Code(s string) string   { return EscapeMrkdwn(s) }
+func (slackMarkup) Link(u string) string   { return EscapeMrkdwn(u) }

@@ -396,3 +396,13 @@ func renderTelegramGrants(grants []policy.Grant, more bool, l locale.Locale, lim
 	}
 	return TelegramMessage{HTML: t.html.String(), Plain: t.plain.String()}
 }
+
+// TelegramMarkup writes a digest or a notification for Telegram's HTML
+// parse mode: everything escaped, a target in <code>.
+var TelegramMarkup Markup = telegramMarkup{}
+
+type telegramMarkup struct{}
+
+func (telegramMarkup) Escape(s string) string { return html.EscapeString(s) }
+func (telegramMarkup) Code(s string) string   { return "<code>" + html.EscapeString(s) + "</code>" }
+func (telegramMarkup) Link(u string) string   { return html.EscapeString(u) }

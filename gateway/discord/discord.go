@@ -265,13 +265,13 @@ func (m *Messenger) Announce(ctx context.Context, n approvals.Notification) erro
 // SendDigest posts the daily digest ([approvals] digest) to the cards'
 // channel: a plain message, no buttons.
 func (m *Messenger) SendDigest(ctx context.Context, d approvals.Digest) error {
-	return m.say(ctx, cards.NewDigest(d, m.loc).DiscordText(m.loc), "")
+	return m.say(ctx, cards.DiscordText(cards.NewDigest(d, m.loc).Render(m.loc, cards.DiscordMarkup)), "")
 }
 
 // SendBulletin posts a bulletin (a passkey added or removed) to the cards'
 // channel: a plain message, no buttons.
 func (m *Messenger) SendBulletin(ctx context.Context, b approvals.Bulletin) error {
-	return m.say(ctx, cards.NewBulletin(b, m.loc).DiscordText(), "")
+	return m.say(ctx, cards.DiscordText(cards.NewBulletin(b, m.loc).Render(cards.DiscordMarkup)), "")
 }
 
 // Remind posts a short reminder of a pending request in reply to its card.

@@ -56,7 +56,7 @@ func FuzzDiscordCard(f *testing.F) {
 		}
 		d := approvals.Digest{From: time.Now(), To: time.Now(), Link: "https://gw.example.com/#suggestions",
 			Suggestions: []approvals.DigestSuggestion{{Agent: agent, Capability: "fs:write", Target: target, Count: 3}}}
-		if s := cards.NewDigest(d, loc).DiscordText(loc); cards.UTF16Len(s) > cards.DiscordMaxContent || len(discordtest.Pills(s)) > 0 {
+		if s := cards.DiscordText(cards.NewDigest(d, loc).Render(loc, cards.DiscordMarkup)); cards.UTF16Len(s) > cards.DiscordMaxContent || len(discordtest.Pills(s)) > 0 {
 			t.Fatalf("digest draws %q:\n%s", discordtest.Pills(s), s)
 		}
 	})

@@ -221,7 +221,7 @@ func (m *Messenger) Summarize(ctx context.Context, waiting []approvals.Waiting) 
 // text, no blocks, no buttons. One attempt: the service retries.
 func (m *Messenger) Announce(ctx context.Context, n approvals.Notification) error {
 	_, _, err := m.api.PostMessageContext(ctx, m.cfg.ChannelID,
-		slackapi.MsgOptionText(cards.NewNotification(n.Request, m.loc).SlackText(m.loc), false),
+		slackapi.MsgOptionText(cards.NewNotification(n.Request, m.loc).Render(m.loc, cards.SlackMarkup), false),
 		slackapi.MsgOptionDisableMarkdown())
 	if err != nil {
 		return apiError("chat.postMessage", err)
@@ -233,7 +233,7 @@ func (m *Messenger) Announce(ctx context.Context, n approvals.Notification) erro
 // a plain message, no buttons.
 func (m *Messenger) SendDigest(ctx context.Context, d approvals.Digest) error {
 	_, _, err := m.api.PostMessageContext(ctx, m.cfg.ChannelID,
-		slackapi.MsgOptionText(cards.NewDigest(d, m.loc).SlackText(m.loc), false),
+		slackapi.MsgOptionText(cards.NewDigest(d, m.loc).Render(m.loc, cards.SlackMarkup), false),
 		slackapi.MsgOptionDisableMarkdown())
 	if err != nil {
 		return apiError("chat.postMessage", err)
@@ -245,7 +245,7 @@ func (m *Messenger) SendDigest(ctx context.Context, d approvals.Digest) error {
 // channel: a plain message, no buttons.
 func (m *Messenger) SendBulletin(ctx context.Context, b approvals.Bulletin) error {
 	_, _, err := m.api.PostMessageContext(ctx, m.cfg.ChannelID,
-		slackapi.MsgOptionText(cards.NewBulletin(b, m.loc).SlackText(), false),
+		slackapi.MsgOptionText(cards.NewBulletin(b, m.loc).Render(cards.SlackMarkup), false),
 		slackapi.MsgOptionDisableMarkdown())
 	if err != nil {
 		return apiError("chat.postMessage", err)

@@ -217,7 +217,7 @@ func (b *Bot) Remind(ctx context.Context, r approvals.Request, ref string) error
 func (b *Bot) Announce(ctx context.Context, n approvals.Notification) error {
 	ctx, cancel := context.WithTimeout(ctx, b.callTimeout)
 	defer cancel()
-	msg := tgbotapi.NewMessage(b.cfg.ChatID, cards.NewNotification(n.Request, b.loc).TelegramHTML(b.loc))
+	msg := tgbotapi.NewMessage(b.cfg.ChatID, cards.NewNotification(n.Request, b.loc).Render(b.loc, cards.TelegramMarkup))
 	msg.ParseMode = tgbotapi.ModeHTML
 	msg.DisableWebPagePreview = true
 	if _, err := b.bot(ctx).Send(msg); err != nil {
@@ -231,7 +231,7 @@ func (b *Bot) Announce(ctx context.Context, n approvals.Notification) error {
 func (b *Bot) SendDigest(ctx context.Context, d approvals.Digest) error {
 	ctx, cancel := context.WithTimeout(ctx, b.callTimeout)
 	defer cancel()
-	msg := tgbotapi.NewMessage(b.cfg.ChatID, cards.NewDigest(d, b.loc).TelegramHTML(b.loc))
+	msg := tgbotapi.NewMessage(b.cfg.ChatID, cards.NewDigest(d, b.loc).Render(b.loc, cards.TelegramMarkup))
 	msg.ParseMode = tgbotapi.ModeHTML
 	msg.DisableWebPagePreview = true
 	if _, err := b.bot(ctx).Send(msg); err != nil {
@@ -245,7 +245,7 @@ func (b *Bot) SendDigest(ctx context.Context, d approvals.Digest) error {
 func (b *Bot) SendBulletin(ctx context.Context, m approvals.Bulletin) error {
 	ctx, cancel := context.WithTimeout(ctx, b.callTimeout)
 	defer cancel()
-	msg := tgbotapi.NewMessage(b.cfg.ChatID, cards.NewBulletin(m, b.loc).TelegramHTML())
+	msg := tgbotapi.NewMessage(b.cfg.ChatID, cards.NewBulletin(m, b.loc).Render(cards.TelegramMarkup))
 	msg.ParseMode = tgbotapi.ModeHTML
 	msg.DisableWebPagePreview = true
 	if _, err := b.bot(ctx).Send(msg); err != nil {
