@@ -10,8 +10,10 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/storage"
 )
 
 // SlackHome is what the App Home tab shows one person.
@@ -145,6 +147,26 @@ func SlackGrantsText(grants []policy.Grant, moreGrants bool, l locale.Locale) st
 	b.WriteString("*" + l.T("list.grants_title", len(grants), more(moreGrants)) + "*")
 	for _, g := range grants {
 		b.WriteString("\n• " + SlackGrantLine(g, l))
+	}
+	return fitEscaped(b.String(), SlackMaxSectionText)
+}
+
+// SlackAuditText is the answer to /approvals audit: the rows (oldest
+// first) under a title saying what was asked, in mrkdwn, every dynamic
+// string escaped, within one section.
+func SlackAuditText(rows []storage.AuditEvent, scope approvals.AuditScope, l locale.Locale) string {
+	what := EscapeMrkdwn(auditScope(scope, l))
+	if len(rows) == 0 {
+		return l.T("audit.none", what)
+	}
+	var b strings.Builder
+	b.WriteString("*" + l.T("audit.title", len(rows), what) + "* " + l.T("audit.oldest_first"))
+	for _, e := range rows {
+		fmt.Fprintf(&b, "\n• `#%d` %s — *%s* %s %s", e.Seq, EscapeMrkdwn(l.Clock(e.At)), EscapeMrkdwn(e.Event),
+			l.T("audit.by"), EscapeMrkdwn(auditActor(e.Actor, l)))
+		if facts := auditFactsText(e, l); facts != "" {
+			b.WriteString(" · " + EscapeMrkdwn(facts))
+		}
 	}
 	return fitEscaped(b.String(), SlackMaxSectionText)
 }

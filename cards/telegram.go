@@ -10,6 +10,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/storage"
 )
 
 // TelegramMaxText is the Bot API's limit on a message text: 4096 characters
@@ -112,16 +113,6 @@ func telegramStepUpKeyboard(c Card) *tgbotapi.InlineKeyboardMarkup {
 	kb := tgbotapi.NewInlineKeyboardMarkup(
 		tgbotapi.NewInlineKeyboardRow(tgbotapi.NewInlineKeyboardButtonURL(c.Locale.T("button.confirm_web"), c.ConfirmURL)), deny)
 	return &kb
-}
-
-// StepUpLine is what a step-up card says above its buttons: allowing
-// needs the passkey on the web page, and the page's address when the card
-// cannot carry it as a link button.
-func StepUpLine(c Card) string {
-	if c.ConfirmButton() {
-		return c.Locale.T("card.step_up")
-	}
-	return c.Locale.T("card.step_up") + " " + c.Locale.T("card.step_up_link", c.ConfirmURL)
 }
 
 // telegramMaxScopeLabel bounds a scope button's text (Telegram cuts long
@@ -288,29 +279,6 @@ func renderTelegram(c Card, limit int) TelegramMessage {
 	return TelegramMessage{HTML: t.html.String(), Plain: t.plain.String()}
 }
 
-// oneLine folds line breaks into spaces: a field that is not a command
-// must not be able to forge extra lines ("Vaglio: score 1.00") on the card.
-func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n") {
-		return s
-	}
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
-}
-
-// UTF16Len is the length of s in UTF-16 code units, which is how Telegram
-// counts its text limits.
-func UTF16Len(s string) int {
-	n := 0
-	for _, r := range s { // an invalid byte decodes as one U+FFFD: one unit
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
-}
-
 // TelegramMaxGrants is how many grants one /grants message lists: each has
 // a Revoke button, and a longer list is unreadable on a phone anyway (the
 // rest are one `gateway policy grants` away).
@@ -406,3 +374,33 @@ type telegramMarkup struct{}
 func (telegramMarkup) Escape(s string) string { return html.EscapeString(s) }
 func (telegramMarkup) Code(s string) string   { return "<code>" + html.EscapeString(s) + "</code>" }
 func (telegramMarkup) Link(u string) string   { return html.EscapeString(u) }
+
+// TelegramAudit is the answer to /history: the rows (oldest first) under
+// a title, HTML-escaped, within Telegram's message limit (the oldest rows
+// give way first).
+func TelegramAudit(rows []storage.AuditEvent, scope approvals.AuditScope, l locale.Locale) TelegramMessage {
+	what := auditScope(scope, l)
+	for {
+		var t tgText
+		if len(rows) == 0 {
+			t.text(l.T("audit.none", what))
+			return TelegramMessage{HTML: t.html.String(), Plain: t.plain.String()}
+		}
+		t.tag("b", l.T("audit.title", len(rows), what))
+		t.text(" " + l.T("audit.oldest_first"))
+		for _, e := range rows {
+			t.nl()
+			t.text(fmt.Sprintf("#%d %s — ", e.Seq, l.Clock(e.At)))
+			t.tag("b", e.Event)
+			t.text(" " + l.T("audit.by") + " " + auditActor(e.Actor, l))
+			if facts := auditFactsText(e, l); facts != "" {
+				t.text(" · " + facts)
+			}
+		}
+		m := TelegramMessage{HTML: t.html.String(), Plain: t.plain.String()}
+		if UTF16Len(m.Plain) <= TelegramMaxText || len(rows) == 1 {
+			return m
+		}
+		rows = rows[1:]
+	}
+}
