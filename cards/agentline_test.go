@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/messenger/telegram"
 )
 
 // TestCard_ChildTokenAgentLine: a request made with a child token names
@@ -18,7 +19,7 @@ func TestCard_ChildTokenAgentLine(t *testing.T) {
 	if c.Agent != want {
 		t.Fatalf("Agent = %q, want %q", c.Agent, want)
 	}
-	if tg := cards.Telegram(c); !strings.Contains(tg.HTML, want) {
+	if tg := telegram.Telegram(c); !strings.Contains(tg.HTML, want) {
 		t.Errorf("Telegram card lacks %q:\n%s", want, tg.HTML)
 	}
 	blocks, _ := json.Marshal(cards.Slack(c).Blocks)

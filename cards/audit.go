@@ -29,7 +29,7 @@ func AuditFacts(e storage.AuditEvent, l locale.Locale) []AuditFact {
 	var out []AuditFact
 	add := func(k, v string) {
 		if v != "" { // agent-supplied names and reasons: shown through Display
-			v, _ = CutIn(oneLine(SafeIn(v, l)), auditDetailMax, l)
+			v, _ = CutIn(OneLine(SafeIn(v, l)), auditDetailMax, l)
 			out = append(out, AuditFact{k, v})
 		}
 	}
@@ -59,14 +59,14 @@ func AuditFacts(e storage.AuditEvent, l locale.Locale) []AuditFact {
 	return out
 }
 
-// auditActor is who wrote an audit row, shown through Display.
-func auditActor(a string, l locale.Locale) string {
-	out, _ := CutIn(oneLine(SafeIn(a, l)), auditDetailMax, l)
+// AuditActor is who wrote an audit row, shown through Display.
+func AuditActor(a string, l locale.Locale) string {
+	out, _ := CutIn(OneLine(SafeIn(a, l)), auditDetailMax, l)
 	return out
 }
 
-// auditScope is what an audit listing is of, in l's language.
-func auditScope(sc approvals.AuditScope, l locale.Locale) string {
+// AuditWhat is what an audit listing is of, in l's language.
+func AuditWhat(sc approvals.AuditScope, l locale.Locale) string {
 	sc.Value = SafeIn(sc.Value, l)
 	switch sc.Kind {
 	case "all":
@@ -81,7 +81,8 @@ func auditScope(sc approvals.AuditScope, l locale.Locale) string {
 	return sc.Value
 }
 
-func auditFactsText(e storage.AuditEvent, l locale.Locale) string {
+// AuditFactsText is an audit row's facts on one line ("key value · key value").
+func AuditFactsText(e storage.AuditEvent, l locale.Locale) string {
 	var parts []string
 	for _, f := range AuditFacts(e, l) {
 		parts = append(parts, f.Key+" "+f.Value)

@@ -291,22 +291,26 @@ func bareScheme(target string) bool {
 	return i+1 < len(t) && (t[i+1] < '0' || t[i+1] > '9')
 }
 
-// cuts records what a renderer cut to fit a platform limit, by field, so
+// Cuts records what a renderer cut to fit a platform limit, by field, so
 // the card can say it (the whole text is on the request's web page).
-type cuts struct {
+type Cuts struct {
 	l     locale.Locale // the language of the cut markers
 	order []string
 	n     map[string]int
 }
 
-// cut is Cut, recorded under field.
-func (c *cuts) cut(field, s string, max int) string {
+// NewCuts records cuts whose markers are in l.
+func NewCuts(l locale.Locale) Cuts { return Cuts{l: l} }
+
+// Cut is CutIn, recorded under field.
+func (c *Cuts) Cut(field, s string, max int) string {
 	out, n := CutIn(s, max, c.l)
-	c.add(field, n)
+	c.Add(field, n)
 	return out
 }
 
-func (c *cuts) add(field string, n int) {
+// Add records n characters cut from field.
+func (c *Cuts) Add(field string, n int) {
 	if n == 0 {
 		return
 	}
@@ -319,12 +323,12 @@ func (c *cuts) add(field string, n int) {
 	c.n[field] += n
 }
 
-// any reports whether anything was cut.
-func (c *cuts) any() bool { return len(c.order) > 0 }
+// Any reports whether anything was cut.
+func (c *Cuts) Any() bool { return len(c.order) > 0 }
 
-// line is the card's line about the cuts: "✂ Cut to fit: Target 8,976
+// Line is the card's line about the cuts: "✂ Cut to fit: Target 8,976
 // characters. The whole request: " (the link follows).
-func (c *cuts) line(l locale.Locale) string {
+func (c *Cuts) Line(l locale.Locale) string {
 	parts := make([]string, len(c.order))
 	for i, f := range c.order {
 		parts[i] = l.T("card.cut_field", f, thousands(c.n[f], l))

@@ -1,4 +1,4 @@
-package cards
+package cards_test
 
 import (
 	"strings"
@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/locale"
+	"github.com/metnos/gateway/messenger/telegram"
 )
 
 // TestDigest: the digest's agent strings are shown as cards show them (a
@@ -21,27 +23,27 @@ func TestDigest(t *testing.T) {
 			Target: "npm <b>test</b>" + strings.Repeat("x", 300) + "tail", Count: 4}}}
 	for _, lang := range []locale.Lang{locale.English, locale.Italian} {
 		l := locale.New(lang, time.UTC, func() time.Time { return at })
-		m := NewDigest(d, l)
-		for _, s := range []string{m.Text(l), m.Render(l, TelegramMarkup), m.Render(l, SlackMarkup)} {
+		m := cards.NewDigest(d, l)
+		for _, s := range []string{m.Text(l), m.Render(l, telegram.TelegramMarkup), m.Render(l, cards.SlackMarkup)} {
 			if strings.ContainsRune(s, '\u202e') || !strings.Contains(s, "⟦U+202E⟧") || !strings.Contains(s, "xtail") ||
 				strings.Contains(s, strings.Repeat("x", 250)) || !strings.Contains(s, d.Link) || !strings.Contains(s, "9") {
 				t.Errorf("%s digest:\n%s", lang, s)
 			}
 		}
-		if h := m.Render(l, TelegramMarkup); !strings.Contains(h, "<code>npm &lt;b&gt;test&lt;/b&gt;") {
+		if h := m.Render(l, telegram.TelegramMarkup); !strings.Contains(h, "<code>npm &lt;b&gt;test&lt;/b&gt;") {
 			t.Errorf("%s telegram HTML not escaped: %q", lang, h)
 		}
-		if s := m.Render(l, SlackMarkup); !strings.Contains(s, "npm &lt;b&gt;test&lt;/b&gt;") {
+		if s := m.Render(l, cards.SlackMarkup); !strings.Contains(s, "npm &lt;b&gt;test&lt;/b&gt;") {
 			t.Errorf("%s slack text not escaped: %q", lang, s)
 		}
-		if s := DiscordText(m.Render(l, DiscordMarkup)); !strings.Contains(s, "`npm <b>test</b>") || !strings.Contains(s, "<"+d.Link+">") ||
+		if s := cards.DiscordText(m.Render(l, cards.DiscordMarkup)); !strings.Contains(s, "`npm <b>test</b>") || !strings.Contains(s, "<"+d.Link+">") ||
 			!strings.Contains(s, `a1⟦U\+202E⟧ · code\:exec`) || strings.ContainsRune(s, '\u202e') || !strings.Contains(s, "xtail`") {
 			t.Errorf("%s discord text: %q", lang, s)
 		}
 	}
 	l := locale.New(locale.English, time.UTC, func() time.Time { return at })
 	d.Suggestions = nil
-	if s := NewDigest(d, l).Text(l); !strings.Contains(s, "Asked: 9 · allowed 5 · denied 2 · expired 1 · still pending 1 · withdrawn 0") ||
+	if s := cards.NewDigest(d, l).Text(l); !strings.Contains(s, "Asked: 9 · allowed 5 · denied 2 · expired 1 · still pending 1 · withdrawn 0") ||
 		!strings.Contains(s, "No suggested rules.") || strings.Contains(s, d.Link) {
 		t.Errorf("digest without suggestions:\n%s", s)
 	}

@@ -59,7 +59,7 @@ func EscapeDiscord(s string) string { return discordEscaper.Replace(s) }
 // draws no markdown and no mention: folded to one line, a backtick (which
 // would end the span) shown as ⟦U+0060⟧.
 func discordCode(s string) string {
-	s = strings.ReplaceAll(oneLine(s), "`", "⟦U+0060⟧")
+	s = strings.ReplaceAll(OneLine(s), "`", "⟦U+0060⟧")
 	if strings.TrimSpace(s) == "" {
 		s = "—"
 	}
@@ -91,8 +91,8 @@ func Discord(c Card) DiscordMessage {
 
 func renderDiscord(c Card, limit int) string {
 	l := c.Locale
-	cs := cuts{l: l}
-	cut := func(field, s string) string { return cs.cut(field, oneLine(s), limit) }
+	cs := NewCuts(l)
+	cut := func(field, s string) string { return cs.Cut(field, OneLine(s), limit) }
 	var b strings.Builder
 	line := func(parts ...string) {
 		for _, p := range parts {
@@ -115,7 +115,7 @@ func renderDiscord(c Card, limit int) string {
 	line(EscapeDiscord(l.T("label.agent")), ": ", discordCode(cut(l.T("label.agent"), c.Agent)), " · ",
 		EscapeDiscord(l.T("label.level_lc")), " ", discordCode(c.Level))
 	line(EscapeDiscord(l.T("label.capability")), ": ", discordCode(c.Capability), " · ", EscapeDiscord(crit))
-	if target := cs.cut(l.T("label.target"), c.Target, limit); strings.Contains(target, "\n") {
+	if target := cs.Cut(l.T("label.target"), c.Target, limit); strings.Contains(target, "\n") {
 		line(EscapeDiscord(l.T("label.target")), ":")
 		line(discordBlock(target))
 	} else {
@@ -143,7 +143,7 @@ func renderDiscord(c Card, limit int) string {
 		}
 		line("⏳ ", EscapeDiscord(l.Expires(c.ExpiresAt)))
 		if c.Escalation != "" {
-			line(EscapeDiscord(oneLine(c.Escalation)))
+			line(EscapeDiscord(OneLine(c.Escalation)))
 		}
 		if c.Progress != "" {
 			line("**", EscapeDiscord(cut(l.T("label.request"), c.Progress)), "**")
@@ -157,12 +157,12 @@ func renderDiscord(c Card, limit int) string {
 	if c.Note != "" {
 		line("📝 ", EscapeDiscord(l.T("label.note")), ": ", discordCode(cut(l.T("label.note"), c.Note)))
 	}
-	if cs.any() {
+	if cs.Any() {
 		page := discordCode(c.PageURL) + EscapeDiscord(l.T("card.not_linked"))
 		if c.Linked() {
 			page = discordLink(c.PageURL)
 		}
-		line(EscapeDiscord(cs.line(l)), page)
+		line(EscapeDiscord(cs.Line(l)), page)
 	}
 	b.WriteString(EscapeDiscord(l.T("label.request")) + " " + discordCode(c.RequestID))
 	return b.String()
@@ -176,7 +176,7 @@ func discordButton(label, customID string, style discordgo.ButtonStyle) discordg
 
 // fitLabel cuts a label to DiscordMaxLabel characters with the marker.
 func fitLabel(s string) string {
-	s = oneLine(s)
+	s = OneLine(s)
 	if utf8.RuneCountInString(s) <= DiscordMaxLabel {
 		return s
 	}

@@ -70,7 +70,7 @@ func DiscordGrantsText(grants []policy.Grant, moreGrants bool, l locale.Locale) 
 // DiscordAuditText is the answer to /approvals audit: the rows, oldest
 // first, under a title saying what was asked.
 func DiscordAuditText(rows []storage.AuditEvent, scope approvals.AuditScope, l locale.Locale) string {
-	what := auditScope(scope, l)
+	what := AuditWhat(scope, l)
 	if len(rows) == 0 {
 		return EscapeDiscord(l.T("audit.none", what))
 	}
@@ -78,8 +78,8 @@ func DiscordAuditText(rows []storage.AuditEvent, scope approvals.AuditScope, l l
 	b.WriteString("**" + EscapeDiscord(l.T("audit.title", len(rows), what)) + "** " + EscapeDiscord(l.T("audit.oldest_first")))
 	for _, e := range rows {
 		fmt.Fprintf(&b, "\n• \\#%d %s — **%s** %s %s", e.Seq, EscapeDiscord(l.Clock(e.At)), EscapeDiscord(e.Event),
-			EscapeDiscord(l.T("audit.by")), discordCode(auditActor(e.Actor, l)))
-		if facts := auditFactsText(e, l); facts != "" {
+			EscapeDiscord(l.T("audit.by")), discordCode(AuditActor(e.Actor, l)))
+		if facts := AuditFactsText(e, l); facts != "" {
 			b.WriteString(" · " + discordCode(facts))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/messenger/telegram"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
 )
@@ -107,7 +108,7 @@ func TestProbes_Telegram(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			r := pending(p.capability, p.target)
 			r.Intent = "tidy up\u2067 the notes"
-			m := cards.Telegram(cards.New(r, tgLocale))
+			m := telegram.Telegram(cards.New(r, tgLocale))
 			checkTelegram(t, m)
 			noInvisible(t, "telegram", m.HTML)
 			mustContain(t, "telegram", m.Plain, p.want...)
@@ -149,7 +150,7 @@ func TestProbes_Slack(t *testing.T) {
 func TestProbes_GrantLists(t *testing.T) {
 	g := policy.Grant{ID: 3, Channel: "web", SenderID: "own\u200Ber", Capability: "fs:write",
 		Target: "/srv/notes\u202E\u2066txt.*", GrantedBy: "telegram:Rob\u202Eerto (42)", GrantedAt: created, Active: true}
-	tg := cards.TelegramGrants([]policy.Grant{g}, false, tgLocale)
+	tg := telegram.TelegramGrants([]policy.Grant{g}, false, tgLocale)
 	noInvisible(t, "/grants", tg.HTML)
 	mustContain(t, "/grants", tg.Plain, "/srv/notes⟦U+202E⟧⟦U+2066⟧txt.*", "own⟦U+200B⟧er", "Rob⟦U+202E⟧erto", cards.WarnEscaped)
 	sl := cards.SlackGrantsText([]policy.Grant{g}, false, slackLocale)
@@ -168,7 +169,7 @@ func TestProbes_TenThousandCharacterTarget(t *testing.T) {
 		c := cards.New(r, tgLocale).WithPage(base)
 		link := base + "/r/" + r.ID
 
-		m := cards.Telegram(c)
+		m := telegram.Telegram(c)
 		checkTelegram(t, m)
 		mustContain(t, "telegram", m.Plain, "characters cut …⟧", "✂ Cut to fit: Target ", bigTailMark, link)
 		if base != "" {
@@ -195,7 +196,7 @@ func TestProbes_TenThousandCharacterTarget(t *testing.T) {
 // the name it is really looked up as.
 func TestProbes_IDNHost(t *testing.T) {
 	r := pending("network:http", "https://раураl.com/login")
-	m := cards.Telegram(cards.New(r, tgLocale))
+	m := telegram.Telegram(cards.New(r, tgLocale))
 	checkTelegram(t, m)
 	mustContain(t, "telegram", m.Plain, "Host: раураl.com → xn--l-7sba6dbr.com")
 	msg := cards.Slack(cards.New(slackRequest(func(s *approvals.Request) {
@@ -205,13 +206,13 @@ func TestProbes_IDNHost(t *testing.T) {
 	// A scheme without // (http:evil.com, as a browser reads it) shows the
 	// host the gateway decided on, as does an IPv4 address in another form.
 	for target, want := range map[string]string{"http:evil.com": "Host: http:evil.com → evil.com", "0x7f.1": "Host: 0x7f.1 → 127.0.0.1"} {
-		mustContain(t, "telegram", cards.Telegram(cards.New(pending("network:http", target), tgLocale)).Plain, want)
+		mustContain(t, "telegram", telegram.Telegram(cards.New(pending("network:http", target), tgLocale)).Plain, want)
 	}
 	// An ASCII host needs no second form (nor a host and its port), and a
 	// host in another kind of target is not a host.
 	for _, r := range []approvals.Request{pending("network:http", "https://example.com/x"), pending("network:http", "localhost:8080"),
 		pending("code:exec", "curl https://раураl.com")} {
-		if p := cards.Telegram(cards.New(r, tgLocale)).Plain; strings.Contains(p, "Host:") {
+		if p := telegram.Telegram(cards.New(r, tgLocale)).Plain; strings.Contains(p, "Host:") {
 			t.Errorf("a Host line on:\n%s", p)
 		}
 	}
@@ -282,7 +283,7 @@ func TestProbes_AuditListings(t *testing.T) {
 		Agent: "a1", Capability: "code:exec", RequestID: "rabc",
 		Detail: map[string]any{"reason": "cat notes\u202E\u2066hs.txt", "status": "denied"}}}
 	scope := approvals.AuditScope{Kind: "person", Value: "Rob\u202Eerto"}
-	tg := cards.TelegramAudit(rows, scope, tgLocale)
+	tg := telegram.TelegramAudit(rows, scope, tgLocale)
 	noInvisible(t, "/history", tg.HTML)
 	mustContain(t, "/history", tg.Plain, "cat notes⟦U+202E⟧⟦U+2066⟧hs.txt", "Rob⟦U+200B⟧erto", "@Rob⟦U+202E⟧erto")
 	sl := cards.SlackAuditText(rows, scope, slackLocale)

@@ -11,7 +11,7 @@ import (
 // within its owner, the action, the capability, the target, its scope and
 // where it comes from ("api:3 · run time" or "config:1 · config file").
 func SlackRuleLine(r policy.RuleInfo, l locale.Locale) string {
-	cs := cuts{l: l}
+	cs := NewCuts(l)
 	s := l.T("rules.line", r.Position, EscapeMrkdwn(string(r.Action)), EscapeMrkdwn(r.Capability),
 		codeSpan(&cs, "", SafeIn(r.Target, l), 500))
 	var scope []string

@@ -199,15 +199,15 @@ func plain(text string) *slack.TextBlockObject {
 // a backtick (which would end the span early) shown as the escape
 // ⟦U+0060⟧, cut in the middle to fit max bytes with the cut recorded in cs
 // under field.
-func codeSpan(cs *cuts, field, s string, max int) string {
-	s = strings.ReplaceAll(oneLine(s), "`", "⟦U+0060⟧")
+func codeSpan(cs *Cuts, field, s string, max int) string {
+	s = strings.ReplaceAll(OneLine(s), "`", "⟦U+0060⟧")
 	return "`" + fitMrkdwn(cs, field, s, max-2) + "`"
 }
 
 // fitMrkdwn escapes a displayed text for mrkdwn and cuts it in the middle,
 // never inside an escape or an entity, until it fits limit bytes (Slack
 // counts characters; bytes are never fewer). The cut is recorded in cs.
-func fitMrkdwn(cs *cuts, field, s string, limit int) string {
+func fitMrkdwn(cs *Cuts, field, s string, limit int) string {
 	out := EscapeMrkdwn(s)
 	if len(out) <= limit {
 		return out
@@ -217,7 +217,7 @@ func fitMrkdwn(cs *cuts, field, s string, limit int) string {
 		n = min(n-1, n*limit/len(out))
 		cut, k := CutIn(s, max(n, 0), cs.l)
 		if out = EscapeMrkdwn(cut); len(out) <= limit || n <= 0 {
-			cs.add(field, k)
+			cs.Add(field, k)
 			return out
 		}
 	}
@@ -227,12 +227,12 @@ func fitMrkdwn(cs *cuts, field, s string, limit int) string {
 // goes out as plain_text with emoji off, so no part of it can become a
 // link, a mention, formatting or an emoji. value is a displayed text; it
 // is folded to one line and cut to fit.
-func plainFact(cs *cuts, label, value string, max int) *slack.TextBlockObject {
+func plainFact(cs *Cuts, label, value string, max int) *slack.TextBlockObject {
 	if value == "" {
 		value = "—"
 	}
 	head := label + ": "
-	return slackPlain(head + cs.cut(label, oneLine(value), max-utf8.RuneCountInString(head)))
+	return slackPlain(head + cs.Cut(label, OneLine(value), max-utf8.RuneCountInString(head)))
 }
 
 // slackPlain is a plain_text object with emoji codes left as typed.
@@ -276,7 +276,7 @@ func slackExpires(t time.Time, l locale.Locale) string {
 // formatting.
 func Slack(c Card) SlackMessage {
 	l := c.Locale
-	cs := cuts{l: l}
+	cs := NewCuts(l)
 	title := c.Title
 	if c.Critical {
 		title = "⚠️ " + title
@@ -302,7 +302,7 @@ func Slack(c Card) SlackMessage {
 		plainFact(&cs, l.T("label.intent"), c.Intent, SlackMaxFieldText),
 		plainFact(&cs, l.T("label.executor"), c.Executor, SlackMaxFieldText),
 		plainFact(&cs, l.T("label.vaglio"), vag, SlackMaxFieldText))
-	blocks := []slack.Block{slack.NewHeaderBlock(slackPlain(fitPlain(oneLine(title), SlackMaxHeaderText)))}
+	blocks := []slack.Block{slack.NewHeaderBlock(slackPlain(fitPlain(OneLine(title), SlackMaxHeaderText)))}
 	if w := c.Warnings(); len(w) > 0 {
 		blocks = append(blocks, slack.NewContextBlock("approval_warning", mrkdwn(EscapeMrkdwn(strings.Join(w, "\n")))))
 	}
@@ -313,12 +313,12 @@ func Slack(c Card) SlackMessage {
 	}
 	// The fallback text shows in notifications; the adapter sends it with
 	// mrkdwn off, and it is escaped besides, so it stays plain too.
-	fallback := l.T("slack.fallback", c.Title, oneLine(c.Target))
+	fallback := l.T("slack.fallback", c.Title, OneLine(c.Target))
 	var tail []slack.Block
 	if c.Pending {
 		grant := l.T("card.no_allow_always", c.Capability)
 		if c.AllowAlways {
-			grant = cs.cut(l.T("button.allow_always"), oneLine(c.GrantPreview), SlackMaxSectionText-200)
+			grant = cs.Cut(l.T("button.allow_always"), OneLine(c.GrantPreview), SlackMaxSectionText-200)
 		}
 		if c.Escalation != "" || c.Progress != "" {
 			var lines []string
@@ -341,27 +341,27 @@ func Slack(c Card) SlackMessage {
 		tail = append(tail, slack.NewActionBlock(SlackDecisionBlockID(c.RequestID), slackButtons(c)...))
 		fallback += ": " + l.T("slack.approval_needed")
 	} else {
-		text := cs.cut(l.T("label.request"), oneLine(c.StatusLine), SlackMaxSectionText/2)
+		text := cs.Cut(l.T("label.request"), OneLine(c.StatusLine), SlackMaxSectionText/2)
 		if c.Note != "" {
-			text += "\n📝 " + cs.cut(l.T("label.note"), oneLine(c.Note), SlackMaxSectionText/2-10)
+			text += "\n📝 " + cs.Cut(l.T("label.note"), OneLine(c.Note), SlackMaxSectionText/2-10)
 		}
 		blocks = append(blocks,
 			slack.NewSectionBlock(slackPlain(text), nil, nil, slack.SectionBlockOptionBlockID(SlackOutcomeBlockID)),
 			slack.NewContextBlock("approval_context", mrkdwn(l.T("label.request_lc")+" "+c.RequestID)))
 		fallback += ": " + c.StatusLine
 	}
-	if cs.any() {
+	if cs.Any() {
 		blocks = append(blocks, slack.NewContextBlock("approval_cut", mrkdwn(slackCutLine(&cs, c))))
 	}
 	blocks = append(blocks, tail...)
-	none := cuts{l: l}
-	return SlackMessage{Text: fitMrkdwn(&none, "", oneLine(fallback), SlackMaxFallbackText), Blocks: blocks}
+	none := NewCuts(l)
+	return SlackMessage{Text: fitMrkdwn(&none, "", OneLine(fallback), SlackMaxFallbackText), Blocks: blocks}
 }
 
 // slackCutLine says what was cut and where the whole request is: a link
 // when web.public_url is set, else the path on the gateway's web page.
-func slackCutLine(cs *cuts, c Card) string {
-	line := EscapeMrkdwn(cs.line(c.Locale))
+func slackCutLine(cs *Cuts, c Card) string {
+	line := EscapeMrkdwn(cs.Line(c.Locale))
 	if c.Linked() {
 		return line + "<" + EscapeMrkdwn(c.PageURL) + "|" + EscapeMrkdwn(c.PageURL) + ">"
 	}
@@ -400,7 +400,7 @@ func slackButtons(c Card) []slack.BlockElement {
 			btn = slack.NewButtonBlockElement(SlackActionAllowAlways, c.RequestID+":"+strconv.Itoa(c.ScopeChoice), plain(b.Label))
 			btn = btn.WithConfirm(slack.NewConfirmationBlockObject(
 				plain(l.T("slack.confirm_allow_always_title")),
-				slackPlain(fitPlain(oneLine(c.GrantPreview)+".", SlackMaxConfirmText)),
+				slackPlain(fitPlain(OneLine(c.GrantPreview)+".", SlackMaxConfirmText)),
 				plain(l.T("slack.confirm_allow_always")),
 				plain(l.T("slack.cancel"))))
 			out = append(out, btn)
@@ -427,7 +427,7 @@ func slackScopeSelect(c Card) *slack.SelectBlockElement {
 		if sc == "*" {
 			sc = c.Locale.T("card.any_target")
 		}
-		opts[i] = slack.NewOptionBlockObject(strconv.Itoa(i), slackPlain(fitPlain(oneLine(sc), slackMaxOptionText)), nil)
+		opts[i] = slack.NewOptionBlockObject(strconv.Itoa(i), slackPlain(fitPlain(OneLine(sc), slackMaxOptionText)), nil)
 	}
 	sel := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain(c.Locale.T("slack.scope_placeholder")),
 		SlackActionScope, opts...)

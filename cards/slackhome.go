@@ -45,17 +45,17 @@ func SlackHomeView(h SlackHome) slack.HomeTabViewRequest {
 		add(slack.NewSectionBlock(mrkdwn(l.T("slack.home_nothing_pending")), nil, nil))
 	}
 	for _, c := range h.Pending {
-		cs := cuts{l: l}
-		text := cs.cut(l.T("label.agent"), oneLine(c.Title), 200) + "\n" + cs.cut(l.T("label.target"), oneLine(c.Target), 1500)
+		cs := NewCuts(l)
+		text := cs.Cut(l.T("label.agent"), OneLine(c.Title), 200) + "\n" + cs.Cut(l.T("label.target"), OneLine(c.Target), 1500)
 		if c.Intent != "" {
-			text += "\n" + cs.cut(l.T("label.intent"), oneLine(c.Intent), 1000)
+			text += "\n" + cs.Cut(l.T("label.intent"), OneLine(c.Intent), 1000)
 		}
 		add(slack.NewSectionBlock(slackPlain(text), nil, nil))
 		ctx := slackExpires(c.ExpiresAt, l) + " · " + l.T("label.request_lc") + " " + c.RequestID
 		if w := c.Warnings(); len(w) > 0 {
 			ctx += " · " + EscapeMrkdwn(strings.Join(w, " · "))
 		}
-		if cs.any() {
+		if cs.Any() {
 			ctx += "\n" + slackCutLine(&cs, c)
 		}
 		add(slack.NewContextBlock("", mrkdwn(ctx)))
@@ -74,7 +74,7 @@ func SlackHomeView(h SlackHome) slack.HomeTabViewRequest {
 			btn := slack.NewButtonBlockElement(SlackActionRevoke, strconv.FormatInt(g.ID, 10), plain(l.T("slack.revoke"))).
 				WithStyle(slack.StyleDanger).
 				WithConfirm(slack.NewConfirmationBlockObject(plain(l.T("slack.confirm_revoke_title")),
-					slackPlain(fitPlain(oneLine(l.T("slack.confirm_revoke", g.ID, SafeIn(g.Capability, l), SafeIn(g.Target, l),
+					slackPlain(fitPlain(OneLine(l.T("slack.confirm_revoke", g.ID, SafeIn(g.Capability, l), SafeIn(g.Target, l),
 						SafeIn(g.Channel+"/"+g.SenderID, l))), SlackMaxConfirmText)),
 					plain(l.T("slack.revoke")), plain(l.T("slack.cancel"))))
 			acc = slack.NewAccessory(btn)
@@ -98,7 +98,7 @@ func more(b bool) string {
 
 // SlackGrantLine is one grant as the Home tab and /approvals grants list it.
 func SlackGrantLine(g policy.Grant, l locale.Locale) string {
-	cs := cuts{l: l}
+	cs := NewCuts(l)
 	s := fmt.Sprintf("*#%d* %s %s %s", g.ID, l.T("grants.on", codeSpan(&cs, "", SafeIn(g.Capability, l), 100)),
 		codeSpan(&cs, "", SafeIn(g.Target, l), 1000),
 		l.T("grants.for_by", codeSpan(&cs, "", SafeIn(g.Channel+"/"+g.SenderID, l), 300),
@@ -127,12 +127,12 @@ func SlackPendingText(pending []Card, morePending bool, l locale.Locale) string 
 	}
 	var b strings.Builder
 	b.WriteString("*" + l.T("list.pending_title", len(pending), more(morePending)) + "*")
-	cs := cuts{l: l}
+	cs := NewCuts(l)
 	for _, c := range pending {
 		fmt.Fprintf(&b, "\n• `%s` %s %s · %s", c.RequestID, codeSpan(&cs, "", c.Title, 120), codeSpan(&cs, "", c.Target, 300),
 			slackExpires(c.ExpiresAt, l))
 	}
-	if cs.any() {
+	if cs.Any() {
 		b.WriteString("\n" + EscapeMrkdwn(l.T("card.cut_list")))
 	}
 	return fitEscaped(b.String(), SlackMaxSectionText)
@@ -155,7 +155,7 @@ func SlackGrantsText(grants []policy.Grant, moreGrants bool, l locale.Locale) st
 // first) under a title saying what was asked, in mrkdwn, every dynamic
 // string escaped, within one section.
 func SlackAuditText(rows []storage.AuditEvent, scope approvals.AuditScope, l locale.Locale) string {
-	what := EscapeMrkdwn(auditScope(scope, l))
+	what := EscapeMrkdwn(AuditWhat(scope, l))
 	if len(rows) == 0 {
 		return l.T("audit.none", what)
 	}
@@ -163,8 +163,8 @@ func SlackAuditText(rows []storage.AuditEvent, scope approvals.AuditScope, l loc
 	b.WriteString("*" + l.T("audit.title", len(rows), what) + "* " + l.T("audit.oldest_first"))
 	for _, e := range rows {
 		fmt.Fprintf(&b, "\n• `#%d` %s — *%s* %s %s", e.Seq, EscapeMrkdwn(l.Clock(e.At)), EscapeMrkdwn(e.Event),
-			l.T("audit.by"), EscapeMrkdwn(auditActor(e.Actor, l)))
-		if facts := auditFactsText(e, l); facts != "" {
+			l.T("audit.by"), EscapeMrkdwn(AuditActor(e.Actor, l)))
+		if facts := AuditFactsText(e, l); facts != "" {
 			b.WriteString(" · " + EscapeMrkdwn(facts))
 		}
 	}

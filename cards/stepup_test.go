@@ -8,6 +8,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/messenger/telegram"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -33,7 +34,7 @@ func TestStepUpCards(t *testing.T) {
 	} {
 		c := cards.New(r, tgLocale).WithConfirm(tc.base)
 		link := strings.TrimRight(tc.base, "/") + "/r/r1"
-		tg := cards.Telegram(c)
+		tg := telegram.Telegram(c)
 		var labels []string
 		url := ""
 		for _, row := range tg.Keyboard.InlineKeyboard {
@@ -66,7 +67,7 @@ func TestStepUpCards(t *testing.T) {
 		}
 	}
 	r.Status = approvals.StatusDenied
-	if kb := cards.TelegramKeyboard(cards.New(r, tgLocale).WithConfirm("https://gw.example.com")); kb != nil {
+	if kb := telegram.TelegramKeyboard(cards.New(r, tgLocale).WithConfirm("https://gw.example.com")); kb != nil {
 		t.Errorf("a finished step-up card has a keyboard: %+v", kb)
 	}
 }

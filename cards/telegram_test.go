@@ -16,6 +16,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/locale"
+	"github.com/metnos/gateway/messenger/telegram"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/vaglio"
 )
@@ -129,7 +130,7 @@ func TestTelegram_Golden(t *testing.T) {
 			if tc.l != nil {
 				l = *tc.l
 			}
-			m := cards.Telegram(cards.New(tc.r, l))
+			m := telegram.Telegram(cards.New(tc.r, l))
 			checkTelegram(t, m)
 			kb, _ := json.MarshalIndent(m.Keyboard, "", "  ")
 			golden(t, filepath.Join("testdata", "telegram", tc.name+".golden"),
@@ -141,10 +142,10 @@ func TestTelegram_Golden(t *testing.T) {
 // checkTelegram asserts what must hold for every rendered card: it fits,
 // it is well-formed markup whose visible text is Plain, and its buttons'
 // callback data fit Telegram's 64 bytes and decode back.
-func checkTelegram(t *testing.T, m cards.TelegramMessage) {
+func checkTelegram(t *testing.T, m telegram.TelegramMessage) {
 	t.Helper()
-	if n := cards.UTF16Len(m.Plain); n > cards.TelegramMaxText || n == 0 {
-		t.Errorf("plain text is %d UTF-16 units; want 1..%d", n, cards.TelegramMaxText)
+	if n := cards.UTF16Len(m.Plain); n > telegram.TelegramMaxText || n == 0 {
+		t.Errorf("plain text is %d UTF-16 units; want 1..%d", n, telegram.TelegramMaxText)
 	}
 	visible, err := visibleText(m.HTML)
 	if err != nil {
@@ -241,7 +242,7 @@ func TestTelegramGrants_Golden(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := cards.TelegramGrants(tc.grants, tc.more, tgLocale)
+			m := telegram.TelegramGrants(tc.grants, tc.more, tgLocale)
 			checkTelegram(t, m)
 			kb, _ := json.MarshalIndent(m.Keyboard, "", "  ")
 			golden(t, filepath.Join("testdata", "telegram", tc.name+".golden"),
@@ -256,10 +257,10 @@ func TestTelegramGrants_Bounded(t *testing.T) {
 		grants = append(grants, policy.Grant{ID: int64(1000 + i), Channel: "telegram", SenderID: "roberto",
 			Capability: "fs:read", Target: strings.Repeat("/long&<path>", 400), GrantedBy: "cli", Active: true})
 	}
-	m := cards.TelegramGrants(grants, false, tgLocale)
+	m := telegram.TelegramGrants(grants, false, tgLocale)
 	checkTelegram(t, m)
-	if n := len(m.Keyboard.InlineKeyboard); n != cards.TelegramMaxGrants {
-		t.Errorf("%d Revoke buttons, want %d", n, cards.TelegramMaxGrants)
+	if n := len(m.Keyboard.InlineKeyboard); n != telegram.TelegramMaxGrants {
+		t.Errorf("%d Revoke buttons, want %d", n, telegram.TelegramMaxGrants)
 	}
 	if !strings.Contains(m.Plain, "gateway policy grants") {
 		t.Errorf("a cut list does not say where the rest is:\n%s", m.Plain)
@@ -283,7 +284,7 @@ func TestTelegram_Buttons(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.capability, func(t *testing.T) {
 			r := pending(tc.capability, "x")
-			m := cards.Telegram(cards.New(r, tgLocale))
+			m := telegram.Telegram(cards.New(r, tgLocale))
 			var got []string
 			for _, row := range m.Keyboard.InlineKeyboard {
 				for _, b := range row {
@@ -308,7 +309,7 @@ func TestTelegram_FinishedHasNoKeyboard(t *testing.T) {
 	for _, st := range []approvals.Status{approvals.StatusAllowed, approvals.StatusDenied,
 		approvals.StatusExpired, approvals.StatusCancelled} {
 		r := decidedAs(pending("fs:write", "/tmp/x"), st, nil, "timeout")
-		m := cards.Telegram(cards.New(r, tgLocale))
+		m := telegram.Telegram(cards.New(r, tgLocale))
 		if m.Keyboard != nil {
 			t.Errorf("%s: keyboard %v, want none", st, m.Keyboard)
 		}
@@ -322,7 +323,7 @@ func TestTelegram_EscapesEveryDynamicString(t *testing.T) {
 	r.Vaglio.Reason = evil
 	r.Note = evil
 	r.GrantTarget = evil
-	m := cards.Telegram(cards.New(r, tgLocale))
+	m := telegram.Telegram(cards.New(r, tgLocale))
 	checkTelegram(t, m)
 	if strings.Contains(m.HTML, evil) {
 		t.Errorf("raw markup reached the HTML:\n%s", m.HTML)
@@ -340,7 +341,7 @@ func TestTelegram_FitsTheLimit(t *testing.T) {
 	r := pending("fs:write", huge)
 	r.Intent, r.Executor, r.Summary, r.Note, r.GrantTarget = huge, huge, huge, huge, huge
 	r.Vaglio.Reason = huge
-	m := cards.Telegram(cards.New(r, tgLocale))
+	m := telegram.Telegram(cards.New(r, tgLocale))
 	checkTelegram(t, m)
 	if !strings.Contains(m.Plain, "characters cut …⟧") || !strings.Contains(m.Plain, "✂ Cut to fit: Target ") ||
 		!strings.Contains(m.Plain, "/r/"+r.ID) {
@@ -349,14 +350,14 @@ func TestTelegram_FitsTheLimit(t *testing.T) {
 	if !strings.Contains(m.Plain, "⏳ expires in 9 min, 15:12 CET") || !strings.Contains(m.Plain, r.ID) {
 		t.Errorf("truncation lost the fixed lines:\n%s", m.Plain)
 	}
-	small := cards.Telegram(cards.New(pending("fs:write", "/tmp/x"), tgLocale))
+	small := telegram.Telegram(cards.New(pending("fs:write", "/tmp/x"), tgLocale))
 	if strings.Contains(small.Plain, "characters cut") || strings.Contains(small.Plain, "✂") {
 		t.Errorf("a short card was truncated:\n%s", small.Plain)
 	}
 }
 
 func TestTelegram_InvalidUTF8(t *testing.T) {
-	m := cards.Telegram(cards.New(pending("fs:write", "/tmp/\xff\xfe"), tgLocale))
+	m := telegram.Telegram(cards.New(pending("fs:write", "/tmp/\xff\xfe"), tgLocale))
 	checkTelegram(t, m)
 	if !strings.Contains(m.HTML, "/tmp/⟦0xFF⟧⟦0xFE⟧<") || !strings.Contains(m.Plain, cards.WarnEscaped) {
 		t.Errorf("invalid bytes not shown as escapes:\n%s", m.HTML)
@@ -378,7 +379,7 @@ func TestTelegram_AgentStringsInCodeEntities(t *testing.T) {
 	r := pending("fs:write", "/srv/@admin/https://evil.example/#tag")
 	r.Intent, r.Summary, r.Executor = "ping @admin see https://evil.example #urgent /start", "mail bob@example.com", "x"
 	r.TokenName = "@bot_helper"
-	m := cards.Telegram(cards.New(r, tgLocale))
+	m := telegram.Telegram(cards.New(r, tgLocale))
 	for _, s := range []string{"@admin see https://evil.example #urgent /start", "mail bob@example.com", "@bot_helper",
 		"/srv/@admin/https://evil.example/#tag"} {
 		for i := 0; ; {

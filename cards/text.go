@@ -12,9 +12,9 @@ func StepUpLine(c Card) string {
 	return c.Locale.T("card.step_up") + " " + c.Locale.T("card.step_up_link", c.ConfirmURL)
 }
 
-// oneLine folds line breaks into spaces: a field that is not a command
+// OneLine folds line breaks into spaces: a field that is not a command
 // must not be able to forge extra lines ("Vaglio: score 1.00") on the card.
-func oneLine(s string) string {
+func OneLine(s string) string {
 	if !strings.ContainsAny(s, "\r\n") {
 		return s
 	}

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/messenger/telegram"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -73,7 +74,7 @@ func TestTelegram_HonestCards(t *testing.T) {
 	if !strings.Contains(card.HTML, `<a href="`+link+`">`) {
 		t.Errorf("no link to the request's page:\n%s", card.HTML)
 	}
-	if n := len([]rune(card.Text)); n > cards.TelegramMaxText {
+	if n := len([]rune(card.Text)); n > telegram.TelegramMaxText {
 		t.Errorf("card of %d characters", n)
 	}
 

@@ -161,7 +161,7 @@ func (b *Bot) switchKeyboard(ctx context.Context, q *tgbotapi.CallbackQuery, cb 
 		b.answer(ctx, q.ID, cards.AlreadyDecided(r, b.loc), true)
 	} else {
 		if cb.Menu {
-			m.Keyboard = cards.TelegramScopeKeyboard(b.card(ctx, r))
+			m.Keyboard = TelegramScopeKeyboard(b.card(ctx, r))
 			b.answer(ctx, q.ID, b.loc.T("tg.choose_scope"), false)
 		} else {
 			b.answer(ctx, q.ID, "", false)
@@ -219,12 +219,12 @@ func (b *Bot) revoke(ctx context.Context, id int64, by approvals.Actor) (string,
 	return b.loc.T("tg.revoked", id), nil
 }
 
-func (b *Bot) grantsMessage(ctx context.Context) (cards.TelegramMessage, error) {
-	gs, err := b.svc.Grants().List(ctx, policy.GrantFilter{Limit: cards.TelegramMaxGrants + 1})
+func (b *Bot) grantsMessage(ctx context.Context) (TelegramMessage, error) {
+	gs, err := b.svc.Grants().List(ctx, policy.GrantFilter{Limit: TelegramMaxGrants + 1})
 	if err != nil {
-		return cards.TelegramMessage{}, err
+		return TelegramMessage{}, err
 	}
-	return cards.TelegramGrants(gs, len(gs) > cards.TelegramMaxGrants, b.loc), nil
+	return TelegramGrants(gs, len(gs) > TelegramMaxGrants, b.loc), nil
 }
 
 // onMessage handles a text: a command, or a reply to a card (a note).
@@ -302,7 +302,7 @@ func (b *Bot) onCommand(ctx context.Context, m *tgbotapi.Message) {
 			say("%s", b.loc.T("tg.try_again"))
 			return
 		}
-		b.reply(ctx, m.Chat.ID, m.MessageID, cards.TelegramAudit(rows, scope, b.loc))
+		b.reply(ctx, m.Chat.ID, m.MessageID, TelegramAudit(rows, scope, b.loc))
 	case "revoke":
 		id, err := strconv.ParseInt(strings.TrimPrefix(args, "#"), 10, 64)
 		if err != nil || id <= 0 {
@@ -334,7 +334,7 @@ func (b *Bot) commandChat(m *tgbotapi.Message, name string) bool {
 	return name == "start" || name == "help" || b.isApprover(m.From)
 }
 
-func startMessage(id int64, approver bool, l locale.Locale) cards.TelegramMessage {
+func startMessage(id int64, approver bool, l locale.Locale) TelegramMessage {
 	status := l.T("tg.start_approver")
 	if !approver {
 		status = l.T("tg.start_not_approver")
@@ -342,7 +342,7 @@ func startMessage(id int64, approver bool, l locale.Locale) cards.TelegramMessag
 	idText := strconv.FormatInt(id, 10)
 	markup := html.EscapeString(l.T("tg.start_id", "\x00")) // the id goes in a code span
 	markup = strings.Replace(markup, "\x00", "<code>"+idText+"</code>", 1) + "\n" + html.EscapeString(status)
-	return cards.TelegramMessage{HTML: markup, Plain: l.T("tg.start_id", idText) + "\n" + status}
+	return TelegramMessage{HTML: markup, Plain: l.T("tg.start_id", idText) + "\n" + status}
 }
 
 // onReply stores an approver's reply to a card as the request's note, if
@@ -385,6 +385,6 @@ func (b *Bot) onReply(ctx context.Context, m *tgbotapi.Message) {
 }
 
 // plainMessage is a message of plain text, escaped for parse_mode HTML.
-func plainMessage(s string) cards.TelegramMessage {
-	return cards.TelegramMessage{HTML: html.EscapeString(s), Plain: s}
+func plainMessage(s string) TelegramMessage {
+	return TelegramMessage{HTML: html.EscapeString(s), Plain: s}
 }

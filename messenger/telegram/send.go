@@ -123,7 +123,7 @@ func (b *Bot) Post(ctx context.Context, r approvals.Request) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.callTimeout)
 	defer cancel()
 	c := b.card(ctx, r)
-	m := cards.Telegram(c)
+	m := Telegram(c)
 	msg := tgbotapi.NewMessage(b.cfg.ChatID, m.HTML)
 	msg.ParseMode = tgbotapi.ModeHTML
 	msg.DisableWebPagePreview = true
@@ -144,7 +144,7 @@ func (b *Bot) Post(ctx context.Context, r approvals.Request) (string, error) {
 		b.log.Warn("Confirm on the web page refused as a button; the card shows the link as text", "request_id", r.ID,
 			"err", b.apiError("sendMessage", err))
 		c.ConfirmAsText = true
-		m = cards.Telegram(c)
+		m = Telegram(c)
 		msg.Text, msg.ParseMode, msg.ReplyMarkup = m.HTML, tgbotapi.ModeHTML, m.Keyboard
 		sent, err = b.bot(ctx).Send(msg)
 	}
@@ -180,10 +180,10 @@ func (b *Bot) Update(ctx context.Context, r approvals.Request, ref string) error
 	ctx, cancel := context.WithTimeout(ctx, b.callTimeout)
 	defer cancel()
 	c := b.card(ctx, r)
-	err := b.edit(ctx, chat, id, cards.Telegram(c), r.ID)
+	err := b.edit(ctx, chat, id, Telegram(c), r.ID)
 	if errors.Is(err, errButtonURL) && c.ConfirmButton() {
 		c.ConfirmAsText = true // as Post does: the link as text
-		err = b.edit(ctx, chat, id, cards.Telegram(c), r.ID)
+		err = b.edit(ctx, chat, id, Telegram(c), r.ID)
 	}
 	return err
 }
@@ -217,7 +217,7 @@ func (b *Bot) Remind(ctx context.Context, r approvals.Request, ref string) error
 func (b *Bot) Announce(ctx context.Context, n approvals.Notification) error {
 	ctx, cancel := context.WithTimeout(ctx, b.callTimeout)
 	defer cancel()
-	msg := tgbotapi.NewMessage(b.cfg.ChatID, cards.NewNotification(n.Request, b.loc).Render(b.loc, cards.TelegramMarkup))
+	msg := tgbotapi.NewMessage(b.cfg.ChatID, cards.NewNotification(n.Request, b.loc).Render(b.loc, TelegramMarkup))
 	msg.ParseMode = tgbotapi.ModeHTML
 	msg.DisableWebPagePreview = true
 	if _, err := b.bot(ctx).Send(msg); err != nil {
@@ -231,7 +231,7 @@ func (b *Bot) Announce(ctx context.Context, n approvals.Notification) error {
 func (b *Bot) SendDigest(ctx context.Context, d approvals.Digest) error {
 	ctx, cancel := context.WithTimeout(ctx, b.callTimeout)
 	defer cancel()
-	msg := tgbotapi.NewMessage(b.cfg.ChatID, cards.NewDigest(d, b.loc).Render(b.loc, cards.TelegramMarkup))
+	msg := tgbotapi.NewMessage(b.cfg.ChatID, cards.NewDigest(d, b.loc).Render(b.loc, TelegramMarkup))
 	msg.ParseMode = tgbotapi.ModeHTML
 	msg.DisableWebPagePreview = true
 	if _, err := b.bot(ctx).Send(msg); err != nil {
@@ -256,7 +256,7 @@ func (b *Bot) SendBulletin(ctx context.Context, m approvals.Bulletin) error {
 
 // edit replaces a message's text and keyboard. A nil keyboard removes the
 // buttons (sent explicitly as an empty keyboard).
-func (b *Bot) edit(ctx context.Context, chat int64, id int, m cards.TelegramMessage, requestID string) error {
+func (b *Bot) edit(ctx context.Context, chat int64, id int, m TelegramMessage, requestID string) error {
 	e := tgbotapi.NewEditMessageText(chat, id, m.HTML)
 	e.ParseMode = tgbotapi.ModeHTML
 	e.DisableWebPagePreview = true
@@ -311,8 +311,8 @@ func isParseError(err error) bool {
 // with the request, and for a row that lacks it (written by an older
 // gateway) it is looked up on the grant, or computed for a pending
 // request as Allow always would compute it now.
-func (b *Bot) render(ctx context.Context, r approvals.Request) cards.TelegramMessage {
-	return cards.Telegram(b.card(ctx, r))
+func (b *Bot) render(ctx context.Context, r approvals.Request) TelegramMessage {
+	return Telegram(b.card(ctx, r))
 }
 
 // card is r's neutral card as render shows it.
@@ -389,7 +389,7 @@ func (b *Bot) answer(ctx context.Context, queryID, text string, alert bool) {
 // reply sends a message to a chat (a command's answer), as a reply to
 // replyTo when it is not 0. Like answer, it tries twice at most: the
 // person is waiting and can simply ask again.
-func (b *Bot) reply(ctx context.Context, chat int64, replyTo int, m cards.TelegramMessage) {
+func (b *Bot) reply(ctx context.Context, chat int64, replyTo int, m TelegramMessage) {
 	msg := tgbotapi.NewMessage(chat, m.HTML)
 	msg.ParseMode = tgbotapi.ModeHTML
 	msg.DisableWebPagePreview = true

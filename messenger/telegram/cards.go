@@ -1,4 +1,4 @@
-package cards
+package telegram
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
@@ -40,11 +41,11 @@ type TelegramMessage struct {
 // dynamic string is escaped (an agent chooses the target and the intent:
 // they must never become markup), and long fields are cut with a visible
 // marker until the text fits TelegramMaxText.
-func Telegram(c Card) TelegramMessage {
+func Telegram(c cards.Card) TelegramMessage {
 	var m TelegramMessage
 	for limit := TelegramMaxText; ; limit = limit * 3 / 4 {
 		m = renderTelegram(c, max(limit, telegramFieldFloor))
-		if UTF16Len(m.Plain) <= TelegramMaxText || limit <= telegramFieldFloor {
+		if cards.UTF16Len(m.Plain) <= TelegramMaxText || limit <= telegramFieldFloor {
 			break
 		}
 	}
@@ -59,7 +60,7 @@ func Telegram(c Card) TelegramMessage {
 // is more than one scope to choose from; with one it decides at once.
 // Allow always and Allow for are left out for capabilities that need a
 // person every time. A finished card has no keyboard (nil).
-func TelegramKeyboard(c Card) *tgbotapi.InlineKeyboardMarkup {
+func TelegramKeyboard(c cards.Card) *tgbotapi.InlineKeyboardMarkup {
 	buttons := c.Buttons()
 	if len(buttons) == 0 {
 		return nil
@@ -69,16 +70,16 @@ func TelegramKeyboard(c Card) *tgbotapi.InlineKeyboardMarkup {
 	}
 	var allow, allowFor, deny []tgbotapi.InlineKeyboardButton // Allow this session goes with Allow for
 	for _, b := range buttons {
-		data := EncodeDecision(c.RequestID, b.Decision)
+		data := cards.EncodeDecision(c.RequestID, b.Decision)
 		switch b.Decision {
 		case approvals.AllowAlways:
-			data = EncodeScope(c.RequestID, 0)
+			data = cards.EncodeScope(c.RequestID, 0)
 			if len(c.Scopes) > 1 {
-				data = EncodeMenu(c.RequestID)
+				data = cards.EncodeMenu(c.RequestID)
 			}
 		case approvals.AllowFor:
 			d, _ := approvals.ParseWhile(b.While)
-			allowFor = append(allowFor, tgbotapi.NewInlineKeyboardButtonData(b.Label, EncodeAllowFor(c.RequestID, d)))
+			allowFor = append(allowFor, tgbotapi.NewInlineKeyboardButtonData(b.Label, cards.EncodeAllowFor(c.RequestID, d)))
 			continue
 		case approvals.AllowSession:
 			allowFor = append(allowFor, tgbotapi.NewInlineKeyboardButtonData(b.Label, data))
@@ -103,9 +104,9 @@ func TelegramKeyboard(c Card) *tgbotapi.InlineKeyboardMarkup {
 // (an allow needs the approver's passkey, on the web page), a URL button
 // to the request's page when Telegram takes its URL, and Deny, which
 // still decides with a tap.
-func telegramStepUpKeyboard(c Card) *tgbotapi.InlineKeyboardMarkup {
+func telegramStepUpKeyboard(c cards.Card) *tgbotapi.InlineKeyboardMarkup {
 	deny := tgbotapi.NewInlineKeyboardRow(tgbotapi.NewInlineKeyboardButtonData(c.Locale.T("button.deny"),
-		EncodeDecision(c.RequestID, approvals.Deny)))
+		cards.EncodeDecision(c.RequestID, approvals.Deny)))
 	if !c.ConfirmButton() {
 		kb := tgbotapi.NewInlineKeyboardMarkup(deny)
 		return &kb
@@ -124,7 +125,7 @@ const telegramMaxScopeLabel = 120
 // by Allow always: one button per scope, narrowest first, each naming its
 // whole pattern (escaped like every agent string), then Back to the
 // card's own keyboard.
-func TelegramScopeKeyboard(c Card) *tgbotapi.InlineKeyboardMarkup {
+func TelegramScopeKeyboard(c cards.Card) *tgbotapi.InlineKeyboardMarkup {
 	if !c.Pending || !c.AllowAlways {
 		return nil
 	}
@@ -133,11 +134,11 @@ func TelegramScopeKeyboard(c Card) *tgbotapi.InlineKeyboardMarkup {
 		if sc == "*" {
 			sc = c.Locale.T("card.any_target")
 		}
-		label, _ := CutIn(oneLine(c.Locale.T("button.scope", sc)), telegramMaxScopeLabel, c.Locale)
-		rows = append(rows, tgbotapi.NewInlineKeyboardRow(tgbotapi.NewInlineKeyboardButtonData(label, EncodeScope(c.RequestID, i))))
+		label, _ := cards.CutIn(cards.OneLine(c.Locale.T("button.scope", sc)), telegramMaxScopeLabel, c.Locale)
+		rows = append(rows, tgbotapi.NewInlineKeyboardRow(tgbotapi.NewInlineKeyboardButtonData(label, cards.EncodeScope(c.RequestID, i))))
 	}
 	rows = append(rows, tgbotapi.NewInlineKeyboardRow(
-		tgbotapi.NewInlineKeyboardButtonData(c.Locale.T("button.back"), EncodeBack(c.RequestID))))
+		tgbotapi.NewInlineKeyboardButtonData(c.Locale.T("button.back"), cards.EncodeBack(c.RequestID))))
 	kb := tgbotapi.NewInlineKeyboardMarkup(rows...)
 	return &kb
 }
@@ -163,10 +164,10 @@ func (t *tgText) tag(name, s string) {
 
 func (t *tgText) nl() { t.text("\n") }
 
-func renderTelegram(c Card, limit int) TelegramMessage {
+func renderTelegram(c cards.Card, limit int) TelegramMessage {
 	l := c.Locale
-	cs := cuts{l: l}
-	cut := func(field, s string) string { return cs.cut(field, oneLine(s), limit) }
+	cs := cards.NewCuts(l)
+	cut := func(field, s string) string { return cs.Cut(field, cards.OneLine(s), limit) }
 	var t tgText
 	if c.Pending {
 		t.text("🔐 ")
@@ -193,7 +194,7 @@ func renderTelegram(c Card, limit int) TelegramMessage {
 		t.text(" · " + l.T("label.not_critical"))
 	}
 	t.nl()
-	if target := cs.cut(l.T("label.target"), c.Target, limit); strings.Contains(target, "\n") {
+	if target := cs.Cut(l.T("label.target"), c.Target, limit); strings.Contains(target, "\n") {
 		// A multi-line command is shown as a block, line breaks and all:
 		// they matter, and the block cannot pass for more card lines.
 		t.text(l.T("label.target") + ":")
@@ -251,7 +252,7 @@ func renderTelegram(c Card, limit int) TelegramMessage {
 			t.nl()
 		}
 		if c.StepUp {
-			t.tag("b", StepUpLine(c))
+			t.tag("b", cards.StepUpLine(c))
 			t.nl()
 		}
 	} else {
@@ -259,11 +260,11 @@ func renderTelegram(c Card, limit int) TelegramMessage {
 		t.nl()
 	}
 	if c.Note != "" {
-		t.text("📝 " + l.T("label.note") + ": " + cs.cut(l.T("label.note"), c.Note, limit))
+		t.text("📝 " + l.T("label.note") + ": " + cs.Cut(l.T("label.note"), c.Note, limit))
 		t.nl()
 	}
-	if cs.any() {
-		t.text(cs.line(l))
+	if cs.Any() {
+		t.text(cs.Line(l))
 		if c.Linked() {
 			t.html.WriteString(`<a href="` + html.EscapeString(c.PageURL) + `">`)
 			t.text(c.PageURL)
@@ -295,7 +296,7 @@ func TelegramGrants(grants []policy.Grant, more bool, l locale.Locale) TelegramM
 	var m TelegramMessage
 	for limit := 512; ; limit /= 2 {
 		m = renderTelegramGrants(grants, more, l, max(limit, telegramFieldFloor/2))
-		if UTF16Len(m.Plain) <= TelegramMaxText || limit <= telegramFieldFloor/2 {
+		if cards.UTF16Len(m.Plain) <= TelegramMaxText || limit <= telegramFieldFloor/2 {
 			break
 		}
 	}
@@ -303,7 +304,7 @@ func TelegramGrants(grants []policy.Grant, more bool, l locale.Locale) TelegramM
 		rows := make([][]tgbotapi.InlineKeyboardButton, 0, len(grants))
 		for _, g := range grants {
 			rows = append(rows, tgbotapi.NewInlineKeyboardRow(
-				tgbotapi.NewInlineKeyboardButtonData(l.T("grants.revoke_button", g.ID), EncodeRevoke(g.ID))))
+				tgbotapi.NewInlineKeyboardButtonData(l.T("grants.revoke_button", g.ID), cards.EncodeRevoke(g.ID))))
 		}
 		kb := tgbotapi.NewInlineKeyboardMarkup(rows...)
 		m.Keyboard = &kb
@@ -312,11 +313,11 @@ func TelegramGrants(grants []policy.Grant, more bool, l locale.Locale) TelegramM
 }
 
 func renderTelegramGrants(grants []policy.Grant, more bool, l locale.Locale, limit int) TelegramMessage {
-	var n Notice
+	var n cards.Notice
 	cut := func(s string) string {
-		d, k := DisplayIn(s, l)
+		d, k := cards.DisplayIn(s, l)
 		n |= k
-		d, _ = CutIn(oneLine(d), limit, l)
+		d, _ = cards.CutIn(cards.OneLine(d), limit, l)
 		return d
 	}
 	var t tgText
@@ -332,7 +333,7 @@ func renderTelegramGrants(grants []policy.Grant, more bool, l locale.Locale, lim
 		t.text(" " + l.T("grants.on", cut(g.Capability)) + " ")
 		t.tag("code", cut(g.Target))
 		t.nl()
-		t.text(l.T("grants.for_by", cut(g.Channel+"/"+g.SenderID), cut(DisplayName(g.GrantedBy))))
+		t.text(l.T("grants.for_by", cut(g.Channel+"/"+g.SenderID), cut(cards.DisplayName(g.GrantedBy))))
 		if g.SessionID != "" {
 			t.text(" · " + l.T("grants.session", cut(g.Agent), cut(g.SessionID)))
 		} else if g.Agent != "" {
@@ -367,7 +368,7 @@ func renderTelegramGrants(grants []policy.Grant, more bool, l locale.Locale, lim
 
 // TelegramMarkup writes a digest or a notification for Telegram's HTML
 // parse mode: everything escaped, a target in <code>.
-var TelegramMarkup Markup = telegramMarkup{}
+var TelegramMarkup cards.Markup = telegramMarkup{}
 
 type telegramMarkup struct{}
 
@@ -379,7 +380,7 @@ func (telegramMarkup) Link(u string) string   { return html.EscapeString(u) }
 // a title, HTML-escaped, within Telegram's message limit (the oldest rows
 // give way first).
 func TelegramAudit(rows []storage.AuditEvent, scope approvals.AuditScope, l locale.Locale) TelegramMessage {
-	what := auditScope(scope, l)
+	what := cards.AuditWhat(scope, l)
 	for {
 		var t tgText
 		if len(rows) == 0 {
@@ -392,13 +393,13 @@ func TelegramAudit(rows []storage.AuditEvent, scope approvals.AuditScope, l loca
 			t.nl()
 			t.text(fmt.Sprintf("#%d %s — ", e.Seq, l.Clock(e.At)))
 			t.tag("b", e.Event)
-			t.text(" " + l.T("audit.by") + " " + auditActor(e.Actor, l))
-			if facts := auditFactsText(e, l); facts != "" {
+			t.text(" " + l.T("audit.by") + " " + cards.AuditActor(e.Actor, l))
+			if facts := cards.AuditFactsText(e, l); facts != "" {
 				t.text(" · " + facts)
 			}
 		}
 		m := TelegramMessage{HTML: t.html.String(), Plain: t.plain.String()}
-		if UTF16Len(m.Plain) <= TelegramMaxText || len(rows) == 1 {
+		if cards.UTF16Len(m.Plain) <= TelegramMaxText || len(rows) == 1 {
 			return m
 		}
 		rows = rows[1:]
