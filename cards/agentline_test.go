@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	slackcards "github.com/metnos/gateway/messenger/slack"
+
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/messenger/telegram"
 )
@@ -22,7 +24,7 @@ func TestCard_ChildTokenAgentLine(t *testing.T) {
 	if tg := telegram.Telegram(c); !strings.Contains(tg.HTML, want) {
 		t.Errorf("Telegram card lacks %q:\n%s", want, tg.HTML)
 	}
-	blocks, _ := json.Marshal(cards.Slack(c).Blocks)
+	blocks, _ := json.Marshal(slackcards.Slack(c).Blocks)
 	if !strings.Contains(string(blocks), want) {
 		t.Errorf("Slack card lacks %q:\n%s", want, blocks)
 	}

@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metnos/gateway/messenger/slack"
+	"github.com/metnos/gateway/messenger/telegram"
+
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/locale"
@@ -19,12 +22,12 @@ func TestBulletin(t *testing.T) {
 		Args: []string{"<b>Eve</b>&`x` @everyone\u202e", "ow<ner>", "cli", "removed"}}
 	l := locale.New(locale.English, time.UTC, time.Now)
 	m := cards.NewBulletin(b, l)
-	tg := m.Render(cards.TelegramMarkup)
+	tg := m.Render(telegram.TelegramMarkup)
 	if !strings.Contains(tg, "<code>&lt;b&gt;Eve&lt;/b&gt;&amp;`x` @everyone") || strings.Contains(tg, "\u202e") ||
 		!strings.Contains(tg, "of web user <code>ow&lt;ner&gt;</code> was removed by <code>cli</code>") {
 		t.Errorf("telegram:\n%s", tg)
 	}
-	sl := m.Render(cards.SlackMarkup)
+	sl := m.Render(slack.SlackMarkup)
 	if strings.ContainsAny(strings.ReplaceAll(strings.ReplaceAll(sl, "&lt;", ""), "&gt;", ""), "<>") || strings.Contains(sl, "\u202e") {
 		t.Errorf("slack:\n%s", sl)
 	}

@@ -65,8 +65,8 @@ func EncodeMenu(requestID string) string { return "v1:m:" + requestID }
 // EncodeBack: see EncodeMenu.
 func EncodeBack(requestID string) string { return "v1:b:" + requestID }
 
-// maxScopes bounds a scope index in callback data.
-const maxScopes = 100
+// MaxScopes bounds a scope index in callback data.
+const MaxScopes = 100
 
 // EncodeRevoke is the callback data of a grant's Revoke button: "v1:r:<id>".
 func EncodeRevoke(grantID int64) string { return "v1:r:" + strconv.FormatInt(grantID, 10) }
@@ -88,7 +88,7 @@ func Decode(data string) (Callback, error) {
 		}
 		return Callback{GrantID: id}, nil
 	}
-	if !validRequestID(arg) {
+	if !ValidRequestID(arg) {
 		return Callback{}, fmt.Errorf("%w: bad request id", ErrBadCallback)
 	}
 	switch {
@@ -97,14 +97,14 @@ func Decode(data string) (Callback, error) {
 	case verb == "b":
 		return Callback{Back: true, RequestID: arg}, nil
 	case len(verb) > 1 && verb[0] == 'a':
-		i, ok := strictNat(verb[1:])
-		if !ok || i >= maxScopes {
+		i, ok := StrictNat(verb[1:])
+		if !ok || i >= MaxScopes {
 			return Callback{}, fmt.Errorf("%w: bad scope", ErrBadCallback)
 		}
 		return Callback{Decision: approvals.AllowAlways, RequestID: arg, Scope: int(i) + 1}, nil
 	case len(verb) > 1 && verb[0] == 'f':
-		n, ok := strictNat(verb[1:])
-		if !ok || n == 0 || n > int64(maxWhile/time.Second) {
+		n, ok := StrictNat(verb[1:])
+		if !ok || n == 0 || n > int64(MaxWhile/time.Second) {
 			return Callback{}, fmt.Errorf("%w: bad while", ErrBadCallback)
 		}
 		return Callback{Decision: approvals.AllowFor, RequestID: arg, For: time.Duration(n) * time.Second}, nil
@@ -117,12 +117,12 @@ func Decode(data string) (Callback, error) {
 	return Callback{}, fmt.Errorf("%w: unknown verb", ErrBadCallback)
 }
 
-// maxWhile bounds the while of Allow for in callback data (a year).
-const maxWhile = 8760 * time.Hour
+// MaxWhile bounds the while of Allow for in callback data (a year).
+const MaxWhile = 8760 * time.Hour
 
-// strictNat reads a decimal number in its one spelling: no sign, no
+// StrictNat reads a decimal number in its one spelling: no sign, no
 // leading zero (but "0"), at most 12 digits.
-func strictNat(s string) (int64, bool) {
+func StrictNat(s string) (int64, bool) {
 	if s == "" || len(s) > 12 || len(s) > 1 && s[0] == '0' {
 		return 0, false
 	}
@@ -130,8 +130,8 @@ func strictNat(s string) (int64, bool) {
 	return n, err == nil && n >= 0 && strconv.FormatInt(n, 10) == s
 }
 
-// validRequestID: request ids are "r" + lower-case base32 (see approvals).
-func validRequestID(id string) bool {
+// ValidRequestID: request ids are "r" + lower-case base32 (see approvals).
+func ValidRequestID(id string) bool {
 	if len(id) < 2 || len(id) > 40 || id[0] != 'r' {
 		return false
 	}

@@ -302,6 +302,9 @@ type Cuts struct {
 // NewCuts records cuts whose markers are in l.
 func NewCuts(l locale.Locale) Cuts { return Cuts{l: l} }
 
+// Locale is the language of the cut markers.
+func (c *Cuts) Locale() locale.Locale { return c.l }
+
 // Cut is CutIn, recorded under field.
 func (c *Cuts) Cut(field, s string, max int) string {
 	out, n := CutIn(s, max, c.l)

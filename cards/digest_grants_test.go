@@ -1,9 +1,13 @@
-package cards
+package cards_test
 
 import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/messenger/slack"
+	"github.com/metnos/gateway/messenger/telegram"
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/locale"
@@ -24,7 +28,7 @@ func TestDigest_NamesTheGrants(t *testing.T) {
 			LastUsedAt: &used}},
 		MoreUnused: 2}
 	l := locale.New(locale.English, time.UTC, func() time.Time { return at })
-	m := NewDigest(d, l)
+	m := cards.NewDigest(d, l)
 	text := m.Text(l)
 	for _, want := range []string{"Grants: 1 expire within 7 days, 3 unused for 30 days", "#7 fs:write /srv/<b>x</b>/*",
 		"only agent bot<i>⟦U+202E⟧", "until", "#9 network:http https://a.example/@everyone · last used", "… and 2 more"} {
@@ -32,14 +36,14 @@ func TestDigest_NamesTheGrants(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}
 	}
-	if h := m.Render(l, TelegramMarkup); !strings.Contains(h, "<code>/srv/&lt;b&gt;x&lt;/b&gt;/*</code>") ||
+	if h := m.Render(l, telegram.TelegramMarkup); !strings.Contains(h, "<code>/srv/&lt;b&gt;x&lt;/b&gt;/*</code>") ||
 		!strings.Contains(h, "<code>bot&lt;i&gt;⟦U+202E⟧</code>") || strings.ContainsRune(h, '\u202e') {
 		t.Errorf("telegram HTML:\n%s", h)
 	}
-	if s := m.Render(l, SlackMarkup); strings.Contains(s, "<b>") || strings.Contains(s, "bot<i>") {
+	if s := m.Render(l, slack.SlackMarkup); strings.Contains(s, "<b>") || strings.Contains(s, "bot<i>") {
 		t.Errorf("slack text not escaped:\n%s", s)
 	}
-	if s := DiscordText(m.Render(l, DiscordMarkup)); !strings.Contains(s, "`/srv/<b>x</b>/*`") || !strings.Contains(s, "`https://a.example/@everyone`") {
+	if s := cards.DiscordText(m.Render(l, cards.DiscordMarkup)); !strings.Contains(s, "`/srv/<b>x</b>/*`") || !strings.Contains(s, "`https://a.example/@everyone`") {
 		t.Errorf("discord text:\n%s", s)
 	}
 }

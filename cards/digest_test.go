@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	slackcards "github.com/metnos/gateway/messenger/slack"
+
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/locale"
@@ -24,7 +26,7 @@ func TestDigest(t *testing.T) {
 	for _, lang := range []locale.Lang{locale.English, locale.Italian} {
 		l := locale.New(lang, time.UTC, func() time.Time { return at })
 		m := cards.NewDigest(d, l)
-		for _, s := range []string{m.Text(l), m.Render(l, telegram.TelegramMarkup), m.Render(l, cards.SlackMarkup)} {
+		for _, s := range []string{m.Text(l), m.Render(l, telegram.TelegramMarkup), m.Render(l, slackcards.SlackMarkup)} {
 			if strings.ContainsRune(s, '\u202e') || !strings.Contains(s, "⟦U+202E⟧") || !strings.Contains(s, "xtail") ||
 				strings.Contains(s, strings.Repeat("x", 250)) || !strings.Contains(s, d.Link) || !strings.Contains(s, "9") {
 				t.Errorf("%s digest:\n%s", lang, s)
@@ -33,7 +35,7 @@ func TestDigest(t *testing.T) {
 		if h := m.Render(l, telegram.TelegramMarkup); !strings.Contains(h, "<code>npm &lt;b&gt;test&lt;/b&gt;") {
 			t.Errorf("%s telegram HTML not escaped: %q", lang, h)
 		}
-		if s := m.Render(l, cards.SlackMarkup); !strings.Contains(s, "npm &lt;b&gt;test&lt;/b&gt;") {
+		if s := m.Render(l, slackcards.SlackMarkup); !strings.Contains(s, "npm &lt;b&gt;test&lt;/b&gt;") {
 			t.Errorf("%s slack text not escaped: %q", lang, s)
 		}
 		if s := cards.DiscordText(m.Render(l, cards.DiscordMarkup)); !strings.Contains(s, "`npm <b>test</b>") || !strings.Contains(s, "<"+d.Link+">") ||

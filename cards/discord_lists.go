@@ -20,7 +20,7 @@ func DiscordPendingText(pending []Card, morePending bool, l locale.Locale) strin
 		return EscapeDiscord(l.T("list.none_pending"))
 	}
 	var b strings.Builder
-	b.WriteString("**" + EscapeDiscord(l.T("list.pending_title", len(pending), more(morePending))) + "**")
+	b.WriteString("**" + EscapeDiscord(l.T("list.pending_title", len(pending), More(morePending))) + "**")
 	for _, c := range pending {
 		title, _ := CutIn(c.Title, 120, l)
 		target, _ := CutIn(c.Target, 300, l)
@@ -60,7 +60,7 @@ func DiscordGrantsText(grants []policy.Grant, moreGrants bool, l locale.Locale) 
 		return EscapeDiscord(l.T("list.no_grants"))
 	}
 	var b strings.Builder
-	b.WriteString("**" + EscapeDiscord(l.T("list.grants_title", len(grants), more(moreGrants))) + "**")
+	b.WriteString("**" + EscapeDiscord(l.T("list.grants_title", len(grants), More(moreGrants))) + "**")
 	for _, g := range grants {
 		b.WriteString("\n• " + DiscordGrantLine(g, l))
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	slackcards "github.com/metnos/gateway/messenger/slack"
+
 	"github.com/metnos/gateway/approvals"
 	. "github.com/metnos/gateway/cards"
 )
@@ -54,14 +56,14 @@ func FuzzCallbackData(f *testing.F) {
 		}
 
 		// The same button on Slack decodes to the same callback.
-		blockID, actionID := SlackRevokeBlockID(cb.GrantID), SlackActionRevoke
+		blockID, actionID := slackcards.SlackRevokeBlockID(cb.GrantID), slackcards.SlackActionRevoke
 		value := strings.TrimPrefix(data, "v1:r:")
 		if !cb.Revoke() {
-			blockID, value = SlackDecisionBlockID(cb.RequestID), cb.RequestID
-			actionID = map[approvals.Decision]string{approvals.AllowOnce: SlackActionAllowOnce,
-				approvals.AllowAlways: SlackActionAllowAlways, approvals.Deny: SlackActionDeny}[cb.Decision]
+			blockID, value = slackcards.SlackDecisionBlockID(cb.RequestID), cb.RequestID
+			actionID = map[approvals.Decision]string{approvals.AllowOnce: slackcards.SlackActionAllowOnce,
+				approvals.AllowAlways: slackcards.SlackActionAllowAlways, approvals.Deny: slackcards.SlackActionDeny}[cb.Decision]
 		}
-		if got, err := ParseSlackAction(blockID, actionID, value); err != nil || got != cb {
+		if got, err := slackcards.ParseSlackAction(blockID, actionID, value); err != nil || got != cb {
 			t.Fatalf("Slack reads the button of %q as %+v (%v), want %+v", data, got, err, cb)
 		}
 	})

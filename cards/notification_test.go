@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	slackcards "github.com/metnos/gateway/messenger/slack"
+
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/locale"
@@ -17,7 +19,7 @@ func TestNotification(t *testing.T) {
 	r := approvals.Request{ID: "r1", Agent: "metnos", Capability: "code:exec", Reason: "approved by rule #1",
 		Target: "git push origin main\u202e<b>&</b>" + strings.Repeat(" ", 400) + "; rm -rf ~", CreatedAt: at}
 	n := cards.NewNotification(r, l)
-	for _, s := range []string{n.Text(l), n.Render(l, telegram.TelegramMarkup), n.Render(l, cards.SlackMarkup)} {
+	for _, s := range []string{n.Text(l), n.Render(l, telegram.TelegramMarkup), n.Render(l, slackcards.SlackMarkup)} {
 		if strings.ContainsRune(s, '\u202e') || strings.Contains(s, strings.Repeat(" ", 17)) {
 			t.Errorf("hidden text shown as is: %q", s)
 		}
@@ -31,7 +33,7 @@ func TestNotification(t *testing.T) {
 	if h := n.Render(l, telegram.TelegramMarkup); !strings.Contains(h, "<code>git push origin main⟦U+202E⟧&lt;b&gt;&amp;&lt;/b&gt;") {
 		t.Errorf("telegram HTML not escaped: %q", h)
 	}
-	if s := n.Render(l, cards.SlackMarkup); strings.Contains(s, "<b>") {
+	if s := n.Render(l, slackcards.SlackMarkup); strings.Contains(s, "<b>") {
 		t.Errorf("slack text not escaped: %q", s)
 	}
 	long := cards.NewNotification(approvals.Request{Agent: "a", Capability: "code:exec", Target: strings.Repeat("x", 5000)}, l)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"unicode"
 
+	slackcards "github.com/metnos/gateway/messenger/slack"
+
 	"github.com/slack-go/slack"
 
 	"github.com/metnos/gateway/approvals"
@@ -128,18 +130,18 @@ func TestProbes_Slack(t *testing.T) {
 				r.Intent = "tidy up\u2067 the notes"
 			})
 			c := cards.New(r, slackLocale)
-			msg := cards.Slack(c)
+			msg := slackcards.Slack(c)
 			slackCheckLimits(t, msg.Blocks)
 			all := slackTexts(t, msg)
 			noInvisible(t, "slack card", all)
 			mustContain(t, "slack card", all, p.want...)
 			mustContain(t, "slack card", all, "tidy up⟦U+2067⟧ the notes")
 
-			home := slackTexts(t, cards.SlackHomeView(cards.SlackHome{Approver: true, Pending: []cards.Card{c}, Locale: slackLocale}))
+			home := slackTexts(t, slackcards.SlackHomeView(slackcards.SlackHome{Approver: true, Pending: []cards.Card{c}, Locale: slackLocale}))
 			noInvisible(t, "slack home", home)
 			mustContain(t, "slack home", home, p.want[0], p.want[len(p.want)-1])
 
-			list := cards.SlackPendingText([]cards.Card{c}, false, slackLocale)
+			list := slackcards.SlackPendingText([]cards.Card{c}, false, slackLocale)
 			noInvisible(t, "/approvals pending", list)
 			mustContain(t, "/approvals pending", list, strings.ReplaceAll(p.want[0], "&", "&amp;"))
 		})
@@ -153,10 +155,10 @@ func TestProbes_GrantLists(t *testing.T) {
 	tg := telegram.TelegramGrants([]policy.Grant{g}, false, tgLocale)
 	noInvisible(t, "/grants", tg.HTML)
 	mustContain(t, "/grants", tg.Plain, "/srv/notes⟦U+202E⟧⟦U+2066⟧txt.*", "own⟦U+200B⟧er", "Rob⟦U+202E⟧erto", cards.WarnEscaped)
-	sl := cards.SlackGrantsText([]policy.Grant{g}, false, slackLocale)
+	sl := slackcards.SlackGrantsText([]policy.Grant{g}, false, slackLocale)
 	noInvisible(t, "/approvals grants", sl)
 	mustContain(t, "/approvals grants", sl, "`/srv/notes⟦U+202E⟧⟦U+2066⟧txt.*`", "own⟦U+200B⟧er", "Rob⟦U+202E⟧erto")
-	home := slackTexts(t, cards.SlackHomeView(cards.SlackHome{Approver: true, Admin: true, Grants: []policy.Grant{g}, Locale: slackLocale}))
+	home := slackTexts(t, slackcards.SlackHomeView(slackcards.SlackHome{Approver: true, Admin: true, Grants: []policy.Grant{g}, Locale: slackLocale}))
 	noInvisible(t, "slack home grants", home)
 }
 
@@ -180,14 +182,14 @@ func TestProbes_TenThousandCharacterTarget(t *testing.T) {
 
 		sr := slackRequest(func(s *approvals.Request) { s.Target, s.GrantTarget = probeBig, probeBig })
 		sc := cards.New(sr, slackLocale).WithPage(base)
-		msg := cards.Slack(sc)
+		msg := slackcards.Slack(sc)
 		slackCheckLimits(t, msg.Blocks)
 		all := slackTexts(t, msg)
 		mustContain(t, "slack", all, "characters cut …⟧", "✂ Cut to fit: Target ", bigTailMark, base+"/r/"+sr.ID)
 		if base != "" {
 			mustContain(t, "slack", all, "<"+base+"/r/"+sr.ID+"|")
 		}
-		home := slackTexts(t, cards.SlackHomeView(cards.SlackHome{Approver: true, Pending: []cards.Card{sc}, Locale: slackLocale}))
+		home := slackTexts(t, slackcards.SlackHomeView(slackcards.SlackHome{Approver: true, Pending: []cards.Card{sc}, Locale: slackLocale}))
 		mustContain(t, "slack home", home, "characters cut …⟧", bigTailMark, base+"/r/"+sr.ID)
 	}
 }
@@ -199,7 +201,7 @@ func TestProbes_IDNHost(t *testing.T) {
 	m := telegram.Telegram(cards.New(r, tgLocale))
 	checkTelegram(t, m)
 	mustContain(t, "telegram", m.Plain, "Host: раураl.com → xn--l-7sba6dbr.com")
-	msg := cards.Slack(cards.New(slackRequest(func(s *approvals.Request) {
+	msg := slackcards.Slack(cards.New(slackRequest(func(s *approvals.Request) {
 		s.Capability, s.Target, s.GrantTarget = "network:http", "https://раураl.com/login", "xn--l-7sba6dbr.com"
 	}), slackLocale))
 	mustContain(t, "slack", slackTexts(t, msg), "Host: раураl.com → xn--l-7sba6dbr.com")
@@ -234,9 +236,9 @@ func TestSlack_AgentTextStaysPlain(t *testing.T) {
 	}), slackLocale)
 	g := policy.Grant{ID: 1, Channel: "slack", SenderID: evil, Capability: "fs:write", Target: evil, GrantedBy: "slack:" + evil, GrantedAt: created}
 	payloads := map[string]any{
-		"card":     cards.Slack(c).Blocks,
-		"finished": cards.Slack(done).Blocks,
-		"home":     cards.SlackHomeView(cards.SlackHome{Approver: true, Admin: true, Pending: []cards.Card{c}, Grants: []policy.Grant{g}, Locale: slackLocale}),
+		"card":     slackcards.Slack(c).Blocks,
+		"finished": slackcards.Slack(done).Blocks,
+		"home":     slackcards.SlackHomeView(slackcards.SlackHome{Approver: true, Admin: true, Pending: []cards.Card{c}, Grants: []policy.Grant{g}, Locale: slackLocale}),
 	}
 	for name, p := range payloads {
 		raw, _ := json.Marshal(p)
@@ -255,8 +257,8 @@ func TestSlack_AgentTextStaysPlain(t *testing.T) {
 		})
 	}
 	for name, text := range map[string]string{
-		"pending": cards.SlackPendingText([]cards.Card{c}, false, slackLocale),
-		"grants":  cards.SlackGrantsText([]policy.Grant{g}, false, slackLocale),
+		"pending": slackcards.SlackPendingText([]cards.Card{c}, false, slackLocale),
+		"grants":  slackcards.SlackGrantsText([]policy.Grant{g}, false, slackLocale),
 	} {
 		outsideCode(t, name, text)
 	}
@@ -286,7 +288,7 @@ func TestProbes_AuditListings(t *testing.T) {
 	tg := telegram.TelegramAudit(rows, scope, tgLocale)
 	noInvisible(t, "/history", tg.HTML)
 	mustContain(t, "/history", tg.Plain, "cat notes⟦U+202E⟧⟦U+2066⟧hs.txt", "Rob⟦U+200B⟧erto", "@Rob⟦U+202E⟧erto")
-	sl := cards.SlackAuditText(rows, scope, slackLocale)
+	sl := slackcards.SlackAuditText(rows, scope, slackLocale)
 	noInvisible(t, "/approvals audit", sl)
 	mustContain(t, "/approvals audit", sl, "cat notes⟦U+202E⟧⟦U+2066⟧hs.txt", "Rob⟦U+200B⟧erto")
 }

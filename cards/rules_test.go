@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metnos/gateway/cards"
+	slackcards "github.com/metnos/gateway/messenger/slack"
+
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
 )
@@ -15,7 +16,7 @@ import (
 // character passes, each is shown as ⟦U+…⟧.
 func TestSlackRuleLine_NoHiddenCharacters(t *testing.T) {
 	l := locale.New(locale.English, time.UTC, time.Now)
-	line := cards.SlackRulesText([]policy.RuleInfo{{ID: "api:1", Source: policy.SourceAPI, Owner: "user", Position: 1,
+	line := slackcards.SlackRulesText([]policy.RuleInfo{{ID: "api:1", Source: policy.SourceAPI, Owner: "user", Position: 1,
 		Capability: "fs:write", Target: "/srv/a\u202eb/**", Action: policy.ActionApprove, SenderID: "own\u200ber",
 		Agent: "metnos", Channel: "web", CreatedBy: "api:adm\u2066in"}}, l)
 	if strings.ContainsAny(line, "\u202e\u200b\u2066") {

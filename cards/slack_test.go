@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	slackcards "github.com/metnos/gateway/messenger/slack"
+
 	"github.com/slack-go/slack"
 
 	"github.com/metnos/gateway/approvals"
@@ -140,7 +142,7 @@ func TestSlack_Golden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			msg := Slack(New(tt.req, slackLocale))
+			msg := slackcards.Slack(New(tt.req, slackLocale))
 			slackCheckLimits(t, msg.Blocks)
 			slackGolden(t, tt.name, map[string]any{"text": msg.Text, "blocks": msg.Blocks})
 		})
@@ -164,16 +166,16 @@ func TestSlackHomeView_Golden(t *testing.T) {
 	}), slackLocale)}
 	tests := []struct {
 		name string
-		home SlackHome
+		home slackcards.SlackHome
 	}{
-		{"home_admin", SlackHome{Approver: true, Admin: true, UserID: "U0ROBERTO", Pending: pending, Grants: slackGrants(), Locale: slackLocale}},
-		{"home_approver", SlackHome{Approver: true, UserID: "U0ANNA", Pending: pending, Grants: slackGrants(), MoreGrants: true, Locale: slackLocale}},
-		{"home_empty", SlackHome{Approver: true, UserID: "U0ANNA", Locale: slackLocale}},
-		{"home_stranger", SlackHome{UserID: "U0<EVE>", Locale: slackLocale}},
+		{"home_admin", slackcards.SlackHome{Approver: true, Admin: true, UserID: "U0ROBERTO", Pending: pending, Grants: slackGrants(), Locale: slackLocale}},
+		{"home_approver", slackcards.SlackHome{Approver: true, UserID: "U0ANNA", Pending: pending, Grants: slackGrants(), MoreGrants: true, Locale: slackLocale}},
+		{"home_empty", slackcards.SlackHome{Approver: true, UserID: "U0ANNA", Locale: slackLocale}},
+		{"home_stranger", slackcards.SlackHome{UserID: "U0<EVE>", Locale: slackLocale}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := SlackHomeView(tt.home)
+			v := slackcards.SlackHomeView(tt.home)
 			slackCheckLimits(t, v.Blocks.BlockSet)
 			slackGolden(t, tt.name, v)
 		})
@@ -183,41 +185,41 @@ func TestSlackHomeView_Golden(t *testing.T) {
 func TestSlackLists_Golden(t *testing.T) {
 	pending := []Card{New(slackRequest(nil), slackLocale)}
 	slackGolden(t, "list_pending", map[string]string{
-		"pending":      SlackPendingText(pending, true, slackLocale),
-		"none_pending": SlackPendingText(nil, false, slackLocale),
-		"grants":       SlackGrantsText(slackGrants(), false, slackLocale),
-		"no_grants":    SlackGrantsText(nil, false, slackLocale),
+		"pending":      slackcards.SlackPendingText(pending, true, slackLocale),
+		"none_pending": slackcards.SlackPendingText(nil, false, slackLocale),
+		"grants":       slackcards.SlackGrantsText(slackGrants(), false, slackLocale),
+		"no_grants":    slackcards.SlackGrantsText(nil, false, slackLocale),
 	})
 }
 
 func TestSlack_Buttons(t *testing.T) {
 	t.Run("three buttons, value is the request id", func(t *testing.T) {
-		msg := Slack(New(slackRequest(nil), slackLocale))
+		msg := slackcards.Slack(New(slackRequest(nil), slackLocale))
 		acts := slackActionBlocks(msg.Blocks)
 		if len(acts) != 1 {
 			t.Fatalf("want one actions block, got %d", len(acts))
 		}
 		a := acts[0]
-		if a.BlockID != SlackDecisionBlockID("rabcdefgh234567") {
+		if a.BlockID != slackcards.SlackDecisionBlockID("rabcdefgh234567") {
 			t.Errorf("block_id %q", a.BlockID)
 		}
 		var ids []string
 		for _, e := range a.Elements.ElementSet {
 			b := e.(*slack.ButtonBlockElement)
 			ids = append(ids, b.ActionID)
-			if want := map[bool]string{true: "rabcdefgh234567:0", false: "rabcdefgh234567"}[b.ActionID == SlackActionAllowAlways]; b.Value != want {
+			if want := map[bool]string{true: "rabcdefgh234567:0", false: "rabcdefgh234567"}[b.ActionID == slackcards.SlackActionAllowAlways]; b.Value != want {
 				t.Errorf("%s value %q", b.ActionID, b.Value)
 			}
 			switch b.ActionID {
-			case SlackActionAllowOnce:
+			case slackcards.SlackActionAllowOnce:
 				if b.Style != slack.StylePrimary {
 					t.Errorf("allow once style %q", b.Style)
 				}
-			case SlackActionAllowAlways:
+			case slackcards.SlackActionAllowAlways:
 				if b.Confirm == nil || !strings.Contains(b.Confirm.Text.Text, "/home/roberto/invoices/*") {
 					t.Errorf("allow always needs a confirm naming the grant: %+v", b.Confirm)
 				}
-			case SlackActionDeny:
+			case slackcards.SlackActionDeny:
 				if b.Style != slack.StyleDanger {
 					t.Errorf("deny style %q", b.Style)
 				}
@@ -228,16 +230,16 @@ func TestSlack_Buttons(t *testing.T) {
 		}
 	})
 	t.Run("no allow always for always capabilities", func(t *testing.T) {
-		msg := Slack(New(slackRequest(func(r *approvals.Request) { r.Capability = "mail:send" }), slackLocale))
+		msg := slackcards.Slack(New(slackRequest(func(r *approvals.Request) { r.Capability = "mail:send" }), slackLocale))
 		for _, e := range slackActionBlocks(msg.Blocks)[0].Elements.ElementSet {
-			if e.(*slack.ButtonBlockElement).ActionID == SlackActionAllowAlways {
+			if e.(*slack.ButtonBlockElement).ActionID == slackcards.SlackActionAllowAlways {
 				t.Error("mail:send card offers Allow always")
 			}
 		}
 	})
 	t.Run("finished cards have no buttons", func(t *testing.T) {
 		for _, st := range []approvals.Status{approvals.StatusAllowed, approvals.StatusDenied, approvals.StatusExpired, approvals.StatusCancelled} {
-			msg := Slack(New(slackRequest(slackDecided(st, "", "web:owner")), slackLocale))
+			msg := slackcards.Slack(New(slackRequest(slackDecided(st, "", "web:owner")), slackLocale))
 			if n := len(slackActionBlocks(msg.Blocks)); n != 0 {
 				t.Errorf("%s: %d actions blocks", st, n)
 			}
@@ -280,7 +282,7 @@ func TestParseSlackAction(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseSlackAction(tt.blockID, tt.actionID, tt.value)
+			got, err := slackcards.ParseSlackAction(tt.blockID, tt.actionID, tt.value)
 			if tt.ok != (err == nil) {
 				t.Fatalf("err = %v, want ok=%v", err, tt.ok)
 			}
@@ -303,8 +305,8 @@ func TestEscapeMrkdwn(t *testing.T) {
 		{"<https://x|y>", "&lt;https://x|y&gt;"},
 	}
 	for _, tt := range tests {
-		if got := EscapeMrkdwn(tt.in); got != tt.want {
-			t.Errorf("EscapeMrkdwn(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := slackcards.EscapeMrkdwn(tt.in); got != tt.want {
+			t.Errorf("slackcards.EscapeMrkdwn(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -316,7 +318,7 @@ func TestSlack_CutNeverSplitsAnEntityOrEscape(t *testing.T) {
 		c := New(slackRequest(func(r *approvals.Request) {
 			r.Target = strings.Repeat("x", n) + strings.Repeat("<é&\u202e", 200)
 		}), slackLocale)
-		text := SlackPendingText([]Card{c}, false, slackLocale)
+		text := slackcards.SlackPendingText([]Card{c}, false, slackLocale)
 		start := strings.Index(text, "`x")
 		span := text[start : start+1+strings.Index(text[start+1:], "`")+1]
 		if !strings.Contains(span, "characters cut") || !utf8.ValidString(span) || len(span) > 300 {
@@ -358,25 +360,25 @@ func slackCheckLimits(t *testing.T, blocks []slack.Block) {
 	for _, b := range bs {
 		switch b["type"] {
 		case "header":
-			check("header", textOf(b["text"]), SlackMaxHeaderText)
+			check("header", textOf(b["text"]), slackcards.SlackMaxHeaderText)
 		case "section":
-			check("section text", textOf(b["text"]), SlackMaxSectionText)
+			check("section text", textOf(b["text"]), slackcards.SlackMaxSectionText)
 			fields, _ := b["fields"].([]any)
 			if len(fields) > 10 {
 				t.Errorf("%d fields, limit 10", len(fields))
 			}
 			for _, f := range fields {
-				check("field", textOf(f), SlackMaxFieldText)
+				check("field", textOf(f), slackcards.SlackMaxFieldText)
 			}
 		case "context":
 			els, _ := b["elements"].([]any)
 			for _, e := range els {
-				check("context", textOf(e), SlackMaxSectionText)
+				check("context", textOf(e), slackcards.SlackMaxSectionText)
 			}
 		}
 	}
-	if len(bs) > SlackMaxViewBlocks {
-		t.Errorf("%d blocks, limit %d", len(bs), SlackMaxViewBlocks)
+	if len(bs) > slackcards.SlackMaxViewBlocks {
+		t.Errorf("%d blocks, limit %d", len(bs), slackcards.SlackMaxViewBlocks)
 	}
 }
 
@@ -391,7 +393,7 @@ func FuzzSlack(f *testing.F) {
 		r := slackRequest(func(r *approvals.Request) {
 			r.Target, r.GrantTarget, r.Intent, r.Executor, r.Summary = target, target, intent, executor, summary
 		})
-		msg := Slack(New(r, slackLocale))
+		msg := slackcards.Slack(New(r, slackLocale))
 		slackCheckLimits(t, msg.Blocks)
 		raw, _ := json.Marshal(msg.Blocks)
 		var walk func(v any)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	slackcards "github.com/metnos/gateway/messenger/slack"
+
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/messenger/telegram"
@@ -55,11 +57,11 @@ func TestStepUpCards(t *testing.T) {
 		if !strings.Contains(tg.Plain, "passkey") || tc.button == strings.Contains(tg.Plain, link) {
 			t.Errorf("%s: telegram text %q: the link as text only without a button", tc.base, tg.Plain)
 		}
-		sl := cards.Slack(c)
+		sl := slackcards.Slack(c)
 		blocks, _ := json.Marshal(sl.Blocks)
 		s := string(blocks)
-		if strings.Contains(s, cards.SlackActionAllowOnce) || strings.Contains(s, cards.SlackActionAllowAlways) ||
-			!strings.Contains(s, cards.SlackActionDeny) || !strings.Contains(s, "passkey") {
+		if strings.Contains(s, slackcards.SlackActionAllowOnce) || strings.Contains(s, slackcards.SlackActionAllowAlways) ||
+			!strings.Contains(s, slackcards.SlackActionDeny) || !strings.Contains(s, "passkey") {
 			t.Errorf("%s: slack blocks %s", tc.base, s)
 		}
 		if tc.button != strings.Contains(s, `"url":"`+link+`"`) {

@@ -34,3 +34,11 @@ func UTF16Len(s string) int {
 	}
 	return n
 }
+
+// More is the mark of a list cut short: "+" after its count.
+func More(b bool) string {
+	if b {
+		return "+"
+	}
+	return ""
+}

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metnos/gateway/messenger/slack"
+
 	"github.com/chromedp/cdproto/webauthn"
 	"github.com/chromedp/chromedp"
 
@@ -293,13 +295,13 @@ func TestPasskeys_SlackQuorumTwo(t *testing.T) {
 	id := g.pendingID("/srv/mail/customers.csv")
 	card := g.slackCard(id, nil)
 	blocks, _ := json.Marshal(card.Blocks)
-	for _, want := range []string{cards.SlackActionDeny, "passkey", base + "/r/" + id} {
+	for _, want := range []string{slack.SlackActionDeny, "passkey", base + "/r/" + id} {
 		wantIn(t, "slack step-up card", string(blocks), want)
 	}
-	if strings.Contains(string(blocks), cards.SlackActionAllowOnce) {
+	if strings.Contains(string(blocks), slack.SlackActionAllowOnce) {
 		t.Errorf("the step-up card has an Allow button: %s", blocks)
 	}
-	told := g.click(rtSlackOp, id, card, cards.SlackActionAllowOnce, true)
+	told := g.click(rtSlackOp, id, card, slack.SlackActionAllowOnce, true)
 	wantIn(t, "forged allow click", told, "passkey")
 	stillPending(t, g, id, "an Allow click on Slack")
 	if st, body := g.call("POST", "/v1/requests/"+id+"/decision", rtAdminToken, map[string]any{"decision": "allow_once"}); st != http.StatusForbidden || !strings.Contains(string(body), `"step_up_required"`) {

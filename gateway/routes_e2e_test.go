@@ -18,7 +18,6 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/messenger"
@@ -302,7 +301,7 @@ func (g *routesGW) click(user, id string, card slacktest.Message, action string,
 	g.t.Helper()
 	g.sl.Reset()
 	body := slacktest.InteractionBody(slacktest.BlockAction{UserID: user, UserName: strings.ToLower(user),
-		ChannelID: rtSlackChan, MessageTS: card.TS, BlockID: cards.SlackDecisionBlockID(id), ActionID: action, Value: id,
+		ChannelID: rtSlackChan, MessageTS: card.TS, BlockID: slack.SlackDecisionBlockID(id), ActionID: action, Value: id,
 		ResponseURL: g.sl.ResponseURL("click")}.JSON())
 	req, _ := http.NewRequest("POST", g.base+"/slack/interactions", bytes.NewReader(body))
 	for k, v := range slacktest.Sign(rtSlackSecret, time.Now(), body) {
@@ -386,8 +385,8 @@ func TestRoutes_QuorumTelegramAndSlack(t *testing.T) {
 		target, slackAction string
 		want                approvals.Decision
 	}{
-		{"/srv/a.txt", cards.SlackActionAllowAlways, approvals.AllowAlways},
-		{"/srv/b.txt", cards.SlackActionAllowOnce, approvals.AllowOnce},
+		{"/srv/a.txt", slack.SlackActionAllowAlways, approvals.AllowAlways},
+		{"/srv/b.txt", slack.SlackActionAllowOnce, approvals.AllowOnce},
 	} {
 		answer := g.ask("fs:write", tc.target, "30s")
 		id := g.pendingID(tc.target)
@@ -397,7 +396,7 @@ func TestRoutes_QuorumTelegramAndSlack(t *testing.T) {
 
 		// Refused: not an approver at all; a Slack approver the route leaves out.
 		wantIn(t, "Mallory's answer", g.tap(rtMallory, card, "Allow once").Text, telegram.NotApprover)
-		wantIn(t, "a left-out approver's answer", g.click(rtSlackOp, id, scard, cards.SlackActionAllowOnce, true), "not among the approvers")
+		wantIn(t, "a left-out approver's answer", g.click(rtSlackOp, id, scard, slack.SlackActionAllowOnce, true), "not among the approvers")
 		// An admin agent the route does not name: 403 over the API.
 		if st, b := g.call("POST", "/v1/requests/"+id+"/decision", rtAdminToken, map[string]any{"decision": "allow_once"}); st != http.StatusForbidden || !strings.Contains(string(b), "not_approver") {
 			t.Fatalf("admin agent outside the route: %d %s", st, b)
@@ -414,7 +413,7 @@ func TestRoutes_QuorumTelegramAndSlack(t *testing.T) {
 			t.Fatalf("telegram buttons after one approval: %v", card.Buttons())
 		}
 		scard = g.slackCard(id, func(m slacktest.Message) bool { return strings.Contains(m.Blocks, progress) })
-		if !strings.Contains(scard.Blocks, cards.SlackActionAllowOnce) {
+		if !strings.Contains(scard.Blocks, slack.SlackActionAllowOnce) {
 			t.Fatalf("slack card lost its buttons: %s", scard.Blocks)
 		}
 		wantIn(t, "Roberto again", g.tap(rtRoberto, card, "Allow once").Text, "already counted")
@@ -445,7 +444,7 @@ func TestRoutes_QuorumTelegramAndSlack(t *testing.T) {
 		}
 		// Both cards show the outcome, without buttons.
 		g.tgCard(id, func(m telegramtest.Message) bool { return len(m.Buttons()) == 0 && strings.Contains(m.Text, "Allowed") })
-		g.slackCard(id, func(m slacktest.Message) bool { return !strings.Contains(m.Blocks, cards.SlackActionAllowOnce) })
+		g.slackCard(id, func(m slacktest.Message) bool { return !strings.Contains(m.Blocks, slack.SlackActionAllowOnce) })
 	}
 	// The event stream carried the progress.
 	deadline := time.After(rtWait)
@@ -475,7 +474,7 @@ func TestRoutes_DenyAfterAllow(t *testing.T) {
 	card := g.tgCard(id, nil)
 	g.tapAlways(rtRoberto, card)
 	scard := g.slackCard(id, func(m slacktest.Message) bool { return strings.Contains(m.Blocks, "1 of 2") })
-	g.click(rtAnna, id, scard, cards.SlackActionDeny, false)
+	g.click(rtAnna, id, scard, slack.SlackActionDeny, false)
 	r := agentAnswer(t, answer)
 	if r.Status != approvals.StatusDenied || r.GrantID != nil {
 		t.Fatalf("agent got %s, grant %v", r.Status, r.GrantID)
@@ -497,7 +496,7 @@ func TestRoutes_RestartKeepsFirstApproval(t *testing.T) {
 	if r, _ := g.app.Service.Get(context.Background(), id); r.Status != approvals.StatusPending || r.AllowCount() != 1 {
 		t.Fatalf("after restart: %s, %d approvals", r.Status, r.AllowCount())
 	}
-	g.click(rtAnna, id, scard, cards.SlackActionAllowAlways, false)
+	g.click(rtAnna, id, scard, slack.SlackActionAllowAlways, false)
 	deadline := time.Now().Add(rtWait)
 	for {
 		r, _ := g.app.Service.Get(context.Background(), id)
@@ -537,11 +536,11 @@ func TestRoutes_EscalationToSlackGroup(t *testing.T) {
 		return strings.Contains(m.Text, "Escalated")
 	}).Text, "no answer in 2s")
 	// Someone outside the group is refused; a member decides.
-	wantIn(t, "a non-member", g.click("U0EVE", id, scard, cards.SlackActionAllowOnce, true), "not")
+	wantIn(t, "a non-member", g.click("U0EVE", id, scard, slack.SlackActionAllowOnce, true), "not")
 	if n := g.sl.Count("usergroups.users.list"); n != 1 {
 		t.Fatalf("usergroups.users.list called %d times for the group, want once", n)
 	}
-	g.click(rtAnna, id, scard, cards.SlackActionAllowOnce, false)
+	g.click(rtAnna, id, scard, slack.SlackActionAllowOnce, false)
 	r := agentAnswer(t, answer)
 	if r.Status != approvals.StatusAllowed || r.DecidedBy == "" || !strings.Contains(r.DecidedBy, rtAnna) {
 		t.Fatalf("agent got %s by %q", r.Status, r.DecidedBy)

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/metnos/gateway/messenger/slack"
+
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/metnos/gateway/approvals"
@@ -176,7 +178,7 @@ func (a *approver) scan() {
 		acts := map[approvals.Decision]string{}
 		id := ""
 		for i, act := range actionIDs {
-			if cb, err := cards.ParseSlackAction(cards.SlackDecisionBlockID(values[i]), act, values[i]); err == nil && cb.RequestID != "" {
+			if cb, err := slack.ParseSlackAction(slack.SlackDecisionBlockID(values[i]), act, values[i]); err == nil && cb.RequestID != "" {
 				acts[cb.Decision], id = act, cb.RequestID
 			}
 		}
@@ -356,7 +358,7 @@ func (a *approver) tap(id, ch string, d approvals.Decision) tap {
 func (a *approver) click(id, ts, action string) error {
 	body := slacktest.InteractionBody(slacktest.BlockAction{
 		UserID: slackApprover, UserName: "roberto", ChannelID: slackChannel, MessageTS: ts,
-		BlockID: cards.SlackDecisionBlockID(id), ActionID: action, Value: id,
+		BlockID: slack.SlackDecisionBlockID(id), ActionID: action, Value: id,
 		ResponseURL: a.sl.ResponseURL("tap-" + id),
 	}.JSON())
 	req, err := http.NewRequest(http.MethodPost, a.base()+"/slack/interactions", bytes.NewReader(body))

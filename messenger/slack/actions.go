@@ -142,14 +142,14 @@ func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.Interacti
 		return
 	}
 	a := acts[0]
-	if a.ActionID == cards.SlackActionConfirmWeb {
+	if a.ActionID == SlackActionConfirmWeb {
 		return // a step-up card's link: the browser opened the page; nothing to decide
 	}
 	value := a.Value
-	if a.ActionID == cards.SlackActionScope {
+	if a.ActionID == SlackActionScope {
 		value = a.SelectedOption.Value // a select's choice
 	}
-	cb, err := cards.ParseSlackAction(a.BlockID, a.ActionID, value)
+	cb, err := ParseSlackAction(a.BlockID, a.ActionID, value)
 	if err != nil {
 		m.log.Warn("refused an unexpected Slack action", "user_id", ic.User.ID,
 			"action_id", fmt.Sprintf("%.64q", a.ActionID), "err", err)
@@ -173,7 +173,7 @@ func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.Interacti
 		// beside it must still say the same, or the person confirmed one
 		// scope while the select showed another.
 		if st := ic.BlockActionState; st != nil {
-			if sel, ok := st.Values[a.BlockID][cards.SlackActionScope]; ok &&
+			if sel, ok := st.Values[a.BlockID][SlackActionScope]; ok &&
 				sel.SelectedOption.Value != "" && sel.SelectedOption.Value != strconv.Itoa(cb.Scope-1) {
 				answer(m.loc.T("slack.scope_changed"))
 				return
@@ -194,7 +194,7 @@ func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.Interacti
 		return
 	}
 	if !r.Status.Finished() {
-		answer(m.loc.T("msg.counted", cards.EscapeMrkdwn(cards.Progress(r, m.loc))))
+		answer(m.loc.T("msg.counted", EscapeMrkdwn(cards.Progress(r, m.loc))))
 		m.log.Info("approval counted in slack", "request_id", r.ID, "decision", string(cb.Decision), "user_id", ic.User.ID)
 		return
 	}
@@ -223,7 +223,7 @@ func (m *Messenger) chooseScope(ctx context.Context, ic slackapi.InteractionCall
 	if ch == "" || ts == "" {
 		return
 	}
-	msg := cards.Slack(c.WithScope(cb.Scope - 1))
+	msg := Slack(c.WithScope(cb.Scope - 1))
 	if _, _, _, err := m.api.UpdateMessageContext(ctx, ch, ts, slackapi.MsgOptionText(msg.Text, false),
 		slackapi.MsgOptionDisableMarkdown(), slackapi.MsgOptionBlocks(msg.Blocks...)); err != nil {
 		m.log.Warn("could not redraw the card with the chosen scope", "request_id", r.ID, "err", err)
@@ -242,7 +242,7 @@ func (m *Messenger) decideRefusal(err error, id string) string {
 	case errors.Is(err, approvals.ErrNotOffered):
 		m.log.Warn("refused a choice the card does not offer", "request_id", id, "err", err)
 	}
-	return cards.EscapeMrkdwn(text)
+	return EscapeMrkdwn(text)
 }
 
 // revoke is a Revoke click on the Home tab or /approvals revoke: admins

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/messenger/slack"
 	"github.com/metnos/gateway/messenger/slack/slacktest"
 	"github.com/metnos/gateway/policy"
 )
@@ -32,10 +32,10 @@ func TestSlack_ScopeChoice(t *testing.T) {
 	click := func(value string, state string) {
 		t.Helper()
 		a := slacktest.BlockAction{UserID: approverID, UserName: "roberto", ChannelID: channel, MessageTS: ts,
-			BlockID: cards.SlackDecisionBlockID(id), ActionID: cards.SlackActionAllowAlways, Value: value,
+			BlockID: slack.SlackDecisionBlockID(id), ActionID: slack.SlackActionAllowAlways, Value: value,
 			ResponseURL: h.fake.ResponseURL("click")}
 		if state != "" {
-			a.State = map[string]map[string]string{cards.SlackDecisionBlockID(id): {cards.SlackActionScope: state}}
+			a.State = map[string]map[string]string{slack.SlackDecisionBlockID(id): {slack.SlackActionScope: state}}
 		}
 		if st, _ := h.signedPost("/slack/interactions", slacktest.InteractionBody(a.JSON()), time.Now(), secret); st != http.StatusOK {
 			t.Fatalf("interaction answered %d", st)
@@ -54,7 +54,7 @@ func TestSlack_ScopeChoice(t *testing.T) {
 
 	// Choosing "/srv/reports/*" redraws the card: the button and its dialog name it.
 	sel := slacktest.BlockAction{UserID: approverID, UserName: "roberto", ChannelID: channel, MessageTS: ts,
-		BlockID: cards.SlackDecisionBlockID(id), ActionID: cards.SlackActionScope, Selected: "2",
+		BlockID: slack.SlackDecisionBlockID(id), ActionID: slack.SlackActionScope, Selected: "2",
 		ResponseURL: h.fake.ResponseURL("click")}
 	if st, _ := h.signedPost("/slack/interactions", slacktest.InteractionBody(sel.JSON()), time.Now(), secret); st != http.StatusOK {
 		t.Fatalf("select answered %d", st)
@@ -97,7 +97,7 @@ func TestSlack_AllowFor(t *testing.T) {
 	if strings.Join(ids, ",") != "approval_allow_once,approval_allow_for_2s,approval_allow_always,approval_deny" {
 		t.Fatalf("buttons %v", ids)
 	}
-	if st, _ := h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, cards.SlackActionAllowFor+"2s"),
+	if st, _ := h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, slack.SlackActionAllowFor+"2s"),
 		time.Now(), secret); st != http.StatusOK {
 		t.Fatalf("click answered %d", st)
 	}
@@ -132,10 +132,10 @@ func TestSlack_AllowSession(t *testing.T) {
 	}
 	agent := h.submit(inSession("s-1"), "30s")
 	id, ts, post := h.posted()
-	if ids, _ := post.Buttons(); !slices.Contains(ids, cards.SlackActionAllowSession) {
+	if ids, _ := post.Buttons(); !slices.Contains(ids, slack.SlackActionAllowSession) {
 		t.Fatalf("buttons %v, want Allow this session", ids)
 	}
-	if st, _ := h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, cards.SlackActionAllowSession),
+	if st, _ := h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, slack.SlackActionAllowSession),
 		time.Now(), secret); st != http.StatusOK {
 		t.Fatalf("click answered %d", st)
 	}
@@ -169,7 +169,7 @@ func TestSlack_NoWhileOrSessionForAlwaysCapabilities(t *testing.T) {
 		if ids, _ := post.Buttons(); strings.Join(ids, ",") != "approval_allow_once,approval_deny" {
 			t.Errorf("%s buttons %v, want Allow once and Deny only", c.capability, ids)
 		}
-		for _, action := range []string{cards.SlackActionAllowFor + "2s", cards.SlackActionAllowSession} {
+		for _, action := range []string{slack.SlackActionAllowFor + "2s", slack.SlackActionAllowSession} {
 			if st, _ := h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, action),
 				time.Now(), secret); st != http.StatusOK {
 				t.Fatalf("click answered %d", st)

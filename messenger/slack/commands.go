@@ -43,7 +43,7 @@ func (m *Messenger) handleCommand(ctx context.Context, c slackapi.SlashCommand) 
 			m.reply(ctx, to, m.loc.T("msg.internal"))
 			return
 		}
-		m.reply(ctx, to, cards.SlackPendingText(pending, more, m.loc))
+		m.reply(ctx, to, SlackPendingText(pending, more, m.loc))
 	case "grants":
 		if !canList {
 			m.reply(ctx, to, m.loc.T("slack.not_approver"))
@@ -63,7 +63,7 @@ func (m *Messenger) handleCommand(ctx context.Context, c slackapi.SlashCommand) 
 			m.reply(ctx, to, m.loc.T("msg.internal"))
 			return
 		}
-		m.reply(ctx, to, cards.SlackGrantsText(gs, more, m.loc))
+		m.reply(ctx, to, SlackGrantsText(gs, more, m.loc))
 	case "revoke":
 		id, err := strconv.ParseInt(strings.TrimPrefix(strings.Join(args, ""), "#"), 10, 64)
 		if len(args) != 1 || err != nil || id <= 0 {
@@ -97,9 +97,9 @@ func (m *Messenger) handleCommand(ctx context.Context, c slackapi.SlashCommand) 
 			m.reply(ctx, to, m.loc.T("msg.internal"))
 			return
 		}
-		m.reply(ctx, to, cards.SlackAuditText(rows, scope, m.loc))
+		m.reply(ctx, to, SlackAuditText(rows, scope, m.loc))
 	default:
-		m.reply(ctx, to, m.loc.T("slack.unknown_subcommand", cards.EscapeMrkdwn(sub))+"\n"+m.loc.T("slack.help"))
+		m.reply(ctx, to, m.loc.T("slack.unknown_subcommand", EscapeMrkdwn(sub))+"\n"+m.loc.T("slack.help"))
 	}
 }
 
@@ -123,7 +123,7 @@ func (m *Messenger) rulesCommand(ctx context.Context, c slackapi.SlashCommand, a
 			answer(m.loc.T("msg.internal"))
 			return
 		}
-		answer(cards.SlackRulesText(list, m.loc))
+		answer(SlackRulesText(list, m.loc))
 	case len(args) == 2 && (args[0] == "rm" || args[0] == "remove"):
 		id := args[1]
 		by := approvals.Actor{Channel: Name, ID: c.UserID, Name: c.UserName}.String()
@@ -131,11 +131,11 @@ func (m *Messenger) rulesCommand(ctx context.Context, c slackapi.SlashCommand, a
 		switch {
 		case err == nil:
 			m.log.Info("rule removed in slack", "rule_id", id, "user_id", c.UserID)
-			answer(m.loc.T("msg.rule_removed", cards.EscapeMrkdwn(id)))
+			answer(m.loc.T("msg.rule_removed", EscapeMrkdwn(id)))
 		case errors.Is(err, policy.ErrRuleFromConfig):
-			answer(m.loc.T("msg.rule_from_config", cards.EscapeMrkdwn(id)))
+			answer(m.loc.T("msg.rule_from_config", EscapeMrkdwn(id)))
 		case errors.Is(err, policy.ErrNotFound), errors.Is(err, policy.ErrInvalid):
-			answer(m.loc.T("msg.rule_not_found", cards.EscapeMrkdwn(id)))
+			answer(m.loc.T("msg.rule_not_found", EscapeMrkdwn(id)))
 		default:
 			m.log.Error("remove rule from slack failed", "rule_id", id, "err", err)
 			answer(m.loc.T("msg.internal"))

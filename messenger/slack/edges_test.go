@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/messenger/slack"
 	"github.com/metnos/gateway/messenger/slack/slacktest"
 	"github.com/metnos/gateway/storage/storagetest"
 )
@@ -25,7 +25,7 @@ func TestInteractions_ForeignTeamOrChannelRefused(t *testing.T) {
 		{ChannelID: "C0ELSEWHERE"},
 	} {
 		a.UserID, a.UserName, a.MessageTS = approverID, "roberto", ts
-		a.BlockID, a.ActionID, a.Value = cards.SlackDecisionBlockID(id), cards.SlackActionAllowOnce, id
+		a.BlockID, a.ActionID, a.Value = slack.SlackDecisionBlockID(id), slack.SlackActionAllowOnce, id
 		a.ResponseURL = h.fake.ResponseURL("click")
 		if st, _ := h.signedPost("/slack/interactions", slacktest.InteractionBody(a.JSON()), time.Now(), secret); st != http.StatusOK {
 			t.Fatalf("answered %d", st)
@@ -42,7 +42,7 @@ func TestInteractions_ForeignTeamOrChannelRefused(t *testing.T) {
 		t.Errorf("request is %s after foreign clicks, want pending", r.Status)
 	}
 	// The same click from our team and channel decides.
-	if st, _ := h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, cards.SlackActionDeny), time.Now(), secret); st != http.StatusOK {
+	if st, _ := h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, slack.SlackActionDeny), time.Now(), secret); st != http.StatusOK {
 		t.Fatalf("answered %d", st)
 	}
 	h.fake.Wait(t, "chat.update", waitFor)
@@ -57,7 +57,7 @@ func TestInteractions_ReplaySeenAfterRestart(t *testing.T) {
 	h := newHarness(t)
 	h.submit(fsWrite("/srv/reports/restart.txt"), "0s")
 	id, ts, _ := h.posted()
-	body := h.click(approverID, "roberto", id, ts, cards.SlackActionDeny)
+	body := h.click(approverID, "roberto", id, ts, slack.SlackActionDeny)
 	if st, _ := h.signedPost("/slack/interactions", body, time.Now(), secret); st != http.StatusOK {
 		t.Fatalf("answered %d", st)
 	}
@@ -80,7 +80,7 @@ func TestReplicas_SlackReplayOnSecondReplica_Postgres(t *testing.T) {
 	one.submit(fsWrite("/srv/reports/replica.txt"), "0s")
 	id, ts, _ := one.posted()
 	two := newHarness(t, onPG)
-	body := one.click(approverID, "roberto", id, ts, cards.SlackActionDeny)
+	body := one.click(approverID, "roberto", id, ts, slack.SlackActionDeny)
 	if st, _ := one.signedPost("/slack/interactions", body, time.Now(), secret); st != http.StatusOK {
 		t.Fatalf("answered %d", st)
 	}
@@ -90,7 +90,7 @@ func TestReplicas_SlackReplayOnSecondReplica_Postgres(t *testing.T) {
 	}
 	two.fake.Quiet(t, "chat.postEphemeral", 500*time.Millisecond)
 	// A fresh click on the second replica is handled there.
-	if st, _ := two.signedPost("/slack/interactions", two.click(approverID, "roberto", id, ts, cards.SlackActionAllowOnce),
+	if st, _ := two.signedPost("/slack/interactions", two.click(approverID, "roberto", id, ts, slack.SlackActionAllowOnce),
 		time.Now(), secret); st != http.StatusOK {
 		t.Fatalf("answered %d", st)
 	}

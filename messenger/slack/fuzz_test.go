@@ -18,7 +18,6 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/messenger"
@@ -276,18 +275,18 @@ func FuzzSlackPayload(f *testing.F) {
 		return string(slacktest.Command{UserID: user, UserName: "u", ChannelID: "C0APPROVALS", Text: text,
 			ResponseURL: respURL, TriggerID: "1.2.c"}.Form())
 	}
-	rblock, gblock := cards.SlackDecisionBlockID(ridMark), "grant:"+gidMark
+	rblock, gblock := SlackDecisionBlockID(ridMark), "grant:"+gidMark
 	for _, s := range [][2]string{
-		{click(fuzzApprover, rblock, cards.SlackActionAllowOnce, ridMark, ""), command(fuzzApprover, "pending")},
-		{click(fuzzApprover, rblock, cards.SlackActionAllowAlways, ridMark, ""), command(fuzzAdmin, "revoke "+gidMark)},
-		{click(fuzzApprover, rblock, cards.SlackActionDeny, ridMark, "V1"), command(fuzzAdmin, "revoke #"+gidMark)},
-		{click(fuzzStranger, rblock, cards.SlackActionAllowOnce, ridMark, ""), command(fuzzStranger, "revoke "+gidMark)},
-		{click(fuzzAdmin, rblock, cards.SlackActionAllowOnce, ridMark, ""), command(fuzzApprover, "grants owner")},
-		{click(fuzzApprover, "approval:rzzzz", cards.SlackActionAllowOnce, ridMark, ""), command(fuzzApprover, "REVOKE 0")},
+		{click(fuzzApprover, rblock, SlackActionAllowOnce, ridMark, ""), command(fuzzApprover, "pending")},
+		{click(fuzzApprover, rblock, SlackActionAllowAlways, ridMark, ""), command(fuzzAdmin, "revoke "+gidMark)},
+		{click(fuzzApprover, rblock, SlackActionDeny, ridMark, "V1"), command(fuzzAdmin, "revoke #"+gidMark)},
+		{click(fuzzStranger, rblock, SlackActionAllowOnce, ridMark, ""), command(fuzzStranger, "revoke "+gidMark)},
+		{click(fuzzAdmin, rblock, SlackActionAllowOnce, ridMark, ""), command(fuzzApprover, "grants owner")},
+		{click(fuzzApprover, "approval:rzzzz", SlackActionAllowOnce, ridMark, ""), command(fuzzApprover, "REVOKE 0")},
 		{click(fuzzApprover, rblock, "approval_maybe", ridMark, ""), command(fuzzApprover, "revoke 1 2")},
-		{click(fuzzAdmin, gblock, cards.SlackActionRevoke, gidMark, "V1"), command(fuzzApprover, "help")},
-		{click(fuzzStranger, gblock, cards.SlackActionRevoke, gidMark, ""), command(fuzzApprover, "nope <!channel>")},
-		{click(fuzzAdmin, gblock, cards.SlackActionRevoke, "0"+gidMark, ""), "team_id=T1&text=revoke+1&user_id=" + fuzzAdmin},
+		{click(fuzzAdmin, gblock, SlackActionRevoke, gidMark, "V1"), command(fuzzApprover, "help")},
+		{click(fuzzStranger, gblock, SlackActionRevoke, gidMark, ""), command(fuzzApprover, "nope <!channel>")},
+		{click(fuzzAdmin, gblock, SlackActionRevoke, "0"+gidMark, ""), "team_id=T1&text=revoke+1&user_id=" + fuzzAdmin},
 		{`{"type":"block_actions","team":{"id":"T1"},"user":{"id":"` + fuzzApprover + `"},"actions":[{"block_id":"approval:{rid}","action_id":"approval_deny","value":"{rid}"},{"block_id":"approval:{rid}","action_id":"approval_allow_once","value":"{rid}"}]}`, "a=%zz"},
 		{`{"type":"block_actions","team":{"id":"T1"},"user":{"id":"` + fuzzApprover + `"},"actions":[{"action_id":"approval_deny","value":"{rid}"}]}`, ";"},
 		{`{"type":"view_submission","user":{"id":"` + fuzzApprover + `"},"actions":[{"block_id":"approval:{rid}","action_id":"approval_deny","value":"{rid}"}]}`, ""},

@@ -74,7 +74,7 @@ func (m *Messenger) Remind(ctx context.Context, r approvals.Request, ref string)
 		return nil
 	}
 	_, _, err := m.api.PostMessageContext(ctx, ch, slackapi.MsgOptionTS(ts),
-		slackapi.MsgOptionText(cards.EscapeMrkdwn(cards.Reminder(r, m.loc)), false))
+		slackapi.MsgOptionText(EscapeMrkdwn(cards.Reminder(r, m.loc)), false))
 	if err != nil {
 		return apiError("chat.postMessage", err)
 	}

@@ -18,7 +18,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/messenger"
@@ -312,7 +311,7 @@ func (h *harness) signedPost(path string, body []byte, at time.Time, key string)
 func (h *harness) click(userID, userName, id, ts, actionID string) []byte {
 	return slacktest.InteractionBody(slacktest.BlockAction{
 		UserID: userID, UserName: userName, ChannelID: channel, MessageTS: ts,
-		BlockID: cards.SlackDecisionBlockID(id), ActionID: actionID, Value: id,
+		BlockID: slack.SlackDecisionBlockID(id), ActionID: actionID, Value: id,
 		ResponseURL: h.fake.ResponseURL("click"),
 	}.JSON())
 }

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	slackapi "github.com/slack-go/slack"
-
-	"github.com/metnos/gateway/cards"
 )
 
 // watchHome remembers that user opened the Home tab, so it is refreshed
@@ -41,7 +39,7 @@ func (m *Messenger) homesChanged() {
 // the pending requests with buttons; admins also get Revoke on grants;
 // anyone else learns how to become an approver.
 func (m *Messenger) publishHome(ctx context.Context, user string) {
-	h := cards.SlackHome{UserID: user, Approver: m.approver[user], Admin: m.admin[user], Locale: m.loc}
+	h := SlackHome{UserID: user, Approver: m.approver[user], Admin: m.admin[user], Locale: m.loc}
 	if h.Approver || h.Admin {
 		var err error
 		if h.Pending, h.MorePending, err = m.pendingCards(ctx, maxListed); err == nil {
@@ -52,7 +50,7 @@ func (m *Messenger) publishHome(ctx context.Context, user string) {
 			return
 		}
 	}
-	_, err := m.api.PublishViewContext(ctx, slackapi.PublishViewContextRequest{UserID: user, View: cards.SlackHomeView(h)})
+	_, err := m.api.PublishViewContext(ctx, slackapi.PublishViewContextRequest{UserID: user, View: SlackHomeView(h)})
 	if err != nil {
 		m.log.Warn("home tab: views.publish failed", "user_id", user, "err", err)
 	}

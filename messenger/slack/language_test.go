@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/messenger/slack"
 	"github.com/metnos/gateway/messenger/slack/slacktest"
 )
 
@@ -28,7 +28,7 @@ func TestSlack_Italian(t *testing.T) {
 	}
 	wantContains(t, "fallback text", post.Text(), "a1 chiede fs:write su /srv/reports/q1.txt: serve un'approvazione")
 
-	if st, _ := h.signedPost("/slack/interactions", h.click(strangerID, "eve", id, ts, cards.SlackActionAllowOnce),
+	if st, _ := h.signedPost("/slack/interactions", h.click(strangerID, "eve", id, ts, slack.SlackActionAllowOnce),
 		time.Now(), secret); st != http.StatusOK {
 		t.Fatalf("interaction answered %d", st)
 	}
@@ -45,7 +45,7 @@ func TestSlack_Italian(t *testing.T) {
 	h.signedPost("/slack/commands", h.command(approverID, "grants"), time.Now(), secret)
 	wantContains(t, "/approvals grants", h.answer("response_url"), "Nessuna autorizzazione attiva.")
 
-	if st, _ := h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, cards.SlackActionAllowOnce),
+	if st, _ := h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, slack.SlackActionAllowOnce),
 		time.Now(), secret); st != http.StatusOK {
 		t.Fatalf("interaction answered %d", st)
 	}
@@ -56,7 +56,7 @@ func TestSlack_Italian(t *testing.T) {
 	wantContains(t, "finished card", upd.Form.Get("blocks"), "✅ Consentita una volta da roberto · ")
 	wantContains(t, "finished card", upd.Form.Get("blocks"), " JST")
 
-	h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, cards.SlackActionDeny), time.Now(), secret)
+	h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, slack.SlackActionDeny), time.Now(), secret)
 	wantContains(t, "second click", h.fake.Wait(t, "chat.postEphemeral", waitFor).Text(),
 		"Già decisa: consentita una volta da roberto alle ")
 

@@ -194,7 +194,7 @@ func (m *Messenger) Name() string { return Name }
 // (https://docs.slack.dev/reference/methods/chat.postMessage). The ref is
 // "channel:ts", which chat.update needs; the dispatcher persists it.
 func (m *Messenger) Post(ctx context.Context, r approvals.Request) (string, error) {
-	msg := cards.Slack(m.card(r))
+	msg := Slack(m.card(r))
 	ch, ts, err := m.api.PostMessageContext(ctx, m.cfg.ChannelID,
 		slackapi.MsgOptionText(msg.Text, false), slackapi.MsgOptionDisableMarkdown(), slackapi.MsgOptionBlocks(msg.Blocks...))
 	if err != nil {
@@ -221,7 +221,7 @@ func (m *Messenger) Summarize(ctx context.Context, waiting []approvals.Waiting) 
 // text, no blocks, no buttons. One attempt: the service retries.
 func (m *Messenger) Announce(ctx context.Context, n approvals.Notification) error {
 	_, _, err := m.api.PostMessageContext(ctx, m.cfg.ChannelID,
-		slackapi.MsgOptionText(cards.NewNotification(n.Request, m.loc).Render(m.loc, cards.SlackMarkup), false),
+		slackapi.MsgOptionText(cards.NewNotification(n.Request, m.loc).Render(m.loc, SlackMarkup), false),
 		slackapi.MsgOptionDisableMarkdown())
 	if err != nil {
 		return apiError("chat.postMessage", err)
@@ -233,7 +233,7 @@ func (m *Messenger) Announce(ctx context.Context, n approvals.Notification) erro
 // a plain message, no buttons.
 func (m *Messenger) SendDigest(ctx context.Context, d approvals.Digest) error {
 	_, _, err := m.api.PostMessageContext(ctx, m.cfg.ChannelID,
-		slackapi.MsgOptionText(cards.NewDigest(d, m.loc).Render(m.loc, cards.SlackMarkup), false),
+		slackapi.MsgOptionText(cards.NewDigest(d, m.loc).Render(m.loc, SlackMarkup), false),
 		slackapi.MsgOptionDisableMarkdown())
 	if err != nil {
 		return apiError("chat.postMessage", err)
@@ -245,7 +245,7 @@ func (m *Messenger) SendDigest(ctx context.Context, d approvals.Digest) error {
 // channel: a plain message, no buttons.
 func (m *Messenger) SendBulletin(ctx context.Context, b approvals.Bulletin) error {
 	_, _, err := m.api.PostMessageContext(ctx, m.cfg.ChannelID,
-		slackapi.MsgOptionText(cards.NewBulletin(b, m.loc).Render(cards.SlackMarkup), false),
+		slackapi.MsgOptionText(cards.NewBulletin(b, m.loc).Render(SlackMarkup), false),
 		slackapi.MsgOptionDisableMarkdown())
 	if err != nil {
 		return apiError("chat.postMessage", err)
@@ -262,7 +262,7 @@ func (m *Messenger) Update(ctx context.Context, r approvals.Request, ref string)
 		m.log.Error("card ref is not channel:ts; not retrying", "request_id", r.ID, "ref", ref)
 		return nil
 	}
-	msg := cards.Slack(m.card(r))
+	msg := Slack(m.card(r))
 	_, _, _, err := m.api.UpdateMessageContext(ctx, ch, ts,
 		slackapi.MsgOptionText(msg.Text, false), slackapi.MsgOptionDisableMarkdown(), slackapi.MsgOptionBlocks(msg.Blocks...))
 	var se slackapi.SlackErrorResponse

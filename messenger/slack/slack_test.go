@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/messenger/slack"
 	"github.com/metnos/gateway/messenger/slack/slacktest"
 	"github.com/metnos/gateway/policy"
@@ -31,7 +30,7 @@ func TestEndToEnd_AllowOnce(t *testing.T) {
 	}
 	for i, v := range values {
 		want := id
-		if ids[i] == cards.SlackActionAllowAlways {
+		if ids[i] == slack.SlackActionAllowAlways {
 			want = id + ":0" // the scope its confirm dialog names: the narrowest
 		}
 		if v != want {
@@ -44,7 +43,7 @@ func TestEndToEnd_AllowOnce(t *testing.T) {
 	wantContains(t, "card", post.Form.Get("blocks"), " JST")
 
 	// A non-approver's click is refused privately and changes nothing.
-	if st, _ := h.signedPost("/slack/interactions", h.click(strangerID, "eve", id, ts, cards.SlackActionAllowOnce),
+	if st, _ := h.signedPost("/slack/interactions", h.click(strangerID, "eve", id, ts, slack.SlackActionAllowOnce),
 		time.Now(), secret); st != http.StatusOK {
 		t.Fatalf("interaction answered %d", st)
 	}
@@ -58,7 +57,7 @@ func TestEndToEnd_AllowOnce(t *testing.T) {
 	}
 
 	// The approver's Allow once lets the waiting agent go.
-	if st, _ := h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, cards.SlackActionAllowOnce),
+	if st, _ := h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, slack.SlackActionAllowOnce),
 		time.Now(), secret); st != http.StatusOK {
 		t.Fatalf("interaction answered %d", st)
 	}
@@ -88,7 +87,7 @@ func TestInteractions_Signature(t *testing.T) {
 	h := newHarness(t)
 	h.submit(fsWrite("/srv/reports/q2.txt"), "0s")
 	id, ts, _ := h.posted()
-	body := h.click(approverID, "roberto", id, ts, cards.SlackActionAllowOnce)
+	body := h.click(approverID, "roberto", id, ts, slack.SlackActionAllowOnce)
 
 	tests := []struct {
 		name string
@@ -133,7 +132,7 @@ func TestInteractions_ReplayHasNoSecondEffect(t *testing.T) {
 	h := newHarness(t)
 	h.submit(fsWrite("/srv/reports/q3.txt"), "0s")
 	id, ts, _ := h.posted()
-	body := h.click(approverID, "roberto", id, ts, cards.SlackActionDeny)
+	body := h.click(approverID, "roberto", id, ts, slack.SlackActionDeny)
 
 	if st, _ := h.signedPost("/slack/interactions", body, time.Now(), secret); st != http.StatusOK {
 		t.Fatalf("answered %d", st)
@@ -153,7 +152,7 @@ func TestInteractions_ReplayHasNoSecondEffect(t *testing.T) {
 	}
 
 	// A second, genuine click is a different request and is told who won.
-	if st, _ := h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, cards.SlackActionAllowOnce),
+	if st, _ := h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, slack.SlackActionAllowOnce),
 		time.Now(), secret); st != http.StatusOK {
 		t.Fatalf("answered %d", st)
 	}
@@ -168,7 +167,7 @@ func TestInteractions_AckedBeforeTheWork(t *testing.T) {
 	id, ts, _ := h.posted()
 	h.fake.Fail("chat.postEphemeral", slacktest.Failure{Delay: 3500 * time.Millisecond})
 	start := time.Now()
-	if st, _ := h.signedPost("/slack/interactions", h.click(strangerID, "eve", id, ts, cards.SlackActionAllowOnce),
+	if st, _ := h.signedPost("/slack/interactions", h.click(strangerID, "eve", id, ts, slack.SlackActionAllowOnce),
 		time.Now(), secret); st != http.StatusOK {
 		t.Fatalf("answered %d", st)
 	}
@@ -195,7 +194,7 @@ func TestRestart_ClickAfterRestart(t *testing.T) {
 		t.Fatalf("the card of %s was posted again after the restart", id)
 	}
 	waitAgent(t, agent)
-	if st, _ := h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, cards.SlackActionAllowOnce),
+	if st, _ := h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, slack.SlackActionAllowOnce),
 		time.Now(), secret); st != http.StatusOK {
 		t.Fatalf("answered %d", st)
 	}
@@ -223,11 +222,11 @@ func TestInteractions_UnexpectedActionsRefused(t *testing.T) {
 		blockID, actionID, value string
 		want                     string
 	}{
-		{"unknown action id", cards.SlackDecisionBlockID(id), "approval_allow_forever", id, "not a button the gateway knows"},
-		{"block of another request", cards.SlackDecisionBlockID(execID), cards.SlackActionAllowOnce, id, "not a button"},
-		{"value not a request id", cards.SlackDecisionBlockID("../x"), cards.SlackActionAllowOnce, "../x", "not a button"},
-		{"unknown request", cards.SlackDecisionBlockID("rzzzzzzzz"), cards.SlackActionAllowOnce, "rzzzzzzzz", "no longer exists"},
-		{"forged allow always on code:exec", cards.SlackDecisionBlockID(execID), cards.SlackActionAllowAlways, execID,
+		{"unknown action id", slack.SlackDecisionBlockID(id), "approval_allow_forever", id, "not a button the gateway knows"},
+		{"block of another request", slack.SlackDecisionBlockID(execID), slack.SlackActionAllowOnce, id, "not a button"},
+		{"value not a request id", slack.SlackDecisionBlockID("../x"), slack.SlackActionAllowOnce, "../x", "not a button"},
+		{"unknown request", slack.SlackDecisionBlockID("rzzzzzzzz"), slack.SlackActionAllowOnce, "rzzzzzzzz", "no longer exists"},
+		{"forged allow always on code:exec", slack.SlackDecisionBlockID(execID), slack.SlackActionAllowAlways, execID,
 			"Allow always is not offered"},
 	}
 	for _, tt := range tests {
@@ -260,7 +259,7 @@ func TestInteractions_AllowAlwaysWritesGrant(t *testing.T) {
 	h := newHarness(t)
 	agent := h.submit(fsWrite("/srv/reports/q1.txt"), "30s")
 	id, ts, _ := h.posted()
-	h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, cards.SlackActionAllowAlways), time.Now(), secret)
+	h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, slack.SlackActionAllowAlways), time.Now(), secret)
 	res := waitAgent(t, agent)
 	if res.req.Status != approvals.StatusAllowed || res.req.GrantID == nil {
 		t.Fatalf("agent got %+v", res.req)
@@ -354,7 +353,7 @@ func TestPost_ServerErrorsRetried(t *testing.T) {
 		t.Fatalf("second post answered %+v", c.Error)
 	}
 	id, ts, _ := h.posted()
-	h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, cards.SlackActionAllowOnce), time.Now(), secret)
+	h.signedPost("/slack/interactions", h.click(approverID, "roberto", id, ts, slack.SlackActionAllowOnce), time.Now(), secret)
 	if res := waitAgent(t, agent); res.req.Status != approvals.StatusAllowed {
 		t.Fatalf("agent got %+v", res.req)
 	}
@@ -455,7 +454,7 @@ func TestEvents_URLVerificationAndHome(t *testing.T) {
 	h.signedPost("/slack/events", slacktest.AppHomeOpened(approverID, ""), time.Now(), secret)
 	view := h.fake.Wait(t, "views.publish", waitFor)
 	ids, values := view.Buttons()
-	if len(ids) != 5 || values[0] != id || ids[4] != cards.SlackActionRevoke || values[4] != fmt.Sprint(g.ID) {
+	if len(ids) != 5 || values[0] != id || ids[4] != slack.SlackActionRevoke || values[4] != fmt.Sprint(g.ID) {
 		t.Errorf("home buttons %v %v", ids, values)
 	}
 
@@ -483,7 +482,7 @@ func TestEvents_URLVerificationAndHome(t *testing.T) {
 
 	// The admin revokes from the Home tab.
 	h.signedPost("/slack/interactions", slacktest.InteractionBody(slacktest.BlockAction{UserID: approverID,
-		UserName: "roberto", ViewID: "V1", BlockID: cards.SlackRevokeBlockID(g.ID), ActionID: cards.SlackActionRevoke,
+		UserName: "roberto", ViewID: "V1", BlockID: slack.SlackRevokeBlockID(g.ID), ActionID: slack.SlackActionRevoke,
 		Value: fmt.Sprint(g.ID)}.JSON()), time.Now(), secret)
 	h.fake.WaitMatch(t, "views.publish", waitFor, func(c slacktest.Call) bool {
 		ids, _ := c.Buttons()
@@ -513,7 +512,7 @@ func TestSocketMode_InteractiveAckedAndDecided(t *testing.T) {
 	}
 	action := func(user, name string) json.RawMessage {
 		return slacktest.BlockAction{UserID: user, UserName: name, ChannelID: channel, MessageTS: ts,
-			BlockID: cards.SlackDecisionBlockID(id), ActionID: cards.SlackActionAllowOnce, Value: id,
+			BlockID: slack.SlackDecisionBlockID(id), ActionID: slack.SlackActionAllowOnce, Value: id,
 			ResponseURL: h.fake.ResponseURL("sock")}.JSON()
 	}
 

@@ -245,7 +245,7 @@ func (b *Bot) SendDigest(ctx context.Context, d approvals.Digest) error {
 func (b *Bot) SendBulletin(ctx context.Context, m approvals.Bulletin) error {
 	ctx, cancel := context.WithTimeout(ctx, b.callTimeout)
 	defer cancel()
-	msg := tgbotapi.NewMessage(b.cfg.ChatID, cards.NewBulletin(m, b.loc).Render(cards.TelegramMarkup))
+	msg := tgbotapi.NewMessage(b.cfg.ChatID, cards.NewBulletin(m, b.loc).Render(TelegramMarkup))
 	msg.ParseMode = tgbotapi.ModeHTML
 	msg.DisableWebPagePreview = true
 	if _, err := b.bot(ctx).Send(msg); err != nil {

@@ -1,4 +1,4 @@
-package cards
+package slack
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/locale"
 )
 
@@ -88,39 +89,39 @@ func SlackRevokeBlockID(grantID int64) string {
 // payload: untrusted input, since anyone who can click can also craft a
 // payload. The action id must be one of ours, the value a well-formed id,
 // and the block id must name the same request or grant as the value.
-func ParseSlackAction(blockID, actionID, value string) (Callback, error) {
+func ParseSlackAction(blockID, actionID, value string) (cards.Callback, error) {
 	if actionID == SlackActionRevoke {
 		id, err := strconv.ParseInt(value, 10, 64)
 		if err != nil || id <= 0 || strconv.FormatInt(id, 10) != value {
-			return Callback{}, fmt.Errorf("%w: bad grant id", ErrBadCallback)
+			return cards.Callback{}, fmt.Errorf("%w: bad grant id", cards.ErrBadCallback)
 		}
 		if blockID != SlackRevokeBlockID(id) {
-			return Callback{}, fmt.Errorf("%w: block_id does not match the grant", ErrBadCallback)
+			return cards.Callback{}, fmt.Errorf("%w: block_id does not match the grant", cards.ErrBadCallback)
 		}
-		return Callback{GrantID: id}, nil
+		return cards.Callback{GrantID: id}, nil
 	}
 	if actionID == SlackActionScope { // value: the selected option, a scope index
 		id, ok := strings.CutPrefix(blockID, slackDecisionBlockPrefix)
-		i, okIndex := strictNat(value)
-		if !ok || !validRequestID(id) || !okIndex || i >= maxScopes {
-			return Callback{}, fmt.Errorf("%w: bad scope choice", ErrBadCallback)
+		i, okIndex := cards.StrictNat(value)
+		if !ok || !cards.ValidRequestID(id) || !okIndex || i >= cards.MaxScopes {
+			return cards.Callback{}, fmt.Errorf("%w: bad scope choice", cards.ErrBadCallback)
 		}
-		return Callback{Menu: true, RequestID: id, Scope: int(i) + 1}, nil
+		return cards.Callback{Menu: true, RequestID: id, Scope: int(i) + 1}, nil
 	}
-	cb := Callback{}
+	cb := cards.Callback{}
 	switch w, ok := strings.CutPrefix(actionID, SlackActionAllowFor); {
 	case ok:
 		d, err := approvals.ParseWhile(w)
-		if err != nil || approvals.FormatWhile(d) != w || d > maxWhile {
-			return Callback{}, fmt.Errorf("%w: bad while", ErrBadCallback)
+		if err != nil || approvals.FormatWhile(d) != w || d > cards.MaxWhile {
+			return cards.Callback{}, fmt.Errorf("%w: bad while", cards.ErrBadCallback)
 		}
 		cb.Decision, cb.For = approvals.AllowFor, d
 	case actionID == SlackActionAllowAlways:
 		// "<id>:<i>": the scope the button's confirm dialog named.
 		if id, i, ok := strings.Cut(value, ":"); ok {
-			n, okIndex := strictNat(i)
-			if !okIndex || n >= maxScopes {
-				return Callback{}, fmt.Errorf("%w: bad scope", ErrBadCallback)
+			n, okIndex := cards.StrictNat(i)
+			if !okIndex || n >= cards.MaxScopes {
+				return cards.Callback{}, fmt.Errorf("%w: bad scope", cards.ErrBadCallback)
 			}
 			value, cb.Scope = id, int(n)+1
 		}
@@ -133,13 +134,13 @@ func ParseSlackAction(blockID, actionID, value string) (Callback, error) {
 		}
 	}
 	if cb.Decision == "" {
-		return Callback{}, fmt.Errorf("%w: unknown action_id", ErrBadCallback)
+		return cards.Callback{}, fmt.Errorf("%w: unknown action_id", cards.ErrBadCallback)
 	}
-	if !validRequestID(value) {
-		return Callback{}, fmt.Errorf("%w: bad request id", ErrBadCallback)
+	if !cards.ValidRequestID(value) {
+		return cards.Callback{}, fmt.Errorf("%w: bad request id", cards.ErrBadCallback)
 	}
 	if blockID != SlackDecisionBlockID(value) {
-		return Callback{}, fmt.Errorf("%w: block_id does not match the request", ErrBadCallback)
+		return cards.Callback{}, fmt.Errorf("%w: block_id does not match the request", cards.ErrBadCallback)
 	}
 	cb.RequestID = value
 	return cb, nil
@@ -182,7 +183,7 @@ func fitEscaped(s string, max int) string {
 
 // fitPlain cuts a plain_text text (shown literally, never escaped) to max
 // bytes with the marker.
-func fitPlain(s string, max int) string { return Truncate(s, max) }
+func fitPlain(s string, max int) string { return cards.Truncate(s, max) }
 
 // mrkdwn is a text object for dynamic content: verbatim, so Slack does not
 // turn URLs, #channels or @names in an agent's text into links or mentions.
@@ -199,15 +200,15 @@ func plain(text string) *slack.TextBlockObject {
 // a backtick (which would end the span early) shown as the escape
 // ⟦U+0060⟧, cut in the middle to fit max bytes with the cut recorded in cs
 // under field.
-func codeSpan(cs *Cuts, field, s string, max int) string {
-	s = strings.ReplaceAll(OneLine(s), "`", "⟦U+0060⟧")
+func codeSpan(cs *cards.Cuts, field, s string, max int) string {
+	s = strings.ReplaceAll(cards.OneLine(s), "`", "⟦U+0060⟧")
 	return "`" + fitMrkdwn(cs, field, s, max-2) + "`"
 }
 
 // fitMrkdwn escapes a displayed text for mrkdwn and cuts it in the middle,
 // never inside an escape or an entity, until it fits limit bytes (Slack
 // counts characters; bytes are never fewer). The cut is recorded in cs.
-func fitMrkdwn(cs *Cuts, field, s string, limit int) string {
+func fitMrkdwn(cs *cards.Cuts, field, s string, limit int) string {
 	out := EscapeMrkdwn(s)
 	if len(out) <= limit {
 		return out
@@ -215,7 +216,7 @@ func fitMrkdwn(cs *Cuts, field, s string, limit int) string {
 	n := utf8.RuneCountInString(s)
 	for {
 		n = min(n-1, n*limit/len(out))
-		cut, k := CutIn(s, max(n, 0), cs.l)
+		cut, k := cards.CutIn(s, max(n, 0), cs.Locale())
 		if out = EscapeMrkdwn(cut); len(out) <= limit || n <= 0 {
 			cs.Add(field, k)
 			return out
@@ -227,12 +228,12 @@ func fitMrkdwn(cs *Cuts, field, s string, limit int) string {
 // goes out as plain_text with emoji off, so no part of it can become a
 // link, a mention, formatting or an emoji. value is a displayed text; it
 // is folded to one line and cut to fit.
-func plainFact(cs *Cuts, label, value string, max int) *slack.TextBlockObject {
+func plainFact(cs *cards.Cuts, label, value string, max int) *slack.TextBlockObject {
 	if value == "" {
 		value = "—"
 	}
 	head := label + ": "
-	return slackPlain(head + cs.Cut(label, OneLine(value), max-utf8.RuneCountInString(head)))
+	return slackPlain(head + cs.Cut(label, cards.OneLine(value), max-utf8.RuneCountInString(head)))
 }
 
 // slackPlain is a plain_text object with emoji codes left as typed.
@@ -274,9 +275,9 @@ func slackExpires(t time.Time, l locale.Locale) string {
 // facts and shows the outcome instead of buttons. Every agent-supplied
 // text is plain_text: Slack shows it as sent, never as a link, mention or
 // formatting.
-func Slack(c Card) SlackMessage {
+func Slack(c cards.Card) SlackMessage {
 	l := c.Locale
-	cs := NewCuts(l)
+	cs := cards.NewCuts(l)
 	title := c.Title
 	if c.Critical {
 		title = "⚠️ " + title
@@ -302,7 +303,7 @@ func Slack(c Card) SlackMessage {
 		plainFact(&cs, l.T("label.intent"), c.Intent, SlackMaxFieldText),
 		plainFact(&cs, l.T("label.executor"), c.Executor, SlackMaxFieldText),
 		plainFact(&cs, l.T("label.vaglio"), vag, SlackMaxFieldText))
-	blocks := []slack.Block{slack.NewHeaderBlock(slackPlain(fitPlain(OneLine(title), SlackMaxHeaderText)))}
+	blocks := []slack.Block{slack.NewHeaderBlock(slackPlain(fitPlain(cards.OneLine(title), SlackMaxHeaderText)))}
 	if w := c.Warnings(); len(w) > 0 {
 		blocks = append(blocks, slack.NewContextBlock("approval_warning", mrkdwn(EscapeMrkdwn(strings.Join(w, "\n")))))
 	}
@@ -313,12 +314,12 @@ func Slack(c Card) SlackMessage {
 	}
 	// The fallback text shows in notifications; the adapter sends it with
 	// mrkdwn off, and it is escaped besides, so it stays plain too.
-	fallback := l.T("slack.fallback", c.Title, OneLine(c.Target))
+	fallback := l.T("slack.fallback", c.Title, cards.OneLine(c.Target))
 	var tail []slack.Block
 	if c.Pending {
 		grant := l.T("card.no_allow_always", c.Capability)
 		if c.AllowAlways {
-			grant = cs.Cut(l.T("button.allow_always"), OneLine(c.GrantPreview), SlackMaxSectionText-200)
+			grant = cs.Cut(l.T("button.allow_always"), cards.OneLine(c.GrantPreview), SlackMaxSectionText-200)
 		}
 		if c.Escalation != "" || c.Progress != "" {
 			var lines []string
@@ -335,15 +336,15 @@ func Slack(c Card) SlackMessage {
 			mrkdwn("⏳ "+slackExpires(c.ExpiresAt, c.Locale)+" · "+l.T("label.request_lc")+" "+c.RequestID),
 			slackPlain(grant)))
 		if c.StepUp {
-			blocks = append(blocks, slack.NewSectionBlock(mrkdwn("*"+EscapeMrkdwn(StepUpLine(c))+"*"), nil, nil,
+			blocks = append(blocks, slack.NewSectionBlock(mrkdwn("*"+EscapeMrkdwn(cards.StepUpLine(c))+"*"), nil, nil,
 				slack.SectionBlockOptionBlockID("approval_step_up")))
 		}
 		tail = append(tail, slack.NewActionBlock(SlackDecisionBlockID(c.RequestID), slackButtons(c)...))
 		fallback += ": " + l.T("slack.approval_needed")
 	} else {
-		text := cs.Cut(l.T("label.request"), OneLine(c.StatusLine), SlackMaxSectionText/2)
+		text := cs.Cut(l.T("label.request"), cards.OneLine(c.StatusLine), SlackMaxSectionText/2)
 		if c.Note != "" {
-			text += "\n📝 " + cs.Cut(l.T("label.note"), OneLine(c.Note), SlackMaxSectionText/2-10)
+			text += "\n📝 " + cs.Cut(l.T("label.note"), cards.OneLine(c.Note), SlackMaxSectionText/2-10)
 		}
 		blocks = append(blocks,
 			slack.NewSectionBlock(slackPlain(text), nil, nil, slack.SectionBlockOptionBlockID(SlackOutcomeBlockID)),
@@ -354,13 +355,13 @@ func Slack(c Card) SlackMessage {
 		blocks = append(blocks, slack.NewContextBlock("approval_cut", mrkdwn(slackCutLine(&cs, c))))
 	}
 	blocks = append(blocks, tail...)
-	none := NewCuts(l)
-	return SlackMessage{Text: fitMrkdwn(&none, "", OneLine(fallback), SlackMaxFallbackText), Blocks: blocks}
+	none := cards.NewCuts(l)
+	return SlackMessage{Text: fitMrkdwn(&none, "", cards.OneLine(fallback), SlackMaxFallbackText), Blocks: blocks}
 }
 
 // slackCutLine says what was cut and where the whole request is: a link
 // when web.public_url is set, else the path on the gateway's web page.
-func slackCutLine(cs *Cuts, c Card) string {
+func slackCutLine(cs *cards.Cuts, c cards.Card) string {
 	line := EscapeMrkdwn(cs.Line(c.Locale))
 	if c.Linked() {
 		return line + "<" + EscapeMrkdwn(c.PageURL) + "|" + EscapeMrkdwn(c.PageURL) + ">"
@@ -368,9 +369,9 @@ func slackCutLine(cs *Cuts, c Card) string {
 	return line + "`" + EscapeMrkdwn(c.PageURL) + "`" + EscapeMrkdwn(c.Locale.T("card.not_linked"))
 }
 
-// slackButtons are the card's buttons, in the order of Card.Buttons, with
+// slackButtons are the card's buttons, in the order of cards.Card.Buttons, with
 // the scope select after Allow always when there is a choice.
-func slackButtons(c Card) []slack.BlockElement {
+func slackButtons(c cards.Card) []slack.BlockElement {
 	l := c.Locale
 	var out []slack.BlockElement
 	if c.StepUp {
@@ -400,7 +401,7 @@ func slackButtons(c Card) []slack.BlockElement {
 			btn = slack.NewButtonBlockElement(SlackActionAllowAlways, c.RequestID+":"+strconv.Itoa(c.ScopeChoice), plain(b.Label))
 			btn = btn.WithConfirm(slack.NewConfirmationBlockObject(
 				plain(l.T("slack.confirm_allow_always_title")),
-				slackPlain(fitPlain(OneLine(c.GrantPreview)+".", SlackMaxConfirmText)),
+				slackPlain(fitPlain(cards.OneLine(c.GrantPreview)+".", SlackMaxConfirmText)),
 				plain(l.T("slack.confirm_allow_always")),
 				plain(l.T("slack.cancel"))))
 			out = append(out, btn)
@@ -421,13 +422,13 @@ const slackMaxOptionText = 75
 // chosen one (ScopeChoice, the narrowest by default) shown selected.
 // Option texts are plain text, cut with the marker at Slack's limit; the
 // confirm dialog names the whole pattern.
-func slackScopeSelect(c Card) *slack.SelectBlockElement {
+func slackScopeSelect(c cards.Card) *slack.SelectBlockElement {
 	opts := make([]*slack.OptionBlockObject, len(c.Scopes))
 	for i, sc := range c.Scopes {
 		if sc == "*" {
 			sc = c.Locale.T("card.any_target")
 		}
-		opts[i] = slack.NewOptionBlockObject(strconv.Itoa(i), slackPlain(fitPlain(OneLine(sc), slackMaxOptionText)), nil)
+		opts[i] = slack.NewOptionBlockObject(strconv.Itoa(i), slackPlain(fitPlain(cards.OneLine(sc), slackMaxOptionText)), nil)
 	}
 	sel := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain(c.Locale.T("slack.scope_placeholder")),
 		SlackActionScope, opts...)
@@ -437,7 +438,7 @@ func slackScopeSelect(c Card) *slack.SelectBlockElement {
 
 // SlackMarkup writes a digest or a notification for a Slack post without
 // markdown: everything escaped (EscapeMrkdwn), nothing set apart.
-var SlackMarkup Markup = slackMarkup{}
+var SlackMarkup cards.Markup = slackMarkup{}
 
 type slackMarkup struct{}
 

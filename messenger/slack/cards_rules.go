@@ -1,8 +1,9 @@
-package cards
+package slack
 
 import (
 	"strings"
 
+	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
 )
@@ -11,13 +12,13 @@ import (
 // within its owner, the action, the capability, the target, its scope and
 // where it comes from ("api:3 · run time" or "config:1 · config file").
 func SlackRuleLine(r policy.RuleInfo, l locale.Locale) string {
-	cs := NewCuts(l)
+	cs := cards.NewCuts(l)
 	s := l.T("rules.line", r.Position, EscapeMrkdwn(string(r.Action)), EscapeMrkdwn(r.Capability),
-		codeSpan(&cs, "", SafeIn(r.Target, l), 500))
+		codeSpan(&cs, "", cards.SafeIn(r.Target, l), 500))
 	var scope []string
 	for _, kv := range [][2]string{{l.T("rules.agent"), r.Agent}, {l.T("rules.channel"), r.Channel}, {l.T("rules.sender"), r.SenderID}} {
 		if kv[1] != "" {
-			scope = append(scope, kv[0]+" "+EscapeMrkdwn(SafeIn(kv[1], l)))
+			scope = append(scope, kv[0]+" "+EscapeMrkdwn(cards.SafeIn(kv[1], l)))
 		}
 	}
 	if len(scope) > 0 {
@@ -26,7 +27,7 @@ func SlackRuleLine(r policy.RuleInfo, l locale.Locale) string {
 	if r.Source == policy.SourceConfig {
 		s += " · `" + EscapeMrkdwn(r.ID) + "` " + l.T("rules.from_config")
 	} else {
-		s += " · `" + EscapeMrkdwn(r.ID) + "` " + l.T("rules.by", EscapeMrkdwn(SafeIn(r.CreatedBy, l)))
+		s += " · `" + EscapeMrkdwn(r.ID) + "` " + l.T("rules.by", EscapeMrkdwn(cards.SafeIn(r.CreatedBy, l)))
 	}
 	return fitEscaped(s, SlackMaxSectionText)
 }

@@ -1,7 +1,7 @@
 // Slack's Home tab and its lists: the pending requests and the grants an
 // approver sees there and in /approvals pending|grants.
 
-package cards
+package slack
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
@@ -22,7 +23,7 @@ type SlackHome struct {
 	// Someone who is neither sees only how to become one.
 	Approver, Admin bool
 	UserID          string
-	Pending         []Card
+	Pending         []cards.Card
 	MorePending     bool // more requests are pending than shown
 	Grants          []policy.Grant
 	MoreGrants      bool
@@ -40,15 +41,15 @@ func SlackHomeView(h SlackHome) slack.HomeTabViewRequest {
 		add(slack.NewSectionBlock(mrkdwn(l.T("slack.home_not_approver", EscapeMrkdwn(h.UserID))), nil, nil))
 		return slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: blocks}}
 	}
-	add(slack.NewHeaderBlock(plain(l.T("slack.home_pending", len(h.Pending), more(h.MorePending)))))
+	add(slack.NewHeaderBlock(plain(l.T("slack.home_pending", len(h.Pending), cards.More(h.MorePending)))))
 	if len(h.Pending) == 0 {
 		add(slack.NewSectionBlock(mrkdwn(l.T("slack.home_nothing_pending")), nil, nil))
 	}
 	for _, c := range h.Pending {
-		cs := NewCuts(l)
-		text := cs.Cut(l.T("label.agent"), OneLine(c.Title), 200) + "\n" + cs.Cut(l.T("label.target"), OneLine(c.Target), 1500)
+		cs := cards.NewCuts(l)
+		text := cs.Cut(l.T("label.agent"), cards.OneLine(c.Title), 200) + "\n" + cs.Cut(l.T("label.target"), cards.OneLine(c.Target), 1500)
 		if c.Intent != "" {
-			text += "\n" + cs.Cut(l.T("label.intent"), OneLine(c.Intent), 1000)
+			text += "\n" + cs.Cut(l.T("label.intent"), cards.OneLine(c.Intent), 1000)
 		}
 		add(slack.NewSectionBlock(slackPlain(text), nil, nil))
 		ctx := slackExpires(c.ExpiresAt, l) + " · " + l.T("label.request_lc") + " " + c.RequestID
@@ -64,7 +65,7 @@ func SlackHomeView(h SlackHome) slack.HomeTabViewRequest {
 		}
 	}
 	add(slack.NewDividerBlock(),
-		slack.NewHeaderBlock(plain(l.T("slack.home_grants", len(h.Grants), more(h.MoreGrants)))))
+		slack.NewHeaderBlock(plain(l.T("slack.home_grants", len(h.Grants), cards.More(h.MoreGrants)))))
 	if len(h.Grants) == 0 {
 		add(slack.NewSectionBlock(mrkdwn(l.T("list.no_grants")), nil, nil))
 	}
@@ -74,8 +75,8 @@ func SlackHomeView(h SlackHome) slack.HomeTabViewRequest {
 			btn := slack.NewButtonBlockElement(SlackActionRevoke, strconv.FormatInt(g.ID, 10), plain(l.T("slack.revoke"))).
 				WithStyle(slack.StyleDanger).
 				WithConfirm(slack.NewConfirmationBlockObject(plain(l.T("slack.confirm_revoke_title")),
-					slackPlain(fitPlain(OneLine(l.T("slack.confirm_revoke", g.ID, SafeIn(g.Capability, l), SafeIn(g.Target, l),
-						SafeIn(g.Channel+"/"+g.SenderID, l))), SlackMaxConfirmText)),
+					slackPlain(fitPlain(cards.OneLine(l.T("slack.confirm_revoke", g.ID, cards.SafeIn(g.Capability, l), cards.SafeIn(g.Target, l),
+						cards.SafeIn(g.Channel+"/"+g.SenderID, l))), SlackMaxConfirmText)),
 					plain(l.T("slack.revoke")), plain(l.T("slack.cancel"))))
 			acc = slack.NewAccessory(btn)
 		}
@@ -89,25 +90,18 @@ func SlackHomeView(h SlackHome) slack.HomeTabViewRequest {
 	return slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: blocks}}
 }
 
-func more(b bool) string {
-	if b {
-		return "+"
-	}
-	return ""
-}
-
 // SlackGrantLine is one grant as the Home tab and /approvals grants list it.
 func SlackGrantLine(g policy.Grant, l locale.Locale) string {
-	cs := NewCuts(l)
-	s := fmt.Sprintf("*#%d* %s %s %s", g.ID, l.T("grants.on", codeSpan(&cs, "", SafeIn(g.Capability, l), 100)),
-		codeSpan(&cs, "", SafeIn(g.Target, l), 1000),
-		l.T("grants.for_by", codeSpan(&cs, "", SafeIn(g.Channel+"/"+g.SenderID, l), 300),
-			codeSpan(&cs, "", SafeIn(DisplayName(g.GrantedBy), l), 300)))
+	cs := cards.NewCuts(l)
+	s := fmt.Sprintf("*#%d* %s %s %s", g.ID, l.T("grants.on", codeSpan(&cs, "", cards.SafeIn(g.Capability, l), 100)),
+		codeSpan(&cs, "", cards.SafeIn(g.Target, l), 1000),
+		l.T("grants.for_by", codeSpan(&cs, "", cards.SafeIn(g.Channel+"/"+g.SenderID, l), 300),
+			codeSpan(&cs, "", cards.SafeIn(cards.DisplayName(g.GrantedBy), l), 300)))
 	if g.SessionID != "" {
-		s += " · " + l.T("grants.session", codeSpan(&cs, "", SafeIn(g.Agent, l), 300),
-			codeSpan(&cs, "", SafeIn(g.SessionID, l), 300))
+		s += " · " + l.T("grants.session", codeSpan(&cs, "", cards.SafeIn(g.Agent, l), 300),
+			codeSpan(&cs, "", cards.SafeIn(g.SessionID, l), 300))
 	} else if g.Agent != "" {
-		s += " · " + l.T("grants.agent_only", codeSpan(&cs, "", SafeIn(g.Agent, l), 300))
+		s += " · " + l.T("grants.agent_only", codeSpan(&cs, "", cards.SafeIn(g.Agent, l), 300))
 	}
 	if g.ExpiresAt != nil {
 		s += " · " + l.T("grants.until", l.Date(*g.ExpiresAt))
@@ -121,13 +115,13 @@ func SlackGrantLine(g policy.Grant, l locale.Locale) string {
 }
 
 // SlackPendingText is the answer to /approvals pending (mrkdwn).
-func SlackPendingText(pending []Card, morePending bool, l locale.Locale) string {
+func SlackPendingText(pending []cards.Card, morePending bool, l locale.Locale) string {
 	if len(pending) == 0 {
 		return l.T("list.none_pending")
 	}
 	var b strings.Builder
-	b.WriteString("*" + l.T("list.pending_title", len(pending), more(morePending)) + "*")
-	cs := NewCuts(l)
+	b.WriteString("*" + l.T("list.pending_title", len(pending), cards.More(morePending)) + "*")
+	cs := cards.NewCuts(l)
 	for _, c := range pending {
 		fmt.Fprintf(&b, "\n• `%s` %s %s · %s", c.RequestID, codeSpan(&cs, "", c.Title, 120), codeSpan(&cs, "", c.Target, 300),
 			slackExpires(c.ExpiresAt, l))
@@ -144,7 +138,7 @@ func SlackGrantsText(grants []policy.Grant, moreGrants bool, l locale.Locale) st
 		return l.T("list.no_grants")
 	}
 	var b strings.Builder
-	b.WriteString("*" + l.T("list.grants_title", len(grants), more(moreGrants)) + "*")
+	b.WriteString("*" + l.T("list.grants_title", len(grants), cards.More(moreGrants)) + "*")
 	for _, g := range grants {
 		b.WriteString("\n• " + SlackGrantLine(g, l))
 	}
@@ -155,7 +149,7 @@ func SlackGrantsText(grants []policy.Grant, moreGrants bool, l locale.Locale) st
 // first) under a title saying what was asked, in mrkdwn, every dynamic
 // string escaped, within one section.
 func SlackAuditText(rows []storage.AuditEvent, scope approvals.AuditScope, l locale.Locale) string {
-	what := EscapeMrkdwn(AuditWhat(scope, l))
+	what := EscapeMrkdwn(cards.AuditWhat(scope, l))
 	if len(rows) == 0 {
 		return l.T("audit.none", what)
 	}
@@ -163,8 +157,8 @@ func SlackAuditText(rows []storage.AuditEvent, scope approvals.AuditScope, l loc
 	b.WriteString("*" + l.T("audit.title", len(rows), what) + "* " + l.T("audit.oldest_first"))
 	for _, e := range rows {
 		fmt.Fprintf(&b, "\n• `#%d` %s — *%s* %s %s", e.Seq, EscapeMrkdwn(l.Clock(e.At)), EscapeMrkdwn(e.Event),
-			l.T("audit.by"), EscapeMrkdwn(AuditActor(e.Actor, l)))
-		if facts := AuditFactsText(e, l); facts != "" {
+			l.T("audit.by"), EscapeMrkdwn(cards.AuditActor(e.Actor, l)))
+		if facts := cards.AuditFactsText(e, l); facts != "" {
 			b.WriteString(" · " + EscapeMrkdwn(facts))
 		}
 	}
