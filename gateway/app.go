@@ -317,9 +317,6 @@ func (a *App) LoginLink(ctx context.Context, base, user string) (string, time.Ti
 	return base + web.LoginPath(tok), exp, nil
 }
 
-// EndWebSessions ends every web session (gateway logout --all).
-func (a *App) EndWebSessions(ctx context.Context) (int, error) { return a.Server.sessions.EndAll(ctx) }
-
 // AnyWebLogin reports whether any web user ever logged in.
 func (a *App) AnyWebLogin(ctx context.Context) (bool, error) { return a.Server.sessions.AnyLogin(ctx) }
 

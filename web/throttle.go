@@ -114,13 +114,6 @@ func (t *throttle) waiting(src string) time.Duration {
 	return max(f.last.Add(d).Sub(t.now()), 0)
 }
 
-// size is how many keys the throttle remembers.
-func (t *throttle) size() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.keys)
-}
-
 // succeed forgets the failures of src and user after a right credential.
 func (t *throttle) succeed(src, user string) {
 	t.mu.Lock()

@@ -31,3 +31,10 @@ func TestThrottle_Bounded(t *testing.T) {
 		t.Error("the oldest source is still remembered")
 	}
 }
+
+// size is how many keys the throttle remembers.
+func (t *throttle) size() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.keys)
+}
