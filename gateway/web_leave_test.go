@@ -1,8 +1,6 @@
 package gateway_test
 
 import (
-	"context"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/storage/storagetest"
 )
 
@@ -21,39 +20,17 @@ type servedApp struct {
 	stop func()
 }
 
-// serveApp starts a gateway on cfg, with users as its [[web.users]].
+// serveApp starts a gateway on cfg (gatewaytest), with users as its
+// [[web.users]]; stop ends its serving (its App is closed when the test
+// ends).
 func serveApp(t *testing.T, cfg config.Config, users ...string) *servedApp {
 	t.Helper()
 	cfg.Web.Users = nil
 	for _, u := range users {
 		cfg.Web.Users = append(cfg.Web.Users, config.WebUser{Name: u})
 	}
-	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: t.TempDir()})
-	if err != nil {
-		t.Fatalf("NewApp: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- app.Serve(ctx, ln) }()
-	s := &servedApp{app: app, base: "http://localhost:" + strings.TrimPrefix(ln.Addr().String(), "127.0.0.1:")}
-	var stopped bool
-	s.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-		app.Close()
-	}
-	t.Cleanup(s.stop)
-	return s
+	g := gatewaytest.Start(t, cfg, gateway.AppOptions{Home: t.TempDir()})
+	return &servedApp{app: g.App, base: strings.Replace(g.URL, "http://127.0.0.1:", "http://localhost:", 1), stop: g.Stop}
 }
 
 // TestWeb_RemovedUserLeaves: a web user removed from [[web.users]] and a

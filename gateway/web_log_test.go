@@ -2,17 +2,14 @@ package gateway_test
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 )
 
 // lockedBuffer is a log sink the server's goroutines may share.
@@ -37,17 +34,10 @@ func (l *lockedBuffer) String() string {
 // every request's path, but never a login link's token, used or refused.
 func TestWeb_DebugLogHasNoLoginToken(t *testing.T) {
 	var logs lockedBuffer
-	cfg := config.Default()
-	cfg.Storage.Path = filepath.Join(t.TempDir(), "gateway.db")
-	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: t.TempDir(),
+	g := gatewaytest.Start(t, gatewaytest.Config(t), gateway.AppOptions{Home: t.TempDir(),
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { app.Close() })
-	srv := httptest.NewServer(app.Server.Handler())
-	t.Cleanup(srv.Close)
-	base := strings.Replace(srv.URL, "http://127.0.0.1:", "http://localhost:", 1)
+	app := g.App
+	base := strings.Replace(g.URL, "http://127.0.0.1:", "http://localhost:", 1)
 	link := loginLink(t, app, base, "owner")
 	token := link[strings.LastIndexByte(link, '/')+1:]
 	c := newBrowserClient(t)

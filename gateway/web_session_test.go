@@ -17,6 +17,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 )
 
 // TestWeb_TwoUsersTwoApprovers: two named web users are two approvers of
@@ -108,20 +109,10 @@ func TestWeb_SecureCookiesBehindTLSProxy(t *testing.T) {
 // time is cut off at the body deadline, with no token needed; a long-poll
 // whose body came in time keeps waiting past it.
 func TestServer_SlowBodyCutOff(t *testing.T) {
-	dir := t.TempDir()
-	cfg := config.Default()
-	cfg.Storage.Path = dir + "/gateway.db"
-	cfg.Vaglio.LogDir = dir + "/vaglio"
-	a := config.NewAgent("a1")
-	a.Token = webAgentToken
-	cfg.Agents = []config.Agent{a}
-	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: dir, BodyTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { app.Close() })
-	base := serveWeb(t, context.Background(), app)
-	addr := strings.TrimPrefix(base, "http://localhost")
+	g := gatewaytest.Start(t, gatewaytest.Config(t, gatewaytest.Agent("a1", webAgentToken, false)),
+		gateway.AppOptions{Home: t.TempDir(), BodyTimeout: 300 * time.Millisecond})
+	app, api := g.App, g.URL
+	addr := strings.TrimPrefix(api, "http://127.0.0.1")
 	for _, path := range []string{"/v1/requests", "/login", "/web/decide"} {
 		t.Run(path, func(t *testing.T) {
 			conn, err := net.Dial("tcp", "127.0.0.1"+addr)
@@ -158,7 +149,6 @@ func TestServer_SlowBodyCutOff(t *testing.T) {
 		})
 	}
 	// A long-poll whose body came in time outlives the body deadline.
-	api := strings.Replace(base, "localhost", "127.0.0.1", 1)
 	got := make(chan approvals.Request, 1)
 	go func() {
 		b, _ := json.Marshal(fsWrite("/home/u/slow.txt"))
@@ -177,6 +167,7 @@ func TestServer_SlowBodyCutOff(t *testing.T) {
 	}()
 	var pending []approvals.Request
 	for len(pending) == 0 {
+		var err error
 		if pending, err = app.Service.ListPending(context.Background(), 1); err != nil {
 			t.Fatal(err)
 		}
