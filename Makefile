@@ -38,7 +38,7 @@ FUZZ_TARGETS := \
 	./gateway:FuzzRequestBody \
 	./messenger/slack:FuzzSlackPayload \
 	./messenger/telegram:FuzzTelegramUpdate \
-	./gateway/discord:FuzzDiscordCard \
+	./messenger/discord:FuzzDiscordCard \
 	./cards:FuzzCallbackData \
 	./cards:FuzzSlack \
 	./cards:FuzzDisplay \

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metnos/gateway/messenger/discord"
+
 	"github.com/metnos/gateway/messenger/slack"
 	"github.com/metnos/gateway/messenger/telegram"
 
@@ -31,7 +33,7 @@ func TestBulletin(t *testing.T) {
 	if strings.ContainsAny(strings.ReplaceAll(strings.ReplaceAll(sl, "&lt;", ""), "&gt;", ""), "<>") || strings.Contains(sl, "\u202e") {
 		t.Errorf("slack:\n%s", sl)
 	}
-	dc := cards.DiscordText(m.Render(cards.DiscordMarkup))
+	dc := discord.DiscordText(m.Render(discord.DiscordMarkup))
 	if !strings.Contains(dc, "`<b>Eve</b>&⟦U+0060⟧x⟦U+0060⟧ @everyone") || strings.Contains(dc, "\u202e") {
 		t.Errorf("discord:\n%s", dc)
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metnos/gateway/messenger/discord"
+
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/messenger/slack"
 	"github.com/metnos/gateway/messenger/telegram"
@@ -43,7 +45,7 @@ func TestDigest_NamesTheGrants(t *testing.T) {
 	if s := m.Render(l, slack.SlackMarkup); strings.Contains(s, "<b>") || strings.Contains(s, "bot<i>") {
 		t.Errorf("slack text not escaped:\n%s", s)
 	}
-	if s := cards.DiscordText(m.Render(l, cards.DiscordMarkup)); !strings.Contains(s, "`/srv/<b>x</b>/*`") || !strings.Contains(s, "`https://a.example/@everyone`") {
+	if s := discord.DiscordText(m.Render(l, discord.DiscordMarkup)); !strings.Contains(s, "`/srv/<b>x</b>/*`") || !strings.Contains(s, "`https://a.example/@everyone`") {
 		t.Errorf("discord text:\n%s", s)
 	}
 }

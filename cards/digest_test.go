@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metnos/gateway/messenger/discord"
+
 	slackcards "github.com/metnos/gateway/messenger/slack"
 
 	"github.com/metnos/gateway/approvals"
@@ -38,7 +40,7 @@ func TestDigest(t *testing.T) {
 		if s := m.Render(l, slackcards.SlackMarkup); !strings.Contains(s, "npm &lt;b&gt;test&lt;/b&gt;") {
 			t.Errorf("%s slack text not escaped: %q", lang, s)
 		}
-		if s := cards.DiscordText(m.Render(l, cards.DiscordMarkup)); !strings.Contains(s, "`npm <b>test</b>") || !strings.Contains(s, "<"+d.Link+">") ||
+		if s := discord.DiscordText(m.Render(l, discord.DiscordMarkup)); !strings.Contains(s, "`npm <b>test</b>") || !strings.Contains(s, "<"+d.Link+">") ||
 			!strings.Contains(s, `a1⟦U\+202E⟧ · code\:exec`) || strings.ContainsRune(s, '\u202e') || !strings.Contains(s, "xtail`") {
 			t.Errorf("%s discord text: %q", lang, s)
 		}

@@ -226,7 +226,7 @@ func CutIn(s string, max int, l locale.Locale) (string, int) {
 	if room < 2 {
 		room = 2
 	}
-	head, tail := runePrefix(s, room-room/2), runeSuffix(s, room/2)
+	head, tail := RunePrefix(s, room-room/2), runeSuffix(s, room/2)
 	// Never split an escape: an open ⟦ in the head or an unopened ⟧ in
 	// the tail moves the cut to the escape's edge.
 	if i, j := strings.LastIndex(head, "⟦"), strings.LastIndex(head, "⟧"); i > j {
@@ -244,8 +244,8 @@ func cutMarker(n int, l locale.Locale) string {
 	return " ⟦… " + l.T("display.cut", thousands(n, l)) + " …⟧ "
 }
 
-// runePrefix is the first n runes of s.
-func runePrefix(s string, n int) string {
+// RunePrefix is the first n runes of s.
+func RunePrefix(s string, n int) string {
 	for i := range s {
 		if n == 0 {
 			return s[:i]

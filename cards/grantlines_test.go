@@ -5,10 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metnos/gateway/messenger/discord"
+
 	"github.com/metnos/gateway/messenger/slack"
 	"github.com/metnos/gateway/messenger/telegram"
 
-	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
 )
@@ -27,7 +28,7 @@ func TestGrantLines_NameTheAgent(t *testing.T) {
 	every.ID, every.Agent = 8, ""
 	tg := telegram.TelegramGrants([]policy.Grant{one, every}, false, l).HTML
 	sl := slack.SlackGrantLine(one, l)
-	dc := cards.DiscordGrantLine(one, l)
+	dc := discord.DiscordGrantLine(one, l)
 	for name, s := range map[string]string{"telegram": tg, "slack": sl, "discord": dc} {
 		want := map[string]string{"telegram": "only agent bot&lt;i&gt;", "slack": "only agent `bot&lt;i&gt;`",
 			"discord": "only agent `bot<i>`"}[name] // Discord draws nothing inside a code span
@@ -38,7 +39,7 @@ func TestGrantLines_NameTheAgent(t *testing.T) {
 	if strings.Count(tg, "only agent") != 1 {
 		t.Errorf("telegram: a whole principal's grant names an agent:\n%s", tg)
 	}
-	if s := slack.SlackGrantLine(every, l) + cards.DiscordGrantLine(every, l); strings.Contains(s, "only agent") {
+	if s := slack.SlackGrantLine(every, l) + discord.DiscordGrantLine(every, l); strings.Contains(s, "only agent") {
 		t.Errorf("a whole principal's grant names an agent:\n%s", s)
 	}
 }

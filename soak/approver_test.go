@@ -22,7 +22,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
-	"github.com/metnos/gateway/gateway/discord/discordtest"
+	"github.com/metnos/gateway/messenger/discord/discordtest"
 	"github.com/metnos/gateway/messenger/slack/slacktest"
 	"github.com/metnos/gateway/messenger/telegram/telegramtest"
 )

@@ -5,8 +5,8 @@ import (
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
-	"github.com/metnos/gateway/gateway/discord"
 	"github.com/metnos/gateway/messenger"
+	"github.com/metnos/gateway/messenger/discord"
 )
 
 // discordMessenger builds the discord adapter when the config enables it.

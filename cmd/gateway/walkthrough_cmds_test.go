@@ -41,7 +41,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/metnos/gateway/gateway/discord/discordtest"
+	"github.com/metnos/gateway/messenger/discord/discordtest"
 )
 
 type walkKey struct{}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/metnos/gateway/gateway/discord/discordtest"
+	"github.com/metnos/gateway/messenger/discord/discordtest"
 )
 
 // The ids of docs/discord.md's config.

@@ -8,8 +8,9 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
-	"github.com/metnos/gateway/gateway/discord/discordtest"
 	"github.com/metnos/gateway/locale"
+	"github.com/metnos/gateway/messenger/discord"
+	"github.com/metnos/gateway/messenger/discord/discordtest"
 )
 
 // FuzzDiscordCard renders cards whose agent strings are arbitrary: the
@@ -36,8 +37,8 @@ func FuzzDiscordCard(f *testing.F) {
 			Intent: intent, Executor: intent, Summary: target, Status: approvals.StatusPending,
 			ExpiresAt: time.Now().Add(time.Minute), Scopes: []string{target, "/srv/*", "*"}, GrantTarget: target}
 		for _, c := range []cards.Card{cards.New(r, loc), cards.New(r, loc).WithPage("https://gw.example.com")} {
-			for _, m := range []cards.DiscordMessage{cards.Discord(c), cards.DiscordScopes(c)} {
-				if n := cards.UTF16Len(m.Content); n > cards.DiscordMaxContent {
+			for _, m := range []discord.DiscordMessage{discord.Discord(c), discord.DiscordScopes(c)} {
+				if n := cards.UTF16Len(m.Content); n > discord.DiscordMaxContent {
 					t.Fatalf("content of %d characters", n)
 				}
 				if p := discordtest.Pills(m.Content); len(p) > 0 {
@@ -48,7 +49,7 @@ func FuzzDiscordCard(f *testing.F) {
 				}
 				for _, id := range (discordtest.Message{Components: mustJSON(t, m.Components)}).Buttons() {
 					cb, err := cards.Decode(id)
-					if err != nil || len(id) > cards.DiscordMaxCustomID || (cb.RequestID != r.ID) {
+					if err != nil || len(id) > discord.DiscordMaxCustomID || (cb.RequestID != r.ID) {
 						t.Fatalf("custom_id %q: %+v %v", id, cb, err)
 					}
 				}
@@ -56,7 +57,7 @@ func FuzzDiscordCard(f *testing.F) {
 		}
 		d := approvals.Digest{From: time.Now(), To: time.Now(), Link: "https://gw.example.com/#suggestions",
 			Suggestions: []approvals.DigestSuggestion{{Agent: agent, Capability: "fs:write", Target: target, Count: 3}}}
-		if s := cards.DiscordText(cards.NewDigest(d, loc).Render(loc, cards.DiscordMarkup)); cards.UTF16Len(s) > cards.DiscordMaxContent || len(discordtest.Pills(s)) > 0 {
+		if s := discord.DiscordText(cards.NewDigest(d, loc).Render(loc, discord.DiscordMarkup)); cards.UTF16Len(s) > discord.DiscordMaxContent || len(discordtest.Pills(s)) > 0 {
 			t.Fatalf("digest draws %q:\n%s", discordtest.Pills(s), s)
 		}
 	})

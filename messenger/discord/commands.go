@@ -94,7 +94,7 @@ func (m *Messenger) command(i *discordgo.Interaction) reply {
 		resp: &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource,
 			Data: &discordgo.InteractionResponseData{Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}},
 		after: func(ctx context.Context) {
-			text := cards.DiscordText(run(ctx))
+			text := DiscordText(run(ctx))
 			if _, err := m.api.InteractionResponseEdit(i, &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions()},
 				discordgo.WithContext(ctx)); err != nil {
 				m.log.Warn("could not answer /approvals", "user_id", actor.ID, "err", err)
@@ -122,7 +122,7 @@ func (m *Messenger) pendingText(ctx context.Context, a approvals.Actor) string {
 	for i, r := range rs {
 		out[i] = m.card(r)
 	}
-	return cards.DiscordPendingText(out, more, m.loc)
+	return DiscordPendingText(out, more, m.loc)
 }
 
 func (m *Messenger) grantsText(ctx context.Context, a approvals.Actor, sender string) string {
@@ -138,7 +138,7 @@ func (m *Messenger) grantsText(ctx context.Context, a approvals.Actor, sender st
 	if more {
 		gs = gs[:maxListed]
 	}
-	return cards.DiscordGrantsText(gs, more, m.loc)
+	return DiscordGrantsText(gs, more, m.loc)
 }
 
 // revoke is /approvals revoke: discord.admins only.
@@ -171,7 +171,7 @@ func (m *Messenger) auditText(ctx context.Context, a approvals.Actor, of string)
 		m.log.Error("audit for discord", "err", err)
 		return m.t("msg.internal")
 	}
-	return cards.DiscordAuditText(rows, scope, m.loc)
+	return DiscordAuditText(rows, scope, m.loc)
 }
 
 // rules is /approvals rules [remove ID]: discord.admins only.
@@ -189,7 +189,7 @@ func (m *Messenger) rules(ctx context.Context, a approvals.Actor, remove string)
 			m.log.Error("list rules for discord", "err", err)
 			return m.t("msg.internal")
 		}
-		return cards.DiscordRulesText(list, m.loc)
+		return DiscordRulesText(list, m.loc)
 	}
 	err := m.opts.Rules.Remove(ctx, remove, a.String())
 	switch {

@@ -197,7 +197,7 @@ func noMentions() *discordgo.MessageAllowedMentions {
 // The ref is "channel:message", which the edit needs; the dispatcher
 // persists it.
 func (m *Messenger) Post(ctx context.Context, r approvals.Request) (string, error) {
-	msg := cards.Discord(m.card(r))
+	msg := Discord(m.card(r))
 	sent, err := m.api.ChannelMessageSendComplex(m.cfg.ChannelID, &discordgo.MessageSend{
 		Content: msg.Content, Components: msg.Components, AllowedMentions: noMentions(),
 	}, discordgo.WithContext(ctx))
@@ -217,7 +217,7 @@ func (m *Messenger) Update(ctx context.Context, r approvals.Request, ref string)
 		m.log.Error("card ref is not channel:message; not retrying", "request_id", r.ID, "ref", ref)
 		return nil
 	}
-	err := m.edit(ctx, ch, id, cards.Discord(m.card(r)))
+	err := m.edit(ctx, ch, id, Discord(m.card(r)))
 	var re *discordgo.RESTError
 	if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusNotFound {
 		m.log.Warn("card gone; not updating it", "request_id", r.ID, "message_id", id)
@@ -229,7 +229,7 @@ func (m *Messenger) Update(ctx context.Context, r approvals.Request, ref string)
 	return nil
 }
 
-func (m *Messenger) edit(ctx context.Context, channel, id string, msg cards.DiscordMessage) error {
+func (m *Messenger) edit(ctx context.Context, channel, id string, msg DiscordMessage) error {
 	_, err := m.api.ChannelMessageEditComplex(&discordgo.MessageEdit{
 		ID: id, Channel: channel, Content: &msg.Content, Components: &msg.Components, AllowedMentions: noMentions(),
 	}, discordgo.WithContext(ctx))
@@ -239,7 +239,7 @@ func (m *Messenger) edit(ctx context.Context, channel, id string, msg cards.Disc
 // say posts plain text (already escaped) to the cards' channel, as a
 // reply to message when it is set.
 func (m *Messenger) say(ctx context.Context, text, replyTo string) error {
-	send := &discordgo.MessageSend{Content: cards.DiscordText(text), AllowedMentions: noMentions()}
+	send := &discordgo.MessageSend{Content: DiscordText(text), AllowedMentions: noMentions()}
 	if replyTo != "" {
 		send.Reference = &discordgo.MessageReference{MessageID: replyTo, ChannelID: m.cfg.ChannelID, GuildID: m.cfg.GuildID}
 	}
@@ -253,25 +253,25 @@ func (m *Messenger) say(ctx context.Context, text, replyTo string) error {
 // Summarize posts how many requests of each agent wait without a card of
 // their own (past its cards_per_minute), with the web page's link.
 func (m *Messenger) Summarize(ctx context.Context, waiting []approvals.Waiting) error {
-	return m.say(ctx, cards.EscapeDiscord(cards.WaitingSummary(waiting, m.opts.PublicURL, m.loc)), "")
+	return m.say(ctx, EscapeDiscord(cards.WaitingSummary(waiting, m.opts.PublicURL, m.loc)), "")
 }
 
 // Announce posts a notification of [[policy.notify]]: plain text, no
 // buttons. One attempt: the service retries.
 func (m *Messenger) Announce(ctx context.Context, n approvals.Notification) error {
-	return m.say(ctx, cards.EscapeDiscord(cards.NewNotification(n.Request, m.loc).Text(m.loc)), "")
+	return m.say(ctx, EscapeDiscord(cards.NewNotification(n.Request, m.loc).Text(m.loc)), "")
 }
 
 // SendDigest posts the daily digest ([approvals] digest) to the cards'
 // channel: a plain message, no buttons.
 func (m *Messenger) SendDigest(ctx context.Context, d approvals.Digest) error {
-	return m.say(ctx, cards.DiscordText(cards.NewDigest(d, m.loc).Render(m.loc, cards.DiscordMarkup)), "")
+	return m.say(ctx, DiscordText(cards.NewDigest(d, m.loc).Render(m.loc, DiscordMarkup)), "")
 }
 
 // SendBulletin posts a bulletin (a passkey added or removed) to the cards'
 // channel: a plain message, no buttons.
 func (m *Messenger) SendBulletin(ctx context.Context, b approvals.Bulletin) error {
-	return m.say(ctx, cards.DiscordText(cards.NewBulletin(b, m.loc).Render(cards.DiscordMarkup)), "")
+	return m.say(ctx, DiscordText(cards.NewBulletin(b, m.loc).Render(DiscordMarkup)), "")
 }
 
 // Remind posts a short reminder of a pending request in reply to its card.
@@ -280,7 +280,7 @@ func (m *Messenger) Remind(ctx context.Context, r approvals.Request, ref string)
 	if !ok || id == "" {
 		return nil
 	}
-	return m.say(ctx, cards.EscapeDiscord(cards.Reminder(r, m.loc)), id)
+	return m.say(ctx, EscapeDiscord(cards.Reminder(r, m.loc)), id)
 }
 
 // rateLimited is a 429 from Discord as an approvals.RetryAfterError, so

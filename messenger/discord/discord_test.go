@@ -11,8 +11,9 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
-	"github.com/metnos/gateway/gateway/discord/discordtest"
 	"github.com/metnos/gateway/locale"
+	"github.com/metnos/gateway/messenger/discord"
+	"github.com/metnos/gateway/messenger/discord/discordtest"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -50,7 +51,7 @@ func TestDiscord_AllowOnce(t *testing.T) {
 			t.Errorf("labels %q", got)
 		}
 		for _, b := range card.Buttons() {
-			if !strings.HasSuffix(b, ":"+id) || len(b) > cards.DiscordMaxCustomID {
+			if !strings.HasSuffix(b, ":"+id) || len(b) > discord.DiscordMaxCustomID {
 				t.Errorf("custom_id %q: want the request id and the choice only", b)
 			}
 		}
@@ -360,7 +361,7 @@ func TestDiscord_LongTargetFits(t *testing.T) {
 	body["intent"] = strings.Repeat("b", 10000)
 	h.submit(body, "0s")
 	_, card := h.cardN(1)
-	if n := len([]rune(card.Content)); n > cards.DiscordMaxContent {
+	if n := len([]rune(card.Content)); n > discord.DiscordMaxContent {
 		t.Errorf("content %d characters", n)
 	}
 	if !strings.Contains(card.Content, "characters") || len(card.Buttons()) < 3 {
@@ -379,5 +380,5 @@ func TestDiscord_Italian(t *testing.T) {
 		t.Errorf("labels %q", got)
 	}
 	h.fake.Tap(t, discordtest.Interaction{UserID: strangerID, MessageID: card.ID, CustomID: cards.EncodeDecision(id, approvals.Deny)})
-	h.ephemeralWith(cards.EscapeDiscord(it.T("refusal.not_approver"))[:20])
+	h.ephemeralWith(discord.EscapeDiscord(it.T("refusal.not_approver"))[:20])
 }

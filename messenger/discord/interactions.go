@@ -23,7 +23,7 @@ type reply struct {
 // ephemeral answers the person who tapped or typed, and nobody else.
 func ephemeral(text string) reply {
 	return reply{resp: &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
-		Data: &discordgo.InteractionResponseData{Content: cards.DiscordText(text), Flags: discordgo.MessageFlagsEphemeral,
+		Data: &discordgo.InteractionResponseData{Content: DiscordText(text), Flags: discordgo.MessageFlagsEphemeral,
 			AllowedMentions: noMentions()}}}
 }
 
@@ -36,7 +36,7 @@ func deferred(after func(ctx context.Context)) reply {
 
 // t is a catalog text escaped for Discord.
 func (m *Messenger) t(key string, args ...any) string {
-	return cards.EscapeDiscord(m.loc.T(key, args...))
+	return EscapeDiscord(m.loc.T(key, args...))
 }
 
 // handle reads one interaction: untrusted input even when signed, since
@@ -120,9 +120,9 @@ func (m *Messenger) scopeMenu(ctx context.Context, cb cards.Callback, actor appr
 	if !m.mayDecide(r, actor) {
 		return ephemeral(m.decideRefusal(approvals.ErrOutsider, r.ID))
 	}
-	msg := cards.Discord(m.card(r))
+	msg := Discord(m.card(r))
 	if cb.Menu {
-		msg = cards.DiscordScopes(m.card(r))
+		msg = DiscordScopes(m.card(r))
 	}
 	return reply{resp: &discordgo.InteractionResponse{Type: discordgo.InteractionResponseUpdateMessage,
 		Data: &discordgo.InteractionResponseData{Content: msg.Content, Components: msg.Components, AllowedMentions: noMentions()}}}
@@ -183,14 +183,14 @@ func (m *Messenger) decideRefusal(err error, id string) string {
 	case errors.Is(err, approvals.ErrNotOffered):
 		m.log.Warn("refused a choice the card does not offer", "request_id", id, "err", err)
 	}
-	return cards.EscapeDiscord(text)
+	return EscapeDiscord(text)
 }
 
 // followUp tells the person who made i something privately, after the
 // interaction was acknowledged (https://discord.com/developers/docs/interactions/receiving-and-responding#create-followup-message).
 // Best effort: a failure is logged.
 func (m *Messenger) followUp(ctx context.Context, i *discordgo.Interaction, text string) {
-	_, err := m.api.FollowupMessageCreate(i, false, &discordgo.WebhookParams{Content: cards.DiscordText(text),
+	_, err := m.api.FollowupMessageCreate(i, false, &discordgo.WebhookParams{Content: DiscordText(text),
 		Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}, discordgo.WithContext(ctx))
 	if err != nil {
 		m.log.Warn("could not answer privately", "user_id", i.Member.User.ID, "err", err)

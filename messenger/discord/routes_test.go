@@ -7,7 +7,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
-	"github.com/metnos/gateway/gateway/discord/discordtest"
+	"github.com/metnos/gateway/messenger/discord/discordtest"
 	"github.com/metnos/gateway/messenger/telegram/telegramtest"
 )
 

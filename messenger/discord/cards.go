@@ -1,4 +1,4 @@
-package cards
+package discord
 
 import (
 	"strings"
@@ -7,6 +7,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/cards"
 )
 
 // Discord's message limits (https://discord.com/developers/docs/resources/message#create-message,
@@ -59,7 +60,7 @@ func EscapeDiscord(s string) string { return discordEscaper.Replace(s) }
 // draws no markdown and no mention: folded to one line, a backtick (which
 // would end the span) shown as ⟦U+0060⟧.
 func discordCode(s string) string {
-	s = strings.ReplaceAll(OneLine(s), "`", "⟦U+0060⟧")
+	s = strings.ReplaceAll(cards.OneLine(s), "`", "⟦U+0060⟧")
 	if strings.TrimSpace(s) == "" {
 		s = "—"
 	}
@@ -78,21 +79,21 @@ func discordBlock(s string) string {
 // Discord renders c as a Discord message. Every agent string is shown in a
 // code span or escaped (EscapeDiscord), and long fields are cut with a
 // visible marker until the content fits DiscordMaxContent.
-func Discord(c Card) DiscordMessage {
+func Discord(c cards.Card) DiscordMessage {
 	var content string
 	for limit := DiscordMaxContent; ; limit = limit * 3 / 4 {
 		content = renderDiscord(c, max(limit, discordFieldFloor))
-		if UTF16Len(content) <= DiscordMaxContent || limit <= discordFieldFloor {
+		if cards.UTF16Len(content) <= DiscordMaxContent || limit <= discordFieldFloor {
 			break
 		}
 	}
 	return DiscordMessage{Content: content, Components: DiscordButtons(c)}
 }
 
-func renderDiscord(c Card, limit int) string {
+func renderDiscord(c cards.Card, limit int) string {
 	l := c.Locale
-	cs := NewCuts(l)
-	cut := func(field, s string) string { return cs.Cut(field, OneLine(s), limit) }
+	cs := cards.NewCuts(l)
+	cut := func(field, s string) string { return cs.Cut(field, cards.OneLine(s), limit) }
 	var b strings.Builder
 	line := func(parts ...string) {
 		for _, p := range parts {
@@ -143,13 +144,13 @@ func renderDiscord(c Card, limit int) string {
 		}
 		line("⏳ ", EscapeDiscord(l.Expires(c.ExpiresAt)))
 		if c.Escalation != "" {
-			line(EscapeDiscord(OneLine(c.Escalation)))
+			line(EscapeDiscord(cards.OneLine(c.Escalation)))
 		}
 		if c.Progress != "" {
 			line("**", EscapeDiscord(cut(l.T("label.request"), c.Progress)), "**")
 		}
 		if c.StepUp {
-			line("**", EscapeDiscord(StepUpLine(c)), "**")
+			line("**", EscapeDiscord(cards.StepUpLine(c)), "**")
 		}
 	} else {
 		line("**", EscapeDiscord(cut(l.T("label.request"), c.StatusLine)), "**")
@@ -176,11 +177,11 @@ func discordButton(label, customID string, style discordgo.ButtonStyle) discordg
 
 // fitLabel cuts a label to DiscordMaxLabel characters with the marker.
 func fitLabel(s string) string {
-	s = OneLine(s)
+	s = cards.OneLine(s)
 	if utf8.RuneCountInString(s) <= DiscordMaxLabel {
 		return s
 	}
-	out, _ := Cut(s, DiscordMaxLabel-12)
+	out, _ := cards.Cut(s, DiscordMaxLabel-12)
 	for utf8.RuneCountInString(out) > DiscordMaxLabel {
 		out = string([]rune(out)[:DiscordMaxLabel])
 	}
@@ -193,36 +194,36 @@ func fitLabel(s string) string {
 // a hurried thumb does not hit it by mistake. Allow always opens the scope
 // buttons (DiscordScopes) when there is more than one scope; with one it
 // decides at once. A finished card has none (an empty list).
-func DiscordButtons(c Card) []discordgo.MessageComponent {
+func DiscordButtons(c cards.Card) []discordgo.MessageComponent {
 	rows := []discordgo.MessageComponent{}
 	if c.StepUp && c.Pending {
 		// An allow needs the approver's passkey: a link button to the web
 		// page (Discord opens it and sends the gateway nothing), and Deny.
-		if ButtonURL(c.ConfirmURL) {
+		if cards.ButtonURL(c.ConfirmURL) {
 			rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
 				discordgo.Button{Label: fitLabel(c.Locale.T("button.confirm_web")), Style: discordgo.LinkButton, URL: c.ConfirmURL}}})
 		}
 		return append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-			discordButton(c.Locale.T("button.deny"), EncodeDecision(c.RequestID, approvals.Deny), discordgo.DangerButton)}})
+			discordButton(c.Locale.T("button.deny"), cards.EncodeDecision(c.RequestID, approvals.Deny), discordgo.DangerButton)}})
 	}
 	var allow, more, deny []discordgo.MessageComponent
 	for _, b := range c.Buttons() {
 		switch b.Decision {
 		case approvals.AllowOnce:
-			allow = append(allow, discordButton(b.Label, EncodeDecision(c.RequestID, b.Decision), discordgo.SuccessButton))
+			allow = append(allow, discordButton(b.Label, cards.EncodeDecision(c.RequestID, b.Decision), discordgo.SuccessButton))
 		case approvals.AllowAlways:
-			data := EncodeScope(c.RequestID, 0)
+			data := cards.EncodeScope(c.RequestID, 0)
 			if len(c.Scopes) > 1 {
-				data = EncodeMenu(c.RequestID)
+				data = cards.EncodeMenu(c.RequestID)
 			}
 			allow = append(allow, discordButton(b.Label, data, discordgo.PrimaryButton))
 		case approvals.AllowFor:
 			d, _ := approvals.ParseWhile(b.While)
-			more = append(more, discordButton(b.Label, EncodeAllowFor(c.RequestID, d), discordgo.SecondaryButton))
+			more = append(more, discordButton(b.Label, cards.EncodeAllowFor(c.RequestID, d), discordgo.SecondaryButton))
 		case approvals.AllowSession:
-			more = append(more, discordButton(b.Label, EncodeDecision(c.RequestID, b.Decision), discordgo.SecondaryButton))
+			more = append(more, discordButton(b.Label, cards.EncodeDecision(c.RequestID, b.Decision), discordgo.SecondaryButton))
 		case approvals.Deny:
-			deny = append(deny, discordButton(b.Label, EncodeDecision(c.RequestID, b.Decision), discordgo.DangerButton))
+			deny = append(deny, discordButton(b.Label, cards.EncodeDecision(c.RequestID, b.Decision), discordgo.DangerButton))
 		}
 	}
 	for _, r := range [][]discordgo.MessageComponent{allow, more, deny} {
@@ -238,7 +239,7 @@ func DiscordButtons(c Card) []discordgo.MessageComponent {
 // DiscordScopes is a pending card with Allow always's scopes as buttons,
 // narrowest first, each naming its pattern (cut to the label limit; the
 // card's Target line shows the whole), then Back to the card's buttons.
-func DiscordScopes(c Card) DiscordMessage {
+func DiscordScopes(c cards.Card) DiscordMessage {
 	m := Discord(c)
 	if !c.Pending || !c.AllowAlways || c.StepUp {
 		return m
@@ -251,7 +252,7 @@ func DiscordScopes(c Card) DiscordMessage {
 		if sc == "*" {
 			sc = c.Locale.T("card.any_target")
 		}
-		btns = append(btns, discordButton(c.Locale.T("button.scope", sc), EncodeScope(c.RequestID, i), discordgo.PrimaryButton))
+		btns = append(btns, discordButton(c.Locale.T("button.scope", sc), cards.EncodeScope(c.RequestID, i), discordgo.PrimaryButton))
 	}
 	var rows []discordgo.MessageComponent
 	for len(btns) > 0 {
@@ -260,19 +261,19 @@ func DiscordScopes(c Card) DiscordMessage {
 		btns = btns[n:]
 	}
 	m.Components = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-		discordButton(c.Locale.T("button.back"), EncodeBack(c.RequestID), discordgo.SecondaryButton)}})
+		discordButton(c.Locale.T("button.back"), cards.EncodeBack(c.RequestID), discordgo.SecondaryButton)}})
 	return m
 }
 
 // DiscordText fits a reply to DiscordMaxContent, cut after its last whole
 // line that fits (lines are balanced: no code span is left open) with "…".
 func DiscordText(s string) string {
-	if UTF16Len(s) <= DiscordMaxContent {
+	if cards.UTF16Len(s) <= DiscordMaxContent {
 		return s
 	}
-	out := runePrefix(s, DiscordMaxContent-4)
-	for UTF16Len(out) > DiscordMaxContent-4 {
-		out = runePrefix(out, utf8.RuneCountInString(out)-100)
+	out := cards.RunePrefix(s, DiscordMaxContent-4)
+	for cards.UTF16Len(out) > DiscordMaxContent-4 {
+		out = cards.RunePrefix(out, utf8.RuneCountInString(out)-100)
 	}
 	if i := strings.LastIndexByte(out, '\n'); i >= 0 {
 		return out[:i] + "\n…"
@@ -284,7 +285,7 @@ func DiscordText(s string) string {
 // text escaped, targets in code spans (no agent string draws a mention,
 // role or channel pill), an absolute link in <…> (clickable, no embed), a
 // bare path in a code span. DiscordText makes the whole safe to send.
-var DiscordMarkup Markup = discordMarkup{}
+var DiscordMarkup cards.Markup = discordMarkup{}
 
 type discordMarkup struct{}
 

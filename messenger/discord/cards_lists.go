@@ -1,10 +1,11 @@
-package cards
+package discord
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
@@ -15,15 +16,15 @@ import (
 // fits a message (DiscordText).
 
 // DiscordPendingText is the answer to /approvals pending.
-func DiscordPendingText(pending []Card, morePending bool, l locale.Locale) string {
+func DiscordPendingText(pending []cards.Card, morePending bool, l locale.Locale) string {
 	if len(pending) == 0 {
 		return EscapeDiscord(l.T("list.none_pending"))
 	}
 	var b strings.Builder
-	b.WriteString("**" + EscapeDiscord(l.T("list.pending_title", len(pending), More(morePending))) + "**")
+	b.WriteString("**" + EscapeDiscord(l.T("list.pending_title", len(pending), cards.More(morePending))) + "**")
 	for _, c := range pending {
-		title, _ := CutIn(c.Title, 120, l)
-		target, _ := CutIn(c.Target, 300, l)
+		title, _ := cards.CutIn(c.Title, 120, l)
+		target, _ := cards.CutIn(c.Target, 300, l)
 		fmt.Fprintf(&b, "\n• %s %s %s · %s", discordCode(c.RequestID), discordCode(title), discordCode(target),
 			EscapeDiscord(l.Expires(c.ExpiresAt)))
 	}
@@ -33,11 +34,11 @@ func DiscordPendingText(pending []Card, morePending bool, l locale.Locale) strin
 // DiscordGrantLine is one grant as /approvals grants lists it.
 func DiscordGrantLine(g policy.Grant, l locale.Locale) string {
 	show := func(s string, n int) string {
-		out, _ := CutIn(SafeIn(s, l), n, l)
+		out, _ := cards.CutIn(cards.SafeIn(s, l), n, l)
 		return discordCode(out)
 	}
 	s := fmt.Sprintf("**\\#%d** %s %s %s", g.ID, discordT(l, "grants.on", show(g.Capability, 100)), show(g.Target, 500),
-		discordT(l, "grants.for_by", show(g.Channel+"/"+g.SenderID, 200), show(DisplayName(g.GrantedBy), 200)))
+		discordT(l, "grants.for_by", show(g.Channel+"/"+g.SenderID, 200), show(cards.DisplayName(g.GrantedBy), 200)))
 	if g.SessionID != "" {
 		s += " · " + discordT(l, "grants.session", show(g.Agent, 200), show(g.SessionID, 200))
 	} else if g.Agent != "" {
@@ -60,7 +61,7 @@ func DiscordGrantsText(grants []policy.Grant, moreGrants bool, l locale.Locale) 
 		return EscapeDiscord(l.T("list.no_grants"))
 	}
 	var b strings.Builder
-	b.WriteString("**" + EscapeDiscord(l.T("list.grants_title", len(grants), More(moreGrants))) + "**")
+	b.WriteString("**" + EscapeDiscord(l.T("list.grants_title", len(grants), cards.More(moreGrants))) + "**")
 	for _, g := range grants {
 		b.WriteString("\n• " + DiscordGrantLine(g, l))
 	}
@@ -70,7 +71,7 @@ func DiscordGrantsText(grants []policy.Grant, moreGrants bool, l locale.Locale) 
 // DiscordAuditText is the answer to /approvals audit: the rows, oldest
 // first, under a title saying what was asked.
 func DiscordAuditText(rows []storage.AuditEvent, scope approvals.AuditScope, l locale.Locale) string {
-	what := AuditWhat(scope, l)
+	what := cards.AuditWhat(scope, l)
 	if len(rows) == 0 {
 		return EscapeDiscord(l.T("audit.none", what))
 	}
@@ -78,8 +79,8 @@ func DiscordAuditText(rows []storage.AuditEvent, scope approvals.AuditScope, l l
 	b.WriteString("**" + EscapeDiscord(l.T("audit.title", len(rows), what)) + "** " + EscapeDiscord(l.T("audit.oldest_first")))
 	for _, e := range rows {
 		fmt.Fprintf(&b, "\n• \\#%d %s — **%s** %s %s", e.Seq, EscapeDiscord(l.Clock(e.At)), EscapeDiscord(e.Event),
-			EscapeDiscord(l.T("audit.by")), discordCode(AuditActor(e.Actor, l)))
-		if facts := AuditFactsText(e, l); facts != "" {
+			EscapeDiscord(l.T("audit.by")), discordCode(cards.AuditActor(e.Actor, l)))
+		if facts := cards.AuditFactsText(e, l); facts != "" {
 			b.WriteString(" · " + discordCode(facts))
 		}
 	}
@@ -104,18 +105,18 @@ func DiscordRulesText(rules []policy.RuleInfo, l locale.Locale) string {
 			}
 			b.WriteString("\n*" + EscapeDiscord(l.T(key)) + "*")
 		}
-		target, _ := CutIn(SafeIn(r.Target, l), 500, l)
+		target, _ := cards.CutIn(cards.SafeIn(r.Target, l), 500, l)
 		fmt.Fprintf(&b, "\n• %d %s %s %s · %s", r.Position, EscapeDiscord(string(r.Action)), discordCode(r.Capability),
 			discordCode(target), discordCode(r.ID))
 		for _, kv := range [][2]string{{l.T("rules.agent"), r.Agent}, {l.T("rules.channel"), r.Channel}, {l.T("rules.sender"), r.SenderID}} {
 			if kv[1] != "" {
-				b.WriteString(" · " + EscapeDiscord(kv[0]) + " " + discordCode(SafeIn(kv[1], l)))
+				b.WriteString(" · " + EscapeDiscord(kv[0]) + " " + discordCode(cards.SafeIn(kv[1], l)))
 			}
 		}
 		if r.Source == policy.SourceConfig {
 			b.WriteString(" " + EscapeDiscord(l.T("rules.from_config")))
 		} else {
-			b.WriteString(" " + discordT(l, "rules.by", discordCode(SafeIn(r.CreatedBy, l))))
+			b.WriteString(" " + discordT(l, "rules.by", discordCode(cards.SafeIn(r.CreatedBy, l))))
 		}
 	}
 	return DiscordText(b.String())

@@ -20,10 +20,10 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
-	"github.com/metnos/gateway/gateway/discord"
-	"github.com/metnos/gateway/gateway/discord/discordtest"
 	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/messenger"
+	"github.com/metnos/gateway/messenger/discord"
+	"github.com/metnos/gateway/messenger/discord/discordtest"
 	"github.com/metnos/gateway/messenger/telegram"
 	"github.com/metnos/gateway/messenger/telegram/telegramtest"
 )

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/gateway/discord/discordtest"
+	"github.com/metnos/gateway/messenger/discord/discordtest"
 )
 
 // TestDiscord_Digest: the digest of [approvals] digest, triggered directly
