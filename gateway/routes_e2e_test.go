@@ -132,7 +132,7 @@ func (g *routesGW) start() {
 		Messengers: []messenger.Factory{
 			telegram.Factory(telegram.Options{Config: g.cfg.Telegram, Logger: log, Location: time.UTC,
 				GrantTTL: time.Duration(g.cfg.Policy.GrantTTL), PollTimeout: 5 * time.Second, CallTimeout: 2 * time.Second, LinkBase: links}),
-			slack.Factory(g.cfg.Slack, slack.Options{Logger: log, Location: time.UTC, LinkBase: links}),
+			slack.Factory(g.cfg.Slack, slack.Options{Options: messenger.Options{Logger: log, Location: time.UTC, LinkBase: links}}),
 		}})
 	if err != nil {
 		t.Fatal(err)

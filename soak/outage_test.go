@@ -90,8 +90,8 @@ func runOutage(t *testing.T) {
 	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Logger: log, Home: dir,
 		Messengers: []messenger.Factory{
 			telegram.Factory(telegram.Options{Config: cfg.Telegram, Logger: log, GrantTTL: cfg.Policy.GrantTTL}),
-			slack.Factory(cfg.Slack, slack.Options{Logger: log}),
-			discord.Factory(cfg.Discord, discord.Options{Logger: log}),
+			slack.Factory(cfg.Slack, slack.Options{Options: messenger.Options{Logger: log}}),
+			discord.Factory(cfg.Discord, discord.Options{Options: messenger.Options{Logger: log}}),
 		}})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,5 @@ func discordMessenger(cfg config.Config, log *slog.Logger) messenger.Factory {
 	if !cfg.Discord.Enabled() {
 		return nil
 	}
-	return discord.Factory(cfg.Discord, discord.Options{Logger: log, Location: cfg.Server.Zone(), PublicURL: cfg.Web.PublicURL,
-		LinkBase: gateway.LinkBase(cfg)})
+	return discord.Factory(cfg.Discord, discord.Options{Options: messenger.Options{Logger: log, Location: cfg.Server.Zone(), PublicURL: cfg.Web.PublicURL, LinkBase: gateway.LinkBase(cfg)}})
 }

@@ -14,5 +14,5 @@ func slackMessenger(cfg config.Config, log *slog.Logger) messenger.Factory {
 	if !cfg.Slack.Enabled() {
 		return nil
 	}
-	return slack.Factory(cfg.Slack, slack.Options{Logger: log, Location: cfg.Server.Zone(), PublicURL: cfg.Web.PublicURL, LinkBase: gateway.LinkBase(cfg)})
+	return slack.Factory(cfg.Slack, slack.Options{Options: messenger.Options{Logger: log, Location: cfg.Server.Zone(), PublicURL: cfg.Web.PublicURL, LinkBase: gateway.LinkBase(cfg)}})
 }

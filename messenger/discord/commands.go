@@ -9,6 +9,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -109,18 +110,10 @@ func (m *Messenger) pendingText(ctx context.Context, a approvals.Actor) string {
 	if !m.canList(a) {
 		return m.t("discord.not_approver")
 	}
-	rs, err := m.svc.ListPendingOn(ctx, Name, maxListed+1)
+	out, more, err := messenger.PendingCards(ctx, m.svc, Name, maxListed, m.card)
 	if err != nil {
 		m.log.Error("list pending for discord", "err", err)
 		return m.t("msg.internal")
-	}
-	more := len(rs) > maxListed
-	if more {
-		rs = rs[:maxListed]
-	}
-	out := make([]cards.Card, len(rs))
-	for i, r := range rs {
-		out[i] = m.card(r)
 	}
 	return DiscordPendingText(out, more, m.loc)
 }

@@ -30,7 +30,6 @@ import (
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/messenger"
-	"github.com/metnos/gateway/policy"
 )
 
 // Name is the messenger's name in agents[].notify and on cards.
@@ -44,25 +43,9 @@ const (
 
 // Options are the adapter's collaborators; all are optional.
 type Options struct {
-	Logger *slog.Logger
-	// HTTPClient makes every REST call. Default: a client with a 30 s timeout.
-	HTTPClient *http.Client
+	messenger.Options
 	// Dialer opens the gateway websocket (default: gorilla's).
 	Dialer *websocket.Dialer
-	// Location and Now are the zone and clock of card text.
-	Location *time.Location
-	Now      func() time.Time
-	// Rules is the rule store /approvals rules lists (default: the server's).
-	Rules *policy.RuleStore
-	// Backoff is the first pause before the websocket is opened again
-	// after a failure; it doubles up to a minute. Default one second.
-	Backoff time.Duration
-	// PublicURL is web.public_url: a card that had to cut a field links
-	// to the request's page under it.
-	PublicURL string
-	// LinkBase is the gateway's link base (gateway.LinkBase): a step-up
-	// card's Confirm on the web page goes to the request's page under it.
-	LinkBase string
 }
 
 // Messenger is the Discord adapter: a messenger.Messenger.
@@ -96,10 +79,8 @@ var (
 // Factory returns the messenger.Factory that builds the adapter
 // once the approvals service exists.
 func Factory(cfg config.Discord, o Options) messenger.Factory {
-	return func(svc *approvals.Service, srv messenger.Host) (messenger.Messenger, error) {
-		if o.Rules == nil && srv != nil {
-			o.Rules = srv.Rules()
-		}
+	return func(svc *approvals.Service, host messenger.Host) (messenger.Messenger, error) {
+		o.Options = o.FromHost(host)
 		return New(svc, cfg, o)
 	}
 }
@@ -127,19 +108,7 @@ func New(svc *approvals.Service, cfg config.Discord, o Options) (*Messenger, err
 		}
 		pub = k
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: 30 * time.Second,
-			Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	}
-	if o.Location == nil {
-		o.Location = time.Local
-	}
-	if o.Backoff <= 0 {
-		o.Backoff = time.Second
-	}
+	o.Options = o.WithDefaults()
 	rest, err := newREST(cfg.APIURL, o.HTTPClient)
 	if err != nil {
 		return nil, err
@@ -163,28 +132,18 @@ func New(svc *approvals.Service, cfg config.Discord, o Options) (*Messenger, err
 	m := &Messenger{
 		cfg: cfg, svc: svc, api: api, http: o.HTTPClient, log: o.Logger.With("channel", Name), opts: o,
 		loc:    locale.New(locale.Lang(cfg.Language), o.Location, o.Now),
-		pubKey: pub, approver: set(cfg.Approvers), admin: set(cfg.Admins),
+		pubKey: pub, approver: messenger.Set(cfg.Approvers), admin: messenger.Set(cfg.Admins),
 	}
 	m.replays = messenger.NewReplays(svc.DB(), Name, messenger.ReplayTTL, time.Now, m.log)
 	m.jobs = messenger.NewJobs(m.log, jobTimeout)
 	return m, nil
 }
 
-func set(ids []string) map[string]bool {
-	out := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		out[id] = true
-	}
-	return out
-}
-
 // Name is "discord", the name agents list in notify.
 func (m *Messenger) Name() string { return Name }
 
 // card is the neutral card of r, linked to its web page.
-func (m *Messenger) card(r approvals.Request) cards.Card {
-	return cards.New(r, m.loc).WithPage(m.opts.PublicURL).WithConfirm(m.opts.LinkBase)
-}
+func (m *Messenger) card(r approvals.Request) cards.Card { return m.opts.Card(r, m.loc) }
 
 // noMentions is allowed_mentions {"parse": []}: whatever a message says,
 // Discord notifies nobody. Every message the adapter writes carries it.
@@ -283,26 +242,10 @@ func (m *Messenger) Remind(ctx context.Context, r approvals.Request, ref string)
 	return m.say(ctx, EscapeDiscord(cards.Reminder(r, m.loc)), id)
 }
 
-// rateLimited is a 429 from Discord as an approvals.RetryAfterError, so
-// the dispatcher pauses the channel for as long as Discord asked
-// (https://discord.com/developers/docs/topics/rate-limits).
-type rateLimited struct {
-	call string
-	wait time.Duration
-}
-
-// Error says which call Discord slowed down and for how long.
-func (e *rateLimited) Error() string {
-	return fmt.Sprintf("discord %s: rate limited; retry after %s", e.call, e.wait)
-}
-
-// RetryAfter is how long Discord asked us to wait.
-func (e *rateLimited) RetryAfter() time.Duration { return e.wait }
-
 func apiError(call string, err error) error {
 	var rl *discordgo.RateLimitError
 	if errors.As(err, &rl) && rl.RateLimit != nil && rl.TooManyRequests != nil {
-		return &rateLimited{call: call, wait: max(rl.RetryAfter, 100*time.Millisecond)}
+		return &messenger.RateLimited{Messenger: Name, Call: call, Wait: max(rl.RetryAfter, 100*time.Millisecond)}
 	}
 	return fmt.Errorf("discord %s: %w", call, err)
 }

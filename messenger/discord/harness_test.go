@@ -116,9 +116,7 @@ func (h *harness) start() {
 	t.Helper()
 	h.logw = &testLog{t: t}
 	logger := slog.New(slog.NewTextHandler(h.logw, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ms := []messenger.Factory{discord.Factory(h.cfg.Discord, discord.Options{Logger: logger,
-		Location: h.cfg.Server.Zone(), Now: h.now, Backoff: 50 * time.Millisecond, PublicURL: h.cfg.Web.PublicURL,
-		LinkBase: gateway.LinkBase(h.cfg)})}
+	ms := []messenger.Factory{discord.Factory(h.cfg.Discord, discord.Options{Options: messenger.Options{Logger: logger, Location: h.cfg.Server.Zone(), Now: h.now, Backoff: 50 * time.Millisecond, PublicURL: h.cfg.Web.PublicURL, LinkBase: gateway.LinkBase(h.cfg)}})}
 	if h.tg != nil {
 		ms = append(ms, telegram.Factory(telegram.Options{Config: h.cfg.Telegram, Logger: logger, Location: time.UTC,
 			GrantTTL: time.Duration(h.cfg.Policy.GrantTTL), PollTimeout: 2 * time.Second, CallTimeout: 2 * time.Second}))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/messenger"
 )
 
 // reply is an interaction's immediate answer (Discord wants one within
@@ -174,16 +175,7 @@ func (m *Messenger) decide(ctx context.Context, cb cards.Callback, actor approva
 // decideRefusal renders cards.Refusal's words for a decision that was
 // not recorded, and logs what deserves it.
 func (m *Messenger) decideRefusal(err error, id string) string {
-	text, expected := cards.Refusal(err, m.loc)
-	switch {
-	case !expected:
-		m.log.Error("decide from discord failed", "request_id", id, "err", err)
-	case errors.Is(err, approvals.ErrNotApprover):
-		m.log.Warn("refused a decision from a non-approver", "request_id", id, "err", err)
-	case errors.Is(err, approvals.ErrNotOffered):
-		m.log.Warn("refused a choice the card does not offer", "request_id", id, "err", err)
-	}
-	return EscapeDiscord(text)
+	return EscapeDiscord(messenger.Refusal(m.log, Name, err, id, m.loc))
 }
 
 // followUp tells the person who made i something privately, after the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -233,16 +234,7 @@ func (m *Messenger) chooseScope(ctx context.Context, ic slackapi.InteractionCall
 // decideRefusal renders cards.Refusal's words for a decision that was
 // not recorded, and logs what deserves it.
 func (m *Messenger) decideRefusal(err error, id string) string {
-	text, expected := cards.Refusal(err, m.loc)
-	switch {
-	case !expected:
-		m.log.Error("decide from slack failed", "request_id", id, "err", err)
-	case errors.Is(err, approvals.ErrNotApprover):
-		m.log.Warn("refused a decision from a non-approver", "request_id", id, "err", err)
-	case errors.Is(err, approvals.ErrNotOffered):
-		m.log.Warn("refused a choice the card does not offer", "request_id", id, "err", err)
-	}
-	return EscapeMrkdwn(text)
+	return EscapeMrkdwn(messenger.Refusal(m.log, Name, err, id, m.loc))
 }
 
 // revoke is a Revoke click on the Home tab or /approvals revoke: admins
@@ -298,17 +290,5 @@ func (m *Messenger) activeGrants(ctx context.Context, sender string, n int) ([]p
 
 // pendingCards lists what /approvals pending and the Home tab show.
 func (m *Messenger) pendingCards(ctx context.Context, n int) ([]cards.Card, bool, error) {
-	rs, err := m.svc.ListPendingOn(ctx, Name, n+1)
-	if err != nil {
-		return nil, false, err
-	}
-	more := len(rs) > n
-	if more {
-		rs = rs[:n]
-	}
-	out := make([]cards.Card, len(rs))
-	for i, r := range rs {
-		out[i] = m.card(r)
-	}
-	return out, more, nil
+	return messenger.PendingCards(ctx, m.svc, Name, n, m.card)
 }

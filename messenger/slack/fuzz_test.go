@@ -99,7 +99,7 @@ func (h *fuzzSlack) open() {
 	cfg.Slack = config.Slack{BotToken: fuzzBot, SigningSecret: fuzzSecret, ChannelID: "C0APPROVALS",
 		APIURL: h.fake.APIURL(), Approvers: []string{fuzzApprover}, Admins: []string{fuzzApprover, fuzzAdmin}}
 	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: h.dir,
-		Messengers: []messenger.Factory{Factory(cfg.Slack, Options{HTTPClient: h.client, Location: time.UTC})}})
+		Messengers: []messenger.Factory{Factory(cfg.Slack, Options{Options: messenger.Options{HTTPClient: h.client, Location: time.UTC}})}})
 	if err != nil {
 		h.tb.Fatalf("NewApp: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/messenger"
 )
 
 // groupTTL is how long the members of a user group are trusted before
@@ -54,7 +55,7 @@ func (m *Messenger) InGroup(ctx context.Context, group, user string) (bool, erro
 		if err != nil {
 			return false, apiError("usergroups.users.list", err)
 		}
-		e = groupEntry{members: set(users), at: now}
+		e = groupEntry{members: messenger.Set(users), at: now}
 		m.groups.mu.Lock()
 		if m.groups.m == nil {
 			m.groups.m = map[string]groupEntry{}

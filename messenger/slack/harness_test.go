@@ -124,8 +124,7 @@ func (h *harness) start() {
 	app, err := gateway.NewApp(context.Background(), h.cfg, gateway.AppOptions{
 		Logger: logger, Now: h.now,
 		Messengers: []messenger.Factory{slack.Factory(h.cfg.Slack,
-			slack.Options{Logger: logger, Location: h.cfg.Server.Zone(), Now: h.now, Backoff: 50 * time.Millisecond,
-				PublicURL: h.cfg.Web.PublicURL})},
+			slack.Options{Options: messenger.Options{Logger: logger, Location: h.cfg.Server.Zone(), Now: h.now, Backoff: 50 * time.Millisecond, PublicURL: h.cfg.Web.PublicURL}})},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,6 @@ import (
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/messenger"
-	"github.com/metnos/gateway/policy"
 )
 
 // Name is the messenger's name in agents[].notify and on cards.
@@ -50,30 +49,9 @@ const (
 
 // Options are the adapter's collaborators; all are optional.
 type Options struct {
-	Logger *slog.Logger
-	// HTTPClient makes every Web API call; its transport's idle connections
-	// are closed when Run returns. Default: a client with a 30 s timeout.
-	HTTPClient *http.Client
-	// Location is the time zone of the times written into card text (the
-	// expiry is a Slack date token, which each reader sees in their own
-	// zone; its fallback text is in this one). Nil means time.Local.
-	Location *time.Location
-	// Now is the clock (the "in 9 min" of an expiry); nil means time.Now.
-	Now func() time.Time
+	messenger.Options
 	// Dialer opens the Socket Mode WebSocket (default: slack-go's).
 	Dialer *websocket.Dialer
-	// Rules is the rule store /approvals rules lists and changes (default:
-	// the server's, through Factory).
-	Rules *policy.RuleStore
-	// Backoff is the first pause before a Socket Mode restart after a
-	// failure; it doubles up to a minute. Default one second.
-	Backoff time.Duration
-	// PublicURL is web.public_url: a card that had to cut a field links
-	// to the request's page under it.
-	PublicURL string
-	// LinkBase is the gateway's link base (gateway.LinkBase): a step-up
-	// card's Confirm on the web page goes to the request's page under it.
-	LinkBase string
 }
 
 // Messenger is the Slack adapter: a messenger.Messenger.
@@ -103,17 +81,13 @@ type Messenger struct {
 var _ messenger.Messenger = (*Messenger)(nil)
 
 // card is the neutral card of r, linked to its web page.
-func (m *Messenger) card(r approvals.Request) cards.Card {
-	return cards.New(r, m.loc).WithPage(m.opts.PublicURL).WithConfirm(m.opts.LinkBase)
-}
+func (m *Messenger) card(r approvals.Request) cards.Card { return m.opts.Card(r, m.loc) }
 
 // Factory returns the messenger.Factory that builds the adapter
 // once the approvals service exists.
 func Factory(cfg config.Slack, o Options) messenger.Factory {
-	return func(svc *approvals.Service, srv messenger.Host) (messenger.Messenger, error) {
-		if o.Rules == nil && srv != nil {
-			o.Rules = srv.Rules()
-		}
+	return func(svc *approvals.Service, host messenger.Host) (messenger.Messenger, error) {
+		o.Options = o.FromHost(host)
 		return New(svc, cfg, o)
 	}
 }
@@ -140,24 +114,12 @@ func New(svc *approvals.Service, cfg config.Slack, o Options) (*Messenger, error
 	if err != nil {
 		return nil, fmt.Errorf("slack.api_url: %v", err)
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: 30 * time.Second,
-			Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	}
-	if o.Location == nil {
-		o.Location = time.Local
-	}
-	if o.Backoff <= 0 {
-		o.Backoff = time.Second
-	}
+	o.Options = o.WithDefaults()
 	m := &Messenger{
 		cfg: cfg, svc: svc, http: o.HTTPClient, log: o.Logger.With("channel", Name), opts: o,
 		loc:      locale.New(locale.Lang(cfg.Language), o.Location, o.Now),
 		apiHost:  apiHost,
-		approver: set(cfg.Approvers), admin: set(cfg.Admins),
+		approver: messenger.Set(cfg.Approvers), admin: messenger.Set(cfg.Admins),
 	}
 	m.api = m.client(false)
 	m.replays = messenger.NewReplays(svc.DB(), Name, messenger.ReplayTTL, time.Now, m.log)
@@ -177,14 +139,6 @@ func (m *Messenger) client(withAppToken bool) *slackapi.Client {
 		opts = append(opts, slackapi.OptionAppLevelToken(m.cfg.AppToken))
 	}
 	return slackapi.New(m.cfg.BotToken, opts...)
-}
-
-func set(ids []string) map[string]bool {
-	out := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		out[id] = true
-	}
-	return out
 }
 
 // Name is "slack", the name agents list in notify.
@@ -277,28 +231,10 @@ func (m *Messenger) Update(ctx context.Context, r approvals.Request, ref string)
 	return nil
 }
 
-// rateLimited is a 429 from Slack as an approvals.RetryAfterError, so the
-// dispatcher pauses the whole channel for as long as Slack asked
-// (https://docs.slack.dev/apis/web-api/rate-limits).
-type rateLimited struct {
-	method string
-	wait   time.Duration
-}
-
-// Error says which call Slack slowed down and for how long.
-func (e *rateLimited) Error() string {
-	return fmt.Sprintf("slack %s: rate limited; retry after %s", e.method, e.wait)
-}
-
-// RetryAfter is how long Slack asked us to wait.
-func (e *rateLimited) RetryAfter() time.Duration { return e.wait }
-
-var _ approvals.RetryAfterError = (*rateLimited)(nil)
-
 func apiError(method string, err error) error {
 	var rl *slackapi.RateLimitedError
 	if errors.As(err, &rl) {
-		return &rateLimited{method: method, wait: rl.RetryAfter}
+		return &messenger.RateLimited{Messenger: Name, Call: method, Wait: rl.RetryAfter}
 	}
 	return fmt.Errorf("slack %s: %w", method, err)
 }
