@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/storage"
 )
 
@@ -1348,21 +1348,11 @@ func TestAPI_HealthAndMetrics(t *testing.T) {
 // TestAPI_ForeignPrincipalRefused: a non-admin agent cannot act for (and so
 // use the grants of) a principal other than its own or those listed.
 func TestAPI_ForeignPrincipalRefused(t *testing.T) {
-	cfg := config.Default()
-	dir := t.TempDir()
-	cfg.Storage.Path, cfg.Vaglio.LogDir = filepath.Join(dir, "g.db"), filepath.Join(dir, "vaglio")
-	a := config.NewAgent("a1")
-	a.Token, a.Principals = "tok-a1-0123456789abcdef01", []string{"telegram:anna"}
-	cfg.Agents = []config.Agent{a}
-	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer app.Close()
-	srv := httptest.NewServer(app.Server.Handler())
-	defer srv.Close()
+	a := gatewaytest.Agent("a1", "tok-a1-0123456789abcdef01", false)
+	a.Principals = []string{"telegram:anna"}
+	g := gatewaytest.Start(t, gatewaytest.Config(t, a), gateway.AppOptions{Home: t.TempDir()})
 	post := func(body string) int {
-		req, _ := http.NewRequest("POST", srv.URL+"/v1/requests", strings.NewReader(body))
+		req, _ := http.NewRequest("POST", g.URL+"/v1/requests", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer tok-a1-0123456789abcdef01")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
