@@ -2,11 +2,9 @@ package gateway_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/storage/storagetest"
 )
 
@@ -56,27 +55,11 @@ func TestOutage_PostgreSQLAway(t *testing.T) {
 	}
 	var logs syncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ctx, cancel := context.WithCancel(context.Background())
-	app, err := gateway.NewApp(ctx, cfg, gateway.AppOptions{Home: dir, Logger: log, LeaderRetry: 100 * time.Millisecond})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- app.Serve(ctx, ln) }()
-	defer func() {
-		cancel()
-		<-served
-		app.Close()
-	}()
+	g := gatewaytest.Start(t, cfg, gateway.AppOptions{Home: dir, Logger: log, LeaderRetry: 100 * time.Millisecond})
 	client := &http.Client{Timeout: 30 * time.Second}
 	post := func() (*http.Response, []byte) {
 		t.Helper()
-		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/v1/requests",
+		req, _ := http.NewRequest("POST", g.URL+"/v1/requests",
 			strings.NewReader(`{"capability":"llm:local"}`))
 		req.Header.Set("Authorization", "Bearer tok-a1-0123456789abcdef01")
 		resp, err := client.Do(req)
