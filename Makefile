@@ -53,6 +53,7 @@ FUZZ_TARGETS := \
 	./internal/jsonw:FuzzString \
 	./hooks:FuzzMap \
 	./hooks:FuzzAdapters \
+	./policyimport:FuzzParse \
 	./internal/shell:FuzzBashDifferential
 FUZZTIME  ?= 30s
 FUZZFLAGS ?= -parallel=1

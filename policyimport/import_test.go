@@ -73,3 +73,19 @@ func TestImport_Formats(t *testing.T) {
 		})
 	}
 }
+
+// TestWalkJSON_JSONC: comments and trailing commas (JSONC, as OpenCode
+// and Gemini CLI read their files) are read as space, lines still count,
+// and a string holding // or a comma before } is left whole.
+func TestWalkJSON_JSONC(t *testing.T) {
+	src := "{\n  // a comment\n  \"a\": [\"x // y\", \"z,}\",],\n  /* b */ \"b\": 1,\n}\n"
+	var got []string
+	if err := walkJSON([]byte(src), func(p []string, v any, line int) {
+		got = append(got, fmt.Sprintf("%s=%v@%d", strings.Join(p, "."), v, line))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "a.0=x // y@3 a.1=z,}@3 b=1@4"; strings.Join(got, " ") != want {
+		t.Fatalf("got %q, want %q", strings.Join(got, " "), want)
+	}
+}

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 )
 
-// walkJSON calls fn for every scalar of a JSON document (comments, as
-// JSONC allows them, are read as space) with its key path (array indexes
-// as decimal strings) and the line it ends on.
+// walkJSON calls fn for every scalar of a JSON document (comments and
+// trailing commas, as JSONC allows them, are read as space) with its key
+// path (array indexes as decimal strings) and the line it ends on.
 func walkJSON(data []byte, fn func(path []string, v any, line int)) error {
-	data = stripComments(data)
+	data = stripTrailingCommas(stripComments(data))
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	line := func() int { return 1 + bytes.Count(data[:max(dec.InputOffset()-1, 0)], []byte{'\n'}) }
@@ -85,4 +86,31 @@ func stripComments(data []byte) []byte {
 		}
 	}
 	return out
+}
+
+// stripTrailingCommas blanks a comma (outside strings) that only white
+// space separates from the } or ] after it.
+func stripTrailingCommas(data []byte) []byte {
+	inStr := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case inStr:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == ',':
+			j := i + 1
+			for j < len(data) && strings.IndexByte(" \t\r\n", data[j]) >= 0 {
+				j++
+			}
+			if j < len(data) && (data[j] == '}' || data[j] == ']') {
+				data[i] = ' '
+			}
+		}
+	}
+	return data
 }
