@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/metnos/gateway/telemetry"
 )
 
 // SignatureHeader carries the HMAC of a callback body.
@@ -52,18 +54,19 @@ type callbacker struct {
 	allowed func(agent, url string) (callbackurl.Allowed, error)
 	resolve callbackurl.Resolver
 	log     *slog.Logger
+	tel     *telemetry.Provider
 	wg      sync.WaitGroup
 	ctx     context.Context
 	stop    context.CancelFunc
 }
 
 func newCallbacker(key func(string) []byte, allowed func(agent, url string) (callbackurl.Allowed, error),
-	resolve callbackurl.Resolver, log *slog.Logger) *callbacker {
+	resolve callbackurl.Resolver, log *slog.Logger, tel *telemetry.Provider) *callbacker {
 	ctx, stop := context.WithCancel(context.Background())
 	if resolve == nil {
 		resolve = callbackurl.DefaultResolver
 	}
-	return &callbacker{key: key, allowed: allowed, resolve: resolve, log: log, ctx: ctx, stop: stop}
+	return &callbacker{key: key, allowed: allowed, resolve: resolve, log: log, tel: tel, ctx: ctx, stop: stop}
 }
 
 // client is the HTTP client of one callback: it connects only to the
@@ -78,8 +81,10 @@ func (c *callbacker) client(a callbackurl.Allowed) *http.Client {
 }
 
 // send delivers r's resolution in the background, retrying with backoff:
-// a slow or dead callback URL never delays a decision.
-func (c *callbacker) send(r Request) {
+// a slow or dead callback URL never delays a decision. traceparent, when
+// set, is r's trace: the delivery is a span of it, and the POST carries
+// its traceparent.
+func (c *callbacker) send(r Request, traceparent string) {
 	if r.CallbackURL == "" || c.key == nil || c.allowed == nil {
 		return
 	}
@@ -98,21 +103,27 @@ func (c *callbacker) send(r Request) {
 	body, _ := json.Marshal(CallbackBody{ID: r.ID, CallID: r.CallID, Command: r.Target, Decision: r.Decision, Status: r.Status})
 	sig := Sign(key, body)
 	c.wg.Add(1)
-	go c.deliver(allowed, r.ID, r.Agent, body, sig)
+	go c.deliver(allowed, r.ID, r.Agent, body, sig, traceparent)
 }
 
 // deliver posts one callback, retrying with backoff (a goroutine of its
 // own, counted in c.wg). It takes the few fields it needs, not the
 // Request: a closure over r made every call of send, which mostly returns
 // at once (no callback_url), copy the whole Request to the heap.
-func (c *callbacker) deliver(to callbackurl.Allowed, id, agent string, body []byte, sig string) {
+func (c *callbacker) deliver(to callbackurl.Allowed, id, agent string, body []byte, sig, traceparent string) {
 	defer c.wg.Done()
+	sctx, span := c.tel.StartIn(c.ctx, traceparent, "callback", time.Time{})
+	defer span.End()
 	client := c.client(to)
 	delay := callbackFirst
 	for attempt := 1; attempt <= callbackAttempts; attempt++ {
-		err := c.post(client, to.URL, body, sig)
+		span.Int(telemetry.KeyAttempt, attempt)
+		err := c.post(client, to.URL, body, sig, telemetry.Traceparent(sctx))
 		if err == nil {
 			return
+		}
+		if attempt == callbackAttempts {
+			span.Fail("callback not delivered")
 		}
 		c.log.Warn("callback failed", "request_id", id, "agent", agent, "attempt", attempt, "err", err)
 		select {
@@ -124,7 +135,7 @@ func (c *callbacker) deliver(to callbackurl.Allowed, id, agent string, body []by
 	}
 }
 
-func (c *callbacker) post(client *http.Client, url string, body []byte, sig string) error {
+func (c *callbacker) post(client *http.Client, url string, body []byte, sig, traceparent string) error {
 	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
@@ -133,6 +144,9 @@ func (c *callbacker) post(client *http.Client, url string, body []byte, sig stri
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(SignatureHeader, sig)
+	if traceparent != "" {
+		req.Header.Set("traceparent", traceparent)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return err

@@ -228,7 +228,7 @@ func (s *Service) finished(r Request) {
 	s.opts.Observer.Decided(r.Status, r.DecidedAt.Sub(r.CreatedAt))
 	s.hub.publish(Event{Kind: EventResolved, Request: r})
 	s.wakeAll(r.Notify)
-	s.callbacks.send(r)
+	s.callbacks.send(r, s.traceWait(r))
 }
 
 // ExpireDue expires every pending request whose time is up and returns how

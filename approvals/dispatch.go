@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/telemetry"
 )
 
 // The statements of this file.
@@ -215,6 +216,8 @@ func (s *Service) sendCard(ctx context.Context, n Notifier, c dueCard, z *summar
 	sctx, cancel := context.WithTimeout(ctx, sendTimeout)
 	defer cancel()
 	ref := c.ref.String
+	var span telemetry.Span
+	defer func() { span.End() }()
 	switch {
 	case !c.ref.Valid && r.Status.Finished():
 		// Never posted and already over: nothing to show or edit.
@@ -227,13 +230,16 @@ func (s *Service) sendCard(ctx context.Context, n Notifier, c dueCard, z *summar
 		z.held = true
 		return 0, false
 	case !c.ref.Valid:
+		sctx, span = s.startCard(sctx, n.Name(), r.ID, "card.post")
 		ref, err = n.Post(sctx, r)
 	case ref == batchedRef:
 		// Held back, never posted: nothing to edit.
 	default:
+		sctx, span = s.startCard(sctx, n.Name(), r.ID, "card.update")
 		err = n.Update(sctx, r, ref)
 	}
 	if err != nil {
+		span.Fail("card not sent")
 		if ctx.Err() != nil {
 			return 0, false
 		}

@@ -176,7 +176,7 @@ func (s *Service) postNotification(client *http.Client, n Notification) error {
 		return errNoWebhookKey
 	}
 	body, _ := json.Marshal(NewNotificationBody(n.Request))
-	return s.callbacks.post(client, n.URL, body, Sign(key, body))
+	return s.callbacks.post(client, n.URL, body, Sign(key, body), "")
 }
 
 type dueNotice struct {

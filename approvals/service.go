@@ -15,6 +15,7 @@ import (
 
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/telemetry"
 )
 
 // The statements of this file.
@@ -69,6 +70,8 @@ type Options struct {
 	CallbackResolver callbackurl.Resolver
 	// Observer is told about outcomes and send failures (metrics); may be nil.
 	Observer Observer
+	// Telemetry traces each request's life (nil: off).
+	Telemetry *telemetry.Provider
 	// Routes are [[approvals.routes]], in order: the first match wins.
 	Routes []Route
 	// CardsPerMinute gives an agent's cards_per_minute: the new cards its
@@ -140,7 +143,8 @@ func New(db *storage.DB, grants *policy.GrantStore, decider *policy.Decider, opt
 		hub: newHub(), notifiers: map[string]Notifier{}, wake: map[string]chan struct{}{}, timerWake: make(chan struct{}, 1),
 		cardTimes: map[string][]time.Time{},
 	}
-	s.callbacks = newCallbacker(opts.CallbackKey, opts.CallbackAllowed, opts.CallbackResolver, opts.Logger)
+	s.callbacks = newCallbacker(opts.CallbackKey, opts.CallbackAllowed, opts.CallbackResolver, opts.Logger,
+		opts.Telemetry)
 	s.announcers, s.announceWake = map[string]announcer{}, map[string]chan struct{}{}
 	for _, a := range s.builtinAnnouncers() {
 		s.addAnnouncer(a)
@@ -211,12 +215,8 @@ func (s *Service) Subscribe(ctx context.Context, agent string) <-chan Event {
 	return s.hub.subscribe(ctx, agent)
 }
 
-// DecideChoice is Decide with what the decision grants: the scope of
-// Allow always, the while of Allow for. A choice the request's card did
-// not offer is refused (ErrNotOffered, ErrAllowAlwaysRefused) and decides
-// nothing: a tap forged or replayed from another card must not widen a
-// grant.
-func (s *Service) DecideChoice(ctx context.Context, id string, ch Choice, by Actor) (Request, error) {
+// decideChoice is DecideChoice, untraced.
+func (s *Service) decideChoice(ctx context.Context, id string, ch Choice, by Actor) (Request, error) {
 	d := ch.Decision
 	if _, err := ParseDecision(string(d)); err != nil {
 		return Request{}, err

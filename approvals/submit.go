@@ -14,6 +14,7 @@ import (
 
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/telemetry"
 )
 
 // The statements of this file.
@@ -238,7 +239,14 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	// fn names what it needs of r, not r: a closure over r (which GroupTx
 	// keeps) moved every Request to the heap.
 	id, notify, pending := r.ID, r.Notify, r.Status == StatusPending
-	err = s.db.GroupTx(ctx, func(tx storage.Querier) error {
+	// A traced request keeps its trace while it waits (see keepTrace);
+	// untraced (telemetry off), this is "" and nothing is written.
+	traceparent := ""
+	if pending {
+		traceparent = telemetry.Traceparent(ctx)
+	}
+	gctx, commit := telemetry.Start(ctx, "store")
+	err = s.db.GroupTx(gctx, func(tx storage.Querier) error {
 		var err error
 		if pending {
 			// Counted again in the writing transaction: concurrent
@@ -251,6 +259,11 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		}
 		if inserted, err = insertRequestRow(qctx, tx, row); err != nil || !inserted {
 			return err
+		}
+		if traceparent != "" {
+			if err := keepTrace(qctx, tx, id, traceparent); err != nil {
+				return fmt.Errorf("keep trace: %w", err)
+			}
 		}
 		for _, n := range notify {
 			if _, err := tx.ExecContext(qctx, insertCard,
@@ -272,6 +285,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		}
 		return storage.AppendPrepared(qctx, tx, audit)
 	})
+	commit.End()
 	if err != nil {
 		return refuse(fmt.Errorf("submit: %w", err))
 	}
@@ -304,7 +318,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		}
 	} else {
 		s.opts.Observer.Decided(r.Status, s.now().Sub(start))
-		s.callbacks.send(r)
+		s.callbacks.send(r, telemetry.Traceparent(ctx))
 		for _, n := range notices {
 			s.wakeAnnouncer(n.delivery)
 		}

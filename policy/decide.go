@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/telemetry"
 	"github.com/metnos/gateway/vaglio"
 )
 
@@ -266,10 +267,16 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	// The rules and the grants are read as of a moment after now (see
 	// storage.Arrived): one read of their versions can serve both.
 	ctx = storage.Arrived(ctx, time.Now())
+	ctx, span := telemetry.Start(ctx, "policy")
+	defer span.End()
+	_, vspan := telemetry.Start(ctx, "policy.validate")
 	c, host, err := validate(in)
+	vspan.End()
 	if err != nil {
+		span.Fail("invalid request")
 		return Decision{}, err
 	}
+	span.String(telemetry.KeyCapability, c.Name)
 	// Rules, grants and the guard see a host target as the host it
 	// reaches ("http:evil.com。" is evil.com), canonicalised once here.
 	target := in.Target
@@ -281,12 +288,16 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	dec := Decision{Capability: c, Trace: make([]Step, 0, 6)}
 	step := func(layer string, o Outcome, detail string) {
 		dec.Trace = append(dec.Trace, Step{Layer: layer, Outcome: o, Detail: detail})
+		// The layer and its word only: a step's detail may quote the target.
+		span.Event("layer", telemetry.KeyLayer, layer, telemetry.KeyOutcome, string(o))
 	}
 	trace := func(layer string, o Outcome, format string, args ...any) {
 		step(layer, o, fmt.Sprintf(format, args...))
 	}
 	deny := func(by, reason string) Decision {
 		dec.Outcome, dec.Reason, dec.BlockedBy = Denied, reason, by
+		span.String(telemetry.KeyOutcome, string(Denied))
+		span.String(telemetry.KeyBlockedBy, by)
 		return dec
 	}
 
@@ -345,15 +356,19 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	}
 
 	// Step 4: the rules.
+	rctx, rspan := telemetry.Start(ctx, "policy.rules")
 	rules := d.Rules
 	if d.Source != nil {
-		if rules, err = d.Source.Rules(ctx); err != nil {
+		if rules, err = d.Source.Rules(rctx); err != nil {
+			rspan.Fail("rules not read")
+			rspan.End()
 			return Decision{}, fmt.Errorf("decide: %w", err)
 		}
 	}
 	var addrs []string
 	if c.TargetKind == KindHost {
-		if addrs, err = d.hostAddrs(ctx, c, host, rules); err != nil {
+		if addrs, err = d.hostAddrs(rctx, c, host, rules); err != nil {
+			rspan.End()
 			trace("rules", Denied, "%s: %v", host.Host, err)
 			return deny(BlockedByGuard, "guard: "+host.Host+": "+err.Error()+"; denied rather than unchecked"), nil
 		}
@@ -361,6 +376,8 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	m := EvalRules(d.Norm, rules, RuleSubject{
 		Capability: c, Target: target, Agent: in.Profile.Agent, Channel: in.Channel, SenderID: in.SenderID, Addrs: addrs,
 	})
+	rspan.String(telemetry.KeyAction, string(m.Action))
+	rspan.End()
 	if m.Rule != nil {
 		trace("rules", "", "rule %s (%s, capability %q, target %q) says %s",
 			m.Rule.Label(), m.Rule.Owner(), m.Rule.Capability, m.Rule.Target, m.Action)
@@ -403,7 +420,9 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 			// A require_approval rule means "ask every time": grants do not lift it.
 			trace("grants", "", "not consulted: rule %s requires approval", m.Rule.Label())
 		} else if d.Grants != nil && c.DefaultApproval != ApprovalAlways {
-			g, err := d.Grants.FindMatching(ctx, Principal{in.Channel, in.SenderID}, Session{in.Profile.Agent, in.SessionID, route}, c.Name, target)
+			gctx, gspan := telemetry.Start(ctx, "policy.grants")
+			g, err := d.Grants.FindMatching(gctx, Principal{in.Channel, in.SenderID}, Session{in.Profile.Agent, in.SessionID, route}, c.Name, target)
+			gspan.End()
 			if err != nil {
 				return Decision{}, fmt.Errorf("decide: %w", err)
 			}
@@ -467,6 +486,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 			return Decision{}, fmt.Errorf("decide: %w", err)
 		}
 	}
+	span.String(telemetry.KeyOutcome, string(dec.Outcome))
 	return dec, nil
 }
 

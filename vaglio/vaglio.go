@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/internal/jsonw"
+	"github.com/metnos/gateway/telemetry"
 )
 
 // Request is what vaglio looks at: the fields of an approval request that
@@ -256,10 +257,15 @@ func (v *Vaglio) Flush() { v.logs.flush() }
 // verdict: a judge that errors or panics denies (fail closed), and a log
 // that cannot be written is reported on the Logger, never to the caller.
 func (v *Vaglio) Check(ctx context.Context, r Request) Verdict {
+	ctx, span := telemetry.Start(ctx, "vaglio")
+	defer span.End()
 	verdict := Verdict{TS: v.now().UTC(), JudgeKind: v.judge.Kind()}
-	if blocked, reason := v.guardAll(r); blocked {
+	_, gspan := telemetry.Start(ctx, "vaglio.guard")
+	blocked, reason := v.guardAll(r)
+	gspan.End()
+	if blocked {
 		verdict.Reason, verdict.BlockedBy = reason, BlockedByGuard
-	} else if j, err := v.score(ctx, r); err != nil {
+	} else if j, err := v.judged(ctx, r); err != nil {
 		verdict.Reason, verdict.BlockedBy = fmt.Sprintf("judge: %s failed, denied: %v", verdict.JudgeKind, err), BlockedByJudge
 		verdict.Factors = []string{FactorJudgeFailed}
 	} else {
@@ -286,7 +292,24 @@ func (v *Vaglio) Check(ctx context.Context, r Request) Verdict {
 		}
 	}
 	v.log(r, verdict)
+	if verdict.BlockedBy != "" {
+		span.String(telemetry.KeyBlockedBy, verdict.BlockedBy)
+	}
 	return verdict
+}
+
+// judged is score in a span of its own: the judge may be a model's call.
+func (v *Vaglio) judged(ctx context.Context, r Request) (Judgement, error) {
+	ctx, span := telemetry.Start(ctx, "vaglio.judge")
+	defer span.End()
+	span.String(telemetry.KeyJudgeKind, v.judge.Kind())
+	j, err := v.score(ctx, r)
+	if err != nil {
+		span.Fail("judge failed")
+	} else {
+		span.Float(telemetry.KeyJudgeScore, j.Score)
+	}
+	return j, err
 }
 
 // guardAll is the guard with each of the request's homes.
