@@ -16,6 +16,7 @@ import (
 	"github.com/metnos/gateway/internal/duration"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/telemetry"
 )
 
 // errForeignPrincipal: a non-admin agent named a principal it may not act
@@ -167,13 +168,17 @@ func (s *Server) overRate(a *Agent, capability string) (wait time.Duration, over
 
 func (s *Server) createRequest(w http.ResponseWriter, r *http.Request) {
 	a := agentFrom(r)
+	r, span := s.traced(r, "request", a)
+	defer span.End()
 	wait, err := parseWait(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_wait", err.Error())
 		return
 	}
 	var b requestBody
+	_, vspan := telemetry.Start(r.Context(), "validate")
 	if !decodeJSON(w, r, &b) {
+		vspan.End()
 		return
 	}
 	if wait > 0 {
@@ -184,15 +189,18 @@ func (s *Server) createRequest(w http.ResponseWriter, r *http.Request) {
 		defer release()
 	}
 	sub, err := s.submission(a, b)
+	vspan.End()
 	if err != nil {
 		s.errorResponse(w, r, err)
 		return
 	}
 	req, err := s.submit(r.Context(), a, sub)
 	if err != nil {
+		span.Fail("request refused")
 		s.errorResponse(w, r, err)
 		return
 	}
+	traceRequest(span, &req)
 	s.answerRequest(w, r, req, wait)
 }
 

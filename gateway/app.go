@@ -18,6 +18,7 @@ import (
 	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/telemetry"
 	"github.com/metnos/gateway/vaglio"
 )
 
@@ -50,6 +51,9 @@ type AppOptions struct {
 	PushServices []string
 	// PushClient posts Web Push messages (nil: one with a 30 s timeout).
 	PushClient *http.Client
+	// Telemetry traces each request's life (nil: off); its owner shuts it
+	// down after Serve, which exports what is still queued.
+	Telemetry *telemetry.Provider
 }
 
 // App is a whole gateway: database, policy, approvals, server, messengers.
@@ -108,7 +112,7 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 	var srv *Server
 	a.Service = approvals.New(db, grants, decider, approvals.Options{
 		GrantTTL: time.Duration(cfg.Policy.GrantTTL), AllowFor: config.Durations(cfg.Approvals.AllowFor), SessionTTL: time.Duration(cfg.Approvals.SessionTTL), DefaultTimeout: time.Duration(cfg.Approvals.Timeout), StaleAfter: time.Duration(cfg.Policy.StaleAfter),
-		Retention: time.Duration(cfg.Approvals.Retention), Now: o.Now, Logger: o.Logger, Observer: metrics,
+		Retention: time.Duration(cfg.Approvals.Retention), Now: o.Now, Logger: o.Logger, Observer: metrics, Telemetry: o.Telemetry,
 		CallbackKey:      func(agent string) []byte { return srv.CallbackKey(agent) },
 		CallbackAllowed:  func(agent, url string) (callbackurl.Allowed, error) { return srv.CallbackAllowed(agent, url) },
 		CallbackResolver: o.CallbackResolver,
@@ -118,7 +122,8 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 		NotifyKey:        func(pattern int, url string) []byte { return notifyKey(cfg.Policy.Notify, pattern, url) },
 	})
 	srv = NewServer(cfg, Options{Service: a.Service, Decider: decider, Rules: rules,
-		Tokens: policy.NewTokenStore(db, norm, o.Now), Metrics: metrics, Logger: o.Logger, Now: o.Now, BodyTimeout: o.BodyTimeout})
+		Tokens: policy.NewTokenStore(db, norm, o.Now), Metrics: metrics, Logger: o.Logger, Now: o.Now, BodyTimeout: o.BodyTimeout,
+		Telemetry: o.Telemetry})
 	if o.TokenRecheck > 0 {
 		srv.recheck = o.TokenRecheck
 	}

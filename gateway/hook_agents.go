@@ -12,6 +12,7 @@ import (
 	"github.com/metnos/gateway/hooks"
 	"github.com/metnos/gateway/internal/duration"
 	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/telemetry"
 )
 
 // agentHook serves POST /v1/hooks/NAME (every hooks.Adapters()), the
@@ -28,8 +29,12 @@ import (
 // answer in time withdraws whatever is still pending.
 func (s *Server) agentHook(ad hooks.Adapter) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		r, span := s.traced(r, "hook", agentFrom(r))
+		defer span.End()
+		span.String(telemetry.KeyHook, ad.Name)
 		var conflict *approvals.CallIDConflictError
 		ev, v := s.agentVerdict(w, r, ad, &conflict)
+		span.String(telemetry.KeyDecision, v.Decision)
 		if r.Context().Err() != nil {
 			return // the agent gave up; nobody reads the answer
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/metnos/gateway/internal/httpjson"
 	"github.com/metnos/gateway/passkeys"
 	"github.com/metnos/gateway/sessions"
+	"github.com/metnos/gateway/telemetry"
 	"github.com/metnos/gateway/web"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -50,6 +51,7 @@ type Agent struct {
 type Server struct {
 	cfg      config.Config
 	svc      *approvals.Service
+	tel      *telemetry.Provider // nil: telemetry off
 	grants   *policy.GrantStore
 	decider  *policy.Decider
 	rules    *policy.RuleStore
@@ -94,6 +96,8 @@ type Options struct {
 	Now     func() time.Time
 	// BodyTimeout bounds how long a request's body may take; 0: BodyTimeout.
 	BodyTimeout time.Duration
+	// Telemetry traces agents' requests (nil: off).
+	Telemetry *telemetry.Provider
 }
 
 // NewServer builds a server from a validated config.
@@ -114,6 +118,7 @@ func NewServer(cfg config.Config, o Options) *Server {
 		cfg: cfg, svc: o.Service, grants: o.Service.Grants(), decider: o.Decider, rules: o.Rules, tokens: o.Tokens, metrics: o.Metrics,
 		log: o.Logger, now: o.Now, limiter: newLimiter(o.Now), streams: newSlots(), sessions: sessions.New(o.Service.DB(), o.Now, func(name string) bool { return web.WebUserExists(cfg, name) }), passkeys: passkeys.New(o.Service.DB(), o.Now), bodyTimeout: o.BodyTimeout, shutdown: make(chan struct{}), recheck: tokenRecheck,
 	}
+	s.tel = o.Telemetry
 	for _, a := range cfg.Agents {
 		s.agents = append(s.agents, &Agent{Agent: a, tokenHash: sha256.Sum256([]byte(a.Token))})
 	}

@@ -137,12 +137,9 @@ func attrs(kvs []*commonpb.KeyValue) map[string]string {
 	m := make(map[string]string, len(kvs))
 	for _, kv := range kvs {
 		v := kv.GetValue()
-		switch {
-		case v == nil:
-			m[kv.GetKey()] = ""
-		case v.GetStringValue() != "" || v.Value == nil:
+		if _, isString := v.GetValue().(*commonpb.AnyValue_StringValue); isString || v.GetValue() == nil {
 			m[kv.GetKey()] = v.GetStringValue()
-		default:
+		} else {
 			b, _ := protojson.Marshal(v)
 			m[kv.GetKey()] = string(b)
 		}
