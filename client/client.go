@@ -46,6 +46,11 @@ type Client struct {
 	// a long-poll (50 s); cancel with the context instead. nil means a
 	// client without a timeout.
 	HTTPClient *http.Client
+	// Traceparent and Tracestate, when set, are sent as the W3C
+	// traceparent and tracestate headers of every call: the caller's
+	// trace, which the gateway's spans then join (docs/telemetry.md).
+	Traceparent string
+	Tracestate  string
 }
 
 // New returns a client for the gateway at baseURL, authenticating with
@@ -403,6 +408,12 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body any) 
 	hr.Header.Set("Accept", "application/json")
 	if c.Token != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	if c.Traceparent != "" {
+		hr.Header.Set("traceparent", c.Traceparent)
+		if c.Tracestate != "" {
+			hr.Header.Set("tracestate", c.Tracestate)
+		}
 	}
 	return hr, nil
 }

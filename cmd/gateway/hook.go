@@ -11,6 +11,7 @@ import (
 	"github.com/metnos/gateway/client"
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/hooks"
+	"github.com/metnos/gateway/telemetry"
 )
 
 // cmdHook is `gateway hook NAME` (claude-code, codex, gemini, cursor,
@@ -96,9 +97,28 @@ func askHook(e *env, c *client.Client, name string, event []byte, wait time.Dura
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, limit+hookMargin)
 	defer cancel()
+	c.Traceparent, c.Tracestate = agentTrace(e.getenv)
 	body, err := c.Hook(ctx, name, event, wait)
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && e.ctx.Err() == nil {
 		err = fmt.Errorf("%w: no answer within %s", client.ErrUnreachable, limit+hookMargin)
 	}
 	return body, err
+}
+
+// agentTrace is the trace the agent handed its hook, if it gave one:
+// TRACEPARENT and TRACESTATE, OpenTelemetry's carriers for a trace passed
+// to a child process. A malformed traceparent is not passed on (the
+// gateway starts a trace of its own); a tracestate only beside a valid
+// traceparent, and only as one line of printable ASCII of at most 512
+// bytes, as the W3C header allows.
+func agentTrace(getenv func(string) string) (traceparent, tracestate string) {
+	traceparent = strings.TrimSpace(getenv("TRACEPARENT"))
+	if !telemetry.Valid(traceparent) {
+		return "", ""
+	}
+	tracestate = strings.TrimSpace(getenv("TRACESTATE"))
+	if len(tracestate) > 512 || strings.ContainsFunc(tracestate, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
+		tracestate = ""
+	}
+	return traceparent, tracestate
 }
