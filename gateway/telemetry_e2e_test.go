@@ -41,7 +41,13 @@ const (
 func TestTelemetry_SpanTree(t *testing.T) {
 	rcv := otlptest.New()
 	defer rcv.Close()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	defer func() {
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", logs.String())
+		}
+	}()
 	tel, err := telemetry.New(context.Background(), telemetry.Config{Endpoint: rcv.URL},
 		func(string) string { return "" }, log)
 	if err != nil || tel == nil {
@@ -228,3 +234,4 @@ func TestTelemetry_Check(t *testing.T) {
 		t.Fatal("the collector received the target or the token")
 	}
 }
+
