@@ -234,4 +234,3 @@ func TestTelemetry_Check(t *testing.T) {
 		t.Fatal("the collector received the target or the token")
 	}
 }
-
