@@ -92,7 +92,7 @@ func policyImport(e *env, args []string) error {
 			out, err := c.AddRule(e.ctx, map[string]any{"capability": r.Capability, "target": r.Target,
 				"action": r.Action, "position": "bottom"})
 			if err != nil {
-				return exitError{exitFail, fmt.Sprintf("import: --apply: %s (%d of %d rules added): %v", r.Source, i, len(valid), err)}
+				return exitError{exitFail, fmt.Sprintf("import: --apply: %s (%d of %d rules added): %v", plain(r.Source), i, len(valid), err)}
 			}
 			if _, err := fmt.Fprintf(e.stdout, "%s\n", out); err != nil {
 				return err
