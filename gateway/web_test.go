@@ -10,7 +10,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -22,6 +21,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/vaglio"
 	"github.com/metnos/gateway/web"
 )
@@ -38,23 +38,12 @@ func newWebApp(t *testing.T, mutate func(*config.Config)) *gateway.App {
 // newWebAppAt is newWebApp on the clock now (nil: the real one).
 func newWebAppAt(t *testing.T, now func() time.Time, mutate func(*config.Config)) *gateway.App {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := config.Default()
+	cfg := gatewaytest.Config(t, gatewaytest.Agent("a1", webAgentToken, false))
 	cfg.Server.Timezone = "Asia/Tokyo" // not the machine's zone, and no summer time: times must say JST
-	cfg.Storage.Path = filepath.Join(dir, "state", "gateway.db")
-	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
-	a := config.NewAgent("a1")
-	a.Token = webAgentToken
-	cfg.Agents = []config.Agent{a}
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: dir, Now: now})
-	if err != nil {
-		t.Fatalf("NewApp: %v", err)
-	}
-	t.Cleanup(func() { app.Close() })
-	return app
+	return gatewaytest.New(t, cfg, gateway.AppOptions{Home: t.TempDir(), Now: now})
 }
 
 // webServer serves app on a real loopback listener, at
@@ -581,15 +570,7 @@ func TestWeb_LoginLinkExpires(t *testing.T) {
 	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	dir := t.TempDir()
-	cfg := config.Default()
-	cfg.Storage.Path = filepath.Join(dir, "gateway.db")
-	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
-	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: dir, Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { app.Close() })
+	app := gatewaytest.New(t, gatewaytest.Config(t), gateway.AppOptions{Home: t.TempDir(), Now: clock})
 	srv := httptest.NewServer(app.Server.Handler())
 	t.Cleanup(srv.Close)
 	base := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)

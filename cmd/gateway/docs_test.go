@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"os"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/storage"
 )
 
@@ -74,12 +74,7 @@ func docsServer(t *testing.T) *gateway.Server {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Logger: log, Home: dir, Messengers: messengers(cfg, log)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { app.Close() })
-	return app.Server
+	return gatewaytest.New(t, cfg, gateway.AppOptions{Logger: log, Home: dir, Messengers: messengers(cfg, log)}).Server
 }
 
 // TestDocsCatchPlantedErrors: each check fails on a doc with one error of

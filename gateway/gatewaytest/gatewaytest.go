@@ -45,22 +45,29 @@ type Gateway struct {
 	once   sync.Once
 }
 
-// Start builds the App of cfg with opts and serves it on 127.0.0.1 (a
-// port of its own). When the test ends it is stopped, and its App closed.
-func Start(tb testing.TB, cfg config.Config, opts gateway.AppOptions) *Gateway {
+// New builds the App of cfg with opts, not served (a test serves its
+// handler as it needs); it is closed when the test ends.
+func New(tb testing.TB, cfg config.Config, opts gateway.AppOptions) *gateway.App {
 	tb.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	app, err := gateway.NewApp(ctx, cfg, opts)
+	app, err := gateway.NewApp(context.Background(), cfg, opts)
 	if err != nil {
-		cancel()
 		tb.Fatalf("gatewaytest: NewApp: %v", err)
 	}
+	tb.Cleanup(func() { app.Close() })
+	return app
+}
+
+// Start builds the App of cfg with opts (New) and serves it on 127.0.0.1
+// (a port of its own). When the test ends it is stopped, and its App
+// closed.
+func Start(tb testing.TB, cfg config.Config, opts gateway.AppOptions) *Gateway {
+	tb.Helper()
+	app := New(tb, cfg, opts)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		cancel()
-		app.Close()
 		tb.Fatalf("gatewaytest: listen: %v", err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	g := &Gateway{URL: "http://" + ln.Addr().String(), App: app, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(g.done)
@@ -68,10 +75,7 @@ func Start(tb testing.TB, cfg config.Config, opts gateway.AppOptions) *Gateway {
 			tb.Errorf("gatewaytest: serve: %v", err)
 		}
 	}()
-	tb.Cleanup(func() {
-		g.Stop()
-		app.Close()
-	})
+	tb.Cleanup(g.Stop) // before New's Close: cleanups run last first
 	return g
 }
 
