@@ -28,6 +28,7 @@
 //	telegram.api_endpoint     https://api.telegram.org/bot%s/%s
 //	slack.api_url             https://slack.com/api/
 //	discord.api_url           https://discord.com/api/v10 (discord.mode "gateway")
+//	telemetry.protocol        http/protobuf (telemetry.otlp_endpoint "" = off)
 //	hooks.claude_code.wait    9m (and every other [hooks.NAME] alike)
 //	hooks.claude_code.unknown_tool  ask (likewise)
 //	log.level                 info (log.format "" = text on a terminal, JSON otherwise)
@@ -65,6 +66,7 @@ type Config struct {
 	Hooks     Hooks     `toml:"hooks"`
 	MCP       MCP       `toml:"mcp"`
 	Log       Log       `toml:"log"`
+	Telemetry Telemetry `toml:"telemetry"`
 	// sections are the registered sections' values, in registration
 	// order (LoadOptions.Sections, AddSections).
 	sections []namedSection
@@ -355,7 +357,8 @@ func defaults(getenv func(string) string) Config {
 			Mode: DiscordModeGateway},
 		Hooks: Hooks{ClaudeCode: defaultHookAgent(), Codex: defaultHookAgent(), Gemini: defaultHookAgent(), Cursor: defaultHookAgent(),
 			Copilot: defaultHookAgent(), Qwen: defaultHookAgent(), OpenCode: defaultHookAgent()},
-		Log: Log{Level: "info"},
+		Log:       Log{Level: "info"},
+		Telemetry: Telemetry{Protocol: TelemetryHTTP},
 	}
 }
 

@@ -92,8 +92,9 @@ func TestLoad_DefaultsWithoutFile(t *testing.T) {
 					Qwen:       HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}},
 					OpenCode:   HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}},
 				},
-				Log:  Log{Level: "info"},
-				File: tc.path, // the default path looked for is the gateway's own, even when missing
+				Log:       Log{Level: "info"},
+				Telemetry: Telemetry{Protocol: TelemetryHTTP},
+				File:      tc.path, // the default path looked for is the gateway's own, even when missing
 			}
 			if !reflect.DeepEqual(cfg, want) {
 				t.Errorf("got  %+v\nwant %+v", cfg, want)
@@ -423,6 +424,16 @@ func TestLoad_Refused(t *testing.T) {
 			[]string{`log.format: unknown format "xml"`}},
 		{"log bad level", "[log]\nlevel = \"loud\"\n", nil,
 			[]string{`log.level: unknown level "loud"`}},
+		{"telemetry endpoint not http", "[telemetry]\notlp_endpoint = \"grpc://127.0.0.1:4317\"\n", nil,
+			[]string{`telemetry.otlp_endpoint: "grpc://127.0.0.1:4317": want an http or https URL`}},
+		{"telemetry endpoint with credentials", "[telemetry]\notlp_endpoint = \"https://user:hunter2@otlp.example.com\"\n", nil,
+			[]string{"telemetry.otlp_endpoint: holds credentials; give the collector's key in OTEL_EXPORTER_OTLP_HEADERS"}},
+		{"telemetry endpoint with a query", "[telemetry]\notlp_endpoint = \"http://127.0.0.1:4318/?x=1\"\n", nil,
+			[]string{"telemetry.otlp_endpoint", "no query or fragment"}},
+		{"telemetry bad protocol", "[telemetry]\nprotocol = \"http/json\"\n", nil,
+			[]string{`telemetry.protocol: unknown protocol "http/json" (want http/protobuf or grpc)`}},
+		{"telemetry typo", "[telemetry]\notlp_endpont = \"http://127.0.0.1:4318\"\n", nil,
+			[]string{`telemetry.otlp_endpont: unknown key`}},
 		{"env name holding a secret", "[web]\nadmin_token_env = \"hunter2 is my password\"\n", nil,
 			[]string{"web.admin_token_env: not an environment variable name"}},
 		{"problems reported together", "[policy]\ngrant_ttl = \"10x\"\n[approvals]\nprune_schedule = \"nope\"\n", nil,

@@ -74,6 +74,7 @@ func (c *Config) validate(p *problems, opt LoadOptions) {
 	c.validateHooks(p)
 	c.validateMCP(p)
 	c.validateLog(p)
+	c.validateTelemetry(p)
 }
 
 func (c *Config) validateServer(p *problems) {
