@@ -169,8 +169,14 @@ func cmdServe(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	tel, err := startTelemetry(e, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry(tel, log)
 	app, err := gateway.NewApp(e.ctx, cfg, gateway.AppOptions{
 		Logger: log, Home: e.getenv("HOME"), Messengers: messengers(cfg, log), HostResolver: net.DefaultResolver,
+		Telemetry: tel,
 	})
 	if err != nil {
 		return err
