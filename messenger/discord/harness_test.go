@@ -42,7 +42,7 @@ const (
 	// bossToken is a second admin agent's: a1 may not decide its own
 	// requests (own_request).
 	bossToken = "agent-token-boss-0123456789abcdef"
-	waitFor   = 10 * time.Second
+	waitFor   = 30 * time.Second // a bound for what must happen, never a wait: a busy machine's jittered backoff can pass 10 s
 )
 
 // harness is a whole gateway (SQLite in a temp dir, the real HTTP server on

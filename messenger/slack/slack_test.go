@@ -165,19 +165,17 @@ func TestInteractions_AckedBeforeTheWork(t *testing.T) {
 	h := newHarness(t)
 	h.submit(fsWrite("/srv/reports/slow.txt"), "0s")
 	id, ts, _ := h.posted()
-	h.fake.Fail("chat.postEphemeral", slacktest.Failure{Delay: 3500 * time.Millisecond})
-	start := time.Now()
+	h.fake.Fail("chat.postEphemeral", slacktest.Failure{Delay: 5 * time.Second})
 	if st, _ := h.signedPost("/slack/interactions", h.click(strangerID, "eve", id, ts, slack.SlackActionAllowOnce),
 		time.Now(), secret); st != http.StatusOK {
 		t.Fatalf("answered %d", st)
 	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("acknowledged after %s", d)
+	// The answer came while Slack still held the refusal: the work
+	// happens after the answer, however busy the machine.
+	if n := h.fake.Count("chat.postEphemeral"); n != 0 {
+		t.Errorf("the click was answered after the slow refusal (%d recorded)", n)
 	}
-	eph := h.fake.Wait(t, "chat.postEphemeral", waitFor)
-	if d := eph.At.Sub(start); d < 3500*time.Millisecond {
-		t.Errorf("the slow refusal arrived after %s", d)
-	}
+	h.fake.Wait(t, "chat.postEphemeral", waitFor)
 }
 
 // The card's ts is persisted: a click after a restart decides, and the
