@@ -14,7 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/gateway/push"
+	"github.com/metnos/gateway/web/push"
 )
 
 // shownNotification is what registration.getNotifications() gives back.

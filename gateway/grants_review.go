@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/cards"
-	"github.com/metnos/gateway/gateway/push"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/web/push"
 )
 
 // The grant review: the grants that end soon, and those nobody used for a

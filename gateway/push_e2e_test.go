@@ -18,8 +18,8 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
-	"github.com/metnos/gateway/gateway/push"
-	"github.com/metnos/gateway/gateway/push/pushtest"
+	"github.com/metnos/gateway/web/push"
+	"github.com/metnos/gateway/web/push/pushtest"
 )
 
 // The end-to-end tests of Web Push: a whole gateway on a loopback port,

@@ -11,8 +11,8 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
-	"github.com/metnos/gateway/gateway/push"
 	"github.com/metnos/gateway/storage/storagetest"
+	"github.com/metnos/gateway/web/push"
 )
 
 // TestPush_OnePerDeviceAndUpdate: a pending request is pushed once to

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metnos/gateway/gateway/push"
-	"github.com/metnos/gateway/gateway/push/pushtest"
+	"github.com/metnos/gateway/web/push"
+	"github.com/metnos/gateway/web/push/pushtest"
 )
 
 // TestGrantReview_QueuedUntilPushed: the weekly review of grants is

@@ -7,7 +7,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
-	"github.com/metnos/gateway/gateway/push"
+	"github.com/metnos/gateway/web/push"
 )
 
 // pushSubscribe is POST /web/push/subscribe: Turn on notifications sends

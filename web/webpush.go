@@ -9,9 +9,9 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
-	"github.com/metnos/gateway/gateway/push"
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/web/push"
 )
 
 // Push is the web page's Web Push: the VAPID keys, the users' devices,

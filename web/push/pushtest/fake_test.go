@@ -7,7 +7,7 @@ import (
 
 	webpush "github.com/SherClockHolmes/webpush-go"
 
-	"github.com/metnos/gateway/gateway/push/pushtest"
+	"github.com/metnos/gateway/web/push/pushtest"
 )
 
 // TestFake_VerifiesAndDecrypts: the fake takes a push signed with the key
