@@ -316,6 +316,9 @@ func policyGrant(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Web.PolicyPasskey() {
+		return errPolicyStepUp("grant")
+	}
 	if *agent != "" && !slices.ContainsFunc(cfg.Agents, func(a config.Agent) bool { return a.ID == *agent }) {
 		return usagef("grant: --agent: %q is not an agent of the config", *agent)
 	}
@@ -389,6 +392,28 @@ func cliActor(e *env) string {
 		return "cli:" + u.Username
 	}
 	return "cli"
+}
+
+// errPolicyStepUp refuses, as the admin API refuses with 403
+// step_up_required, an approve rule or a grant from the command line while
+// [web] policy_step_up = "passkey": each such change is an admin's passkey
+// assertion on the web page.
+func errPolicyStepUp(cmd string) error {
+	return exitError{exitFail, cmd + ": step_up_required: [web] policy_step_up is on: an admin adds approve rules and " +
+		"grants on the web page, with a passkey"}
+}
+
+// policyStepUp is errPolicyStepUp when the config at cfgPath turns
+// policy_step_up on.
+func policyStepUp(e *env, cfgPath, cmd string) error {
+	cfg, err := loadDBConfig(e, cfgPath)
+	if err != nil {
+		return err
+	}
+	if cfg.Web.PolicyPasskey() {
+		return errPolicyStepUp(cmd)
+	}
+	return nil
 }
 
 // warnNotLifted tells, on stderr, the guarded routes what (a rule or a

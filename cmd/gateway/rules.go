@@ -124,6 +124,11 @@ func rulesAdd(e *env, args []string) error {
 	if err != nil {
 		return ruleError("rules add", err)
 	}
+	if policy.Action(*f.action) == policy.ActionApprove {
+		if err := policyStepUp(e, *cfgPath, "rules add"); err != nil {
+			return err
+		}
+	}
 	return withRules(e, *cfgPath, func(rules *policy.RuleStore) error {
 		ri, err := rules.Add(e.ctx, policy.NewRule{Capability: *f.capability, Target: *f.target,
 			Action: policy.Action(*f.action), SenderID: *f.sender, Agent: *f.agent, Channel: *f.channel, Position: where},
@@ -175,6 +180,11 @@ func rulesUpdate(e *env, args []string) error {
 	})
 	if bad != nil {
 		return ruleError("rules update", bad)
+	}
+	if p.Action != nil && *p.Action == policy.ActionApprove {
+		if err := policyStepUp(e, *cfgPath, "rules update"); err != nil {
+			return err
+		}
 	}
 	return withRules(e, *cfgPath, func(rules *policy.RuleStore) error {
 		ri, err := rules.Update(e.ctx, pos[0], p, cliActor(e))
