@@ -84,6 +84,10 @@ type Options struct {
 	// NotifyKey returns the HMAC key of a webhook delivery: the secret of
 	// the pattern (by index) whose webhook_url is url.
 	NotifyKey func(pattern int, url string) []byte
+	// PolicyStepUp is [web] policy_step_up = "passkey": every grant
+	// change is an admin's passkey assertion on the web page, so a chat
+	// revokes none (RevokeGrant: ErrPolicyStepUp).
+	PolicyStepUp bool
 }
 
 // Observer receives what metrics count. Every method must be cheap.

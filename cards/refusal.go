@@ -38,6 +38,8 @@ func Refusal(err error, l locale.Locale) (text string, expected bool) {
 		return l.T("refusal.request_gone"), true
 	case errors.Is(err, approvals.ErrStepUpRequired):
 		return l.T("refusal.step_up_required"), true
+	case errors.Is(err, approvals.ErrPolicyStepUp):
+		return l.T("refusal.policy_step_up"), true
 	case errors.Is(err, approvals.ErrInvalid):
 		return l.T("refusal.invalid", SafeIn(invalidDetail(err), l)), true
 	}

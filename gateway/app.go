@@ -113,6 +113,7 @@ func NewApp(ctx context.Context, cfg config.Config, o AppOptions) (*App, error) 
 	a.Service = approvals.New(db, grants, decider, approvals.Options{
 		GrantTTL: time.Duration(cfg.Policy.GrantTTL), AllowFor: config.Durations(cfg.Approvals.AllowFor), SessionTTL: time.Duration(cfg.Approvals.SessionTTL), DefaultTimeout: time.Duration(cfg.Approvals.Timeout), StaleAfter: time.Duration(cfg.Policy.StaleAfter),
 		Retention: time.Duration(cfg.Approvals.Retention), Now: o.Now, Logger: o.Logger, Observer: metrics, Telemetry: o.Telemetry,
+		PolicyStepUp:     cfg.Web.PolicyPasskey(),
 		CallbackKey:      func(agent string) []byte { return srv.CallbackKey(agent) },
 		CallbackAllowed:  func(agent, url string) (callbackurl.Allowed, error) { return srv.CallbackAllowed(agent, url) },
 		CallbackResolver: o.CallbackResolver,

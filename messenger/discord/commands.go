@@ -141,8 +141,12 @@ func (m *Messenger) revoke(ctx context.Context, a approvals.Actor, id int64) str
 		return m.t("discord.not_admin")
 	}
 	a.Outsider = false
-	changed, err := m.svc.Grants().Revoke(ctx, id, "revoked", a.String())
+	changed, err := m.svc.RevokeGrant(ctx, id, a)
 	switch {
+	case errors.Is(err, approvals.ErrPolicyStepUp):
+		m.log.Warn("refused a revoke: policy_step_up is on", "grant_id", id, "user_id", a.ID)
+		text, _ := cards.Refusal(err, m.loc)
+		return EscapeDiscord(text)
 	case err != nil:
 		m.log.Error("revoke from discord failed", "grant_id", id, "err", err)
 		return m.t("msg.internal")

@@ -246,9 +246,13 @@ func (m *Messenger) revoke(ctx context.Context, userID, userName string, id int6
 		answer(m.loc.T("slack.not_admin"))
 		return
 	}
-	by := approvals.Actor{Channel: Name, ID: userID, Name: userName}.String()
-	changed, err := m.svc.Grants().Revoke(ctx, id, "revoked", by)
+	changed, err := m.svc.RevokeGrant(ctx, id, approvals.Actor{Channel: Name, ID: userID, Name: userName})
 	switch {
+	case errors.Is(err, approvals.ErrPolicyStepUp):
+		m.log.Warn("refused a revoke: policy_step_up is on", "grant_id", id, "user_id", userID)
+		text, _ := cards.Refusal(err, m.loc)
+		answer(EscapeMrkdwn(text))
+		return
 	case err != nil:
 		m.log.Error("revoke from slack failed", "grant_id", id, "err", err)
 		answer(m.loc.T("msg.internal"))

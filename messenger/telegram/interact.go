@@ -207,7 +207,12 @@ func (b *Bot) revokeByButton(ctx context.Context, q *tgbotapi.CallbackQuery, id 
 
 // revoke revokes a grant on behalf of an approver and says what happened.
 func (b *Bot) revoke(ctx context.Context, id int64, by approvals.Actor) (string, error) {
-	changed, err := b.svc.Grants().Revoke(ctx, id, "revoked", by.String())
+	changed, err := b.svc.RevokeGrant(ctx, id, by)
+	if errors.Is(err, approvals.ErrPolicyStepUp) {
+		b.log.Warn("refused a revoke: policy_step_up is on", "grant_id", id, "user_id", by.ID)
+		text, _ := cards.Refusal(err, b.loc)
+		return text, nil
+	}
 	if err != nil {
 		b.log.Error("revoke failed", "grant_id", id, "user_id", by.ID, "err", err)
 		return "", err
