@@ -251,8 +251,12 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		if pending {
 			// Counted again in the writing transaction: concurrent
 			// submissions passed the count above together, and writes
-			// take turns here, so the cap holds (per replica, with
-			// PostgreSQL's read committed).
+			// take turns here (every replica's: CapLock), so the cap
+			// holds. One key for every agent: transactions that hold
+			// several agents' submissions never lock in two orders.
+			if err := s.db.CapLock(qctx, tx, "max_pending"); err != nil {
+				return err
+			}
 			if err := underPendingCap(qctx, tx, agent, sub.MaxPending); err != nil {
 				return err
 			}

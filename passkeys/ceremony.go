@@ -63,6 +63,10 @@ func (s *Store) begin(ctx context.Context, c ceremony) (string, error) {
 			return err
 		}
 		if c.Purpose == purposeLogin {
+			// Counted with every replica's begins held back (CapLock).
+			if err := s.db.CapLock(ctx, tx, "passkey_logins"); err != nil {
+				return err
+			}
 			if err := s.loginRoom(ctx, tx, c.Source, now); err != nil {
 				return err
 			}

@@ -224,8 +224,12 @@ func (s *TokenStore) Create(ctx context.Context, c Caller, req TokenRequest, by 
 	}
 	err = s.db.InTx(ctx, func(tx storage.Querier) error {
 		if c.MaxChildren > 0 {
-			// In the inserting transaction: writes take turns, so
-			// concurrent creations cannot pass the cap together.
+			// In the inserting transaction: writes take turns (every
+			// replica's: CapLock), so concurrent creations cannot pass
+			// the cap together.
+			if err := s.db.CapLock(ctx, tx, "max_children"); err != nil {
+				return err
+			}
 			var live int
 			if err := tx.QueryRowContext(ctx, countLiveTokens, c.Agent, storage.FormatTime(now)).Scan(&live); err != nil {
 				return fmt.Errorf("count tokens: %w", err)

@@ -89,3 +89,19 @@ func (db *DB) AuditAfter(ctx context.Context, after int64, limit int, events ...
 	}
 	return out, rows.Err()
 }
+
+// CapLock makes the transaction tx the only one, among every replica's,
+// that counts against the cap named key until it ends: on PostgreSQL a
+// transaction-level advisory lock on the key's hash, so that two
+// replicas' concurrent transactions (read committed) cannot both count
+// below a cap and both insert. SQLite admits one writer at a time
+// already: nothing to do there.
+func (db *DB) CapLock(ctx context.Context, tx Querier, key string) error {
+	if db.Dialect != Postgres {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, key); err != nil {
+		return fmt.Errorf("lock %s: %w", key, err)
+	}
+	return nil
+}
