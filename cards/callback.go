@@ -32,6 +32,10 @@ type Callback struct {
 	// Menu opens a card's scope keyboard, Back closes it: they decide
 	// nothing.
 	Menu, Back bool
+	// EveryAgent: with Menu, the keyboard of the same scopes for every
+	// agent of the principal; with Scope, Allow always writes the grant
+	// for every agent (approvals.Choice.EveryAgent), never the default.
+	EveryAgent bool
 }
 
 // Revoke reports whether the callback revokes a grant.
@@ -57,6 +61,16 @@ func EncodeScope(requestID string, i int) string {
 // that may have changed since).
 func EncodeAllowFor(requestID string, d time.Duration) string {
 	return "v1:f" + strconv.FormatInt(int64(d/time.Second), 10) + ":" + requestID
+}
+
+// EncodeEveryMenu opens the keyboard of the scopes for every agent:
+// "v1:e:<id>".
+func EncodeEveryMenu(requestID string) string { return "v1:e:" + requestID }
+
+// EncodeEveryScope is the callback data of a scope button of that
+// keyboard: "v1:e<i>:<id>", Allow always for every agent of the principal.
+func EncodeEveryScope(requestID string, i int) string {
+	return "v1:e" + strconv.Itoa(i) + ":" + requestID
 }
 
 // EncodeMenu and EncodeBack open and close the scope keyboard of a card.
@@ -96,6 +110,14 @@ func Decode(data string) (Callback, error) {
 		return Callback{Menu: true, RequestID: arg}, nil
 	case verb == "b":
 		return Callback{Back: true, RequestID: arg}, nil
+	case verb == "e":
+		return Callback{Menu: true, EveryAgent: true, RequestID: arg}, nil
+	case len(verb) > 1 && verb[0] == 'e':
+		i, ok := StrictNat(verb[1:])
+		if !ok || i >= MaxScopes {
+			return Callback{}, fmt.Errorf("%w: bad scope", ErrBadCallback)
+		}
+		return Callback{Decision: approvals.AllowAlways, RequestID: arg, Scope: int(i) + 1, EveryAgent: true}, nil
 	case len(verb) > 1 && verb[0] == 'a':
 		i, ok := StrictNat(verb[1:])
 		if !ok || i >= MaxScopes {

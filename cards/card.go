@@ -46,6 +46,9 @@ type Card struct {
 	// is named. GrantPreview names it.
 	Scopes      []string
 	ScopeChoice int
+	// ScopeEvery: the chosen scope is for every agent of the principal
+	// (WithEveryScope), never the default nor on a guarded route.
+	ScopeEvery bool
 	// AllowFor are the whiles of the Allow for buttons ("1h").
 	AllowFor []string
 	// AllowSession says whether Allow this session is offered (the
@@ -238,6 +241,19 @@ func (c Card) WithScope(i int) Card {
 	} else {
 		c.GrantPreview += l.T("card.grant_no_expiry")
 	}
+	return c
+}
+
+// WithEveryScope is the card with scope i chosen for every agent of the
+// principal: GrantPreview says so. A guarded card, or an index out of
+// range, is left as it is.
+func (c Card) WithEveryScope(i int) Card {
+	if c.Guarded || i < 0 || i >= len(c.Scopes) {
+		return c
+	}
+	c = c.WithScope(i)
+	c.ScopeEvery = true
+	c.GrantPreview += " · " + c.Locale.T("web.every_agent")
 	return c
 }
 

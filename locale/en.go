@@ -105,6 +105,8 @@ var en = map[string]string{
 	"bulletin.passkey_added":   "🔑 Passkey %s was added for web user %s (proved by %s). Not them? Remove it on the Account page or with gateway passkeys remove.",
 	"bulletin.passkey_removed": "🔑 Passkey %s of web user %s was removed by %s (%s).",
 	"digest.grants_more":       "… and %d more (the web page's Grants list them all)",
+	"button.every_agent_menu":  "🌐 For every agent of this principal…",
+	"button.scope_every":       "🌐 Every agent: %s",
 	"refusal.policy_step_up":   "🔑 Policy changes need an admin's passkey (policy_step_up): revoke it on the web page. Nothing changed.",
 
 	"digest.grants":         "Grants: %d expire within 7 days, %d unused for 30 days (review them on the web page)",

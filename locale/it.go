@@ -103,6 +103,8 @@ var it = map[string]string{
 	"bulletin.passkey_added":   "🔑 La passkey %s è stata aggiunta per l'utente web %s (prova: %s). Non è stato lui? Rimuovila nella pagina Account o con gateway passkeys remove.",
 	"bulletin.passkey_removed": "🔑 La passkey %s dell'utente web %s è stata rimossa da %s (%s).",
 	"digest.grants_more":       "… e altri %d (la sezione Consensi della pagina web li elenca tutti)",
+	"button.every_agent_menu":  "🌐 Per ogni agente di questo titolare…",
+	"button.scope_every":       "🌐 Ogni agente: %s",
 	"refusal.policy_step_up":   "🔑 Le modifiche alla policy richiedono la passkey di un amministratore (policy_step_up): revocalo sulla pagina web. Nulla è cambiato.",
 
 	"digest.grants":         "Consensi: %d scadono entro 7 giorni, %d inutilizzati da 30 giorni (rivedili nella pagina web)",

@@ -239,10 +239,20 @@ func DiscordButtons(c cards.Card) []discordgo.MessageComponent {
 // DiscordScopes is a pending card with Allow always's scopes as buttons,
 // narrowest first, each naming its pattern (cut to the label limit; the
 // card's Target line shows the whole), then Back to the card's buttons.
-func DiscordScopes(c cards.Card) DiscordMessage {
+func DiscordScopes(c cards.Card) DiscordMessage { return discordScopes(c, false) }
+
+// DiscordEveryScopes is DiscordScopes for every agent of the principal,
+// what its "For every agent" button opens (never on a guarded route).
+func DiscordEveryScopes(c cards.Card) DiscordMessage { return discordScopes(c, true) }
+
+func discordScopes(c cards.Card, every bool) DiscordMessage {
 	m := Discord(c)
-	if !c.Pending || !c.AllowAlways || c.StepUp {
+	if !c.Pending || !c.AllowAlways || c.StepUp || every && c.Guarded {
 		return m
+	}
+	label, data := "button.scope", cards.EncodeScope
+	if every {
+		label, data = "button.scope_every", cards.EncodeEveryScope
 	}
 	var btns []discordgo.MessageComponent
 	for i, sc := range c.Scopes {
@@ -252,7 +262,7 @@ func DiscordScopes(c cards.Card) DiscordMessage {
 		if sc == "*" {
 			sc = c.Locale.T("card.any_target")
 		}
-		btns = append(btns, discordButton(c.Locale.T("button.scope", sc), cards.EncodeScope(c.RequestID, i), discordgo.PrimaryButton))
+		btns = append(btns, discordButton(c.Locale.T(label, sc), data(c.RequestID, i), discordgo.PrimaryButton))
 	}
 	var rows []discordgo.MessageComponent
 	for len(btns) > 0 {
@@ -260,8 +270,12 @@ func DiscordScopes(c cards.Card) DiscordMessage {
 		rows = append(rows, discordgo.ActionsRow{Components: btns[:n]})
 		btns = btns[n:]
 	}
-	m.Components = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-		discordButton(c.Locale.T("button.back"), cards.EncodeBack(c.RequestID), discordgo.SecondaryButton)}})
+	last := []discordgo.MessageComponent{discordButton(c.Locale.T("button.back"), cards.EncodeBack(c.RequestID), discordgo.SecondaryButton)}
+	if !every && !c.Guarded {
+		last = append(last, discordButton(c.Locale.T("button.every_agent_menu"), cards.EncodeEveryMenu(c.RequestID),
+			discordgo.SecondaryButton))
+	}
+	m.Components = append(rows, discordgo.ActionsRow{Components: last})
 	return m
 }
 

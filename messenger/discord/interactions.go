@@ -122,7 +122,9 @@ func (m *Messenger) scopeMenu(ctx context.Context, cb cards.Callback, actor appr
 		return ephemeral(m.decideRefusal(approvals.ErrOutsider, r.ID))
 	}
 	msg := Discord(m.card(r))
-	if cb.Menu {
+	if cb.Menu && cb.EveryAgent {
+		msg = DiscordEveryScopes(m.card(r))
+	} else if cb.Menu {
 		msg = DiscordScopes(m.card(r))
 	}
 	return reply{resp: &discordgo.InteractionResponse{Type: discordgo.InteractionResponseUpdateMessage,
@@ -150,7 +152,7 @@ func (m *Messenger) mayDecide(r approvals.Request, actor approvals.Actor) bool {
 // decide acts on a decision tap and returns what to tell the person
 // privately ("" when the card's edit says it all).
 func (m *Messenger) decide(ctx context.Context, cb cards.Callback, actor approvals.Actor) string {
-	ch := approvals.Choice{Decision: cb.Decision, Duration: cb.For}
+	ch := approvals.Choice{Decision: cb.Decision, Duration: cb.For, EveryAgent: cb.EveryAgent}
 	if cb.Scope > 0 {
 		cur, err := m.svc.Get(ctx, cb.RequestID)
 		if err == nil {

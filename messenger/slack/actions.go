@@ -168,14 +168,14 @@ func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.Interacti
 		m.chooseScope(ctx, ic, cb, answer)
 		return
 	}
-	ch := approvals.Choice{Decision: cb.Decision, Duration: cb.For}
+	ch := approvals.Choice{Decision: cb.Decision, Duration: cb.For, EveryAgent: cb.EveryAgent}
 	if cb.Scope > 0 {
 		// The button names the scope its confirm dialog named; the select
 		// beside it must still say the same, or the person confirmed one
 		// scope while the select showed another.
 		if st := ic.BlockActionState; st != nil {
 			if sel, ok := st.Values[a.BlockID][SlackActionScope]; ok &&
-				sel.SelectedOption.Value != "" && sel.SelectedOption.Value != strconv.Itoa(cb.Scope-1) {
+				sel.SelectedOption.Value != "" && sel.SelectedOption.Value != scopeValue(cb) {
 				answer(m.loc.T("slack.scope_changed"))
 				return
 			}
@@ -202,6 +202,14 @@ func (m *Messenger) handleInteraction(ctx context.Context, ic slackapi.Interacti
 	m.log.Info("decided in slack", "request_id", r.ID, "decision", string(cb.Decision), "user_id", ic.User.ID)
 }
 
+// scopeValue is the select's option value a scope callback names.
+func scopeValue(cb cards.Callback) string {
+	if cb.EveryAgent {
+		return "e" + strconv.Itoa(cb.Scope-1)
+	}
+	return strconv.Itoa(cb.Scope - 1)
+}
+
 // chooseScope answers a choice in a card's scope select: the card is drawn
 // again with that scope chosen, so Allow always's confirm dialog names it.
 // It decides nothing. Only a card in a channel is redrawn (the Home tab's
@@ -224,7 +232,15 @@ func (m *Messenger) chooseScope(ctx context.Context, ic slackapi.InteractionCall
 	if ch == "" || ts == "" {
 		return
 	}
-	msg := Slack(c.WithScope(cb.Scope - 1))
+	chosen := c.WithScope(cb.Scope - 1)
+	if cb.EveryAgent {
+		if c.Guarded {
+			answer(m.decideRefusal(approvals.ErrNotOffered, cb.RequestID))
+			return
+		}
+		chosen = c.WithEveryScope(cb.Scope - 1)
+	}
+	msg := Slack(chosen)
 	if _, _, _, err := m.api.UpdateMessageContext(ctx, ch, ts, slackapi.MsgOptionText(msg.Text, false),
 		slackapi.MsgOptionDisableMarkdown(), slackapi.MsgOptionBlocks(msg.Blocks...)); err != nil {
 		m.log.Warn("could not redraw the card with the chosen scope", "request_id", r.ID, "err", err)

@@ -100,13 +100,14 @@ func ParseSlackAction(blockID, actionID, value string) (cards.Callback, error) {
 		}
 		return cards.Callback{GrantID: id}, nil
 	}
-	if actionID == SlackActionScope { // value: the selected option, a scope index
+	if actionID == SlackActionScope { // value: the selected option, a scope index ("e<i>": for every agent)
 		id, ok := strings.CutPrefix(blockID, slackDecisionBlockPrefix)
-		i, okIndex := cards.StrictNat(value)
+		index, every := strings.CutPrefix(value, "e")
+		i, okIndex := cards.StrictNat(index)
 		if !ok || !cards.ValidRequestID(id) || !okIndex || i >= cards.MaxScopes {
 			return cards.Callback{}, fmt.Errorf("%w: bad scope choice", cards.ErrBadCallback)
 		}
-		return cards.Callback{Menu: true, RequestID: id, Scope: int(i) + 1}, nil
+		return cards.Callback{Menu: true, RequestID: id, Scope: int(i) + 1, EveryAgent: every}, nil
 	}
 	cb := cards.Callback{}
 	switch w, ok := strings.CutPrefix(actionID, SlackActionAllowFor); {
@@ -117,8 +118,10 @@ func ParseSlackAction(blockID, actionID, value string) (cards.Callback, error) {
 		}
 		cb.Decision, cb.For = approvals.AllowFor, d
 	case actionID == SlackActionAllowAlways:
-		// "<id>:<i>": the scope the button's confirm dialog named.
+		// "<id>:<i>": the scope the button's confirm dialog named;
+		// "<id>:e<i>": that scope for every agent.
 		if id, i, ok := strings.Cut(value, ":"); ok {
+			i, cb.EveryAgent = strings.CutPrefix(i, "e")
 			n, okIndex := cards.StrictNat(i)
 			if !okIndex || n >= cards.MaxScopes {
 				return cards.Callback{}, fmt.Errorf("%w: bad scope", cards.ErrBadCallback)
@@ -398,7 +401,7 @@ func slackButtons(c cards.Card) []slack.BlockElement {
 			// more. The value names the scope the dialog names, so a
 			// select changed after the dialog was drawn cannot slip
 			// another scope under it.
-			btn = slack.NewButtonBlockElement(SlackActionAllowAlways, c.RequestID+":"+strconv.Itoa(c.ScopeChoice), plain(b.Label))
+			btn = slack.NewButtonBlockElement(SlackActionAllowAlways, c.RequestID+":"+slackScopeValue(c), plain(b.Label))
 			btn = btn.WithConfirm(slack.NewConfirmationBlockObject(
 				plain(l.T("slack.confirm_allow_always_title")),
 				slackPlain(fitPlain(cards.OneLine(c.GrantPreview)+".", SlackMaxConfirmText)),
@@ -423,16 +426,29 @@ const slackMaxOptionText = 75
 // Option texts are plain text, cut with the marker at Slack's limit; the
 // confirm dialog names the whole pattern.
 func slackScopeSelect(c cards.Card) *slack.SelectBlockElement {
-	opts := make([]*slack.OptionBlockObject, len(c.Scopes))
-	for i, sc := range c.Scopes {
-		if sc == "*" {
-			sc = c.Locale.T("card.any_target")
+	opts := make([]*slack.OptionBlockObject, 0, 2*len(c.Scopes))
+	for _, every := range []bool{false, true} {
+		if every && c.Guarded {
+			break
 		}
-		opts[i] = slack.NewOptionBlockObject(strconv.Itoa(i), slackPlain(fitPlain(cards.OneLine(sc), slackMaxOptionText)), nil)
+		for i, sc := range c.Scopes {
+			if sc == "*" {
+				sc = c.Locale.T("card.any_target")
+			}
+			value := strconv.Itoa(i)
+			if every {
+				value, sc = "e"+value, c.Locale.T("button.scope_every", sc)
+			}
+			opts = append(opts, slack.NewOptionBlockObject(value, slackPlain(fitPlain(cards.OneLine(sc), slackMaxOptionText)), nil))
+		}
 	}
 	sel := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain(c.Locale.T("slack.scope_placeholder")),
 		SlackActionScope, opts...)
-	sel.InitialOption = opts[c.ScopeChoice]
+	chosen := c.ScopeChoice
+	if c.ScopeEvery && !c.Guarded {
+		chosen += len(c.Scopes)
+	}
+	sel.InitialOption = opts[chosen]
 	return sel
 }
 
@@ -445,3 +461,12 @@ type slackMarkup struct{}
 func (slackMarkup) Escape(s string) string { return EscapeMrkdwn(s) }
 func (slackMarkup) Code(s string) string   { return EscapeMrkdwn(s) }
 func (slackMarkup) Link(u string) string   { return EscapeMrkdwn(u) }
+
+// slackScopeValue is the chosen scope as the select's option value names
+// it: its index, "e<index>" for every agent.
+func slackScopeValue(c cards.Card) string {
+	if c.ScopeEvery && !c.Guarded {
+		return "e" + strconv.Itoa(c.ScopeChoice)
+	}
+	return strconv.Itoa(c.ScopeChoice)
+}

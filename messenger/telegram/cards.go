@@ -137,6 +137,32 @@ func TelegramScopeKeyboard(c cards.Card) *tgbotapi.InlineKeyboardMarkup {
 		label, _ := cards.CutIn(cards.OneLine(c.Locale.T("button.scope", sc)), telegramMaxScopeLabel, c.Locale)
 		rows = append(rows, tgbotapi.NewInlineKeyboardRow(tgbotapi.NewInlineKeyboardButtonData(label, cards.EncodeScope(c.RequestID, i))))
 	}
+	if !c.Guarded {
+		rows = append(rows, tgbotapi.NewInlineKeyboardRow(
+			tgbotapi.NewInlineKeyboardButtonData(c.Locale.T("button.every_agent_menu"), cards.EncodeEveryMenu(c.RequestID))))
+	}
+	rows = append(rows, tgbotapi.NewInlineKeyboardRow(
+		tgbotapi.NewInlineKeyboardButtonData(c.Locale.T("button.back"), cards.EncodeBack(c.RequestID))))
+	kb := tgbotapi.NewInlineKeyboardMarkup(rows...)
+	return &kb
+}
+
+// TelegramEveryKeyboard is the keyboard the scope keyboard's "For every
+// agent" opens: the same scopes, each granting every agent of the
+// principal (never offered on a guarded route), then Back to the card's
+// own keyboard. Nil when the card offers no such choice.
+func TelegramEveryKeyboard(c cards.Card) *tgbotapi.InlineKeyboardMarkup {
+	if !c.Pending || !c.AllowAlways || c.Guarded {
+		return nil
+	}
+	rows := make([][]tgbotapi.InlineKeyboardButton, 0, len(c.Scopes)+1)
+	for i, sc := range c.Scopes {
+		if sc == "*" {
+			sc = c.Locale.T("card.any_target")
+		}
+		label, _ := cards.CutIn(cards.OneLine(c.Locale.T("button.scope_every", sc)), telegramMaxScopeLabel, c.Locale)
+		rows = append(rows, tgbotapi.NewInlineKeyboardRow(tgbotapi.NewInlineKeyboardButtonData(label, cards.EncodeEveryScope(c.RequestID, i))))
+	}
 	rows = append(rows, tgbotapi.NewInlineKeyboardRow(
 		tgbotapi.NewInlineKeyboardButtonData(c.Locale.T("button.back"), cards.EncodeBack(c.RequestID))))
 	kb := tgbotapi.NewInlineKeyboardMarkup(rows...)

@@ -92,7 +92,7 @@ func (b *Bot) onCallback(ctx context.Context, q *tgbotapi.CallbackQuery) {
 		return
 	}
 	log = log.With("request_id", cb.RequestID, "decision", cb.Decision)
-	ch := approvals.Choice{Decision: cb.Decision, Duration: cb.For}
+	ch := approvals.Choice{Decision: cb.Decision, Duration: cb.For, EveryAgent: cb.EveryAgent}
 	if cb.Scope > 0 {
 		cur, err := b.svc.Get(ctx, cb.RequestID)
 		if err == nil {
@@ -160,7 +160,10 @@ func (b *Bot) switchKeyboard(ctx context.Context, q *tgbotapi.CallbackQuery, cb 
 	if r.Status.Finished() {
 		b.answer(ctx, q.ID, cards.AlreadyDecided(r, b.loc), true)
 	} else {
-		if cb.Menu {
+		if cb.Menu && cb.EveryAgent {
+			m.Keyboard = TelegramEveryKeyboard(b.card(ctx, r))
+			b.answer(ctx, q.ID, b.loc.T("tg.choose_scope"), false)
+		} else if cb.Menu {
 			m.Keyboard = TelegramScopeKeyboard(b.card(ctx, r))
 			b.answer(ctx, q.ID, b.loc.T("tg.choose_scope"), false)
 		} else {
