@@ -100,6 +100,10 @@ type Telegram struct {
 	ChatID int64 `toml:"chat_id"`
 	// Approvers are the Telegram user ids allowed to decide.
 	Approvers []int64 `toml:"approvers"`
+	// Admins are the Telegram user ids allowed to revoke grants from
+	// Telegram (/revoke, the Revoke buttons of /grants), as the web page's
+	// admins; unset: the first approver (see Revokers).
+	Admins []int64 `toml:"admins"`
 	// APIEndpoint is the Bot API URL format, "https://api.telegram.org/bot%s/%s"
 	// by default (token, method), as tgbotapi.NewBotAPIWithAPIEndpoint takes it.
 	APIEndpoint string `toml:"api_endpoint"`
@@ -113,6 +117,15 @@ type Telegram struct {
 	// Language of cards, buttons, alerts and command answers: "en" (the
 	// default) or "it".
 	Language string `toml:"language"`
+}
+
+// Revokers are the user ids that may revoke grants from Telegram: Admins,
+// else the first approver (as the web page's first user is its admin).
+func (t Telegram) Revokers() []int64 {
+	if len(t.Admins) > 0 {
+		return t.Admins
+	}
+	return t.Approvers[:min(len(t.Approvers), 1)]
 }
 
 // Enabled reports whether a bot token is configured.

@@ -20,6 +20,7 @@ func (c Config) Redacted() Config {
 	r.Telegram.Token = redact(c.Telegram.Token)
 	r.Telegram.WebhookSecret = redact(c.Telegram.WebhookSecret)
 	r.Telegram.Approvers = append([]int64(nil), c.Telegram.Approvers...)
+	r.Telegram.Admins = append([]int64(nil), c.Telegram.Admins...)
 	r.Slack.BotToken = redact(c.Slack.BotToken)
 	r.Slack.SigningSecret = redact(c.Slack.SigningSecret)
 	r.Slack.AppToken = redact(c.Slack.AppToken)

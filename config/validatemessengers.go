@@ -25,6 +25,11 @@ func (c *Config) validateTelegram(p *problems) {
 			p.add(fmt.Sprintf("telegram.approvers[%d]", i), "bad user id %d (Telegram user ids are positive)", id)
 		}
 	}
+	for i, id := range t.Admins {
+		if id <= 0 {
+			p.add(fmt.Sprintf("telegram.admins[%d]", i), "bad user id %d (Telegram user ids are positive)", id)
+		}
+	}
 	if strings.Count(t.APIEndpoint, "%") != 2 || strings.Count(t.APIEndpoint, "%s") != 2 {
 		p.add("telegram.api_endpoint", "%q must hold two %%s, for the token and the method (like \"https://api.telegram.org/bot%%s/%%s\")", t.APIEndpoint)
 	} else if err := httpURL(fmt.Sprintf(t.APIEndpoint, "T", "m")); err != nil {

@@ -107,6 +107,7 @@ var en = map[string]string{
 	"digest.grants_more":       "… and %d more (the web page's Grants list them all)",
 	"button.every_agent_menu":  "🌐 For every agent of this principal…",
 	"button.scope_every":       "🌐 Every agent: %s",
+	"tg.not_admin":             "Only telegram.admins revoke grants from Telegram (by default the first of telegram.approvers). Nothing changed.",
 	"refusal.policy_step_up":   "🔑 Policy changes need an admin's passkey (policy_step_up): revoke it on the web page. Nothing changed.",
 
 	"digest.grants":         "Grants: %d expire within 7 days, %d unused for 30 days (review them on the web page)",

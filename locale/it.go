@@ -105,6 +105,7 @@ var it = map[string]string{
 	"digest.grants_more":       "… e altri %d (la sezione Consensi della pagina web li elenca tutti)",
 	"button.every_agent_menu":  "🌐 Per ogni agente di questo titolare…",
 	"button.scope_every":       "🌐 Ogni agente: %s",
+	"tg.not_admin":             "Solo telegram.admins revocano i consensi da Telegram (di norma il primo di telegram.approvers). Nulla è cambiato.",
 	"refusal.policy_step_up":   "🔑 Le modifiche alla policy richiedono la passkey di un amministratore (policy_step_up): revocalo sulla pagina web. Nulla è cambiato.",
 
 	"digest.grants":         "Consensi: %d scadono entro 7 giorni, %d inutilizzati da 30 giorni (rivedili nella pagina web)",

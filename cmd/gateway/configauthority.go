@@ -27,6 +27,10 @@ func checkAuthority(w io.Writer, cfg config.Config) {
 	if len(admins) > 0 {
 		fmt.Fprintf(w, "admin agents (an admin's powers, never over their own requests): %s\n", strings.Join(admins, ", "))
 	}
+	if cfg.Telegram.Enabled() {
+		fmt.Fprintf(w, "telegram: grants are revoked from the chat only by %v (telegram.admins; default: the first approver)\n",
+			cfg.Telegram.Revokers())
+	}
 	if cfg.Web.PolicyPasskey() {
 		fmt.Fprintln(w, "policy changes on the page need an admin's passkey; the admin agents cannot add approve rules or grants")
 	}

@@ -195,6 +195,11 @@ func decidedText(r approvals.Request, l locale.Locale) string {
 // revokeByButton handles a Revoke button of a /grants list, then redraws
 // the list so the revoked grant disappears from it.
 func (b *Bot) revokeByButton(ctx context.Context, q *tgbotapi.CallbackQuery, id int64, by approvals.Actor) {
+	if !b.isAdmin(q.From) {
+		b.log.Warn("refused a revoke from a non-admin", "user_id", q.From.ID, "grant_id", id)
+		b.answer(ctx, q.ID, b.loc.T("tg.not_admin"), true)
+		return
+	}
 	text, err := b.revoke(ctx, id, by)
 	if err != nil {
 		b.answer(ctx, q.ID, b.loc.T("tg.try_again"), true)
@@ -315,6 +320,11 @@ func (b *Bot) onCommand(ctx context.Context, m *tgbotapi.Message) {
 		id, err := strconv.ParseInt(strings.TrimPrefix(args, "#"), 10, 64)
 		if err != nil || id <= 0 {
 			say("%s", b.loc.T("tg.revoke_usage"))
+			return
+		}
+		if !b.isAdmin(m.From) {
+			b.log.Warn("refused a revoke from a non-admin", "user_id", m.From.ID, "grant_id", id)
+			say("%s", b.loc.T("tg.not_admin"))
 			return
 		}
 		text, err := b.revoke(ctx, id, by)

@@ -108,6 +108,9 @@ type Bot struct {
 
 	mu       sync.Mutex
 	username string // the bot's @username, once getMe answered
+
+	// admins may revoke grants (telegram.admins, config.Telegram.Revokers).
+	admins map[int64]bool
 }
 
 var _ messenger.Messenger = (*Bot)(nil)
@@ -168,6 +171,10 @@ func New(o Options) (*Bot, error) {
 	}
 	for _, id := range c.Approvers {
 		b.approvers[id] = true
+	}
+	b.admins = map[int64]bool{}
+	for _, id := range c.Revokers() {
+		b.admins[id] = true
 	}
 	if c.WebhookURL != "" {
 		u, err := url.Parse(c.WebhookURL)
@@ -253,6 +260,12 @@ func (b *Bot) closeIdle() {
 // numeric user id (names and usernames can be changed by their owner).
 func (b *Bot) isApprover(u *tgbotapi.User) bool {
 	return u != nil && b.approvers[u.ID]
+}
+
+// isAdmin says whether u may revoke grants from Telegram
+// (config.Telegram.Revokers), as only the web page's admins may there.
+func (b *Bot) isAdmin(u *tgbotapi.User) bool {
+	return u != nil && b.admins[u.ID]
 }
 
 // ctxClient gives the library's context-less calls a context, so that

@@ -465,7 +465,13 @@ func TestTelegram_GrantsAndRevoke(t *testing.T) {
 		return strings.Contains(m.Text, "No active grants")
 	})
 
+	// anna decides, but revokes nothing: only telegram.admins do (by
+	// default the first approver, roberto), as only the page's admins.
 	id = h.fake.Say(anna, chatID, "/revoke "+itoa(g.ID), 0)
+	if got := h.replyTo(chatID, id); !strings.Contains(got, "Only telegram.admins revoke grants") {
+		t.Errorf("/revoke from an approver who is not an admin answered %q", got)
+	}
+	id = h.fake.Say(roberto, chatID, "/revoke "+itoa(g.ID), 0)
 	if got := h.replyTo(chatID, id); !strings.Contains(got, "not active") {
 		t.Errorf("/revoke of a revoked grant answered %q", got)
 	}
