@@ -37,11 +37,12 @@ const (
 const (
 	backoffBase = time.Second
 	backoffMax  = time.Minute
-	// idleRecheck is how often a dispatcher looks for due retries when
-	// nothing woke it.
-	idleRecheck = 5 * time.Second
 	sendTimeout = 30 * time.Second
 )
+
+// idleRecheck is how often a dispatcher looks for due retries when nothing
+// woke it (a variable so that a test can tell a wake from a recheck).
+var idleRecheck = 5 * time.Second
 
 type dueCard struct {
 	requestID string
