@@ -56,8 +56,12 @@ type callbacker struct {
 	log     *slog.Logger
 	tel     *telemetry.Provider
 	wg      sync.WaitGroup
-	ctx     context.Context
-	stop    context.CancelFunc
+	// mu orders every wg.Add before wait's wg.Wait (the WaitGroup's
+	// rule): once stopping, send starts nothing.
+	mu       sync.Mutex
+	stopping bool
+	ctx      context.Context
+	stop     context.CancelFunc
 }
 
 func newCallbacker(key func(string) []byte, allowed func(agent, url string) (callbackurl.Allowed, error),
@@ -102,6 +106,12 @@ func (c *callbacker) send(r Request, traceparent string) {
 	}
 	body, _ := json.Marshal(CallbackBody{ID: r.ID, CallID: r.CallID, Command: r.Target, Decision: r.Decision, Status: r.Status})
 	sig := Sign(key, body)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopping {
+		c.log.Warn("callback not sent: shutting down", "request_id", r.ID, "agent", r.Agent)
+		return
+	}
 	c.wg.Add(1)
 	go c.deliver(allowed, r.ID, r.Agent, body, sig, traceparent)
 }
@@ -160,6 +170,9 @@ func (c *callbacker) post(client *http.Client, url string, body []byte, sig, tra
 
 // wait gives in-flight callbacks a few seconds at shutdown, then stops them.
 func (c *callbacker) wait() {
+	c.mu.Lock()
+	c.stopping = true
+	c.mu.Unlock()
 	done := make(chan struct{})
 	go func() { c.wg.Wait(); close(done) }()
 	select {
