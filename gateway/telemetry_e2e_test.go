@@ -57,10 +57,12 @@ func TestTelemetry_SpanTree(t *testing.T) {
 
 	var cbMu sync.Mutex
 	var cbParents []string
+	called := make(chan struct{}, 8)
 	cbs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cbMu.Lock()
 		cbParents = append(cbParents, r.Header.Get("traceparent"))
 		cbMu.Unlock()
+		called <- struct{}{}
 	}))
 	defer cbs.Close()
 
@@ -116,7 +118,12 @@ func TestTelemetry_SpanTree(t *testing.T) {
 		t.Fatal("no answer to the agent")
 	}
 	tg.WaitFor(t, rtWait, "the card's edit", func(c telegramtest.Call) bool { return strings.HasPrefix(c.Method, "edit") })
-	g.Stop() // waits for the callback, and the card dispatchers
+	select {
+	case <-called:
+	case <-time.After(rtWait + 20*time.Second):
+		t.Fatal("no callback")
+	}
+	g.Stop() // waits for the callback's end, and the card dispatchers
 	if err := tel.ForceFlush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
