@@ -52,15 +52,15 @@ func TestTelegram_EndToEnd_AllowAlways(t *testing.T) {
 		t.Fatalf("a stranger's tap changed the request: %s", got.Status)
 	}
 
-	// Allow always opens the scope keyboard, narrowest first, with Back;
-	// the tap on a scope decides.
+	// Allow always opens the scope keyboard, narrowest first, then the
+	// every-agent keyboard's button and Back; the tap on a scope decides.
 	q = h.fake.PressButton(t, roberto, chatID, card.ID, "Allow always")
 	if a := h.answerOf(q); a.ShowAlert {
 		t.Fatalf("Allow always answered %+v", a)
 	}
 	scopes := h.keyboardShows(card, "← Back")
 	if got, want := buttonLabels(scopes), []string{"♾ /home/roberto/notes/todo.md", "♾ /home/roberto/notes/*.md",
-		"♾ /home/roberto/notes/*", "← Back"}; !slices.Equal(got, want) {
+		"♾ /home/roberto/notes/*", "🌐 For every agent of this principal…", "← Back"}; !slices.Equal(got, want) {
 		t.Fatalf("scope keyboard %q, want %q", got, want)
 	}
 	if got := h.get(r.ID); got.Status != approvals.StatusPending {
