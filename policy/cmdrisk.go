@@ -177,12 +177,10 @@ func matchFlag(style optStyle, w, flag string, p program) (attached string, ok b
 	case exact:
 		return "", w == flag
 	case goFlag:
-		name := strings.TrimPrefix(w, "-")
-		if strings.HasPrefix(name, "-") {
-			name = name[1:]
-		}
+		name := strings.TrimPrefix(strings.TrimPrefix(w, "-"), "-")
 		name, val, _ := strings.Cut(name, "=")
 		return val, "-"+name == flag
+	case gnu: // below
 	}
 	if strings.HasPrefix(flag, "--") {
 		if !strings.HasPrefix(w, "--") {

@@ -11,7 +11,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -98,24 +97,28 @@ func checkClientTable(methods []string, agentsMD string) []string {
 
 // clientMethods lists the exported methods of *client.Client.
 func clientMethods(dir string) ([]string, error) {
-	pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi fs.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, 0)
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		return nil, err
 	}
+	fset := token.NewFileSet()
 	var out []string
-	for _, p := range pkgs {
-		for _, f := range p.Files {
-			for _, d := range f.Decls {
-				fd, ok := d.(*ast.FuncDecl)
-				if !ok || fd.Recv == nil || !fd.Name.IsExported() || len(fd.Recv.List) != 1 {
-					continue
-				}
-				if st, ok := fd.Recv.List[0].Type.(*ast.StarExpr); ok {
-					if id, ok := st.X.(*ast.Ident); ok && id.Name == "Client" {
-						out = append(out, fd.Name.Name)
-					}
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv == nil || !fd.Name.IsExported() || len(fd.Recv.List) != 1 {
+				continue
+			}
+			if st, ok := fd.Recv.List[0].Type.(*ast.StarExpr); ok {
+				if id, ok := st.X.(*ast.Ident); ok && id.Name == "Client" {
+					out = append(out, fd.Name.Name)
 				}
 			}
 		}

@@ -73,7 +73,7 @@ func TestPasskeysCLI_ListRemoveLogout(t *testing.T) {
 	if list, _ := keys.All(ctx); len(list) != 1 {
 		t.Fatalf("--keep-passkeys removed some: %+v", list)
 	}
-	owner = login("owner")
+	login("owner") // a session for logout --all to end
 	res = runCLI(ctx, env, "", "logout", "--all")
 	if res.code != 0 || !strings.Contains(res.stdout, "'MacBook' of owner") || !strings.Contains(res.stdout, "Removed 1 passkeys") {
 		t.Fatalf("logout --all: exit %d\n%s%s", res.code, res.stdout, res.stderr)

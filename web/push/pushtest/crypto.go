@@ -45,7 +45,10 @@ func (s *Server) verifyVAPID(h, appKey string) (string, string) {
 	if err != nil || len(kb) != 65 || kb[0] != 4 {
 		return "", "vapid k is not an uncompressed P-256 point"
 	}
-	pub := &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(kb[1:33]), Y: new(big.Int).SetBytes(kb[33:])}
+	pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), kb)
+	if err != nil {
+		return "", "vapid k is not a P-256 point"
+	}
 	parts := strings.Split(t, ".")
 	if len(parts) != 3 {
 		return "", "vapid t is not a JWT"
