@@ -63,7 +63,7 @@ type Config struct {
 	Telegram  Telegram  `toml:"telegram"`
 	Slack     Slack     `toml:"slack"`
 	Discord   Discord   `toml:"discord"`
-	Hooks     Hooks     `toml:"hooks"`
+	Hooks     Hooks     `toml:"-"` // [hooks.NAME], decoded by their own view (Hooks.fileView)
 	MCP       MCP       `toml:"mcp"`
 	Log       Log       `toml:"log"`
 	Telemetry Telemetry `toml:"telemetry"`
@@ -355,8 +355,7 @@ func defaults(getenv func(string) string) Config {
 		Slack:    Slack{APIURL: "https://slack.com/api/", Language: string(locale.DefaultLang)},
 		Discord: Discord{APIURL: "https://discord.com/api/v10", Language: string(locale.DefaultLang),
 			Mode: DiscordModeGateway},
-		Hooks: Hooks{ClaudeCode: defaultHookAgent(), Codex: defaultHookAgent(), Gemini: defaultHookAgent(), Cursor: defaultHookAgent(),
-			Copilot: defaultHookAgent(), Qwen: defaultHookAgent(), OpenCode: defaultHookAgent()},
+		Hooks:     defaultHooks(),
 		Log:       Log{Level: "info"},
 		Telemetry: Telemetry{Protocol: TelemetryHTTP},
 	}

@@ -84,13 +84,8 @@ func TestLoad_DefaultsWithoutFile(t *testing.T) {
 				Slack:    Slack{APIURL: "https://slack.com/api/", Language: "en"},
 				Discord:  Discord{APIURL: "https://discord.com/api/v10", Language: "en", Mode: DiscordModeGateway},
 				Hooks: Hooks{
-					ClaudeCode: HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}},
-					Codex:      HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}},
-					Gemini:     HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}},
-					Cursor:     HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}},
-					Copilot:    HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}},
-					Qwen:       HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}},
-					OpenCode:   HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}},
+					"claude-code": hookDefault(), "codex": hookDefault(), "gemini": hookDefault(), "cursor": hookDefault(),
+					"copilot": hookDefault(), "qwen": hookDefault(), "opencode": hookDefault(),
 				},
 				Log:       Log{Level: "info"},
 				Telemetry: Telemetry{Protocol: TelemetryHTTP},
@@ -171,15 +166,15 @@ func TestLoad_ExampleFile(t *testing.T) {
 		{"slack", [3]any{cfg.Slack.Enabled(), cfg.Slack.SocketMode(), cfg.Slack.ChannelID}, [3]any{true, true, "C0123456"}},
 		{"slack api", cfg.Slack.APIURL, "https://slack.com/api/"},
 		{"digest", cfg.Approvals.Digest, "0 18 * * *"},
-		{"hook tools", cfg.Hooks.ClaudeCode.Tools, map[string]string{"mcp__gmail__send": "mail:send"}},
-		{"hook wait", cfg.Hooks.ClaudeCode.Wait, Duration(9 * time.Minute)},
-		{"codex tools", cfg.Hooks.Codex.Tools, map[string]string{"mcp__gmail__send": "mail:send"}},
-		{"gemini tools", cfg.Hooks.Gemini.Tools, map[string]string{"mcp_gmail_send": "mail:send"}},
-		{"cursor tools", cfg.Hooks.Cursor.Tools, map[string]string{"MCP:gmail:send": "mail:send"}},
-		{"copilot wait", cfg.Hooks.Copilot.Wait, Duration(9 * time.Minute)},
-		{"qwen wait", cfg.Hooks.Qwen.Wait, Duration(9 * time.Minute)},
-		{"opencode wait", cfg.Hooks.OpenCode.Wait, Duration(9 * time.Minute)},
-		{"cursor wait", cfg.Hooks.Cursor.Wait, Duration(9 * time.Minute)},
+		{"hook tools", cfg.Hooks["claude-code"].Tools, map[string]string{"mcp__gmail__send": "mail:send"}},
+		{"hook wait", cfg.Hooks["claude-code"].Wait, Duration(9 * time.Minute)},
+		{"codex tools", cfg.Hooks["codex"].Tools, map[string]string{"mcp__gmail__send": "mail:send"}},
+		{"gemini tools", cfg.Hooks["gemini"].Tools, map[string]string{"mcp_gmail_send": "mail:send"}},
+		{"cursor tools", cfg.Hooks["cursor"].Tools, map[string]string{"MCP:gmail:send": "mail:send"}},
+		{"copilot wait", cfg.Hooks["copilot"].Wait, Duration(9 * time.Minute)},
+		{"qwen wait", cfg.Hooks["qwen"].Wait, Duration(9 * time.Minute)},
+		{"opencode wait", cfg.Hooks["opencode"].Wait, Duration(9 * time.Minute)},
+		{"cursor wait", cfg.Hooks["cursor"].Wait, Duration(9 * time.Minute)},
 		{"log level", cfg.Log.Level, "info"},
 	}
 	for _, c := range checks {
@@ -959,4 +954,8 @@ func TestValidate_ShortTokens(t *testing.T) {
 	if strings.Contains(err.Error(), "short-") {
 		t.Errorf("error shows a token: %v", err)
 	}
+}
+
+func hookDefault() *HookAgent {
+	return &HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}}
 }

@@ -55,7 +55,7 @@ func decode(cfg *Config, data []byte, dir string, getenv func(string) string, p 
 
 // ownTables are the names of Config's own top-level tables.
 func ownTables() map[string]bool {
-	out := map[string]bool{}
+	out := map[string]bool{"hooks": true}
 	t := reflect.TypeOf(Config{})
 	for i := range t.NumField() {
 		if name := t.Field(i).Tag.Get("toml"); name != "" && name != "-" {
@@ -68,7 +68,8 @@ func ownTables() map[string]bool {
 // fileView is what the file is decoded into: a pointer to a struct with
 // one field per top-level table, each a pointer to the table's value in
 // c (Config's own fields, then each registered section) tagged with the
-// table's name. Decoding into it decodes straight over c's defaults.
+// table's name, and [hooks] (Hooks.fileView). Decoding into it decodes
+// straight over c's defaults.
 func (c *Config) fileView() reflect.Value {
 	cv := reflect.ValueOf(c).Elem()
 	var fields []reflect.StructField
@@ -81,6 +82,9 @@ func (c *Config) fileView() reflect.Value {
 		fields = append(fields, reflect.StructField{Name: f.Name, Type: reflect.PointerTo(f.Type), Tag: f.Tag})
 		ptrs = append(ptrs, cv.Field(i).Addr())
 	}
+	hooksView := c.Hooks.fileView()
+	fields = append(fields, reflect.StructField{Name: "Hooks", Type: hooksView.Type(), Tag: `toml:"hooks"`})
+	ptrs = append(ptrs, hooksView)
 	for i, s := range c.sections {
 		fields = append(fields, reflect.StructField{Name: fmt.Sprintf("Section%d", i), Type: reflect.TypeOf(s.value),
 			Tag: reflect.StructTag(`toml:"` + s.name + `"`)})

@@ -1,23 +1,23 @@
-// The [hooks.*] sections: one HookAgent per coding agent, all with the same
-// keys and defaults.
+// The [hooks.*] sections: one HookAgent per coding agent whose hooks the
+// gateway answers (hooks.Adapters, the one list of them), all with the
+// same keys and defaults.
 
 package config
 
 import (
+	"maps"
+	"reflect"
+	"strings"
 	"time"
+
+	"github.com/metnos/gateway/hooks"
 )
 
-// Hooks is the [hooks] table: one section per coding agent whose hooks
-// the gateway answers.
-type Hooks struct {
-	ClaudeCode HookAgent `toml:"claude_code"` // [hooks.claude_code]
-	Codex      HookAgent `toml:"codex"`       // [hooks.codex]
-	Gemini     HookAgent `toml:"gemini"`      // [hooks.gemini]
-	Cursor     HookAgent `toml:"cursor"`      // [hooks.cursor]
-	Copilot    HookAgent `toml:"copilot"`     // [hooks.copilot]
-	Qwen       HookAgent `toml:"qwen"`        // [hooks.qwen]
-	OpenCode   HookAgent `toml:"opencode"`    // [hooks.opencode]
-}
+// Hooks are the [hooks.NAME] sections, keyed by adapter name
+// ("claude-code", whose table is [hooks.claude_code]): Default makes one
+// for every hooks.Adapters(), and Validate refuses a config missing one or
+// naming another.
+type Hooks map[string]*HookAgent
 
 // HookAgent is one agent's hook section: [hooks.claude_code],
 // [hooks.codex], [hooks.gemini], [hooks.cursor], [hooks.copilot],
@@ -36,36 +36,60 @@ type HookAgent struct {
 // defaultHookAgent is every hook section's default: wait 9 minutes (under
 // the 10-minute hook timeout docs/agents.md sets for each agent), unknown
 // tools ask, no extra tools.
-func defaultHookAgent() HookAgent {
-	return HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}}
+func defaultHookAgent() *HookAgent {
+	return &HookAgent{Wait: Duration(9 * time.Minute), UnknownTool: "ask", Tools: map[string]string{}}
 }
 
-// HookSection names one agent's hook section: Agent is the name of
-// `gateway hook NAME` and of POST /v1/hooks/NAME, Key the config table.
-type HookSection struct {
-	Agent, Key string
-	Section    *HookAgent
-}
-
-// HookSections are every agent's hook section.
-func (h *Hooks) HookSections() []HookSection {
-	return []HookSection{
-		{"claude-code", "hooks.claude_code", &h.ClaudeCode},
-		{"codex", "hooks.codex", &h.Codex},
-		{"gemini", "hooks.gemini", &h.Gemini},
-		{"cursor", "hooks.cursor", &h.Cursor},
-		{"copilot", "hooks.copilot", &h.Copilot},
-		{"qwen", "hooks.qwen", &h.Qwen},
-		{"opencode", "hooks.opencode", &h.OpenCode},
+// defaultHooks is a default section for every adapter.
+func defaultHooks() Hooks {
+	out := Hooks{}
+	for _, ad := range hooks.Adapters() {
+		out[ad.Name] = defaultHookAgent()
 	}
+	return out
 }
 
 // Section is the hook section of an agent by name, or nil.
-func (h *Hooks) Section(agent string) *HookAgent {
-	for _, s := range h.HookSections() {
-		if s.Agent == agent {
-			return s.Section
+func (h Hooks) Section(agent string) *HookAgent { return h[agent] }
+
+// hookTable is the key of an adapter's table within [hooks]: "claude_code".
+func hookTable(ad hooks.Adapter) string { return strings.TrimPrefix(ad.Section, "hooks.") }
+
+// fileView is [hooks] as the file is decoded into it: a struct with a
+// field per adapter, tagged with its table's key, pointing at its section
+// in h (nil where h has none).
+func (h Hooks) fileView() reflect.Value {
+	ads := hooks.Adapters()
+	fields := make([]reflect.StructField, len(ads))
+	for i, ad := range ads {
+		fields[i] = reflect.StructField{Name: "Hook" + strings.ToUpper(hookTable(ad)),
+			Type: reflect.TypeOf(&HookAgent{}), Tag: reflect.StructTag(`toml:"` + hookTable(ad) + `"`)}
+	}
+	v := reflect.New(reflect.StructOf(fields))
+	for i, ad := range ads {
+		if sec := h[ad.Name]; sec != nil {
+			v.Elem().Field(i).Set(reflect.ValueOf(sec))
 		}
 	}
-	return nil
+	return v
+}
+
+// redacted is a copy sharing nothing mutable.
+func (h Hooks) redacted() Hooks {
+	if h == nil {
+		return nil
+	}
+	out := make(Hooks, len(h))
+	for name, sec := range h {
+		if sec == nil {
+			out[name] = nil
+			continue
+		}
+		c := *sec
+		if c.Tools != nil {
+			c.Tools = maps.Clone(c.Tools)
+		}
+		out[name] = &c
+	}
+	return out
 }

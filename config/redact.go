@@ -5,7 +5,6 @@ package config
 
 import (
 	"log/slog"
-	"maps"
 )
 
 const redacted = "[redacted]"
@@ -65,12 +64,7 @@ func (c Config) Redacted() Config {
 			r.sections[i] = namedSection{s.name, s.value.Redacted()}
 		}
 	}
-	for _, h := range []*HookAgent{&r.Hooks.ClaudeCode, &r.Hooks.Codex, &r.Hooks.Gemini, &r.Hooks.Cursor,
-		&r.Hooks.Copilot, &r.Hooks.Qwen, &r.Hooks.OpenCode} {
-		if h.Tools != nil {
-			h.Tools = maps.Clone(h.Tools)
-		}
-	}
+	r.Hooks = c.Hooks.redacted()
 	return r
 }
 

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metnos/gateway/hooks"
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/policy"
 )
@@ -224,8 +226,18 @@ func positive(p *problems, key string, d Duration) {
 }
 
 func (c *Config) validateHooks(p *problems) {
-	for _, sec := range c.Hooks.HookSections() {
-		validateHookAgent(p, sec.Key, *sec.Section)
+	for _, ad := range hooks.Adapters() {
+		if sec := c.Hooks[ad.Name]; sec == nil {
+			p.add(ad.Section, "missing (config.Default has one for every agent)")
+		} else {
+			validateHookAgent(p, ad.Section, *sec)
+		}
+	}
+	names := slices.Sorted(maps.Keys(c.Hooks))
+	for _, name := range names {
+		if _, ok := hooks.AdapterNamed(name); !ok {
+			p.add("hooks", "a section for %q, which is no agent the gateway answers hooks of", name)
+		}
 	}
 }
 

@@ -34,7 +34,7 @@ type hookGateway struct {
 func startHookGateway(t *testing.T, mutate func(*config.Config)) *hookGateway {
 	t.Helper()
 	cfg := gatewaytest.Config(t, gatewaytest.Agent("a1", hookAgentToken, false), gatewaytest.Agent("admin", hookAdminToken, true))
-	cfg.Hooks.ClaudeCode.Tools = map[string]string{"mcp__gmail__send": "mail:send"}
+	cfg.Hooks["claude-code"].Tools = map[string]string{"mcp__gmail__send": "mail:send"}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -190,7 +190,7 @@ func TestClaudeCodeHook_NoAnswerInTime(t *testing.T) {
 		assertOnlyRequest(t, g, "toolu_q", "cancelled")
 	})
 	t.Run("config", func(t *testing.T) {
-		g := startHookGateway(t, func(c *config.Config) { c.Hooks.ClaudeCode.Wait = config.Duration(time.Second) })
+		g := startHookGateway(t, func(c *config.Config) { c.Hooks["claude-code"].Wait = config.Duration(time.Second) })
 		r := postHook(context.Background(), t, g.url, "?wait=1h", hookAgentToken, hookEvent(t, "Bash", "toolu_c", map[string]any{"command": "make"}))
 		if r.status != http.StatusOK || r.out.Decision() != hooks.Ask || !strings.Contains(r.out.Reason(), "withdrawn") {
 			t.Fatalf("%d %s", r.status, r.body)
@@ -299,7 +299,7 @@ func TestClaudeCodeHook_Answers200(t *testing.T) {
 }
 
 func TestClaudeCodeHook_UnknownToolDenied(t *testing.T) {
-	g := startHookGateway(t, func(c *config.Config) { c.Hooks.ClaudeCode.UnknownTool = "deny" })
+	g := startHookGateway(t, func(c *config.Config) { c.Hooks["claude-code"].UnknownTool = "deny" })
 	r := postHook(context.Background(), t, g.url, "", hookAgentToken, hookEvent(t, "mcp__github__create_issue", "t", map[string]any{}))
 	if r.status != http.StatusOK || r.out.Decision() != hooks.Deny {
 		t.Fatalf("%d %s", r.status, r.body)
@@ -319,7 +319,7 @@ func TestClaudeCodeHook_BadToken(t *testing.T) {
 // for a caller that reads the body; the same event again is idempotent.
 func TestClaudeCodeHook_ToolUseIDConflict(t *testing.T) {
 	g := startHookGateway(t, func(c *config.Config) {
-		c.Hooks.ClaudeCode.Tools = map[string]string{"mcp__acme__summarize": "llm:local"}
+		c.Hooks["claude-code"].Tools = map[string]string{"mcp__acme__summarize": "llm:local"}
 	})
 	ctx := context.Background()
 	summarize := hookEvent(t, "mcp__acme__summarize", "toolu_same", map[string]any{"text": "notes"})

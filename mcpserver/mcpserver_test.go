@@ -40,8 +40,8 @@ func startGateway(t *testing.T) *live {
 	t.Helper()
 	cfg := gatewaytest.Config(t, gatewaytest.Agent("a", tokenA, false), gatewaytest.Agent("b", tokenB, false),
 		gatewaytest.Agent("admin", tokenAdmin, true))
-	cfg.Hooks.ClaudeCode.Wait = config.Duration(time.Second)
-	cfg.Hooks.ClaudeCode.Tools = map[string]string{"mcp__acme__summarize": "llm:local"}
+	cfg.Hooks["claude-code"].Wait = config.Duration(time.Second)
+	cfg.Hooks["claude-code"].Tools = map[string]string{"mcp__acme__summarize": "llm:local"}
 	cfg.Policy.Rules = []config.Rule{{Capability: "code:exec", Target: "git status", Action: "approve"}}
 	gw := gatewaytest.Start(t, cfg, gateway.AppOptions{Home: "/home/test"})
 	g := &live{URL: gw.URL, stop: gw.Stop, app: gw.App}

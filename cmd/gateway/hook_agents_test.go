@@ -52,13 +52,13 @@ func field(m map[string]any, path ...string) string {
 
 // agentHookSettings: the server maps one MCP tool per agent and waits 2 s.
 func agentHookSettings(c *config.Config) {
-	for _, s := range []*config.HookAgent{&c.Hooks.Codex, &c.Hooks.Gemini, &c.Hooks.Cursor} {
+	for _, s := range []*config.HookAgent{c.Hooks["codex"], c.Hooks["gemini"], c.Hooks["cursor"]} {
 		s.Wait = config.Duration(2 * time.Second)
 	}
-	c.Hooks.Codex.Tools = map[string]string{"mcp__acme__summarize": "llm:local"}
-	c.Hooks.Gemini.Tools = map[string]string{"mcp_acme_summarize": "llm:local"}
-	c.Hooks.Cursor.Tools = map[string]string{"summarize": "llm:local"}
-	c.Hooks.Cursor.UnknownTool = "deny"
+	c.Hooks["codex"].Tools = map[string]string{"mcp__acme__summarize": "llm:local"}
+	c.Hooks["gemini"].Tools = map[string]string{"mcp_acme_summarize": "llm:local"}
+	c.Hooks["cursor"].Tools = map[string]string{"summarize": "llm:local"}
+	c.Hooks["cursor"].UnknownTool = "deny"
 	c.Policy.Rules = append(c.Policy.Rules, config.Rule{Capability: "code:exec", Target: "git status", Action: "approve"})
 }
 

@@ -18,9 +18,9 @@ import (
 // serverHookSettings is a gateway whose [hooks.claude_code] waits 2 s,
 // maps one MCP tool and denies tools it cannot map.
 func serverHookSettings(c *config.Config) {
-	c.Hooks.ClaudeCode.Wait = config.Duration(2 * time.Second)
-	c.Hooks.ClaudeCode.UnknownTool = hooks.Deny
-	c.Hooks.ClaudeCode.Tools = map[string]string{"mcp__acme__summarize": "llm:local"}
+	c.Hooks["claude-code"].Wait = config.Duration(2 * time.Second)
+	c.Hooks["claude-code"].UnknownTool = hooks.Deny
+	c.Hooks["claude-code"].Tools = map[string]string{"mcp__acme__summarize": "llm:local"}
 }
 
 // TestHookBinary_TakesServerSettings runs the real `gateway hook
@@ -104,7 +104,7 @@ func TestHookBinary_TakesServerSettings(t *testing.T) {
 // TestHook_ServerAnswerRelayed: a decision made while the hook waits comes
 // back through the server's answer.
 func TestHook_ServerAnswerRelayed(t *testing.T) {
-	g := startLive(t, func(c *config.Config) { c.Hooks.ClaudeCode.Wait = config.Duration(time.Minute) })
+	g := startLive(t, func(c *config.Config) { c.Hooks["claude-code"].Wait = config.Duration(time.Minute) })
 	events := g.adminEvents(t)
 	done := runAsync(agentEnv(t, g.URL), preToolUse(t, "Bash", "toolu_x", map[string]any{"command": "make deploy"}), "hook", "claude-code")
 	e := nextRequired(t, events)

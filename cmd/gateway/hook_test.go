@@ -43,7 +43,7 @@ func hookOutput(t *testing.T, stdout string) hooks.Output {
 
 // serverTools sets the gateway's [hooks.claude_code.tools].
 func serverTools(tools map[string]string) func(*config.Config) {
-	return func(c *config.Config) { c.Hooks.ClaudeCode.Tools = tools }
+	return func(c *config.Config) { c.Hooks["claude-code"].Tools = tools }
 }
 
 // hookConfig is a local config file for the hook with a [hooks.claude_code] table.
