@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/metnos/gateway/internal/callbackurl"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
+
+	"github.com/metnos/gateway/internal/callbackurl"
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
@@ -45,21 +44,15 @@ type requestBody struct {
 	GrantTarget string         `json:"grant_target"`
 	TimeoutS    float64        `json:"timeout_s"`
 	CallbackURL string         `json:"callback_url"`
-	// Ask is set by the hook endpoints only (hooks.Call.Ask: a tool input
-	// naming two different paths), never read from a body.
-	Ask string `json:"-"`
 }
 
 // submission validates the body's own fields and fills the agent's defaults.
 func (s *Server) submission(a *Agent, b requestBody) (approvals.Submission, error) {
-	sub := approvals.Submission{MaxPending: a.MaxPending,
-		Profile: a.Profile(), CallID: b.CallID, Capability: b.Capability, Target: b.Target,
-		Channel: b.Channel, SenderID: b.SenderID, SessionID: b.SessionID, Intent: b.Intent, Executor: b.Executor, Summary: b.Summary,
-		Args: b.Args, Context: b.Context, GrantTarget: b.GrantTarget, CallbackURL: b.CallbackURL, Notify: a.Notify, Ask: b.Ask,
-	}
-	if a.Child != nil {
-		sub.TokenID, sub.TokenName = a.Child.ID, a.Child.Name
-	}
+	sub := agentSubmission(a)
+	sub.CallID, sub.Capability, sub.Target = b.CallID, b.Capability, b.Target
+	sub.Channel, sub.SenderID, sub.SessionID = b.Channel, b.SenderID, b.SessionID
+	sub.Intent, sub.Executor, sub.Summary = b.Intent, b.Executor, b.Summary
+	sub.Args, sub.Context, sub.GrantTarget, sub.CallbackURL = b.Args, b.Context, b.GrantTarget, b.CallbackURL
 	if b.Autonomy != "" {
 		l, err := policy.ParseLevel(b.Autonomy)
 		if err != nil {
@@ -67,15 +60,8 @@ func (s *Server) submission(a *Agent, b requestBody) (approvals.Submission, erro
 		}
 		sub.Autonomy = l
 	}
-	if sub.Channel == "" && sub.SenderID == "" {
-		sub.Channel, sub.SenderID = a.Channel, a.SenderID
-	}
-	if sub.Channel == "" || sub.SenderID == "" {
-		return sub, &policy.FieldError{Field: "sender_id", Err: errors.New("channel and sender_id go together; give both or neither")}
-	}
-	if !a.MayActFor(sub.Channel, sub.SenderID) {
-		return sub, fmt.Errorf("%w: agent %s may not act for %s:%s (its principal is %s:%s; list others in principals)",
-			errForeignPrincipal, a.ID, sub.Channel, sub.SenderID, a.Channel, a.SenderID)
+	if err := principal(a, &sub); err != nil {
+		return sub, err
 	}
 	if b.TimeoutS < 0 {
 		return sub, &policy.FieldError{Field: "timeout_s", Err: errors.New("negative timeout")}
@@ -91,11 +77,7 @@ func (s *Server) submission(a *Agent, b requestBody) (approvals.Submission, erro
 	if len(b.GrantTarget) > policy.MaxTargetBytes {
 		return sub, &policy.FieldError{Field: "grant_target", Err: errors.New("too long")}
 	}
-	if len(b.SessionID) > approvals.MaxCallIDBytes || strings.ContainsFunc(b.SessionID, unicode.IsControl) {
-		return sub, &policy.FieldError{Field: "session_id",
-			Err: fmt.Errorf("over %d bytes or holds a control character", approvals.MaxCallIDBytes)}
-	}
-	return sub, nil
+	return sub, checkSessionID(b.SessionID)
 }
 
 // rateLimitError refuses a submission over the agent's rate: 429 with

@@ -116,16 +116,10 @@ func (s *Server) askAll(ctx context.Context, a *Agent, calls []hooks.Call, wait 
 		}
 	}
 	for i, c := range calls {
-		sub, err := s.submission(a, requestBody{
-			CallID: c.CallID, Capability: c.Capability, Target: c.Target, Intent: c.Intent,
-			Executor: c.Executor, Summary: c.Summary, Args: c.Args, TimeoutS: wait.Seconds(), Ask: c.Ask, SessionID: c.SessionID,
-		})
+		sub, err := callSubmission(a, c, wait)
 		if err != nil {
 			withdrawAll()
 			return hooks.VerdictOf(hooks.Failed(err))
-		}
-		if c.Home != "" {
-			sub.Profile.Home = c.Home // the hook's environment, over [[agents]] home
 		}
 		req, err := s.submit(ctx, a, sub)
 		if errors.As(err, conflict) {
