@@ -28,3 +28,24 @@ func TestOwnPaths_ShippedUnit(t *testing.T) {
 		t.Errorf("a config file's directory not named metnos is taken whole: %v", got)
 	}
 }
+
+// TestOwnPaths_FilesBesideTheDatabase: with the database in a directory
+// shared with other things (/tmp, left out whole), the gateway's files
+// beside it are still each its own: the token files and the listen file
+// (an agent that wrote that one would send the owner's next login link
+// elsewhere).
+func TestOwnPaths_FilesBesideTheDatabase(t *testing.T) {
+	env := map[string]string{"HOME": "/home/u"}
+	c := Config{File: "/home/u/.config/metnos/gateway.toml"}
+	c.Storage.Driver = "sqlite"
+	c.Storage.Path = "/tmp/gateway.db"
+	got := c.OwnPaths(func(k string) string { return env[k] })
+	if slices.Contains(got, "/tmp") {
+		t.Errorf("the shared /tmp is taken whole: %v", got)
+	}
+	for _, want := range []string{"/tmp/gateway.db", "/tmp/" + TokenFileName, "/tmp/" + AdminTokenFileName, "/tmp/" + ListenFileName} {
+		if !slices.Contains(got, want) {
+			t.Errorf("OwnPaths lacks %s: %v", want, got)
+		}
+	}
+}
