@@ -269,9 +269,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	ctx = storage.Arrived(ctx, time.Now())
 	ctx, span := telemetry.Start(ctx, "policy")
 	defer span.End()
-	_, vspan := telemetry.Start(ctx, "policy.validate")
 	c, host, err := validate(in)
-	vspan.End()
 	if err != nil {
 		span.Fail("invalid request")
 		return Decision{}, err
@@ -356,19 +354,15 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	}
 
 	// Step 4: the rules.
-	rctx, rspan := telemetry.Start(ctx, "policy.rules")
 	rules := d.Rules
 	if d.Source != nil {
-		if rules, err = d.Source.Rules(rctx); err != nil {
-			rspan.Fail("rules not read")
-			rspan.End()
+		if rules, err = d.Source.Rules(ctx); err != nil {
 			return Decision{}, fmt.Errorf("decide: %w", err)
 		}
 	}
 	var addrs []string
 	if c.TargetKind == KindHost {
-		if addrs, err = d.hostAddrs(rctx, c, host, rules); err != nil {
-			rspan.End()
+		if addrs, err = d.hostAddrs(ctx, c, host, rules); err != nil {
 			trace("rules", Denied, "%s: %v", host.Host, err)
 			return deny(BlockedByGuard, "guard: "+host.Host+": "+err.Error()+"; denied rather than unchecked"), nil
 		}
@@ -376,8 +370,6 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	m := EvalRules(d.Norm, rules, RuleSubject{
 		Capability: c, Target: target, Agent: in.Profile.Agent, Channel: in.Channel, SenderID: in.SenderID, Addrs: addrs,
 	})
-	rspan.String(telemetry.KeyAction, string(m.Action))
-	rspan.End()
 	if m.Rule != nil {
 		trace("rules", "", "rule %s (%s, capability %q, target %q) says %s",
 			m.Rule.Label(), m.Rule.Owner(), m.Rule.Capability, m.Rule.Target, m.Action)

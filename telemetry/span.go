@@ -37,7 +37,6 @@ var (
 	KeyJudgeKind  = Key{"gateway.judge.kind"}
 	KeyJudgeScore = Key{"gateway.judge.score"}
 	KeyAttempt    = Key{"gateway.attempt"}
-	KeyAction     = Key{"gateway.action"}
 	KeyHook       = Key{"gateway.hook"}
 	KeyHTTPStatus = Key{"http.response.status_code"}
 )
@@ -57,6 +56,16 @@ func Start(ctx context.Context, name string) (context.Context, Span) {
 	}
 	ctx, s := parent.TracerProvider().Tracer(ScopeName).Start(ctx, name)
 	return ctx, Span{s}
+}
+
+// SpanOf is the span ctx carries, as a Span: the zero Span when it carries
+// none that records.
+func SpanOf(ctx context.Context) Span {
+	s := trace.SpanFromContext(ctx)
+	if !s.IsRecording() {
+		return Span{}
+	}
+	return Span{s}
 }
 
 // Recording reports whether the span records: the guard for work done

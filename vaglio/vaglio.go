@@ -260,10 +260,7 @@ func (v *Vaglio) Check(ctx context.Context, r Request) Verdict {
 	ctx, span := telemetry.Start(ctx, "vaglio")
 	defer span.End()
 	verdict := Verdict{TS: v.now().UTC(), JudgeKind: v.judge.Kind()}
-	_, gspan := telemetry.Start(ctx, "vaglio.guard")
-	blocked, reason := v.guardAll(r)
-	gspan.End()
-	if blocked {
+	if blocked, reason := v.guardAll(r); blocked {
 		verdict.Reason, verdict.BlockedBy = reason, BlockedByGuard
 	} else if j, err := v.judged(ctx, r); err != nil {
 		verdict.Reason, verdict.BlockedBy = fmt.Sprintf("judge: %s failed, denied: %v", verdict.JudgeKind, err), BlockedByJudge
@@ -298,10 +295,15 @@ func (v *Vaglio) Check(ctx context.Context, r Request) Verdict {
 	return verdict
 }
 
-// judged is score in a span of its own: the judge may be a model's call.
+// judged is score, in a span of its own when the judge is not the
+// rule-based one (a model's call, which may take seconds); the
+// rule-based judge takes microseconds and its score is on the vaglio span.
 func (v *Vaglio) judged(ctx context.Context, r Request) (Judgement, error) {
-	ctx, span := telemetry.Start(ctx, "vaglio.judge")
-	defer span.End()
+	span := telemetry.SpanOf(ctx)
+	if v.judge.Kind() != RuleJudgeKind {
+		ctx, span = telemetry.Start(ctx, "vaglio.judge")
+		defer span.End()
+	}
 	span.String(telemetry.KeyJudgeKind, v.judge.Kind())
 	j, err := v.score(ctx, r)
 	if err != nil {
