@@ -21,6 +21,7 @@ import (
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/telemetry"
 )
 
 // The agents every e2e gateway has. Tokens are long enough to look real.
@@ -62,6 +63,7 @@ type e2eOptions struct {
 	recheck time.Duration // AppOptions.TokenRecheck
 	// resolver resolves callback hosts; nil: the system's.
 	resolver callbackurl.Resolver
+	tel      *telemetry.Provider // AppOptions.Telemetry
 }
 
 // e2eGateway is a whole gateway serving on a real loopback listener.
@@ -139,7 +141,8 @@ func startE2E(tb testing.TB, o e2eOptions) *e2eGateway {
 		now = o.clock.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	app, err := gateway.NewApp(ctx, cfg, gateway.AppOptions{Now: now, Home: dir, TokenRecheck: o.recheck, CallbackResolver: o.resolver})
+	app, err := gateway.NewApp(ctx, cfg, gateway.AppOptions{Now: now, Home: dir, TokenRecheck: o.recheck, CallbackResolver: o.resolver,
+		Telemetry: o.tel})
 	if err != nil {
 		cancel()
 		tb.Fatalf("NewApp: %v", err)
