@@ -63,10 +63,6 @@ type requestInsert struct {
 	args  []any
 }
 
-func insertRequestTx(ctx context.Context, q storage.Querier, r Request) (bool, error) {
-	return insertRequestRow(ctx, q, requestRow(r))
-}
-
 // requestRow is r as an INSERT into requests, encoded beforehand so that
 // the transaction, which holds the write lock, spends none of it encoding.
 func requestRow(r Request) requestInsert { return requestRowAs(r, false) }

@@ -108,3 +108,8 @@ func TestAppendJSON_TraceEncodedOnce(t *testing.T) {
 		t.Fatalf("stored trace %s, want %s", got, want)
 	}
 }
+
+// insertRequestTx inserts r through q, as a submission does.
+func insertRequestTx(ctx context.Context, q storage.Querier, r Request) (bool, error) {
+	return insertRequestRow(ctx, q, requestRow(r))
+}
