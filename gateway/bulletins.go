@@ -23,8 +23,6 @@ const (
 	// bulletinEvery is how often a messenger's loop looks for new rows.
 	bulletinEvery = 2 * time.Second
 	bulletinBatch = 20
-	// bulletinBackoff bounds the wait after failures.
-	bulletinBackoff = time.Minute
 )
 
 // passkeyCursor is the cursor of a messenger's passkey bulletins.
@@ -52,30 +50,14 @@ func (a *App) runBulletins(ctx context.Context) {
 }
 
 func (a *App) bulletinLoop(ctx context.Context, name string, bs approvals.BulletinSender) {
-	t := time.NewTimer(0)
-	defer t.Stop()
-	failures := 0
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		err := a.passkeyBulletins(ctx, name, bs)
-		if err == nil || ctx.Err() != nil {
-			failures = 0
-			t.Reset(bulletinEvery)
-			continue
-		}
-		failures++
-		wait := min(time.Second<<min(failures, 6), bulletinBackoff)
-		var ra approvals.RetryAfterError
-		if errors.As(err, &ra) {
-			wait = max(wait, ra.RetryAfter())
-		}
-		a.log.Warn("passkey bulletin failed; will retry", "messenger", name, "retry_in", wait.String(), "err", err)
-		t.Reset(wait)
-	}
+	repeat(ctx, a.log, bulletinEvery, func(ctx context.Context) error { return a.passkeyBulletins(ctx, name, bs) },
+		func(err error) time.Duration {
+			var ra approvals.RetryAfterError
+			if errors.As(err, &ra) {
+				return ra.RetryAfter()
+			}
+			return 0
+		}, "passkey bulletin failed; will retry", "messenger", name)
 }
 
 // passkeyBulletins posts, on one messenger, the passkey rows after its

@@ -127,28 +127,11 @@ func (a *App) ReviewIfDue(ctx context.Context) error {
 // reviewEvery, sooner after a failure (backoff, a push service's
 // Retry-After honoured).
 func (a *App) runReview(ctx context.Context) {
-	t := time.NewTimer(0)
-	defer t.Stop()
-	failures := 0
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		err := a.ReviewIfDue(ctx)
-		if err == nil || ctx.Err() != nil {
-			failures = 0
-			t.Reset(reviewEvery)
-			continue
-		}
-		failures++
-		wait := min(time.Second<<min(failures, 6), bulletinBackoff)
+	repeat(ctx, a.log, reviewEvery, a.ReviewIfDue, func(err error) time.Duration {
 		var ra push.RetryAfter
 		if errors.As(err, &ra) {
-			wait = max(wait, ra.Wait)
+			return ra.Wait
 		}
-		a.log.Warn("grant review not pushed; will retry", "retry_in", wait.String(), "err", err)
-		t.Reset(wait)
-	}
+		return 0
+	}, "grant review not pushed; will retry")
 }

@@ -83,20 +83,8 @@ func auditQuery(d Dialect, f AuditFilter) (string, []any) {
 // QueryAudit returns the audit rows f selects, oldest first.
 func (db *DB) QueryAudit(ctx context.Context, f AuditFilter) ([]AuditEvent, error) {
 	query, args := auditQuery(db.Dialect, f)
-	rows, err := db.QueryContext(ctx, query, args...)
+	out, err := auditRows(db.QueryContext(ctx, query, args...))
 	if err != nil {
-		return nil, fmt.Errorf("query audit: %w", err)
-	}
-	defer rows.Close()
-	var out []AuditEvent
-	for rows.Next() {
-		e, err := scanAudit(rows)
-		if err != nil {
-			return nil, fmt.Errorf("query audit: %w", err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("query audit: %w", err)
 	}
 	if f.Newest {
@@ -159,18 +147,26 @@ func (db *DB) AuditHead(ctx context.Context) (int64, error) {
 // ListAudit returns the newest audit rows first, for one request or all,
 // leaving out the chain's own genesis and checkpoint rows.
 func ListAudit(ctx context.Context, q Querier, requestID string, limit int) ([]AuditEvent, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit
+	out, err := auditRows(q.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit
 WHERE ($1 = '' OR request_id = $1) AND event NOT IN ($3, $4) ORDER BY COALESCE(seq, id) DESC LIMIT $2`,
-		requestID, limit, AuditGenesis, AuditCheckpoint)
+		requestID, limit, AuditGenesis, AuditCheckpoint))
 	if err != nil {
 		return nil, fmt.Errorf("list audit: %w", err)
+	}
+	return out, nil
+}
+
+// auditRows reads every row of a query of auditColumns, and closes it.
+func auditRows(rows *sql.Rows, err error) ([]AuditEvent, error) {
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var out []AuditEvent
 	for rows.Next() {
 		e, err := scanAudit(rows)
 		if err != nil {
-			return nil, fmt.Errorf("list audit: %w", err)
+			return nil, err
 		}
 		out = append(out, e)
 	}

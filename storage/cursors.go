@@ -73,21 +73,12 @@ func (db *DB) AuditAfter(ctx context.Context, after int64, limit int, events ...
 		args = append(args, e)
 		marks[i] = "$" + strconv.Itoa(len(args))
 	}
-	rows, err := db.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit WHERE seq > $1 AND event IN (`+
-		strings.Join(marks, ", ")+`) ORDER BY seq LIMIT $2`, args...)
+	out, err := auditRows(db.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit WHERE seq > $1 AND event IN (`+
+		strings.Join(marks, ", ")+`) ORDER BY seq LIMIT $2`, args...))
 	if err != nil {
 		return nil, fmt.Errorf("query audit: %w", err)
 	}
-	defer rows.Close()
-	var out []AuditEvent
-	for rows.Next() {
-		e, err := scanAudit(rows)
-		if err != nil {
-			return nil, fmt.Errorf("query audit: %w", err)
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // CapLock makes the transaction tx the only one, among every replica's,
