@@ -33,7 +33,7 @@ func TestServe_Telemetry(t *testing.T) {
 	f.Close()
 	c := startChild(t, bin, cfgPath, filepath.Dir(cfgPath))
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
-	req, _ := http.NewRequest("POST", c.URL+"/v1/check", strings.NewReader(`{"capability":"fs:read","target":"/srv/report.txt"}`))
+	req, _ := http.NewRequest("POST", c.URL+"/v1/requests", strings.NewReader(`{"capability":"llm:local","intent":"summarise"}`))
 	req.Header.Set("Authorization", "Bearer "+childAgentToken)
 	req.Header.Set("traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
 	resp, err := http.DefaultClient.Do(req)
@@ -42,7 +42,7 @@ func TestServe_Telemetry(t *testing.T) {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("check = %s\n%s", resp.Status, c.stderr)
+		t.Fatalf("request = %s\n%s", resp.Status, c.stderr)
 	}
 	if code, _ := c.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("exit %d\n%s", code, c.stderr)
@@ -51,14 +51,14 @@ func TestServe_Telemetry(t *testing.T) {
 	defer cancel()
 	spans, ok := rcv.WaitFor(ctx, func(s []otlptest.Span) bool {
 		for _, sp := range s {
-			if sp.Name == "check" && sp.TraceID == traceID && sp.Service == telemetry.ServiceName {
+			if sp.Name == "request" && sp.TraceID == traceID && sp.Service == telemetry.ServiceName {
 				return true
 			}
 		}
 		return false
 	})
 	if !ok {
-		t.Fatalf("no check span of trace %s from %s among %d spans\n%s", traceID, telemetry.ServiceName, len(spans), c.stderr)
+		t.Fatalf("no request span of trace %s from %s among %d spans\n%s", traceID, telemetry.ServiceName, len(spans), c.stderr)
 	}
 	if !strings.Contains(c.stderr.String(), "telemetry: each request is a trace") {
 		t.Errorf("serve did not say telemetry is on:\n%s", c.stderr)
