@@ -130,6 +130,30 @@ func (g *pushGW) stop() {
 	g.app = nil
 }
 
+// recorded waits until the gateway recorded its push of request id to
+// device: a push the push service took but the gateway had not yet
+// recorded when it stopped goes out again after the restart (at least
+// once; the notification's tag makes the second replace the first).
+func (g *pushGW) recorded(id string, d *pushtest.Device) {
+	g.t.Helper()
+	deadline := time.Now().Add(pushWait)
+	for {
+		var n int
+		if err := g.app.DB.QueryRowContext(context.Background(),
+			`SELECT COUNT(*) FROM push_sent p JOIN push_subscriptions s ON s.id = p.subscription_id
+			WHERE p.request_id = $1 AND s.endpoint = $2`, id, d.Endpoint).Scan(&n); err != nil {
+			g.t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			g.t.Fatalf("the push of %s to %s was not recorded within %s", id, d.ID, pushWait)
+		}
+		time.Sleep(20 * time.Millisecond) // polling for a condition, bounded by the deadline
+	}
+}
+
 func (g *pushGW) restart() {
 	g.t.Helper()
 	g.stop()

@@ -236,6 +236,7 @@ func TestPush_RetriesGoneAndRestart(t *testing.T) {
 
 	// Restart: the push service is down when the request arrives; the
 	// gateway stops; after the restart, the push goes out once.
+	g.recorded(r2.ID, d2)
 	g.fake.Fail(1000, http.StatusInternalServerError, "")
 	r3 := g.ask(fsWrite("/tmp/f.txt"))
 	g.restart()
