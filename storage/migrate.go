@@ -51,7 +51,22 @@ func migrations(d Dialect) ([]migration, error) {
 		out = append(out, migration{v, e.Name(), string(b)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	return out, nil
+	return out, contiguous(d, out)
+}
+
+// contiguous refuses a list of migrations whose numbers are not 1, 2, 3…:
+// a second file with a number already taken (two changes landed side by
+// side) would otherwise be skipped silently, its tables missing.
+func contiguous(d Dialect, ms []migration) error {
+	for i, m := range ms {
+		switch {
+		case i > 0 && m.version == ms[i-1].version:
+			return fmt.Errorf("%s migrations %s and %s share the number %d: renumber the newer one", d, ms[i-1].name, m.name, m.version)
+		case m.version != i+1:
+			return fmt.Errorf("%s migration %s: number %d, want %d (the numbers run 1, 2, 3… without gaps)", d, m.name, m.version, i+1)
+		}
+	}
+	return nil
 }
 
 // SchemaVersion is the newest migration this binary knows.
