@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -476,25 +475,4 @@ func countOwner(ctx context.Context, q storage.Querier, owner string, except int
 		return 0, fmt.Errorf("count rules: %w", err)
 	}
 	return n, nil
-}
-
-func auditRule(ctx context.Context, q storage.Querier, at time.Time, by, event string, ri RuleInfo, before *RuleInfo,
-	signed map[string]any) error {
-	d := ruleDetail(ri)
-	if before != nil {
-		d["before"] = ruleDetail(*before)
-	}
-	maps.Copy(d, signed)
-	return storage.AppendAudit(ctx, q, storage.AuditEvent{At: at, Actor: by, Event: event, Detail: d})
-}
-
-func ruleDetail(ri RuleInfo) map[string]any {
-	d := map[string]any{"rule_id": ri.ID, "owner": ri.Owner, "position": ri.Position,
-		"capability": ri.Capability, "target": ri.Target, "action": string(ri.Action)}
-	for k, v := range map[string]string{"sender_id": ri.SenderID, "agent": ri.Agent, "channel": ri.Channel} {
-		if v != "" {
-			d[k] = v
-		}
-	}
-	return d
 }
