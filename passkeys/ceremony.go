@@ -57,6 +57,11 @@ func (s *Store) begin(ctx context.Context, c ceremony) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("passkey challenge: %w", err)
 	}
+	if c.Purpose == purposeLogin && now.UnixNano() < s.fullUntil.Load() {
+		// Full a moment ago: refused without a write transaction, which
+		// would queue behind (and hold back) every other writer.
+		return "", ErrTooManyLogins
+	}
 	at := storage.FormatTime(now)
 	err = s.db.InTx(ctx, func(tx storage.Querier) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM passkey_ceremonies WHERE expires_at <= $1`, at); err != nil {
