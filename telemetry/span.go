@@ -50,6 +50,9 @@ type Span struct{ s trace.Span }
 // (telemetry is on and the request is traced); otherwise it returns ctx
 // and the zero Span without allocating.
 func Start(ctx context.Context, name string) (context.Context, Span) {
+	if !everOn.Load() {
+		return ctx, Span{}
+	}
 	parent := trace.SpanFromContext(ctx)
 	if !parent.IsRecording() {
 		return ctx, Span{}
@@ -61,6 +64,9 @@ func Start(ctx context.Context, name string) (context.Context, Span) {
 // SpanOf is the span ctx carries, as a Span: the zero Span when it carries
 // none that records.
 func SpanOf(ctx context.Context) Span {
+	if !everOn.Load() {
+		return Span{}
+	}
 	s := trace.SpanFromContext(ctx)
 	if !s.IsRecording() {
 		return Span{}

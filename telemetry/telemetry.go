@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -138,8 +139,15 @@ func New(ctx context.Context, c Config, getenv func(string) string, log *slog.Lo
 		log.Warn("telemetry: export failed", "err", err)
 	}))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	everOn.Store(true)
 	return &Provider{tp: tp, tracer: tp.Tracer(ScopeName)}, nil
 }
+
+// everOn is set once any provider was made in this process: until then no
+// context can carry a span that records, and Start and SpanOf answer
+// without looking (a look walks the request's whole context chain, on
+// every layer of every decision).
+var everOn atomic.Bool
 
 // Start starts a span under whatever ctx carries (a span of this process,
 // or a remote parent from Extract), a new trace when it carries none.
