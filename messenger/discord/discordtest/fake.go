@@ -23,6 +23,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/metnos/gateway/messenger/messengertest"
 )
 
 // Options configure a fake.
@@ -142,12 +144,11 @@ type Server struct {
 	pending   map[string]*pendingInteraction
 	commands  json.RawMessage
 	sessions  map[string]*session
-	conns     map[*wsConn]struct{}
 	connects  int
 	identifys int
 	resumes   int
-	closed    bool
-	wg        sync.WaitGroup
+
+	sockets messengertest.Sockets
 }
 
 type pendingInteraction struct {
@@ -167,7 +168,7 @@ func New(o Options) *Server {
 	}
 	s := &Server{opts: o, pub: pub, priv: priv, changed: make(chan struct{}), messages: map[string]*Message{},
 		nextID: 1200000000000000000, limits: map[string][]time.Duration{}, members: map[string][]string{},
-		pending: map[string]*pendingInteraction{}, sessions: map[string]*session{}, conns: map[*wsConn]struct{}{}}
+		pending: map[string]*pendingInteraction{}, sessions: map[string]*session{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws", s.websocket)
 	mux.HandleFunc("GET /ws/", s.websocket) // discordgo adds a "/" to the address
@@ -185,13 +186,7 @@ func (s *Server) PublicKey() string { return hex.EncodeToString(s.pub) }
 
 // Close drops the websocket connections and stops the server.
 func (s *Server) Close() {
-	s.mu.Lock()
-	s.closed = true
-	for c := range s.conns {
-		c.conn.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
+	s.sockets.Close()
 	s.ts.Close()
 }
 

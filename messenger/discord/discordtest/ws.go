@@ -5,11 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/gorilla/websocket"
+	"github.com/metnos/gateway/messenger/messengertest"
 )
 
 // The gateway opcodes (https://discord.com/developers/docs/topics/opcodes-and-status-codes#gateway-gateway-opcodes).
@@ -41,20 +39,13 @@ type frame struct {
 	T  *string         `json:"t"`
 }
 
+// wsConn is one gateway connection and the session it carries.
 type wsConn struct {
-	conn *websocket.Conn
-	wmu  sync.Mutex
+	*messengertest.Conn
 	sess *session
 }
 
-func (c *wsConn) send(f frame) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	_ = c.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	return c.conn.WriteJSON(f)
-}
-
-var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+func (c *wsConn) send(f frame) error { return c.WriteJSON(f) }
 
 func rawJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
@@ -67,41 +58,30 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "want ?v=…&encoding=json", http.StatusBadRequest)
 		return
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		http.Error(w, "closed", http.StatusServiceUnavailable)
-		return
-	}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	defer s.wg.Done()
-	conn, err := upgrader.Upgrade(w, r, nil)
+	mc, err := s.sockets.Open(w, r)
 	if err != nil {
 		return
 	}
-	c := &wsConn{conn: conn}
+	c := &wsConn{Conn: mc}
 	s.mu.Lock()
-	s.conns[c] = struct{}{}
 	s.connects++
 	s.changedLocked()
 	s.mu.Unlock()
 	defer func() {
-		conn.Close()
 		s.mu.Lock()
-		delete(s.conns, c)
 		if c.sess != nil && c.sess.conn == c {
 			c.sess.conn = nil
 		}
 		s.changedLocked()
 		s.mu.Unlock()
+		s.sockets.Done(mc)
 	}()
 	if c.send(frame{Op: opHello, D: rawJSON(map[string]any{"heartbeat_interval": s.opts.HeartbeatInterval.Milliseconds()})}) != nil {
 		return
 	}
 	for {
 		var f frame
-		if err := conn.ReadJSON(&f); err != nil {
+		if err := c.ReadJSON(&f); err != nil {
 			return
 		}
 		switch f.Op {
@@ -117,7 +97,7 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) {
 			_ = json.Unmarshal(f.D, &id)
 			if strings.TrimPrefix(id.Token, "Bot ") != s.opts.Token {
 				s.record("ws.identify", f.D, 4004, "Authentication failed.")
-				_ = c.conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(4004, "Authentication failed."))
+				_ = c.WriteClose(4004, "Authentication failed.")
 				return
 			}
 			s.record("ws.identify", f.D, 200, "")
@@ -247,19 +227,15 @@ func (s *Server) Dispatch(in Interaction) (id, token string, err error) {
 // Drop cuts every gateway connection without a close frame, as a network
 // failure does; sessions stay resumable.
 func (s *Server) Drop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for c := range s.conns {
-		c.conn.UnderlyingConn().Close()
-	}
+	s.sockets.Drop()
 }
 
 // Reconnect sends op 7 RECONNECT on every connection.
 func (s *Server) Reconnect() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for c := range s.conns {
-		_ = c.send(frame{Op: opReconnect})
+	for _, c := range s.sockets.List() {
+		_ = c.WriteJSON(frame{Op: opReconnect})
 	}
 }
 
@@ -268,8 +244,8 @@ func (s *Server) Reconnect() {
 func (s *Server) InvalidateSession() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for c := range s.conns {
-		_ = c.send(frame{Op: opInvalidSession, D: rawJSON(false)})
+	for _, c := range s.sockets.List() {
+		_ = c.WriteJSON(frame{Op: opInvalidSession, D: rawJSON(false)})
 	}
 	s.sessions = map[string]*session{}
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metnos/gateway/messenger/messengertest"
 	"github.com/slack-go/slack"
 )
 
@@ -162,13 +163,12 @@ type Server struct {
 	groups   map[string][]string // user group id → member ids
 	failures map[string][]Failure
 	nextTS   int64
-	sockets  map[*socketConn]struct{}
 	envSeq   int
-	closed   bool
 
 	bmu     sync.Mutex
 	backlog []Call // read from Calls by Wait but not yet taken
-	wg      sync.WaitGroup
+
+	sockets messengertest.Sockets
 }
 
 // New starts a fake on 127.0.0.1.
@@ -182,7 +182,6 @@ func New(o Options) *Server {
 	s := &Server{
 		Calls: make(chan Call, o.CallBuffer), opts: o, messages: map[string]*Message{},
 		views: map[string]json.RawMessage{}, groups: map[string][]string{}, failures: map[string][]Failure{}, nextTS: 1700000000000100,
-		sockets: map[*socketConn]struct{}{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /socket", s.socket)
@@ -201,13 +200,7 @@ func (s *Server) ResponseURL(id string) string { return s.URL + "/response/" + u
 
 // Close closes the Socket Mode connections and the server.
 func (s *Server) Close() {
-	s.mu.Lock()
-	s.closed = true
-	for c := range s.sockets {
-		c.conn.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
+	s.sockets.Close()
 	s.ts.Close()
 }
 

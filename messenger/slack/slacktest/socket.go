@@ -6,69 +6,22 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/gorilla/websocket"
 )
-
-// socketConn is one Socket Mode connection. gorilla/websocket allows one
-// writer at a time, hence wmu.
-type socketConn struct {
-	conn *websocket.Conn
-	wmu  sync.Mutex
-}
-
-func (c *socketConn) write(v any) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	_ = c.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	return c.conn.WriteJSON(v)
-}
-
-var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
 
 // socket is the WebSocket endpoint apps.connections.open points to: it says
 // hello, pings, and records every acknowledgement the client writes back.
 func (s *Server) socket(w http.ResponseWriter, r *http.Request) {
-	conn, err := upgrader.Upgrade(w, r, nil)
+	c, err := s.sockets.Open(w, r)
 	if err != nil {
 		return
 	}
-	c := &socketConn{conn: conn}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		conn.Close()
-		return
-	}
-	s.sockets[c] = struct{}{}
-	s.wg.Add(2)
-	s.mu.Unlock()
 	s.record(Call{Method: "socket.connect", Status: http.StatusSwitchingProtocols})
-	_ = c.write(map[string]any{"type": "hello", "num_connections": 1,
+	_ = c.WriteJSON(map[string]any{"type": "hello", "num_connections": 1,
 		"debug_info": map[string]any{"host": "slacktest"}, "connection_info": map[string]any{"app_id": "A1"}})
 	done := make(chan struct{})
-	go func() { // reader: acknowledgements
-		defer s.wg.Done()
-		defer close(done)
-		defer func() {
-			s.mu.Lock()
-			delete(s.sockets, c)
-			s.mu.Unlock()
-			conn.Close()
-		}()
-		for {
-			_, msg, err := conn.ReadMessage()
-			if err != nil {
-				return
-			}
-			s.record(Call{Method: "socket.ack", Body: msg, Status: http.StatusOK})
-		}
-	}()
-	go func() { // pinger: slack-go drops a connection that Slack stops pinging
-		defer s.wg.Done()
+	s.sockets.Go(func() { // pinger: slack-go drops a connection that Slack stops pinging
 		t := time.NewTicker(s.opts.PingInterval)
 		defer t.Stop()
 		for {
@@ -76,37 +29,36 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request) {
 			case <-done:
 				return
 			case <-t.C:
-				c.wmu.Lock()
-				err := conn.WriteControl(websocket.PingMessage, []byte("ping"), time.Now().Add(time.Second))
-				c.wmu.Unlock()
-				if err != nil {
+				if c.Ping() != nil {
 					return
 				}
 			}
 		}
-	}()
+	})
+	s.sockets.Go(func() { // reader: acknowledgements
+		defer s.sockets.Done(c)
+		defer close(done)
+		for {
+			msg, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			s.record(Call{Method: "socket.ack", Body: msg, Status: http.StatusOK})
+		}
+	})
 }
 
 // Sockets counts the open Socket Mode connections.
-func (s *Server) Sockets() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.sockets)
-}
+func (s *Server) Sockets() int { return len(s.sockets.List()) }
 
 func (s *Server) broadcast(v any) error {
-	s.mu.Lock()
-	conns := make([]*socketConn, 0, len(s.sockets))
-	for c := range s.sockets {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
+	conns := s.sockets.List()
 	if len(conns) == 0 {
 		return errors.New("slacktest: no Socket Mode connection")
 	}
 	var firstErr error
 	for _, c := range conns {
-		if err := c.write(v); err != nil && firstErr == nil {
+		if err := c.WriteJSON(v); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
@@ -133,13 +85,7 @@ func (s *Server) Disconnect() error {
 
 // DropSockets closes every Socket Mode connection abruptly (a network
 // failure, not a polite disconnect).
-func (s *Server) DropSockets() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for c := range s.sockets {
-		c.conn.Close()
-	}
-}
+func (s *Server) DropSockets() { s.sockets.Drop() }
 
 var seq atomic.Int64
 
