@@ -50,6 +50,7 @@ FUZZ_TARGETS := \
 	./vaglio:FuzzGuard \
 	./vaglio:FuzzGuardSeed \
 	./vaglio:FuzzPathMatcher \
+	./vaglio:FuzzGlob \
 	./internal/jsonw:FuzzString \
 	./hooks:FuzzMap \
 	./hooks:FuzzAdapters \

@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // pathMatcher answers what the rules it was compiled from answer, read in
@@ -40,8 +41,14 @@ type pathNode struct {
 type pathEdge struct {
 	c    component
 	kind edgeKind
-	fix  string // the literal, prefix or suffix of kind
-	next *pathNode
+	fix  string   // the literal, prefix or suffix of kind
+	glob *globPat // the pattern of edgeGlob, parsed
+	// first has bit b set when a plain element starting with byte b may
+	// match; minLen is the fewest bytes one that matches has: most
+	// elements fail these two tests, before any matching.
+	first  [4]uint64
+	minLen int
+	next   *pathNode
 }
 
 type edgeKind uint8
@@ -51,7 +58,8 @@ const (
 	edgePrefix                  // pat is name*: starts with
 	edgeSuffix                  // pat is *name: ends with
 	edgeAny                     // pat is *: anything
-	edgePattern                 // anything else: path.Match
+	edgeGlob                    // another pattern, parsed once (globPat)
+	edgePattern                 // a pattern compileGlob leaves alone: path.Match
 )
 
 const noRule = int(^uint(0) >> 1)
@@ -105,8 +113,22 @@ func (n *pathNode) child(c component) *pathNode {
 			return e.next
 		}
 	}
-	e := &pathEdge{c: c, next: newPathNode()}
+	e := &pathEdge{c: c, next: newPathNode(), first: allBytes}
 	e.kind, e.fix = classify(c)
+	switch e.kind {
+	case edgePrefix:
+		e.minLen = len(e.fix)
+		if e.fix != "" {
+			e.first = [4]uint64{}
+			e.first[e.fix[0]/64] |= 1 << (e.fix[0] % 64)
+		}
+	case edgeSuffix:
+		e.minLen = len(e.fix)
+	case edgePattern:
+		if g, ok := compileGlob(c.pat); ok {
+			e.kind, e.glob, e.first, e.minLen = edgeGlob, g, g.first, g.minLen
+		}
+	}
 	n.all = append(n.all, e)
 	if e.kind == edgeLiteral {
 		n.lits[c.pat] = e.next
@@ -140,6 +162,9 @@ func classify(c component) (edgeKind, string) {
 
 // matchPlain is c.match for an input element with no glob in it.
 func (e *pathEdge) matchPlain(in string) bool {
+	if len(in) < e.minLen || in != "" && e.first[in[0]/64]&(1<<(in[0]%64)) == 0 {
+		return false
+	}
 	var ok bool
 	switch e.kind {
 	case edgeLiteral:
@@ -150,10 +175,12 @@ func (e *pathEdge) matchPlain(in string) bool {
 		ok = strings.HasSuffix(in, e.fix)
 	case edgeAny:
 		ok = true
+	case edgeGlob:
+		ok = e.glob.match(in)
 	default:
 		ok, _ = path.Match(e.c.pat, in)
 	}
-	return ok && !slices.Contains(e.c.except, in)
+	return ok && (e.c.except == nil || !slices.Contains(e.c.except, in))
 }
 
 func firstByte(s string) byte {
@@ -254,7 +281,11 @@ func (n *pathNode) under(comps []string, best *int) {
 // unknown).
 func splitComps(buf []string, p string) (comps []string, rooted bool) {
 	rooted = strings.HasPrefix(p, "/")
-	clean := strings.TrimPrefix(path.Clean(strings.ToLower(p)), "/")
+	clean := p
+	if !cleanLower(p) {
+		clean = path.Clean(strings.ToLower(p))
+	}
+	clean = strings.TrimPrefix(clean, "/")
 	comps = buf[:0]
 	for {
 		i := strings.IndexByte(clean, '/')
@@ -275,4 +306,34 @@ func splitComps(buf []string, p string) (comps []string, rooted bool) {
 		}
 	}
 	return comps, rooted
+}
+
+// cleanLower reports a path that path.Clean and strings.ToLower leave as
+// it is, most paths, which then need neither: ASCII with no upper case, no
+// empty, "." or ".." element, no trailing slash.
+func cleanLower(p string) bool {
+	if p == "" {
+		return false
+	}
+	start := 0 // of the element
+	for i := 0; i <= len(p); i++ {
+		if i < len(p) {
+			c := p[i]
+			if c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+				return false
+			}
+			if c != '/' {
+				continue
+			}
+		}
+		// An element ends at i: p[start:i].
+		switch e := p[start:i]; {
+		case e == "." || e == "..":
+			return false
+		case e == "" && (start != 0 || i == len(p)):
+			return false // "a//b", "a/" (a leading "/" is no element)
+		}
+		start = i + 1
+	}
+	return true
 }
