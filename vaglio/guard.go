@@ -5,6 +5,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // CapabilityCodeExec is the capability whose target and args are shell
@@ -57,7 +58,12 @@ func guard(r Request, home string, own *ownRules) (blocked bool, reason string) 
 			return true, reason
 		}
 	}
-	g := &guardRun{home: home, paths: forbiddenMatcher, shell: isShellRequest(r)}
+	g := guardRuns.Get().(*guardRun)
+	defer func() {
+		*g = guardRun{} // nothing of this request stays in the pool
+		guardRuns.Put(g)
+	}()
+	*g = guardRun{home: home, paths: forbiddenMatcher, shell: isShellRequest(r)}
 	if own != nil {
 		g.paths = own.matcher
 	}
@@ -75,6 +81,10 @@ func guard(r Request, home string, own *ownRules) (blocked bool, reason string) 
 	}
 	return false, ""
 }
+
+// guardRuns are guardRuns to reuse: one is the size of a small request,
+// and every decision needs one.
+var guardRuns = sync.Pool{New: func() any { return new(guardRun) }}
 
 // guardRun is one request's guard: what it checks strings against, and
 // what it found.

@@ -104,42 +104,34 @@ func (RuleJudge) Kind() string { return RuleJudgeKind }
 // Score applies the rules and never fails. The reason lists every
 // adjustment that applied.
 func (RuleJudge) Score(_ context.Context, r Request) (Judgement, error) {
-	score := ruleBase
 	var applied uint8 // bit i: ruleNotes.fixed[i] applied
-	factors := []string{}
-
 	if intentNamesExecutor(r.Intent, r.Executor) {
-		score += ruleIntentNamesExec
 		applied |= 1 << 0
-		factors = append(factors, FactorIntentNamesExecutor)
 	}
 	traversal, badKey := argSignals(r.Args)
 	if traversal {
-		score += ruleTraversalInArgs
 		applied |= 1 << 1
-		factors = append(factors, FactorPathTraversal)
 	}
 	if badKey {
-		score += ruleNonIdentifierKey
 		applied |= 1 << 2
-		factors = append(factors, FactorOddArgKey)
 	}
 	if declaresNonCritical(r) {
-		score += ruleNonCritical
 		applied |= 1 << 3
-		factors = append(factors, FactorNonCritical)
 	}
-	reason := ruleNotes.reasons[applied]
+	// The factors of a set are shared, at full capacity: an append copies.
+	j := Judgement{Score: ruleNotes.scores[applied], Reason: ruleNotes.reasons[applied], Factors: ruleNotes.factors[applied]}
 	if where, runes := hiddenIn(r); where != "" {
-		score += ruleHiddenChars
-		reason += "; " + fmt.Sprintf(ruleNotes.hiddenChars, where, runes)
-		factors = append(factors, FactorHiddenCharacters)
+		j.Score = ruleScore(ruleNotes.sums[applied] + ruleHiddenChars)
+		j.Reason += "; " + fmt.Sprintf(ruleNotes.hiddenChars, where, runes)
+		j.Factors = append(j.Factors, FactorHiddenCharacters)
 	}
-	// Round away float noise (0.7+0.1+0.05 = 0.8500000000000001) so that a
-	// threshold of exactly 0.85 means what it says.
-	score = clampScore(math.Round(score*100) / 100)
-	return Judgement{Score: score, Reason: reason, Factors: factors}, nil
+	return j, nil
 }
+
+// ruleScore is a sum of rule-based-v1's weights as a score: rounded to
+// the hundredth, so that float noise (0.7+0.1+0.05 = 0.8500000000000001)
+// does not move it past a threshold of exactly 0.85, and clamped.
+func ruleScore(sum float64) float64 { return clampScore(math.Round(sum*100) / 100) }
 
 // ruleNotes are rule-based-v1's notes, written once. A reason is the
 // judge's kind and the notes that applied, in this order: the base, the
@@ -148,7 +140,12 @@ func (RuleJudge) Score(_ context.Context, r Request) (Judgement, error) {
 var ruleNotes = func() (n struct {
 	fixed       [4]string
 	reasons     [16]string
+	sums        [16]float64 // the weights of a set, added in the notes' order
+	scores      [16]float64 // ruleScore of sums
+	factors     [16][]string
 	hiddenChars string // a format: where, which runes
+	// approved is Check's reason for each set's reason and score.
+	approved map[string]approvedText
 }) {
 	base := fmt.Sprintf("base %.2f", ruleBase)
 	n.fixed = [4]string{
@@ -157,18 +154,34 @@ var ruleNotes = func() (n struct {
 		fmt.Sprintf("%+.2f arg key is not an identifier", ruleNonIdentifierKey),
 		fmt.Sprintf("%+.2f non-critical (declared by the context)", ruleNonCritical),
 	}
+	weights := [4]float64{ruleIntentNamesExec, ruleTraversalInArgs, ruleNonIdentifierKey, ruleNonCritical}
+	names := [4]string{FactorIntentNamesExecutor, FactorPathTraversal, FactorOddArgKey, FactorNonCritical}
 	for set := range n.reasons {
 		notes := []string{base}
+		sum, factors := ruleBase, []string{}
 		for i, note := range n.fixed {
 			if set&(1<<i) != 0 {
 				notes = append(notes, note)
+				sum += weights[i]
+				factors = append(factors, names[i])
 			}
 		}
 		n.reasons[set] = RuleJudgeKind + ": " + strings.Join(notes, "; ")
+		n.sums[set], n.scores[set], n.factors[set] = sum, ruleScore(sum), slices.Clip(factors)
+	}
+	n.approved = map[string]approvedText{}
+	for set, reason := range n.reasons {
+		n.approved[reason] = approvedText{n.scores[set], writeApproved(n.scores[set], reason)}
 	}
 	n.hiddenChars = fmt.Sprintf("%+.2f hidden characters in the %%s (%%s)", ruleHiddenChars)
 	return n
 }()
+
+// approvedText is an approved verdict's reason, for the score it says.
+type approvedText struct {
+	score float64
+	text  string
+}
 
 // RuleCap is what rule-based-v1's fixed negative signals (path
 // traversal, an odd arg key, hidden characters) say of r, for another

@@ -276,16 +276,7 @@ func (v *Vaglio) Check(ctx context.Context, r Request) Verdict {
 			verdict.Reason = fmt.Sprintf("judge: score %.2f < threshold %.2f (%s)", j.Score, v.threshold, j.Reason)
 			verdict.BlockedBy = BlockedByJudge
 		} else {
-			// fmt's %.2f is strconv's 'f' with precision 2.
-			var b strings.Builder
-			b.Grow(len("approved: score 0.00 ()") + len(j.Reason))
-			var num [8]byte
-			b.WriteString("approved: score ")
-			b.Write(strconv.AppendFloat(num[:0], j.Score, 'f', 2, 64))
-			b.WriteString(" (")
-			b.WriteString(j.Reason)
-			b.WriteString(")")
-			verdict.Approved, verdict.Reason = true, b.String()
+			verdict.Approved, verdict.Reason = true, approvedReason(j.Score, j.Reason)
 		}
 	}
 	v.log(r, verdict)
@@ -293,6 +284,28 @@ func (v *Vaglio) Check(ctx context.Context, r Request) Verdict {
 		span.String(telemetry.KeyBlockedBy, verdict.BlockedBy)
 	}
 	return verdict
+}
+
+// approvedReason is "approved: score 0.80 (reason)"; rule-based-v1's
+// are written once (ruleNotes.approved).
+func approvedReason(score float64, reason string) string {
+	if a, ok := ruleNotes.approved[reason]; ok && a.score == score {
+		return a.text
+	}
+	return writeApproved(score, reason)
+}
+
+func writeApproved(score float64, reason string) string {
+	// fmt's %.2f is strconv's 'f' with precision 2.
+	var b strings.Builder
+	b.Grow(len("approved: score 0.00 ()") + len(reason))
+	var num [8]byte
+	b.WriteString("approved: score ")
+	b.Write(strconv.AppendFloat(num[:0], score, 'f', 2, 64))
+	b.WriteString(" (")
+	b.WriteString(reason)
+	b.WriteString(")")
+	return b.String()
 }
 
 // judged is score, in a span of its own when the judge is not the
