@@ -246,9 +246,26 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		traceparent = telemetry.Traceparent(ctx)
 	}
 	gctx, commit := telemetry.Start(ctx, "store")
-	err = s.db.GroupTx(gctx, func(tx storage.Querier) error {
-		var err error
-		if pending {
+	// What follows the request's row: its notices, then its audit row.
+	rest := func(tx storage.Querier) error {
+		if len(notices) > 0 {
+			if err := s.insertNotifications(qctx, tx, id, notices, storage.FormatTime(now)); err != nil {
+				return err
+			}
+		}
+		return storage.AppendPrepared(qctx, tx, audit)
+	}
+	if !pending {
+		// Decided now: the row's insert is the group's to send, with the
+		// other calls' (one round trip for the group on PostgreSQL).
+		err = s.db.GroupExec(gctx, row.query, row.args, func(tx storage.Querier, n int64) error {
+			if inserted = n == 1; !inserted {
+				return nil
+			}
+			return rest(tx)
+		})
+	} else {
+		err = s.db.GroupTx(gctx, func(tx storage.Querier) error {
 			// Counted again in the writing transaction: concurrent
 			// submissions passed the count above together, and writes
 			// take turns here (every replica's: CapLock), so the cap
@@ -260,35 +277,29 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 			if err := underPendingCap(qctx, tx, agent, sub.MaxPending); err != nil {
 				return err
 			}
-		}
-		if inserted, err = insertRequestRow(qctx, tx, row); err != nil || !inserted {
-			return err
-		}
-		if traceparent != "" {
-			if err := keepTrace(qctx, tx, id, traceparent); err != nil {
-				return fmt.Errorf("keep trace: %w", err)
+			var err error
+			if inserted, err = insertRequestRow(qctx, tx, row); err != nil || !inserted {
+				return err
 			}
-		}
-		for _, n := range notify {
-			if _, err := tx.ExecContext(qctx, insertCard,
-				id, n, storage.FormatTime(now)); err != nil {
-				return fmt.Errorf("insert card: %w", err)
+			if traceparent != "" {
+				if err := keepTrace(qctx, tx, id, traceparent); err != nil {
+					return fmt.Errorf("keep trace: %w", err)
+				}
 			}
-		}
-		if pending {
+			for _, n := range notify {
+				if _, err := tx.ExecContext(qctx, insertCard,
+					id, n, storage.FormatTime(now)); err != nil {
+					return fmt.Errorf("insert card: %w", err)
+				}
+			}
 			// Other replicas' SSE streams and the leader's dispatchers
 			// hear of it at commit (a decided-now request has no watchers).
 			if err := s.db.Notify(qctx, tx, noticeRequest+id); err != nil {
 				return err
 			}
-		}
-		if len(notices) > 0 {
-			if err := s.insertNotifications(qctx, tx, id, notices, storage.FormatTime(now)); err != nil {
-				return err
-			}
-		}
-		return storage.AppendPrepared(qctx, tx, audit)
-	})
+			return rest(tx)
+		})
+	}
 	commit.End()
 	if err != nil {
 		return refuse(fmt.Errorf("submit: %w", err))

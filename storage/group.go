@@ -24,11 +24,43 @@ type groupCommit struct {
 }
 
 type groupOp struct {
-	ctx  context.Context
-	fn   func(q Querier) error
-	next *groupOp // the call queued before this one
-	err  error
-	done chan struct{}
+	ctx context.Context
+	fn  func(q Querier) error
+	// first is the statement a GroupExec call begins with (query empty
+	// for GroupTx's); fn runs it, then then.
+	first groupFirst
+	next  *groupOp // the call queued before this one
+	err   error
+	done  chan struct{}
+}
+
+// groupFirst is the first statement of a GroupExec call and what follows
+// it.
+type groupFirst struct {
+	query string
+	args  []any
+	then  func(q Querier, affected int64) error
+}
+
+// run runs the statement and then through q.
+func (f *groupFirst) run(q Querier) error {
+	res, err := q.ExecContext(context.Background(), f.query, f.args...)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	return f.follow(q, n)
+}
+
+// follow runs then, if any, after the statement affected n rows.
+func (f *groupFirst) follow(q Querier, n int64) error {
+	if f.then == nil {
+		return nil
+	}
+	return f.then(q, n)
 }
 
 // GroupTx runs fn in a write transaction, as InTx does, but shares that
@@ -51,7 +83,29 @@ func (db *DB) GroupTx(ctx context.Context, fn func(q Querier) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	op := &groupOp{ctx: ctx, fn: fn, done: make(chan struct{})}
+	return db.enqueue(&groupOp{ctx: ctx, fn: fn, done: make(chan struct{})})
+}
+
+// GroupExec is GroupTx for a call whose work begins with one statement:
+// query runs with args, then then(q, n), n the rows it affected, in the
+// same transaction (then may be nil). On PostgreSQL the first statements
+// of a group's calls are sent together with its BEGIN, one round trip
+// for the group instead of one each (see tryGroupPG); each then runs
+// after all of them, before the functions given to GroupTx, and is bound
+// as GroupTx's fn is. The statement runs under no caller's context, as
+// the group's own statements do.
+func (db *DB) GroupExec(ctx context.Context, query string, args []any, then func(q Querier, affected int64) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	op := &groupOp{ctx: ctx, first: groupFirst{query: query, args: args, then: then}, done: make(chan struct{})}
+	op.fn = op.first.run
+	return db.enqueue(op)
+}
+
+// enqueue queues op, runs the queue when no writer does, and waits for
+// op's answer.
+func (db *DB) enqueue(op *groupOp) error {
 	g := &db.group
 	for {
 		op.next = g.head.Load()
@@ -145,7 +199,11 @@ func (db *DB) commitGroup(batch []*groupOp) []error {
 		return failAll(errs, err)
 	}
 	defer unlock()
-	if failed := db.tryGroup(ctx, batch, errs, false); failed != nil {
+	try := db.tryGroup
+	if db.pg != nil {
+		try = db.tryGroupPG
+	}
+	if failed := try(ctx, batch, errs, false); failed != nil {
 		if live == 1 {
 			return failAll(errs, failed) // alone in its transaction: nothing else to keep
 		}

@@ -130,3 +130,89 @@ func TestGroupTx_CancelledCall(t *testing.T) {
 		t.Fatalf("cancelled call: err %v, ran %v", err, ran)
 	}
 }
+
+// TestGroupTx_ExecMixed: GroupExec calls (their first statements sent
+// together on PostgreSQL) and GroupTx calls in the same groups. A repeat
+// affects no row and appends nothing; a first statement that fails (NOT
+// NULL) and a then that fails each roll back alone; every other call is
+// stored whole with its audit row, and the chain is intact.
+func TestGroupTx_ExecMixed(t *testing.T) {
+	db := openGroupT(t)
+	ctx := context.Background()
+	const n = 300
+	errs := make([]error, n)
+	affected := make([]int64, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			k := fmt.Sprint("k", i)
+			var v any = i
+			switch i % 10 {
+			case 1:
+				k = "shared" // one of these is stored; the others are repeats
+			case 3:
+				v = nil // fails: v is NOT NULL
+			case 5:
+				errs[i] = db.GroupTx(ctx, func(tx storage.Querier) error {
+					if _, err := tx.ExecContext(ctx, `INSERT INTO items (k, v) VALUES ($1, $2)`, k, i); err != nil {
+						return err
+					}
+					return storage.AppendAudit(ctx, tx, storage.AuditEvent{Actor: "test", Event: storage.AuditNote, RequestID: k})
+				})
+				affected[i] = 1
+				return
+			}
+			errs[i] = db.GroupExec(ctx, `INSERT INTO items (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING`, []any{k, v},
+				func(tx storage.Querier, got int64) error {
+					affected[i] = got
+					if got == 0 {
+						return nil
+					}
+					if err := storage.AppendAudit(ctx, tx, storage.AuditEvent{Actor: "test", Event: storage.AuditNote, RequestID: k}); err != nil {
+						return err
+					}
+					if i%10 == 7 {
+						return fmt.Errorf("call %d fails after its statement", i)
+					}
+					return nil
+				})
+		})
+	}
+	wg.Wait()
+	stored, shared := 0, 0
+	for i, err := range errs {
+		switch i % 10 {
+		case 3, 7:
+			if err == nil {
+				t.Errorf("call %d: no error", i)
+			}
+			if got := countItems(t, db, fmt.Sprintf("WHERE k = 'k%d'", i)); got != 0 {
+				t.Errorf("call %d failed but left its row", i)
+			}
+		case 1:
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+			}
+			shared += int(affected[i])
+		default:
+			if err != nil || affected[i] != 1 {
+				t.Errorf("call %d: err %v, %d rows", i, err, affected[i])
+			}
+			stored++
+		}
+	}
+	if shared != 1 {
+		t.Errorf("the shared key was inserted %d times, want once", shared)
+	}
+	if got := countItems(t, db, ""); got != stored+1 {
+		t.Errorf("%d rows, want %d", got, stored+1)
+	}
+	var audited int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM audit WHERE actor = 'test'`).Scan(&audited); err != nil {
+		t.Fatal(err)
+	}
+	if audited != stored+1 {
+		t.Errorf("%d audit rows, want %d (one per row stored)", audited, stored+1)
+	}
+	wantIntact(t, db, stored+2) // and the genesis row
+}

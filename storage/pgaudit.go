@@ -77,16 +77,29 @@ func (db *DB) sealPG(ctx context.Context, q txQuerier) error {
 	if err != nil {
 		return err
 	}
+	args, err := sealPGArgs(seq, prev, others, q.pga.rows)
+	if err != nil {
+		return err
+	}
+	if _, err := q.ExecContext(ctx, sealPGRows, args...); err != nil {
+		return fmt.Errorf("seal audit rows: %w", err)
+	}
+	return nil
+}
+
+// sealPGArgs are the arguments of sealPGRows: the unsealed committed rows
+// others, then rows, numbered and hashed after the head (seq, prev).
+func sealPGArgs(seq int64, prev string, others []AuditEvent, rows []pgAuditRow) ([]any, error) {
+	var err error
 	ids, oseq, ohash := make([]int64, len(others)), make([]int64, len(others)), make([]string, len(others))
 	for i := range others {
 		e := &others[i]
 		seq++
 		if prev, err = chainHash(prev, e.canonical()); err != nil {
-			return err
+			return nil, err
 		}
 		ids[i], oseq[i], ohash[i] = e.ID, seq, prev
 	}
-	rows := q.pga.rows
 	n := len(rows)
 	var (
 		at, actor, event              = make([]string, n), make([]string, n), make([]string, n)
@@ -104,7 +117,7 @@ func (db *DB) sealPG(ctx context.Context, q txQuerier) error {
 		}
 		seq++
 		if prev, err = chainHash(prev, canonical(r.at, r.actor, r.event, r.requestID, g, string(r.detail))); err != nil {
-			return err
+			return nil, err
 		}
 		at[i], actor[i], event[i], nseq[i], nhash[i] = r.at, r.actor, r.event, seq, prev
 		request[i], agent[i], capab[i] = optString(r.requestID), optString(r.agent), optString(r.capability)
@@ -113,11 +126,7 @@ func (db *DB) sealPG(ctx context.Context, q txQuerier) error {
 			detail[i] = &d
 		}
 	}
-	if _, err := q.ExecContext(ctx, sealPGRows, ids, oseq, ohash,
-		at, actor, event, request, grant, detail, agent, capab, nseq, nhash, seq, prev); err != nil {
-		return fmt.Errorf("seal audit rows: %w", err)
-	}
-	return nil
+	return []any{ids, oseq, ohash, at, actor, event, request, grant, detail, agent, capab, nseq, nhash, seq, prev}, nil
 }
 
 // optString is s, or nil (NULL) when empty, as nullString stores it.

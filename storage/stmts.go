@@ -110,7 +110,7 @@ func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) *s
 // tx returns the Querier InTx and GroupTx hand their functions: tx with
 // the statement cache, through which audit rows join the chain.
 func (db *DB) tx(tx *sql.Tx) txQuerier {
-	q := txQuerier{db: db, tx: tx}
+	q := txQuerier{db: db, tx: tx, run: tx}
 	if db.pg != nil {
 		q.pga = &pgAudit{}
 	}
@@ -119,8 +119,17 @@ func (db *DB) tx(tx *sql.Tx) txQuerier {
 
 type txQuerier struct {
 	db  *DB
-	tx  *sql.Tx
+	tx  *sql.Tx  // nil in a PostgreSQL group commit, whose transaction pgx began (see tryGroupPG)
+	run runner   // tx, or the connection holding the transaction
 	pga *pgAudit // PostgreSQL: the audit rows appended, inserted at commit (see sealPG)
+}
+
+// runner runs statements: a *sql.Tx, or a *sql.Conn inside a transaction
+// begun on it.
+type runner interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // txStmt returns the cached statement of query for use in a transaction,
@@ -168,19 +177,19 @@ func (q txQuerier) ExecContext(ctx context.Context, query string, args ...any) (
 	if st := q.txStmt(query); st != nil {
 		return q.bound(ctx, st).ExecContext(ctx, args...)
 	}
-	return q.tx.ExecContext(ctx, query, args...)
+	return q.run.ExecContext(ctx, query, args...)
 }
 
 func (q txQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if st := q.txStmt(query); st != nil {
 		return q.bound(ctx, st).QueryContext(ctx, args...)
 	}
-	return q.tx.QueryContext(ctx, query, args...)
+	return q.run.QueryContext(ctx, query, args...)
 }
 
 func (q txQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if st := q.txStmt(query); st != nil {
 		return q.bound(ctx, st).QueryRowContext(ctx, args...)
 	}
-	return q.tx.QueryRowContext(ctx, query, args...)
+	return q.run.QueryRowContext(ctx, query, args...)
 }

@@ -1,0 +1,261 @@
+// The group commit on PostgreSQL: a group's transaction in three round
+// trips, whatever its size, through pgx's pipelined batches.
+
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// pgRollbackTimeout bounds the ROLLBACK of a group that failed; a
+// connection that does not answer it is dropped from the pool.
+const pgRollbackTimeout = 5 * time.Second
+
+// tryGroupPG is tryGroup on PostgreSQL. Without savepoints the group's
+// transaction takes three round trips: its BEGIN and the first statement
+// of every GroupExec call in one pipelined batch; the chain head's lock
+// and the unsealed rows' read in a second, once the calls' own work is
+// done (the head is still locked last); the sealing statement and the
+// COMMIT in a third. Through database/sql each statement was a round trip
+// of its own: BEGIN, an insert per call, the lock, the read, the seal and
+// the COMMIT. The GroupExec calls' then and the GroupTx calls' functions
+// run in between, on the same connection, through database/sql. With
+// savepoints (after a call failed) the group runs as tryGroup runs it.
+func (db *DB) tryGroupPG(ctx context.Context, batch []*groupOp, errs []error, savepoints bool) (failed error) {
+	if savepoints {
+		return db.tryGroup(ctx, batch, errs, true)
+	}
+	conn, err := db.DB.Conn(ctx)
+	if err != nil {
+		failAll(errs, err)
+		return nil
+	}
+	defer conn.Close()
+	t := &pgGroupTx{conn: conn}
+	defer t.rollback()
+
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	check := checkGroups()
+	if check {
+		b.Queue(pgCountersQuery)
+	}
+	var firsts []int // the GroupExec calls, by their index in batch
+	for i, op := range batch {
+		if errs[i] == nil && op.first.query != "" {
+			b.Queue(op.first.query, op.first.args...)
+			firsts = append(firsts, i)
+		}
+	}
+	affected := make([]int64, len(batch))
+	var versions [2]int64
+	var opErr error // the error of a call's first statement
+	err = t.send(ctx, b, func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		if check {
+			if err := br.QueryRow().Scan(&versions[0], &versions[1]); err != nil {
+				return fmt.Errorf("check the grants and rules counters: %w", err)
+			}
+		}
+		for _, i := range firsts {
+			tag, err := br.Exec()
+			if err != nil {
+				opErr = err
+				return err
+			}
+			affected[i] = tag.RowsAffected()
+		}
+		return nil
+	})
+	if opErr != nil {
+		return opErr // rolled back; the batch runs again with savepoints
+	}
+	if err != nil {
+		failAll(errs, fmt.Errorf("group commit: %w", err))
+		return nil
+	}
+	q := txQuerier{db: db, run: conn, pga: &pgAudit{}}
+	for _, i := range firsts {
+		if err := batch[i].first.follow(q, affected[i]); err != nil {
+			return err
+		}
+	}
+	for i, op := range batch {
+		if errs[i] == nil && op.first.query == "" {
+			if err := op.fn(q); err != nil {
+				return err
+			}
+		}
+	}
+	if check {
+		now, err := groupVersions(ctx, q)
+		if err == nil && now != versions {
+			err = fmt.Errorf("%w: grants_version %d → %d, rules_version %d → %d",
+				ErrGroupChangedPolicy, versions[0], now[0], versions[1], now[1])
+		}
+		if err != nil {
+			failAll(errs, err)
+			return nil
+		}
+	}
+	if err := db.sealCommitPG(ctx, t, q); err != nil {
+		failAll(errs, fmt.Errorf("group commit: %w", err))
+	}
+	return nil
+}
+
+// sealCommitPG seals q's audit rows into the chain, as sealPG does, and
+// commits: two round trips.
+func (db *DB) sealCommitPG(ctx context.Context, t *pgGroupTx, q txQuerier) error {
+	if len(q.pga.rows) == 0 {
+		// Nothing of the group's own to seal (every call was a repeat):
+		// only committed rows left unsealed, if any, as InTx would.
+		if err := db.sealAudit(ctx, q); err != nil {
+			return err
+		}
+		return t.commit(ctx, &pgx.Batch{})
+	}
+	var (
+		seq    int64
+		prev   string
+		others []AuditEvent
+	)
+	b := &pgx.Batch{}
+	b.Queue(selectHeadLocked)
+	b.Queue(selectUnsealed)
+	err := t.send(ctx, b, func(br pgx.BatchResults) error {
+		if err := br.QueryRow().Scan(&seq, &prev); err != nil {
+			return fmt.Errorf("audit chain head: %w", err)
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return fmt.Errorf("seal audit: %w", err)
+		}
+		others, err = scanUnsealedPG(rows)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	args, err := sealPGArgs(seq, prev, others, q.pga.rows)
+	if err != nil {
+		return err
+	}
+	b = &pgx.Batch{}
+	b.Queue(sealPGRows, args...)
+	return t.commit(ctx, b)
+}
+
+// scanUnsealedPG is scanUnsealed's reading of selectUnsealed, from pgx.
+func scanUnsealedPG(rows pgx.Rows) ([]AuditEvent, error) {
+	defer rows.Close()
+	var out []AuditEvent
+	for rows.Next() {
+		var e AuditEvent
+		var grant *int64
+		if err := rows.Scan(&e.ID, &e.at, &e.Actor, &e.Event, &e.RequestID, &grant, &e.detail); err != nil {
+			return nil, fmt.Errorf("seal audit: %w", err)
+		}
+		if grant != nil {
+			e.grant = strconv.FormatInt(*grant, 10)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("seal audit: %w", err)
+	}
+	return out, nil
+}
+
+// pgGroupTx is a transaction pgx began on a connection database/sql lent
+// (conn): the pipelined batches go to the pgx connection under it, the
+// calls' statements through conn.
+type pgGroupTx struct {
+	conn      *sql.Conn
+	committed bool
+}
+
+// send sends b in one round trip and reads its results with read, then
+// the rest.
+func (t *pgGroupTx) send(ctx context.Context, b *pgx.Batch, read func(pgx.BatchResults) error) error {
+	return t.conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("storage: a PostgreSQL connection of type %T", dc)
+		}
+		br := c.Conn().SendBatch(ctx, b)
+		err := read(br)
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+}
+
+// errRolledBack says a COMMIT found the transaction failed.
+var errRolledBack = errors.New("commit: the transaction was rolled back")
+
+// commit sends b's statements and then COMMIT, in one round trip.
+func (t *pgGroupTx) commit(ctx context.Context, b *pgx.Batch) error {
+	n := b.Len()
+	b.Queue("COMMIT")
+	err := t.send(ctx, b, func(br pgx.BatchResults) error {
+		for range n {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("seal audit rows: %w", err)
+			}
+		}
+		tag, err := br.Exec()
+		if err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		if tag.String() != "COMMIT" {
+			return errRolledBack
+		}
+		t.committed = true
+		return nil
+	})
+	if t.committed {
+		return nil // committed: what the rest of the batch said does not change it
+	}
+	return err
+}
+
+// rollback ends the transaction unless it committed. A connection that
+// cannot say it is out of it is not given back to the pool (database/sql
+// drops it: driver.ErrBadConn).
+func (t *pgGroupTx) rollback() {
+	if t.committed {
+		return
+	}
+	_ = t.conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return driver.ErrBadConn
+		}
+		pc := c.Conn()
+		if pc.IsClosed() {
+			return driver.ErrBadConn
+		}
+		if pc.PgConn().TxStatus() == 'I' {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), pgRollbackTimeout)
+		defer cancel()
+		if _, err := pc.Exec(ctx, "ROLLBACK"); err != nil || pc.PgConn().TxStatus() != 'I' {
+			return driver.ErrBadConn
+		}
+		return nil
+	})
+}
