@@ -23,8 +23,10 @@ func live(t *testing.T) *liveGateway {
 	return g
 }
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+// ctxT bounds a test that would otherwise hang; it is no speed limit, so
+// it is the same minute whatever the test expects to take.
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -32,7 +34,7 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 func TestClient_RequestAllowedByPolicy(t *testing.T) {
 	g := live(t)
 	c := client.New(g.URL, agentToken)
-	r, err := c.Request(ctxT(t, 5*time.Second), client.Req{Capability: "llm:local", Intent: "summarize"}, time.Minute)
+	r, err := c.Request(ctxT(t), client.Req{Capability: "llm:local", Intent: "summarize"}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +50,7 @@ func TestClient_RequestAllowedByPolicy(t *testing.T) {
 func TestClient_RequestWaitsForPerson(t *testing.T) {
 	g := live(t)
 	c, admin := client.New(g.URL, agentToken), client.New(g.URL, adminToken)
-	ctx := ctxT(t, 10*time.Second)
+	ctx := ctxT(t)
 	events, err := admin.Events(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -61,16 +63,14 @@ func TestClient_RequestWaitsForPerson(t *testing.T) {
 			}
 		}
 	}()
-	start := time.Now()
-	r, err := c.Request(ctx, client.Req{CallID: "c1", Capability: "fs:write", Target: "/srv/app/x", Timeout: time.Minute}, 8*time.Second)
+	// The long-poll waits longer than the request lives: only the decision
+	// waking it gives an allowed answer.
+	r, err := c.Request(ctx, client.Req{CallID: "c1", Capability: "fs:write", Target: "/srv/app/x", Timeout: time.Minute}, 5*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !r.Allowed() || r.Decision != client.AllowOnce || r.DecidedBy != "api:admin" || r.CallID != "c1" {
 		t.Fatalf("got %+v", r)
-	}
-	if time.Since(start) > 5*time.Second {
-		t.Fatalf("took %s: the long-poll was not woken by the decision", time.Since(start))
 	}
 	if got := r.ExpiresAt.Sub(r.CreatedAt); got != time.Minute {
 		t.Fatalf("timeout_s not sent: expires after %s", got)
@@ -80,7 +80,7 @@ func TestClient_RequestWaitsForPerson(t *testing.T) {
 func TestClient_WaitRunsOutThenCancel(t *testing.T) {
 	g := live(t)
 	c := client.New(g.URL, agentToken)
-	ctx := ctxT(t, 10*time.Second)
+	ctx := ctxT(t)
 	r, err := c.Request(ctx, client.Req{Capability: "fs:write", Target: "/srv/x"}, 300*time.Millisecond)
 	if err != nil || r.Status != client.StatusPending {
 		t.Fatalf("got %+v, %v", r, err)
@@ -104,7 +104,7 @@ func TestClient_WaitRunsOutThenCancel(t *testing.T) {
 func TestClient_IdempotentCallID(t *testing.T) {
 	g := live(t)
 	c := client.New(g.URL, agentToken)
-	ctx := ctxT(t, 5*time.Second)
+	ctx := ctxT(t)
 	a, err := c.Request(ctx, client.Req{CallID: "same", Capability: "fs:write", Target: "/srv/x"}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestClient_IdempotentCallID(t *testing.T) {
 func TestClient_CallIDConflict(t *testing.T) {
 	g := live(t)
 	c := client.New(g.URL, agentToken)
-	ctx := ctxT(t, 5*time.Second)
+	ctx := ctxT(t)
 	first, err := c.Request(ctx, client.Req{CallID: "x", Capability: "llm:local"}, 0)
 	if err != nil || !first.Allowed() {
 		t.Fatalf("llm:local: %v %s", err, first.Status)
@@ -141,7 +141,7 @@ func TestClient_CallIDConflict(t *testing.T) {
 func TestClient_Check(t *testing.T) {
 	g := live(t)
 	c := client.New(g.URL, agentToken)
-	ctx := ctxT(t, 5*time.Second)
+	ctx := ctxT(t)
 	res, err := c.Check(ctx, client.Req{Capability: "fs:read", Target: "~/.ssh/id_rsa"})
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func TestClient_Check(t *testing.T) {
 
 func TestClient_APIErrors(t *testing.T) {
 	g := live(t)
-	ctx := ctxT(t, 5*time.Second)
+	ctx := ctxT(t)
 	cases := []struct {
 		name   string
 		call   func() error
@@ -208,7 +208,7 @@ func TestClient_APIErrors(t *testing.T) {
 func TestClient_RateLimited(t *testing.T) {
 	g := live(t)
 	c := client.New(g.URL, otherToken) // b2: 1 request an hour per capability
-	ctx := ctxT(t, 5*time.Second)
+	ctx := ctxT(t)
 	if _, err := c.Request(ctx, client.Req{Capability: "llm:local"}, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestClient_Unreachable(t *testing.T) {
 	url := "http://" + ln.Addr().String()
 	ln.Close()
 	c := client.New(url, agentToken)
-	ctx := ctxT(t, 5*time.Second)
+	ctx := ctxT(t)
 	if _, err := c.Request(ctx, client.Req{Capability: "llm:local"}, time.Second); !errors.Is(err, client.ErrUnreachable) {
 		t.Fatalf("request: %v", err)
 	}
@@ -238,7 +238,7 @@ func TestClient_Unreachable(t *testing.T) {
 
 func TestClient_OtherAgentsRequestIsNotFound(t *testing.T) {
 	g := live(t)
-	ctx := ctxT(t, 5*time.Second)
+	ctx := ctxT(t)
 	r, err := client.New(g.URL, agentToken).Request(ctx, client.Req{Capability: "fs:write", Target: "/srv/x"}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +253,7 @@ func TestClient_OtherAgentsRequestIsNotFound(t *testing.T) {
 func TestClient_Events(t *testing.T) {
 	g := live(t)
 	c, admin := client.New(g.URL, agentToken), client.New(g.URL, adminToken)
-	ctx := ctxT(t, 10*time.Second)
+	ctx := ctxT(t)
 	events, err := c.Events(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -294,8 +294,8 @@ func nextEvent(t *testing.T, ch <-chan client.Event) client.Event {
 			t.Fatal("event stream closed")
 		}
 		return e
-	case <-time.After(5 * time.Second):
-		t.Fatal("no event within 5s")
+	case <-time.After(time.Minute):
+		t.Fatal("no event within a minute")
 	}
 	return client.Event{}
 }
@@ -306,7 +306,7 @@ func nextEvent(t *testing.T, ch <-chan client.Event) client.Event {
 func TestClient_EventsReconnect(t *testing.T) {
 	g := live(t)
 	c, admin := client.New(g.URL, agentToken), client.New(g.URL, adminToken)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := ctxT(t)
 	events, err := c.Events(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -320,7 +320,7 @@ func TestClient_EventsReconnect(t *testing.T) {
 	}
 	waited := make(chan client.Request, 1)
 	go func() {
-		r, err := c.Get(ctx, pending.ID, 20*time.Second)
+		r, err := c.Get(ctx, pending.ID, 50*time.Second)
 		if err != nil {
 			t.Errorf("get across restart: %v", err)
 		}
@@ -348,7 +348,7 @@ func TestClient_EventsReconnect(t *testing.T) {
 		if !got.Allowed() {
 			t.Fatalf("long-poll across restart: %+v", got)
 		}
-	case <-time.After(15 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("the long-poll did not survive the restart")
 	}
 	if e := nextEvent(t, events); e.Kind != client.EventResolved || e.ID != pending.ID || e.Status != client.StatusAllowed {
@@ -369,14 +369,14 @@ func TestClient_EventsClosedWithContext(t *testing.T) {
 		if ok {
 			t.Fatal("event after cancel")
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("stream not closed after cancel")
 	}
 }
 
 func TestClient_EventsBadToken(t *testing.T) {
 	g := live(t)
-	_, err := client.New(g.URL, "wrong").Events(ctxT(t, 5*time.Second))
+	_, err := client.New(g.URL, "wrong").Events(ctxT(t))
 	var ae *client.APIError
 	if !errors.As(err, &ae) || ae.StatusCode != 401 {
 		t.Fatalf("err %v", err)
@@ -418,7 +418,7 @@ func TestParseCallback_FromGateway(t *testing.T) {
 		got <- cb
 	}))
 	defer agentSrv.Close()
-	ctx := ctxT(t, 10*time.Second)
+	ctx := ctxT(t)
 	c := client.New(g.URL, agentToken)
 	r, err := c.Request(ctx, client.Req{CallID: "cb-1", Capability: "code:exec", Target: "npm install",
 		CallbackURL: agentSrv.URL + "/approve"}, 0)
@@ -434,7 +434,7 @@ func TestParseCallback_FromGateway(t *testing.T) {
 		if cb != want || !cb.Allowed() {
 			t.Fatalf("got %+v, want %+v", cb, want)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("no callback")
 	}
 }
@@ -463,7 +463,7 @@ func TestClient_Hook(t *testing.T) {
 	g := live(t)
 	c := client.New(g.URL, agentToken)
 	ev := `{"hook_event_name":"PreToolUse","cwd":"/home/test/p","tool_name":"Read","tool_input":{"file_path":"~/.ssh/id_rsa"},"tool_use_id":"toolu_1"}`
-	b, err := c.Hook(ctxT(t, 10*time.Second), "claude-code", []byte(ev), time.Second)
+	b, err := c.Hook(ctxT(t), "claude-code", []byte(ev), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +475,7 @@ func TestClient_Hook(t *testing.T) {
 		t.Fatalf("%s: %v", b, err)
 	}
 	var ae *client.APIError
-	if _, err := client.New(g.URL, "nope").Hook(ctxT(t, 5*time.Second), "claude-code", []byte(ev), 0); !errors.As(err, &ae) || ae.StatusCode != http.StatusUnauthorized {
+	if _, err := client.New(g.URL, "nope").Hook(ctxT(t), "claude-code", []byte(ev), 0); !errors.As(err, &ae) || ae.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("bad token: %v", err)
 	}
 }
