@@ -89,7 +89,7 @@ func runOutage(t *testing.T) {
 	// The messengers as cmd/gateway builds them (messenger_telegram.go, messenger_slack.go, messenger_discord.go).
 	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Logger: log, Home: dir,
 		Messengers: []messenger.Factory{
-			telegram.Factory(telegram.Options{Config: cfg.Telegram, Logger: log, GrantTTL: cfg.Policy.GrantTTL}),
+			telegram.Factory(telegram.Options{Config: cfg.Telegram, Logger: log, GrantTTL: time.Duration(cfg.Policy.GrantTTL)}),
 			slack.Factory(cfg.Slack, slack.Options{Options: messenger.Options{Logger: log}}),
 			discord.Factory(cfg.Discord, discord.Options{Options: messenger.Options{Logger: log}}),
 		}})
