@@ -268,9 +268,14 @@ func (c *child) stop(d time.Duration) (time.Duration, error) {
 
 // sample is one reading of the child's resources.
 type sample struct {
-	At         time.Duration
-	RSSKiB     int
-	Goroutines int
+	At     time.Duration
+	RSSKiB int
+	// AnonKiB and FileKiB split RSSKiB: the process's own memory (heap,
+	// stacks, SQLite's caches), and the pages of files it maps (the
+	// executable, shared with the page cache: how much of it counts
+	// depends on how the kernel cached the file, not on the gateway).
+	AnonKiB, FileKiB int
+	Goroutines       int
 }
 
 // sampler reads VmRSS from /proc/<pid>/status and go_goroutines from
@@ -287,7 +292,8 @@ func startSampler(pid int, base string, every time.Duration) *sampler {
 	hc := &http.Client{Timeout: 2 * time.Second}
 	start := time.Now()
 	take := func() {
-		smp := sample{At: time.Since(start), RSSKiB: rssKiB(pid), Goroutines: goroutines(hc, base)}
+		smp := sample{At: time.Since(start), Goroutines: goroutines(hc, base)}
+		smp.RSSKiB, smp.AnonKiB, smp.FileKiB = memKiB(pid)
 		s.mu.Lock()
 		s.samples = append(s.samples, smp)
 		s.mu.Unlock()
@@ -320,17 +326,32 @@ func (s *sampler) stop() []sample {
 }
 
 func rssKiB(pid int) int {
+	rss, _, _ := memKiB(pid)
+	return rss
+}
+
+// memKiB reads VmRSS, RssAnon and RssFile (0 when unreadable).
+func memKiB(pid int) (rss, anon, file int) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0
+		return 0, 0, 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-			return n
+		name, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+		switch name {
+		case "VmRSS":
+			rss = n
+		case "RssAnon":
+			anon = n
+		case "RssFile":
+			file = n
 		}
 	}
-	return 0
+	return rss, anon, file
 }
 
 func goroutines(hc *http.Client, base string) int {
