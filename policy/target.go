@@ -80,7 +80,9 @@ func (n Normalizer) cleanPath(p string) string {
 	if p == "" {
 		return ""
 	}
-	p = path.Clean(p)
+	if !isClean(p) {
+		p = path.Clean(p)
+	}
 	// A relative path can clean to a leading "~" ("x/../~/.ssh" is ./~/.ssh,
 	// not the home directory). Keep it relative so that cleaning a cleaned
 	// path (a stored grant is cleaned again when matched) never expands it.
