@@ -324,3 +324,42 @@ func FuzzPathMatcher(f *testing.F) {
 		}
 	})
 }
+
+// TestForbiddenPathIn_PlainWords: the shortcut for a plain word answers as
+// the whole reading does, for words drawn from the rules' own names.
+func TestForbiddenPathIn_PlainWords(t *testing.T) {
+	var words []string
+	for _, rules := range pathMatchLists() {
+		for _, r := range rules {
+			for _, c := range r.comps {
+				words = append(words, c.pat, c.example)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(39, 4))
+	const alphabet = "abcdegiknoprstuvwy019_-"
+	for range 20_000 {
+		b := make([]byte, 1+r.IntN(10))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		words = append(words, string(b))
+	}
+	n := 0
+	for _, w := range words {
+		if !plainWord(w) {
+			continue
+		}
+		n++
+		for _, m := range []*pathMatcher{nil, testOwn.matcher, persistenceMatcher} {
+			gotRule, gotHit := forbiddenPathIn(w, testHome, m)
+			wantRule, wantHit := forbiddenPathInText(w, testHome, m)
+			if gotRule != wantRule || gotHit != wantHit {
+				t.Fatalf("%q: shortcut %q %v, whole reading %q %v", w, gotRule, gotHit, wantRule, wantHit)
+			}
+		}
+	}
+	if n < 10_000 {
+		t.Fatalf("only %d plain words drawn", n)
+	}
+}

@@ -98,6 +98,18 @@ func forbiddenPathIn(s, home string, m *pathMatcher) (rule string, hit bool) {
 	if s == "" {
 		return "", false
 	}
+	if plainWord(s) {
+		// One element, as it is: nothing to unquote, expand, clean or
+		// split (an arg key, "utf-8"). TestForbiddenPathIn_PlainWords
+		// holds it to forbiddenPathInText.
+		var buf [1]string
+		return m.orForbidden().match(append(buf[:0], s), false, true)
+	}
+	return forbiddenPathInText(s, home, m)
+}
+
+// forbiddenPathInText is forbiddenPathIn for any string.
+func forbiddenPathInText(s, home string, m *pathMatcher) (rule string, hit bool) {
 	s = shellNormalize(s, home)
 	whole := expandTilde(strings.TrimSpace(s), home)
 	if rule, hit := forbiddenPath(whole, m); hit {
@@ -176,12 +188,29 @@ func forbiddenPath(p string, m *pathMatcher) (rule string, hit bool) {
 	if p == "" {
 		return "", false
 	}
-	if m == nil {
-		m = forbiddenMatcher
-	}
 	var buf [16]string
 	comps, rooted := splitComps(buf[:0], p)
-	return m.match(comps, rooted, !strings.ContainsAny(p, globInput))
+	return m.orForbidden().match(comps, rooted, !strings.ContainsAny(p, globInput))
+}
+
+// orForbidden is m, or the closed list alone for nil.
+func (m *pathMatcher) orForbidden() *pathMatcher {
+	if m == nil {
+		return forbiddenMatcher
+	}
+	return m
+}
+
+// plainWord reports a string of lower-case ASCII letters, digits, '_' and
+// '-' alone: one path element that no shell reading, tilde, cleaning or
+// lower-casing changes.
+func plainWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // forbiddenMatcher is forbiddenPaths compiled.
