@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -355,5 +356,27 @@ func TestSeedPathLiterals(t *testing.T) {
 			b.WriteString(seedPieces[rng.IntN(len(seedPieces))])
 		}
 		check(b.String())
+	}
+}
+
+// TestMayMatchSeedPath_AnyLiteral: the pre-test says yes exactly when s
+// contains one of the seed's path literals.
+func TestMayMatchSeedPath_AnyLiteral(t *testing.T) {
+	pieces := append([]string{"a", "/", ".", "x/", "e", "tc", "ss", "h"}, seedPathLiterals...)
+	r := rand.New(rand.NewPCG(39, 5))
+	for range 50_000 {
+		var b strings.Builder
+		for range r.IntN(8) {
+			p := pieces[r.IntN(len(pieces))]
+			if r.IntN(3) == 0 && len(p) > 1 {
+				p = p[:len(p)-1] // a literal cut short
+			}
+			b.WriteString(p)
+		}
+		s := b.String()
+		want := slices.ContainsFunc(seedPathLiterals, func(lit string) bool { return strings.Contains(s, lit) })
+		if got := mayMatchSeedPath(s); got != want {
+			t.Fatalf("mayMatchSeedPath(%q) = %v, want %v", s, got, want)
+		}
 	}
 }

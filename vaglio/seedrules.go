@@ -125,22 +125,35 @@ var seedPathLiterals = []string{".ssh", "/etc/", "/root", "/boot", "/sys", "/pro
 // mayMatchSeedPath reports whether s holds one of seedPathLiterals: one
 // starts at some byte of s that begins one of them.
 func mayMatchSeedPath(s string) bool {
-	for i := 0; i < len(s); i++ {
-		for _, lit := range seedLiteralsAt[s[i]] {
-			if strings.HasPrefix(s[i:], lit) {
-				return true
+	// Only the bytes that begin a literal ('.' and '/') are looked at,
+	// found by IndexByte rather than byte by byte.
+	for _, b := range seedLiteralFirsts {
+		for i := strings.IndexByte(s, b); i >= 0; {
+			for _, lit := range seedLiteralsAt[b] {
+				if strings.HasPrefix(s[i:], lit) {
+					return true
+				}
 			}
+			j := strings.IndexByte(s[i+1:], b)
+			if j < 0 {
+				break
+			}
+			i += 1 + j
 		}
 	}
 	return false
 }
 
-// seedLiteralsAt is seedPathLiterals by their first byte.
-var seedLiteralsAt = func() (at [256][]string) {
+// seedLiteralsAt is seedPathLiterals by their first byte, and
+// seedLiteralFirsts those first bytes.
+var seedLiteralsAt, seedLiteralFirsts = func() (at [256][]string, firsts []byte) {
 	for _, lit := range seedPathLiterals {
+		if at[lit[0]] == nil {
+			firsts = append(firsts, lit[0])
+		}
 		at[lit[0]] = append(at[lit[0]], lit)
 	}
-	return at
+	return at, firsts
 }()
 
 func seedPathMatch(s string) (string, bool) {
