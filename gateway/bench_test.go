@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/storage/storagetest"
 )
 
 // benchClients is the number of concurrent keep-alive clients of the
@@ -210,6 +212,23 @@ func BenchmarkCheck64(b *testing.B) {
 	r := runLoad(b, client, b.N, http.StatusOK, mk)
 	b.StopTimer()
 	reportLoad(b, "check", r)
+}
+
+// BenchmarkCheck64Postgres is BenchmarkCheck64 on PostgreSQL: every
+// decision waits for a read of the change counters that started after it
+// arrived (the read barrier, storage/pgversion.go).
+func BenchmarkCheck64Postgres(b *testing.B) {
+	dsn := storagetest.FreshSchema(b) // skips, saying why, without a server
+	g := startE2E(b, e2eOptions{mutate: func(cfg *config.Config) { cfg.Storage.Driver, cfg.Storage.DSN = "postgres", dsn }})
+	client := benchClient()
+	defer client.CloseIdleConnections()
+	mk := func(int) *http.Request { return benchPost(g.URL+"/v1/check", tokBench, checkBody) }
+	warm(b, client, http.StatusOK, mk)
+	b.ResetTimer()
+	r := runLoad(b, client, b.N, http.StatusOK, mk)
+	b.StopTimer()
+	reportLoad(b, "check", r)
+	b.ReportMetric(msOf(r.pct(0.5)), "check_p50_ms")
 }
 
 // BenchmarkRequestsDecidedNow64 is POST /v1/requests that policy decides
