@@ -3,6 +3,7 @@ package storage_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -396,4 +397,83 @@ func TestLead_SQLiteAlwaysLeads(t *testing.T) {
 	if err != nil || !slices.Equal(changes, []bool{true, false}) {
 		t.Fatalf("Lead = %v, changes %v", err, changes)
 	}
+}
+
+// TestGroupExec_PoolSessionsEnded: the pool's sessions end under the group
+// writer (a server restart, a network cut): the groups sent on them fail
+// whole, the writer goes on with new sessions, no session is left inside
+// a transaction, every call that returned nil is stored with its audit
+// row and every call that failed is not, and the chain is intact.
+func TestGroupExec_PoolSessionsEnded(t *testing.T) {
+	ctx := context.Background()
+	dsn := storagetest.FreshSchema(t)
+	db := openNamed(t, dsn, "gwtest-group-ended")
+	if _, err := db.ExecContext(ctx, `CREATE TABLE items (k TEXT PRIMARY KEY, v INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	put := func(k string) error {
+		return db.GroupExec(ctx, `INSERT INTO items (k, v) VALUES ($1, 1) ON CONFLICT (k) DO NOTHING`, []any{k},
+			func(tx storage.Querier, n int64) error {
+				return storage.AppendAudit(ctx, tx, storage.AuditEvent{Actor: "test", Event: storage.AuditNote, RequestID: k})
+			})
+	}
+	var (
+		mu     sync.Mutex
+		stored []string
+		failed []string
+	)
+	round := func(name string) {
+		var wg sync.WaitGroup
+		for i := range 40 {
+			wg.Go(func() {
+				k := fmt.Sprintf("%s-%d", name, i)
+				err := put(k)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					failed = append(failed, k)
+				} else {
+					stored = append(stored, k)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	round("before")
+	if len(failed) != 0 {
+		t.Fatalf("before the sessions ended: %d calls failed", len(failed))
+	}
+	terminate(t, `a.application_name = 'gwtest-group-ended'`)
+	// Each failed group drops the session it was sent on; within a pool's
+	// worth of rounds the writer is on new sessions.
+	for r := range 2*10 + 2 {
+		n := len(stored)
+		round(fmt.Sprint("after", r))
+		if len(stored)-n == 40 {
+			break
+		}
+	}
+	if last := stored[len(stored)-1]; !strings.HasPrefix(last, "after") {
+		t.Fatalf("no call succeeded after the sessions ended (%d failed)", len(failed))
+	}
+	var inTx int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_stat_activity
+		WHERE application_name = 'gwtest-group-ended' AND state LIKE 'idle in transaction%'`).Scan(&inTx); err != nil {
+		t.Fatal(err)
+	}
+	if inTx != 0 {
+		t.Errorf("%d sessions left idle inside a transaction", inTx)
+	}
+	for _, k := range stored {
+		if n := countItems(t, db, fmt.Sprintf("WHERE k = '%s'", k)); n != 1 {
+			t.Errorf("call %s returned nil; %d rows stored", k, n)
+		}
+	}
+	for _, k := range failed {
+		if n := countItems(t, db, fmt.Sprintf("WHERE k = '%s'", k)); n != 0 {
+			t.Errorf("call %s failed; its row is stored", k)
+		}
+	}
+	t.Logf("%d calls stored, %d failed with their sessions", len(stored), len(failed))
+	wantIntact(t, db, len(stored)+1) // and the genesis row
 }
