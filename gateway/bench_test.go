@@ -231,6 +231,21 @@ func BenchmarkCheck64Postgres(b *testing.B) {
 	b.ReportMetric(msOf(r.pct(0.5)), "check_p50_ms")
 }
 
+// BenchmarkRequestsDecidedNow64Postgres is BenchmarkRequestsDecidedNow64
+// on PostgreSQL: each request a row and an audit row in a group commit.
+func BenchmarkRequestsDecidedNow64Postgres(b *testing.B) {
+	dsn := storagetest.FreshSchema(b) // skips, saying why, without a server
+	g := startE2E(b, e2eOptions{mutate: func(cfg *config.Config) { cfg.Storage.Driver, cfg.Storage.DSN = "postgres", dsn }})
+	client := benchClient()
+	defer client.CloseIdleConnections()
+	run := int(benchRun.Add(1))
+	warm(b, client, http.StatusOK, func(i int) *http.Request { return decidedNowReq(g.URL, -run, i) })
+	b.ResetTimer()
+	r := runLoad(b, client, b.N, http.StatusOK, func(i int) *http.Request { return decidedNowReq(g.URL, run, i) })
+	b.StopTimer()
+	reportLoad(b, "requests", r)
+}
+
 // BenchmarkRequestsDecidedNow64 is POST /v1/requests that policy decides
 // at once (each one a committed write) from 64 keep-alive clients.
 func BenchmarkRequestsDecidedNow64(b *testing.B) {
