@@ -382,3 +382,28 @@ func TestDiscord_Italian(t *testing.T) {
 	h.fake.Tap(t, discordtest.Interaction{UserID: strangerID, MessageID: card.ID, CustomID: cards.EncodeDecision(id, approvals.Deny)})
 	h.ephemeralWith(discord.EscapeDiscord(it.T("refusal.not_approver"))[:20])
 }
+
+// TestDiscord_TapBeforeTheCardIsRecorded: Discord shows a card before the
+// answer to its post is recorded, so a tap may arrive first; it waits for
+// the record instead of being refused as another message's button.
+func TestDiscord_TapBeforeTheCardIsRecorded(t *testing.T) {
+	h := newHarness(t)
+	res := h.submit(fsWrite("/srv/early.txt"), "30s")
+	id, card := h.cardN(1)
+	ctx := context.Background()
+	var ref string
+	if err := h.app.DB.QueryRowContext(ctx, `SELECT ref FROM cards WHERE request_id = $1 AND channel = 'discord'`, id).Scan(&ref); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.app.DB.ExecContext(ctx, `UPDATE cards SET ref = NULL WHERE request_id = $1 AND channel = 'discord'`, id); err != nil {
+		t.Fatal(err)
+	}
+	h.fake.Tap(t, discordtest.Interaction{UserID: approverID, MessageID: card.ID, CustomID: cards.EncodeDecision(id, approvals.AllowOnce)})
+	time.Sleep(300 * time.Millisecond) // the record comes late: that is the case under test
+	if _, err := h.app.DB.ExecContext(ctx, `UPDATE cards SET ref = $2 WHERE request_id = $1 AND channel = 'discord'`, id, ref); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitAgent(t, res); got.req.Status != approvals.StatusAllowed {
+		t.Fatalf("a tap just before its card was recorded: %s", got.req.Status)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -86,7 +87,7 @@ func (m *Messenger) tap(ctx context.Context, i *discordgo.Interaction) reply {
 	}
 	// The custom_id names a request; the message tapped must be that
 	// request's card, or the id was edited or carried over from another.
-	ref, err := m.svc.CardRef(ctx, cb.RequestID, Name)
+	ref, err := m.postedCardRef(ctx, cb.RequestID)
 	if err != nil && !errors.Is(err, approvals.ErrNotFound) {
 		m.log.Error("card ref lookup failed", "request_id", cb.RequestID, "err", err)
 		return ephemeral(m.t("msg.internal"))
@@ -188,5 +189,32 @@ func (m *Messenger) followUp(ctx context.Context, i *discordgo.Interaction, text
 		Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}, discordgo.WithContext(ctx))
 	if err != nil {
 		m.log.Warn("could not answer privately", "user_id", i.Member.User.ID, "err", err)
+	}
+}
+
+// cardRefWait bounds how long a tap waits for its card's post to be
+// recorded: well inside the 3 s Discord gives an interaction's answer.
+const cardRefWait = 2 * time.Second
+
+// postedCardRef is the message a request's card was posted as. Discord
+// shows a message before the post's answer reaches us and is recorded, so
+// a tap can come first: a card with no reference yet is waited for, a
+// little, before the tap is refused.
+func (m *Messenger) postedCardRef(ctx context.Context, id string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, cardRefWait)
+	defer cancel()
+	for delay := 10 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
+		ref, err := m.svc.CardRef(ctx, id, Name)
+		if ctx.Err() != nil {
+			return "", approvals.ErrNotFound
+		}
+		if !errors.Is(err, approvals.ErrNotFound) {
+			return ref, err
+		}
+		select {
+		case <-ctx.Done():
+			return "", approvals.ErrNotFound
+		case <-time.After(delay):
+		}
 	}
 }
