@@ -255,16 +255,23 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		}
 		return storage.AppendPrepared(qctx, tx, audit)
 	}
-	if !pending {
+	switch {
+	case !pending && len(notices) == 0:
 		// Decided now: the row's insert is the group's to send, with the
-		// other calls' (one round trip for the group on PostgreSQL).
+		// other calls' (one round trip for the group on PostgreSQL), and
+		// then its audit row if the call_id was new.
+		err = s.db.GroupExecAudit(gctx, row.query, row.args, func(n int64) (storage.AuditRecord, bool) {
+			inserted = n == 1
+			return audit, inserted
+		})
+	case !pending:
 		err = s.db.GroupExec(gctx, row.query, row.args, func(tx storage.Querier, n int64) error {
 			if inserted = n == 1; !inserted {
 				return nil
 			}
 			return rest(tx)
 		})
-	} else {
+	default:
 		err = s.db.GroupTx(gctx, func(tx storage.Querier) error {
 			// Counted again in the writing transaction: concurrent
 			// submissions passed the count above together, and writes

@@ -40,6 +40,10 @@ type groupFirst struct {
 	query string
 	args  []any
 	then  func(q Querier, affected int64) error
+	// audit, instead of then (GroupExecAudit), names the audit row to
+	// append after the statement, if any: a follow-up that runs no
+	// statement of its own.
+	audit func(affected int64) (AuditRecord, bool)
 }
 
 // run runs the statement and then through q.
@@ -55,8 +59,15 @@ func (f *groupFirst) run(q Querier) error {
 	return f.follow(q, n)
 }
 
-// follow runs then, if any, after the statement affected n rows.
+// follow runs then, or appends audit's row, after the statement affected
+// n rows.
 func (f *groupFirst) follow(q Querier, n int64) error {
+	if f.audit != nil {
+		if rec, ok := f.audit(n); ok {
+			return AppendPrepared(context.Background(), q, rec)
+		}
+		return nil
+	}
 	if f.then == nil {
 		return nil
 	}
@@ -99,6 +110,21 @@ func (db *DB) GroupExec(ctx context.Context, query string, args []any, then func
 		return err
 	}
 	op := &groupOp{ctx: ctx, first: groupFirst{query: query, args: args, then: then}, done: make(chan struct{})}
+	op.fn = op.first.run
+	return db.enqueue(op)
+}
+
+// GroupExecAudit is GroupExec for a call whose follow-up is at most an
+// audit row: audit(n), n the rows the statement affected, names the row
+// and whether to append it. Such a follow-up runs no statement, so on
+// PostgreSQL a group made only of these calls locks the chain's head in
+// the batch of its inserts, right after them, and commits in two round
+// trips (see tryGroupPG).
+func (db *DB) GroupExecAudit(ctx context.Context, query string, args []any, audit func(affected int64) (AuditRecord, bool)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	op := &groupOp{ctx: ctx, first: groupFirst{query: query, args: args, audit: audit}, done: make(chan struct{})}
 	op.fn = op.first.run
 	return db.enqueue(op)
 }

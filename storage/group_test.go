@@ -131,8 +131,9 @@ func TestGroupTx_CancelledCall(t *testing.T) {
 	}
 }
 
-// TestGroupTx_ExecMixed: GroupExec calls (their first statements sent
-// together on PostgreSQL) and GroupTx calls in the same groups. A repeat
+// TestGroupTx_ExecMixed: GroupExec and GroupExecAudit calls (their first
+// statements sent together on PostgreSQL) and GroupTx calls in the same
+// groups. A repeat
 // affects no row and appends nothing; a first statement that fails (NOT
 // NULL) and a then that fails each roll back alone; every other call is
 // stored whole with its audit row, and the chain is intact.
@@ -150,6 +151,20 @@ func TestGroupTx_ExecMixed(t *testing.T) {
 			switch i % 10 {
 			case 1:
 				k = "shared" // one of these is stored; the others are repeats
+			case 8, 9:
+				if i%10 == 8 {
+					k = "shared"
+				}
+				errs[i] = db.GroupExecAudit(ctx, `INSERT INTO items (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING`, []any{k, v},
+					func(got int64) (storage.AuditRecord, bool) {
+						affected[i] = got
+						rec, err := storage.PrepareAudit(storage.AuditEvent{Actor: "test", Event: storage.AuditNote, RequestID: k})
+						if err != nil {
+							t.Error(err)
+						}
+						return rec, got == 1
+					})
+				return
 			case 3:
 				v = nil // fails: v is NOT NULL
 			case 5:
@@ -189,7 +204,7 @@ func TestGroupTx_ExecMixed(t *testing.T) {
 			if got := countItems(t, db, fmt.Sprintf("WHERE k = 'k%d'", i)); got != 0 {
 				t.Errorf("call %d failed but left its row", i)
 			}
-		case 1:
+		case 1, 8:
 			if err != nil {
 				t.Errorf("call %d: %v", i, err)
 			}
@@ -215,4 +230,70 @@ func TestGroupTx_ExecMixed(t *testing.T) {
 		t.Errorf("%d audit rows, want %d (one per row stored)", audited, stored+1)
 	}
 	wantIntact(t, db, stored+2) // and the genesis row
+}
+
+// TestGroupTx_ExecAuditOnly: groups of GroupExecAudit calls alone (on
+// PostgreSQL the head is locked in the batch of their inserts): repeats
+// append nothing, a failing statement fails alone, and the chain holds
+// exactly the rows of the calls stored.
+func TestGroupTx_ExecAuditOnly(t *testing.T) {
+	db := openGroupT(t)
+	ctx := context.Background()
+	const n = 200
+	errs := make([]error, n)
+	affected := make([]int64, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			k := fmt.Sprint("k", i)
+			var v any = i
+			switch i % 4 {
+			case 1:
+				k = fmt.Sprint("k", i-1) // the call before's key: one of the two is stored
+			case 2:
+				if i%20 == 2 {
+					v = nil // fails: v is NOT NULL
+				}
+			}
+			errs[i] = db.GroupExecAudit(ctx, `INSERT INTO items (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING`, []any{k, v},
+				func(got int64) (storage.AuditRecord, bool) {
+					affected[i] = got
+					rec, err := storage.PrepareAudit(storage.AuditEvent{Actor: "test", Event: storage.AuditNote, RequestID: k})
+					if err != nil {
+						t.Error(err)
+					}
+					return rec, got == 1
+				})
+		})
+	}
+	wg.Wait()
+	stored := 0
+	for i, err := range errs {
+		switch {
+		case i%20 == 2:
+			if err == nil {
+				t.Errorf("call %d: no error", i)
+			}
+		case err != nil:
+			t.Errorf("call %d: %v", i, err)
+		default:
+			stored += int(affected[i])
+		}
+	}
+	for i := 0; i < n; i += 4 {
+		if affected[i]+affected[i+1] != 1 {
+			t.Errorf("key k%d inserted %d times, want once", i, affected[i]+affected[i+1])
+		}
+	}
+	if got := countItems(t, db, ""); got != stored {
+		t.Errorf("%d rows, want %d", got, stored)
+	}
+	var audited int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM audit WHERE actor = 'test'`).Scan(&audited); err != nil {
+		t.Fatal(err)
+	}
+	if audited != stored {
+		t.Errorf("%d audit rows, want %d (one per row stored)", audited, stored)
+	}
+	wantIntact(t, db, stored+1) // and the genesis row
 }

@@ -21,7 +21,8 @@ import (
 const pgRollbackTimeout = 5 * time.Second
 
 // tryGroupPG is tryGroup on PostgreSQL. Without savepoints the group's
-// transaction takes three round trips: its BEGIN and the first statement
+// transaction takes three round trips (two for a group of GroupExecAudit
+// calls alone, see below): its BEGIN and the first statement
 // of every GroupExec call in one pipelined batch; the chain head's lock
 // and the unsealed rows' read in a second, once the calls' own work is
 // done (the head is still locked last); the sealing statement and the
@@ -56,6 +57,16 @@ func (db *DB) tryGroupPG(ctx context.Context, batch []*groupOp, errs []error, sa
 			firsts = append(firsts, i)
 		}
 	}
+	// A group whose calls all follow their statement with at most an
+	// audit row (GroupExecAudit) runs no statement between its inserts and
+	// the seal: the head is locked in the same batch, still after the
+	// rows' own locks, and the group commits in two round trips.
+	var head *pgHead
+	if len(firsts) > 0 && len(firsts) == live(errs) && auditOnly(batch, firsts) {
+		head = &pgHead{}
+		b.Queue(selectHeadLocked)
+		b.Queue(selectUnsealed)
+	}
 	affected := make([]int64, len(batch))
 	var versions [2]int64
 	var opErr error // the error of a call's first statement
@@ -75,6 +86,9 @@ func (db *DB) tryGroupPG(ctx context.Context, batch []*groupOp, errs []error, sa
 				return err
 			}
 			affected[i] = tag.RowsAffected()
+		}
+		if head != nil {
+			return head.read(br)
 		}
 		return nil
 	})
@@ -109,16 +123,17 @@ func (db *DB) tryGroupPG(ctx context.Context, batch []*groupOp, errs []error, sa
 			return nil
 		}
 	}
-	if err := db.sealCommitPG(ctx, t, q); err != nil {
+	if err := db.sealCommitPG(ctx, t, q, head); err != nil {
 		failAll(errs, fmt.Errorf("group commit: %w", err))
 	}
 	return nil
 }
 
 // sealCommitPG seals q's audit rows into the chain, as sealPG does, and
-// commits: two round trips.
-func (db *DB) sealCommitPG(ctx context.Context, t *pgGroupTx, q txQuerier) error {
-	if len(q.pga.rows) == 0 {
+// commits: two round trips, or one when the head was locked and read
+// already (head not nil).
+func (db *DB) sealCommitPG(ctx context.Context, t *pgGroupTx, q txQuerier, head *pgHead) error {
+	if head == nil && len(q.pga.rows) == 0 {
 		// Nothing of the group's own to seal (every call was a repeat):
 		// only committed rows left unsealed, if any, as InTx would.
 		if err := db.sealAudit(ctx, q); err != nil {
@@ -126,35 +141,66 @@ func (db *DB) sealCommitPG(ctx context.Context, t *pgGroupTx, q txQuerier) error
 		}
 		return t.commit(ctx, &pgx.Batch{})
 	}
-	var (
-		seq    int64
-		prev   string
-		others []AuditEvent
-	)
+	if head == nil {
+		head = &pgHead{}
+		b := &pgx.Batch{}
+		b.Queue(selectHeadLocked)
+		b.Queue(selectUnsealed)
+		if err := t.send(ctx, b, head.read); err != nil {
+			return err
+		}
+	}
+	args, err := sealPGArgs(head.seq, head.hash, head.others, q.pga.rows)
+	if err != nil {
+		return err
+	}
 	b := &pgx.Batch{}
-	b.Queue(selectHeadLocked)
-	b.Queue(selectUnsealed)
-	err := t.send(ctx, b, func(br pgx.BatchResults) error {
-		if err := br.QueryRow().Scan(&seq, &prev); err != nil {
-			return fmt.Errorf("audit chain head: %w", err)
-		}
-		rows, err := br.Query()
-		if err != nil {
-			return fmt.Errorf("seal audit: %w", err)
-		}
-		others, err = scanUnsealedPG(rows)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	args, err := sealPGArgs(seq, prev, others, q.pga.rows)
-	if err != nil {
-		return err
-	}
-	b = &pgx.Batch{}
 	b.Queue(sealPGRows, args...)
 	return t.commit(ctx, b)
+}
+
+// pgHead is the chain's head, locked, and the committed rows found
+// unsealed under the lock: the answers of selectHeadLocked and
+// selectUnsealed, queued in this order.
+type pgHead struct {
+	seq    int64
+	hash   string
+	others []AuditEvent
+}
+
+// read reads the two answers from br.
+func (h *pgHead) read(br pgx.BatchResults) error {
+	if err := br.QueryRow().Scan(&h.seq, &h.hash); err != nil {
+		return fmt.Errorf("audit chain head: %w", err)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return fmt.Errorf("seal audit: %w", err)
+	}
+	h.others, err = scanUnsealedPG(rows)
+	return err
+}
+
+// live counts the calls of a batch still to run (no error yet).
+func live(errs []error) int {
+	n := 0
+	for _, err := range errs {
+		if err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// auditOnly says whether the calls at firsts all follow their statement
+// with at most an audit row (GroupExecAudit).
+func auditOnly(batch []*groupOp, firsts []int) bool {
+	for _, i := range firsts {
+		if batch[i].first.audit == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // scanUnsealedPG is scanUnsealed's reading of selectUnsealed, from pgx.
