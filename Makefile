@@ -24,7 +24,7 @@ test: agents ## vet, gofmt check, and every test with the race detector
 	$(GO) vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
-	$(GO) test -race -count=1 -timeout=30m $(PKGS)
+	$(GO) test -race -count=1 -timeout=45m $(PKGS)
 
 bench: ## the benchmarks (figures quoted in the README)
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 -timeout=60m $(PKGS)

@@ -127,8 +127,8 @@ func hookReplyOf(t *testing.T, ch <-chan hookReply) hookReply {
 	select {
 	case r := <-ch:
 		return r
-	case <-time.After(20 * time.Second):
-		t.Fatal("no answer within 20s")
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no answer within two minutes")
 	}
 	return hookReply{}
 }

@@ -38,7 +38,7 @@ const (
 	rtSlackToken  = "xoxb-1-routes"
 	rtAgentToken  = "agent-token-routes-0123456"
 	rtAdminToken  = "admin-token-routes-0123456"
-	rtWait        = 10 * time.Second
+	rtWait        = time.Minute // a bound against a hang, never a speed limit: a busy machine takes its time
 )
 
 var (
