@@ -120,6 +120,13 @@ const readyWait = time.Second
 // ErrBusy is returned by InTx after waiting writeWait for another write.
 var ErrBusy = errors.New("storage: database busy: another write held it for too long")
 
+// cacheSize is each connection's page cache (SQLite's cache_size; negative
+// means KiB): 1 MiB instead of SQLite's 2, so the pool's caches
+// stay within maxConns MiB of memory outside the Go heap. The pages they
+// no longer hold are in the system's file cache, a read away; the hot
+// ones (the trees' upper levels, the pages being appended to) stay.
+const cacheSize = -1024
+
 // maxConns is the size of the connection pool. database/sql keeps only 2
 // idle connections by default, so under concurrent load it opened and
 // closed a SQLite connection (with its pragmas and schema read) on most
@@ -155,7 +162,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	}
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_pragma=busy_timeout(" + strconv.FormatInt(busyTimeout.Milliseconds(), 10) + ")&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)" +
-		"&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)&_pragma=journal_size_limit(67108864)&_pragma=wal_autocheckpoint(0)&_txlock=immediate"
+		"&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)&_pragma=journal_size_limit(67108864)&_pragma=wal_autocheckpoint(0)" +
+		"&_pragma=cache_size(" + strconv.Itoa(cacheSize) + ")&_txlock=immediate"
 	connector, err := sqlite.NewConnector(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
