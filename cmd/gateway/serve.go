@@ -281,22 +281,14 @@ func cmdPrune(e *env, args []string) error {
 // 20 MiB more with 10,000 requests pending (BenchmarkRSS: 77 → 98 MiB).
 const serveGCPercent = 400
 
-// serveMemoryLimit is the soft limit on the Go runtime's memory for
-// `gateway serve` unless GOMEMLIMIT is set: the collector keeps its lazy
-// GOGC pace while the heap is small, and works harder as the total nears
-// the limit, instead of letting a burst of load grow the heap to five
-// times the live data and keep it. It is soft: a live heap above it
-// (hundreds of thousands of grants cached) is not refused, only collected
-// more often (the runtime caps that work at half the CPU).
-const serveMemoryLimit = 40 << 20
-
-// tuneGC applies serveGCPercent unless the operator set GOGC, and
-// serveMemoryLimit unless they set GOMEMLIMIT.
+// tuneGC applies serveGCPercent unless the operator set GOGC, and a soft
+// memory limit that follows the live heap (followMemoryLimit) unless they
+// set GOMEMLIMIT.
 func tuneGC(getenv func(string) string) {
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(serveGCPercent)
 	}
 	if getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(serveMemoryLimit)
+		followMemoryLimit()
 	}
 }
