@@ -11,12 +11,39 @@ import (
 // unquote drops shell quoting characters (a Replacer is safe for concurrent use).
 var unquote = strings.NewReplacer(`"`, "", `'`, "", `\`, "")
 
+// quoting are the bytes unquote drops, and globOrBrace those that make a
+// path element a pattern (a glob or a brace expansion).
+var quoting, globOrBrace = byteSet(`"'\`), byteSet("*?[{")
+
+// asciiSet is a set of ASCII bytes.
+type asciiSet [4]uint64
+
+func byteSet(chars string) (set asciiSet) {
+	for i := 0; i < len(chars); i++ {
+		set[chars[i]/64] |= 1 << (chars[i] % 64)
+	}
+	return set
+}
+
+// hasAnyByte reports whether s holds a byte of set: strings.ContainsAny
+// for a set made once, not on every call.
+func hasAnyByte(s string, set asciiSet) bool {
+	for i := 0; i < len(s); i++ {
+		if set[s[i]/64]&(1<<(s[i]%64)) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // shellNormalize undoes what a shell would undo before a command sees its
 // arguments, so /etc/pa"ss"wd and /etc/pass\wd read as /etc/passwd, and
 // expands $HOME and ${HOME}. Without a home they become "~", which the
 // rules still treat as the home directory.
 func shellNormalize(s, home string) string {
-	s = unquote.Replace(s)
+	if hasAnyByte(s, quoting) {
+		s = unquote.Replace(s)
+	}
 	if strings.IndexByte(s, '$') < 0 {
 		return s // no $HOME nor ${HOME}
 	}

@@ -155,10 +155,12 @@ func holdsForbidden(p, home string, own *ownRules) (string, bool) {
 	}
 	var buf [16]string
 	comps, rooted := splitComps(buf[:0], p)
-	for i, c := range comps {
-		if strings.ContainsAny(c, "*?[{") {
-			comps = comps[:i]
-			break
+	if hasAnyByte(p, globOrBrace) {
+		for i, c := range comps {
+			if strings.ContainsAny(c, "*?[{") {
+				comps = comps[:i]
+				break
+			}
 		}
 	}
 	if !rooted {

@@ -246,6 +246,8 @@ func (n *pathNode) walk(comps []string, plain bool, best *int) {
 // component.match).
 const globInput = "*?["
 
+var globInputSet = byteSet(globInput)
+
 // above finds the first anchored rule whose path lies under the rooted
 // path comps (the rule's leading components match all of comps): a tree
 // that holds what the rule forbids. comps hold no glob.

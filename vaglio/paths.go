@@ -190,7 +190,7 @@ func forbiddenPath(p string, m *pathMatcher) (rule string, hit bool) {
 	}
 	var buf [16]string
 	comps, rooted := splitComps(buf[:0], p)
-	return m.orForbidden().match(comps, rooted, !strings.ContainsAny(p, globInput))
+	return m.orForbidden().match(comps, rooted, !hasAnyByte(p, globInputSet))
 }
 
 // orForbidden is m, or the closed list alone for nil.

@@ -158,7 +158,7 @@ func PersistencePoint(p string) (rule string, hit bool) {
 	}
 	var buf [16]string
 	comps, rooted := splitComps(buf[:0], p)
-	return persistenceMatcher.match(comps, rooted, !strings.ContainsAny(p, globInput))
+	return persistenceMatcher.match(comps, rooted, !hasAnyByte(p, globInputSet))
 }
 
 // PersistenceWithin is PersistencePoint for what a grant on p may allow: a
