@@ -307,16 +307,21 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	dec.Autonomy = level
 	step("profile", "", "agent "+strconv.Quote(in.Profile.Agent)+": requested "+levelOr(in.Requested, "default")+
 		", ceiling "+in.Profile.Ceiling.String()+", effective "+level.String())
-	// Whose lists these are: the agent's, or a child token's (narrowed).
-	who, whose := "agent "+in.Profile.Agent, "the agent's"
-	if in.Profile.Token != "" {
-		who, whose = "token "+in.Profile.Token+" of agent "+in.Profile.Agent, "the token's"
+	// Whose lists these are: the agent's, or a child token's (narrowed);
+	// spelt out only for a denial.
+	whoIs := func() (who, whose string) {
+		if in.Profile.Token != "" {
+			return "token " + in.Profile.Token + " of agent " + in.Profile.Agent, "the token's"
+		}
+		return "agent " + in.Profile.Agent, "the agent's"
 	}
 	if slices.Contains(in.Profile.Deny, c.Name) {
+		who, whose := whoIs()
 		trace("profile", Denied, "%s is in %s deny_capabilities", c.Name, whose)
 		return deny(BlockedByPolicy, fmt.Sprintf("%s is denied to %s", c.Name, who)), nil
 	}
 	if in.Profile.AllowNone || len(in.Profile.Allow) > 0 && !slices.Contains(in.Profile.Allow, c.Name) {
+		who, whose := whoIs()
 		trace("profile", Denied, "%s is not in %s allow_capabilities", c.Name, whose)
 		return deny(BlockedByPolicy, fmt.Sprintf("%s is outside the allowed capabilities of %s", c.Name, who)), nil
 	}
@@ -404,10 +409,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	case m.Action == ActionApprove:
 		dec.Outcome, dec.Reason = Allowed, "approved by rule "+m.Rule.Label()
 	default:
-		dec.Outcome, dec.Reason = ApprovalRequired, c.Name+" needs approval at autonomy "+level.String()
-		if ask != "" {
-			dec.Reason = c.Name + " needs approval: " + ask
-		}
+		dec.Outcome = ApprovalRequired
 		if m.Action == ActionRequireApproval {
 			// A require_approval rule means "ask every time": grants do not lift it.
 			trace("grants", "", "not consulted: rule %s requires approval", m.Rule.Label())
@@ -429,6 +431,12 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 					in.Channel, in.SenderID, in.Guard.NotLifted())
 			} else {
 				step("grants", "", "no active grant for "+in.Channel+"/"+in.SenderID)
+			}
+		}
+		if dec.GrantID == 0 { // no grant allowed it: written once it is known
+			dec.Reason = c.Name + " needs approval at autonomy " + level.String()
+			if ask != "" {
+				dec.Reason = c.Name + " needs approval: " + ask
 			}
 		}
 	}
