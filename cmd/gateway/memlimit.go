@@ -20,7 +20,7 @@ import (
 // (a fixed limit below the live heap would have it collect all the time,
 // the runtime capping that at half the CPU).
 const (
-	memLimitFloor   = 24 << 20
+	memLimitFloor   = 20 << 20
 	memLimitPerLive = 2.5
 )
 
