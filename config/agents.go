@@ -23,7 +23,7 @@ type Agent struct {
 	// Channel and SenderID are the default principal for the agent's requests.
 	Channel  string `toml:"channel"`
 	SenderID string `toml:"sender_id"`
-	// Notify lists where cards go: "web", "telegram", "slack". The web page
+	// Notify lists where cards go: "web" and the registered messengers (by name). The web page
 	// always lists pending requests whatever this says.
 	Notify []string `toml:"notify"`
 	// Rate is the per-capability token bucket, "N/s", "N/m" or "N/h".

@@ -8,9 +8,9 @@
 // and there is no key a value could be written to. Resolved secrets never
 // appear in an error message, and Redacted hides them for `config show`.
 //
-// Every problem names its key (`slack.signing_secret_env: SLACK_SIGNING_SECRET
-// is empty`, `policy.rules[2].action: unknown action "alow" …`), and all
-// problems are reported together in one *Error.
+// Every problem names its key (`storage.dsn_env: PG_DSN is empty`,
+// `policy.rules[2].action: unknown action "alow" …`), and all problems are
+// reported together in one *Error.
 //
 // Defaults, in SPEC §10 terms:
 //
@@ -25,9 +25,6 @@
 //	approvals.timeout         10m
 //	approvals.prune_schedule  @hourly
 //	approvals.retention       8760h (1 year)
-//	telegram.api_endpoint     https://api.telegram.org/bot%s/%s
-//	slack.api_url             https://slack.com/api/
-//	discord.api_url           https://discord.com/api/v10 (discord.mode "gateway")
 //	telemetry.protocol        http/protobuf (telemetry.otlp_endpoint "" = off)
 //	hooks.claude_code.wait    9m (and every other [hooks.NAME] alike)
 //	hooks.claude_code.unknown_tool  ask (likewise)
@@ -60,15 +57,13 @@ type Config struct {
 	Approvals Approvals `toml:"approvals"`
 	Agents    []Agent   `toml:"agents"`
 	Web       Web       `toml:"web"`
-	Telegram  Telegram  `toml:"telegram"`
-	Slack     Slack     `toml:"slack"`
-	Discord   Discord   `toml:"discord"`
 	Hooks     Hooks     `toml:"-"` // [hooks.NAME], decoded by their own view (Hooks.fileView)
 	MCP       MCP       `toml:"mcp"`
 	Log       Log       `toml:"log"`
 	Telemetry Telemetry `toml:"telemetry"`
 	// sections are the registered sections' values, in registration
-	// order (LoadOptions.Sections, AddSections).
+	// order (LoadOptions.Sections, AddSections): among them the
+	// messengers (see Messenger).
 	sections []namedSection
 }
 
@@ -261,7 +256,7 @@ type Approvals struct {
 	SessionTTL Duration `toml:"session_ttl"`
 	// Digest, when set, is a robfig/cron standard spec read in the server's
 	// time zone (server.timezone): at each tick every messenger that can
-	// (Telegram, Slack) gets one message with the last 24 hours' asks,
+	// gets one message with the last 24 hours' asks,
 	// allows, denies and expiries and the top three suggested rules. Empty
 	// (the default): no digest.
 	Digest string `toml:"digest"`
@@ -281,13 +276,13 @@ type Route struct {
 	// Critical, when set, matches only critical (true) or only
 	// non-critical (false) capabilities.
 	Critical *bool `toml:"critical"`
-	// Notify replaces the agent's notify for matching requests ("web",
-	// "telegram", "slack", "discord").
+	// Notify replaces the agent's notify for matching requests ("web" or
+	// a registered messenger's name).
 	Notify []string `toml:"notify"`
-	// Approvers are who may decide, as "channel:user": "telegram:<user id>",
-	// "slack:<member id>" or "slack:<user group id>" (S…), "discord:<user
-	// id>" or "discord:role:<role id>", "web:<login name>", "agent:<admin
-	// agent id>". Empty: each channel's own approvers.
+	// Approvers are who may decide, as "channel:user": "web:<login
+	// name>", "agent:<admin agent id>", or a registered messenger's name
+	// and a user as it reads one (Messenger.CheckApprover). Empty: each
+	// channel's own approvers.
 	Approvers []string `toml:"approvers"`
 	// Quorum is how many distinct approvers must allow (at least 1).
 	Quorum int `toml:"quorum"`
@@ -350,11 +345,7 @@ func defaults(getenv func(string) string) Config {
 		},
 		Approvals: Approvals{Timeout: Duration(10 * time.Minute), PruneSchedule: "@hourly", Retention: Duration(8760 * time.Hour),
 			AllowFor: []Duration{Duration(time.Hour)}, SessionTTL: Duration(12 * time.Hour)},
-		Web:      Web{Language: string(locale.DefaultLang), Users: []WebUser{{Name: DefaultWebUser}}},
-		Telegram: Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s", Language: string(locale.DefaultLang)},
-		Slack:    Slack{APIURL: "https://slack.com/api/", Language: string(locale.DefaultLang)},
-		Discord: Discord{APIURL: "https://discord.com/api/v10", Language: string(locale.DefaultLang),
-			Mode: DiscordModeGateway},
+		Web:       Web{Language: string(locale.DefaultLang), Users: []WebUser{{Name: DefaultWebUser}}},
 		Hooks:     defaultHooks(),
 		Log:       Log{Level: "info"},
 		Telemetry: Telemetry{Protocol: TelemetryHTTP},

@@ -33,18 +33,13 @@ func writeFile(t *testing.T, body string) string {
 
 // Distinctive secret values: none may ever show up in an error or in Redacted.
 var secrets = map[string]string{
-	"METNOS_AGENT_TOKEN":      "agent-SECRET-0001-0123456789abcdef",
-	"OTHER_AGENT_TOKEN":       "agent-SECRET-0002-0123456789abcdef",
-	"TELEGRAM_BOT_TOKEN":      "123:tg-SECRET-0003",
-	"TELEGRAM_WEBHOOK_SECRET": "tgwh-SECRET-0004",
-	"SLACK_BOT_TOKEN":         "xoxb-SECRET-0005",
-	"SLACK_SIGNING_SECRET":    "sign-SECRET-0006",
-	"SLACK_APP_TOKEN":         "xapp-SECRET-0007",
-	"GATEWAY_ADMIN_TOKEN":     "admin-SECRET-0008-0123456789abcdef",
-	"GATEWAY_DATABASE_URL":    "postgres://u:pw-SECRET-0009@db/gw",
-	"PG_DSN":                  "postgres://u:pw-SECRET-0010@db/gw",
-	"NOTIFY_WEBHOOK_SECRET":   "hook-SECRET-0011",
-	"DISCORD_BOT_TOKEN":       "discord-SECRET-0012",
+	"METNOS_AGENT_TOKEN":    "agent-SECRET-0001-0123456789abcdef",
+	"OTHER_AGENT_TOKEN":     "agent-SECRET-0002-0123456789abcdef",
+	"CHAT_TOKEN":            "chat-SECRET-0003",
+	"GATEWAY_ADMIN_TOKEN":   "admin-SECRET-0008-0123456789abcdef",
+	"GATEWAY_DATABASE_URL":  "postgres://u:pw-SECRET-0009@db/gw",
+	"PG_DSN":                "postgres://u:pw-SECRET-0010@db/gw",
+	"NOTIFY_WEBHOOK_SECRET": "hook-SECRET-0011",
 }
 
 // baseEnv is HOME plus every secret.
@@ -79,10 +74,7 @@ func TestLoad_DefaultsWithoutFile(t *testing.T) {
 						Timeout: Duration(5 * time.Second), MaxCallsPerDay: 5000, OnFailure: LLMOnFailureAsk}},
 				Approvals: Approvals{Timeout: Duration(10 * time.Minute), PruneSchedule: "@hourly", Retention: Duration(8760 * time.Hour),
 					AllowFor: []Duration{Duration(time.Hour)}, SessionTTL: Duration(12 * time.Hour)},
-				Web:      Web{Language: "en", Users: []WebUser{{Name: DefaultWebUser}}},
-				Telegram: Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s", Language: "en"},
-				Slack:    Slack{APIURL: "https://slack.com/api/", Language: "en"},
-				Discord:  Discord{APIURL: "https://discord.com/api/v10", Language: "en", Mode: DiscordModeGateway},
+				Web: Web{Language: "en", Users: []WebUser{{Name: DefaultWebUser}}},
 				Hooks: Hooks{
 					"claude-code": hookDefault(), "codex": hookDefault(), "gemini": hookDefault(), "cursor": hookDefault(),
 					"copilot": hookDefault(), "qwen": hookDefault(), "opencode": hookDefault(),
@@ -94,8 +86,8 @@ func TestLoad_DefaultsWithoutFile(t *testing.T) {
 			if !reflect.DeepEqual(cfg, want) {
 				t.Errorf("got  %+v\nwant %+v", cfg, want)
 			}
-			if cfg.Telegram.Enabled() || cfg.Slack.Enabled() || cfg.Discord.Enabled() {
-				t.Error("chat channels enabled by default")
+			if len(cfg.Messengers()) != 0 {
+				t.Errorf("messengers %v without registering any", cfg.Messengers())
 			}
 		})
 	}
@@ -161,11 +153,8 @@ func TestLoad_ExampleFile(t *testing.T) {
 		{"agent rate", [2]any{cfg.Agents[0].RateCount, cfg.Agents[0].RatePer}, [2]any{60, time.Minute}},
 		{"agent deny", cfg.Agents[0].DenyCapabilities, []string{"mail:send"}},
 		{"agent permits", [2]bool{cfg.Agents[0].Profile().Permits("fs:read"), cfg.Agents[0].Profile().Permits("mail:send")}, [2]bool{true, false}},
-		{"telegram", [3]any{cfg.Telegram.Enabled(), cfg.Telegram.ChatID, cfg.Telegram.Token}, [3]any{true, int64(123456789), secrets["TELEGRAM_BOT_TOKEN"]}},
-		{"telegram endpoint", cfg.Telegram.APIEndpoint, "https://api.telegram.org/bot%s/%s"},
-		{"slack", [3]any{cfg.Slack.Enabled(), cfg.Slack.SocketMode(), cfg.Slack.ChannelID}, [3]any{true, true, "C0123456"}},
-		{"slack api", cfg.Slack.APIURL, "https://slack.com/api/"},
-		{"digest", cfg.Approvals.Digest, "0 18 * * *"},
+		{"route approvers", cfg.Approvals.Routes[0].Approvers, []string{"web:owner", "web:ops"}},
+		{"messengers", cfg.Messengers(), []string(nil)},
 		{"hook tools", cfg.Hooks["claude-code"].Tools, map[string]string{"mcp__gmail__send": "mail:send"}},
 		{"hook wait", cfg.Hooks["claude-code"].Wait, Duration(9 * time.Minute)},
 		{"codex tools", cfg.Hooks["codex"].Tools, map[string]string{"mcp__gmail__send": "mail:send"}},
@@ -216,22 +205,15 @@ const valid = `
 [[agents]]
 id = "metnos"
 token_env = "METNOS_AGENT_TOKEN"
-notify = ["web", "telegram", "slack"]
+notify = ["web", "chat"]
 
-[telegram]
-token_env = "TELEGRAM_BOT_TOKEN"
-chat_id = -100
-approvers = [42]
-
-[slack]
-bot_token_env = "SLACK_BOT_TOKEN"
-signing_secret_env = "SLACK_SIGNING_SECRET"
-channel_id = "C0123456"
-approvers = ["U0123456"]
+[chat]
+token_env = "CHAT_TOKEN"
+approvers = ["u1"]
 `
 
 func TestLoad_Valid(t *testing.T) {
-	if _, err := Load(writeFile(t, valid), true, env(baseEnv(t))); err != nil {
+	if _, err := load(writeFile(t, valid), true, env(baseEnv(t))); err != nil {
 		t.Fatalf("valid config refused: %v", err)
 	}
 }
@@ -245,8 +227,8 @@ func TestLoad_Refused(t *testing.T) {
 	}{
 		{"syntax error has its line", "[server]\nlisten = \"x\"\nport = = 3\n", nil,
 			[]string{"line 3, column", "syntax error"}},
-		{"type mismatch names key", "[telegram]\nchat_id = \"12\"\n", nil,
-			[]string{"telegram.chat_id: line 2: incompatible types"}},
+		{"type mismatch names key", "[server]\nlisten = 12\n", nil,
+			[]string{"server.listen: line 2: incompatible types"}},
 		{"bad duration", "[policy]\ngrant_ttl = \"10x\"\n", nil,
 			[]string{`policy.grant_ttl: bad duration "10x"`}},
 		{"zero duration", "[policy]\nstale_after = \"0s\"\n", nil,
@@ -269,9 +251,8 @@ func TestLoad_Refused(t *testing.T) {
 			[]string{"server.timezone: unknown time zone \"Europe/Atlantis\""}},
 		{"time zone as a path", "[server]\ntimezone = \"/etc/localtime\"\n", nil,
 			[]string{"server.timezone: unknown time zone"}},
-		{"unknown languages", "[web]\nlanguage = \"fr\"\n[telegram]\nlanguage = \"EN\"\n[slack]\nlanguage = \"de\"\n", nil,
-			[]string{"web.language: unknown language \"fr\" (want en or it)", "telegram.language: unknown language \"EN\"",
-				"slack.language: unknown language \"de\""}},
+		{"unknown language", "[web]\nlanguage = \"fr\"\n", nil,
+			[]string{"web.language: unknown language \"fr\" (want en or it)"}},
 		{"bad driver", "[storage]\ndriver = \"mysql\"\n", nil,
 			[]string{`storage.driver: unknown driver "mysql"`}},
 		{"postgres without dsn", "[storage]\ndriver = \"postgres\"\n", []string{"GATEWAY_DATABASE_URL"},
@@ -344,8 +325,8 @@ func TestLoad_Refused(t *testing.T) {
 			[]string{"policy.notify[0].webhook_secret_env: NOTIFY_WEBHOOK_SECRET is empty"}},
 		{"notify url without webhook", "[[policy.notify]]\ncapability = \"*\"\ntarget = \"*\"\ndeliveries = [\"log\"]\nwebhook_url = \"http://127.0.0.1:9/h\"\n", nil,
 			[]string{`policy.notify[0].webhook_url: set, but deliveries has no "webhook"`}},
-		{"notify messenger not configured", "[[policy.notify]]\ncapability = \"*\"\ntarget = \"*\"\ndeliveries = [\"telegram\", \"slack\"]\nagent = \"ghost\"\nnotifi = 1\n", nil,
-			[]string{"policy.notify[0].deliveries[0]: telegram is not configured", "policy.notify[0].deliveries[1]: slack is not configured",
+		{"notify messenger not configured", "[[policy.notify]]\ncapability = \"*\"\ntarget = \"*\"\ndeliveries = [\"chat\", \"room\"]\nagent = \"ghost\"\nnotifi = 1\n", nil,
+			[]string{"policy.notify[0].deliveries[0]: chat is not configured", "policy.notify[0].deliveries[1]: room is not configured",
 				`policy.notify[0].agent: no agent "ghost"`, "policy.notify[0].notifi: unknown key"}},
 		{"agent bad mode", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\nmode = \"dangerous\"\n", nil,
 			[]string{`agents[0].mode: unknown mode "dangerous" (want "ask" or "restrict")`}},
@@ -355,8 +336,8 @@ func TestLoad_Refused(t *testing.T) {
 			[]string{`agents[0].rate: bad rate "5/d"`}},
 		{"agent bad notify", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\nnotify = [\"web\", \"email\"]\n", nil,
 			[]string{`agents[0].notify[1]: unknown channel "email"`}},
-		{"agent notify unconfigured", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\nnotify = [\"slack\"]\n", nil,
-			[]string{"agents[0].notify[0]: slack is not configured"}},
+		{"agent notify unconfigured", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\nnotify = [\"room\"]\n", nil,
+			[]string{"agents[0].notify[0]: room is not configured (set room.token_env)"}},
 		{"agent empty channel", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\nchannel = \"\"\n", nil,
 			[]string{"agents[0].channel: required"}},
 		{"agent bad deny", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\ndeny_capabilities = [\"fs:read\", \"fs:wirte\"]\n", nil,
@@ -367,43 +348,8 @@ func TestLoad_Refused(t *testing.T) {
 		{"web admin token empty", "[web]\nadmin_token_env = \"GATEWAY_ADMIN_TOKEN\"\n", []string{"GATEWAY_ADMIN_TOKEN"},
 			[]string{"web.admin_token_env: GATEWAY_ADMIN_TOKEN is empty"}},
 
-		{"telegram token empty", "[telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\nchat_id = 1\napprovers = [1]\n", []string{"TELEGRAM_BOT_TOKEN"},
-			[]string{"telegram.token_env: TELEGRAM_BOT_TOKEN is empty"}},
-		{"telegram no chat", "[telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\napprovers = [1]\n", nil,
-			[]string{"telegram.chat_id: required"}},
-		{"telegram no approvers", "[telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\nchat_id = 1\n", nil,
-			[]string{"telegram.approvers: required"}},
-		{"telegram bad approver", "[telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\nchat_id = 1\napprovers = [1, -2]\n", nil,
-			[]string{"telegram.approvers[1]: bad user id -2"}},
-		{"telegram webhook without secret", "[telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\nchat_id = 1\napprovers = [1]\nwebhook_url = \"https://gw.example.com/telegram\"\n", nil,
-			[]string{"telegram.webhook_secret_env: required"}},
-		{"telegram webhook secret empty", "[telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\nchat_id = 1\napprovers = [1]\nwebhook_url = \"https://gw.example.com/telegram\"\nwebhook_secret_env = \"TELEGRAM_WEBHOOK_SECRET\"\n", []string{"TELEGRAM_WEBHOOK_SECRET"},
-			[]string{"telegram.webhook_secret_env: TELEGRAM_WEBHOOK_SECRET is empty"}},
-		{"telegram bad webhook url", "[telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\nchat_id = 1\napprovers = [1]\nwebhook_url = \"gw.example.com\"\nwebhook_secret_env = \"TELEGRAM_WEBHOOK_SECRET\"\n", nil,
-			[]string{"telegram.webhook_url:"}},
 		{"web public_url not a URL", "[web]\npublic_url = \"gw.example.com\"\n", nil, []string{"web.public_url:"}},
 		{"web public_url with a query", "[web]\npublic_url = \"https://gw.example.com/?x=1\"\n", nil, []string{"web.public_url:"}},
-		{"telegram bad endpoint", "[telegram]\napi_endpoint = \"http://127.0.0.1:1/bot\"\n", nil,
-			[]string{"telegram.api_endpoint:"}},
-
-		{"slack signing secret empty", "[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\nsigning_secret_env = \"SLACK_SIGNING_SECRET\"\nchannel_id = \"C1\"\napprovers = [\"U1\"]\n", []string{"SLACK_SIGNING_SECRET"},
-			[]string{"slack.signing_secret_env: SLACK_SIGNING_SECRET is empty"}},
-		{"slack no signing secret", "[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\nchannel_id = \"C1\"\napprovers = [\"U1\"]\n", nil,
-			[]string{"slack.signing_secret_env: required unless slack.app_token_env"}},
-		{"slack bot token empty", "[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\napp_token_env = \"SLACK_APP_TOKEN\"\nchannel_id = \"C1\"\napprovers = [\"U1\"]\n", []string{"SLACK_BOT_TOKEN"},
-			[]string{"slack.bot_token_env: SLACK_BOT_TOKEN is empty"}},
-		{"slack app token empty", "[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\napp_token_env = \"SLACK_APP_TOKEN\"\nchannel_id = \"C1\"\napprovers = [\"U1\"]\n", []string{"SLACK_APP_TOKEN"},
-			[]string{"slack.app_token_env: SLACK_APP_TOKEN is empty"}},
-		{"slack no channel", "[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\napp_token_env = \"SLACK_APP_TOKEN\"\napprovers = [\"U1\"]\n", nil,
-			[]string{"slack.channel_id: required"}},
-		{"slack channel name", "[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\napp_token_env = \"SLACK_APP_TOKEN\"\nchannel_id = \"#approvals\"\napprovers = [\"U1\"]\n", nil,
-			[]string{`slack.channel_id: bad channel id "#approvals"`}},
-		{"slack no approvers", "[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\napp_token_env = \"SLACK_APP_TOKEN\"\nchannel_id = \"C1\"\n", nil,
-			[]string{"slack.approvers: required"}},
-		{"slack bad admin", "[slack]\nadmins = [\"roberto\"]\n", nil,
-			[]string{`slack.admins[0]: bad user id "roberto"`}},
-		{"slack api url without slash", "[slack]\napi_url = \"http://127.0.0.1:9/api\"\n", nil,
-			[]string{`slack.api_url: "http://127.0.0.1:9/api" must end with "/"`}},
 
 		{"hooks bad unknown_tool", "[hooks.claude_code]\nunknown_tool = \"allow\"\n", nil,
 			[]string{`hooks.claude_code.unknown_tool: unknown answer "allow"`}},
@@ -441,7 +387,7 @@ func TestLoad_Refused(t *testing.T) {
 				delete(e, k)
 			}
 			path := writeFile(t, tc.toml)
-			cfg, err := Load(path, true, env(e))
+			cfg, err := load(path, true, env(e))
 			if err == nil {
 				t.Fatalf("accepted: %+v", cfg.Redacted())
 			}
@@ -489,15 +435,15 @@ func TestLoad_UnknownKeys(t *testing.T) {
 			[]string{"policy.rules[0].sender: unknown key"}, nil},
 		{"inline table element", "[policy]\nrules = [{capability = \"fs:read\", target = \"*\", action = \"block\", agnet = \"x\"}]\n",
 			[]string{"policy.rules[0].agnet: unknown key"}, nil},
-		{"secret in file", "[telegram]\ntoken = \"123:tg-SECRET-0003\"\n",
-			[]string{"telegram.token: unknown key (secrets are never read from the file"}, nil},
+		{"secret in file", "[chat]\ntoken = \"chat-SECRET-0003\"\n",
+			[]string{"chat.token: unknown key (secrets are never read from the file"}, nil},
 		{"many unknown keys are capped", strings.Repeat("[[agents]]\nid = \"a\"\nx = 1\n", 200),
 			[]string{"agents[0].x: unknown key\n", "agents[19].x: unknown key\n", "agents.x (and 180 more): unknown key", "(and "}, []string{"agents[20].x", "did you mean"}},
 		{"quoted key", "[server]\n\"my key\" = 1\n", []string{`server."my key": unknown key`}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load(writeFile(t, tc.toml), true, env(baseEnv(t)))
+			_, err := load(writeFile(t, tc.toml), true, env(baseEnv(t)))
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -590,7 +536,7 @@ func TestLoad_Env(t *testing.T) {
 			for k, v := range tc.env {
 				e[k] = v
 			}
-			cfg, err := Load(writeFile(t, tc.toml), true, env(e))
+			cfg, err := load(writeFile(t, tc.toml), true, env(e))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
@@ -730,15 +676,12 @@ dsn_env = "PG_DSN"
 [web]
 admin_token_env = "GATEWAY_ADMIN_TOKEN"
 `
-	body = strings.Replace(body, "[slack]\n", "[slack]\napp_token_env = \"SLACK_APP_TOKEN\"\n", 1)
-	body = strings.Replace(body, "[telegram]\n", "[telegram]\nwebhook_url = \"https://gw.example.com/tg\"\nwebhook_secret_env = \"TELEGRAM_WEBHOOK_SECRET\"\n", 1)
-	cfg, err := Load(writeFile(t, body), true, env(e))
+	cfg, err := load(writeFile(t, body), true, env(e))
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
 	// Every secret was resolved, so the test below means something.
-	for _, got := range []string{cfg.Agents[0].Token, cfg.Telegram.Token, cfg.Telegram.WebhookSecret,
-		cfg.Slack.BotToken, cfg.Slack.SigningSecret, cfg.Slack.AppToken, cfg.Web.AdminToken, cfg.Storage.DSN} {
+	for _, got := range []string{cfg.Agents[0].Token, chatOf(cfg).Token, cfg.Web.AdminToken, cfg.Storage.DSN} {
 		if !strings.Contains(got, "SECRET-00") {
 			t.Fatalf("a secret was not resolved: %q", got)
 		}
@@ -746,7 +689,7 @@ admin_token_env = "GATEWAY_ADMIN_TOKEN"
 	r := cfg.Redacted()
 	assertNoSecret(t, fmt.Sprintf("%+v", r))
 	assertNoSecret(t, fmt.Sprintf("%#v", r))
-	if r.Telegram.Token != "[redacted]" || r.Agents[0].Token != "[redacted]" {
+	if chatOf(r).Token != "[redacted]" || r.Agents[0].Token != "[redacted]" {
 		t.Errorf("not marked redacted: %+v", r)
 	}
 	if cfg.Agents[0].Token != secrets["METNOS_AGENT_TOKEN"] {
@@ -769,19 +712,17 @@ admin_token_env = "GATEWAY_ADMIN_TOKEN"
 func TestLoad_ErrorsNeverShowSecrets(t *testing.T) {
 	bodies := []string{
 		"[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\n[[agents]]\nid = \"b\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\n",
-		"[telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\nwebhook_url = \"https://x.example/\"\nwebhook_secret_env = \"TELEGRAM_WEBHOOK_SECRET\"\n",
-		"[telegram]\ntoken_env = \"TELEGRAM_BOT_TOKEN\"\nwebhook_url = \"https://x.example/\"\nwebhook_secret_env = \"SLACK_BOT_TOKEN\"\n",
-		"[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\nsigning_secret_env = \"SLACK_SIGNING_SECRET\"\napp_token_env = \"SLACK_APP_TOKEN\"\n",
+		"[chat]\ntoken_env = \"CHAT_TOKEN\"\n",
 		"[storage]\ndriver = \"postgres\"\ndsn_env = \"PG_DSN\"\n[server]\nlisten = \"bad\"\n",
 		"[web]\nadmin_token_env = \"GATEWAY_ADMIN_TOKEN\"\n[log]\nlevel = \"x\"\n",
 		"[web]\nadmin_token_env = \"admin-SECRET-0008\"\n",
-		"[telegram]\ntoken_env = \"123:tg-SECRET-0003\"\n",
+		"[chat]\ntoken_env = \"chat-SECRET-0003\"\n",
 	}
 	for i, body := range bodies {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			e := baseEnv(t)
 			e["METNOS_JUDGE_THRESHOLD"] = "x"
-			_, err := Load(writeFile(t, body), true, env(e))
+			_, err := load(writeFile(t, body), true, env(e))
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -806,7 +747,7 @@ func TestValidate_FillsRate(t *testing.T) {
 func TestLoad_Timezone(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "gateway.toml")
-	if err := os.WriteFile(path, []byte("[server]\ntimezone = \"Europe/Rome\"\n[telegram]\nlanguage = \"it\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("[server]\ntimezone = \"Europe/Rome\"\n[web]\nlanguage = \"it\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := Load(path, true, env(map[string]string{"HOME": dir}))
@@ -816,8 +757,8 @@ func TestLoad_Timezone(t *testing.T) {
 	if z := cfg.Server.Zone(); z.String() != "Europe/Rome" {
 		t.Errorf("zone %v", z)
 	}
-	if cfg.Telegram.Language != "it" || cfg.Slack.Language != "en" || cfg.Web.Language != "en" {
-		t.Errorf("languages %q %q %q", cfg.Telegram.Language, cfg.Slack.Language, cfg.Web.Language)
+	if cfg.Web.Language != "it" {
+		t.Errorf("language %q", cfg.Web.Language)
 	}
 	if z := (Server{}).Zone(); z != time.Local {
 		t.Errorf("default zone %v, want the machine's", z)

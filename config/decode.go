@@ -158,17 +158,6 @@ func (c *Config) afterFile(dir string, getenv func(string) string, p *problems) 
 			a.Mode = m
 		}
 	}
-	def := defaults(getenv)
-	for _, d := range []struct{ v, def *string }{ // "" = the default, as SPEC §10 shows
-		{&c.Telegram.APIEndpoint, &def.Telegram.APIEndpoint},
-		{&c.Slack.APIURL, &def.Slack.APIURL},
-		{&c.Discord.Mode, &def.Discord.Mode},
-		{&c.Discord.APIURL, &def.Discord.APIURL},
-	} {
-		if *d.v == "" {
-			*d.v = *d.def
-		}
-	}
 	c.Agents = nilIfEmpty(c.Agents)
 	c.Policy.Notify = nilIfEmpty(c.Policy.Notify)
 	c.Approvals.Routes = nilIfEmpty(c.Approvals.Routes)

@@ -1,9 +1,33 @@
-package config
+package config_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/config/configtest"
 )
+
+// discordEnv holds the secret a [discord] names.
+var discordEnv = map[string]string{
+	"DISCORD_BOT_TOKEN":     "discord-SECRET-0012",
+	"NOTIFY_WEBHOOK_SECRET": "hook-SECRET-0011",
+	"METNOS_AGENT_TOKEN":    "agent-SECRET-0001-0123456789abcdef",
+	"OTHER_AGENT_TOKEN":     "agent-SECRET-0002-0123456789abcdef",
+}
+
+// discordBase is an agent and an admin agent, for the route cases.
+const discordBase = `
+[[agents]]
+id = "metnos"
+token_env = "METNOS_AGENT_TOKEN"
+notify = ["web", "discord"]
+
+[[agents]]
+id = "ops"
+token_env = "OTHER_AGENT_TOKEN"
+admin = true
+`
 
 // discordSection is a valid [discord] table (gateway mode).
 const discordSection = `
@@ -17,24 +41,27 @@ admins = ["80351110224678913"]
 `
 
 func TestLoad_Discord(t *testing.T) {
-	src := routeBase + discordSection + `
+	src := discordBase + discordSection + `
 [[approvals.routes]]
 capability = "mail:send"
-notify = ["telegram", "discord"]
-approvers = ["telegram:5123456789", "discord:80351110224678912", "discord:role:1100000000000000555"]
-quorum = 2
+notify = ["discord"]
+approvers = ["agent:ops", "discord:80351110224678912", "discord:role:1100000000000000555"]
+quorum = 4
 `
-	cfg, err := Load(writeFile(t, src), true, env(baseEnv(t)))
+	cfg, err := configtest.Load(t, src, discordEnv, config.DiscordSection)
 	if err != nil {
 		t.Fatalf("a valid [discord] refused: %v", err)
 	}
-	d := cfg.Discord
-	if !d.Enabled() || d.HTTPMode() || d.Mode != DiscordModeGateway || d.APIURL != "https://discord.com/api/v10" ||
-		d.Token != secrets["DISCORD_BOT_TOKEN"] || d.Language != "en" {
+	d := config.DiscordOf(cfg)
+	if !d.Enabled() || d.HTTPMode() || d.Mode != config.DiscordModeGateway || d.APIURL != "https://discord.com/api/v10" ||
+		d.Token != discordEnv["DISCORD_BOT_TOKEN"] || d.Language != "en" {
 		t.Errorf("discord %+v", d)
 	}
-	if strings.Contains(cfg.Redacted().Discord.Token, secrets["DISCORD_BOT_TOKEN"]) {
+	if strings.Contains(config.DiscordOf(cfg.Redacted()).Token, discordEnv["DISCORD_BOT_TOKEN"]) {
 		t.Error("Redacted shows the Discord token")
+	}
+	if !strings.Contains(strings.Join(cfg.Secrets(), " "), discordEnv["DISCORD_BOT_TOKEN"]) {
+		t.Error("Secrets misses the Discord token")
 	}
 }
 
@@ -56,7 +83,7 @@ func TestLoad_DiscordRefused(t *testing.T) {
 		if !done {
 			out = append(out, key+" = "+value)
 		}
-		return valid + strings.Join(out, "\n") + "\n"
+		return discordBase + strings.Join(out, "\n") + "\n"
 	}
 	tests := []struct{ name, toml, want string }{
 		{"no application_id", set("application_id", ""), "discord.application_id: required when discord is enabled"},
@@ -72,17 +99,28 @@ func TestLoad_DiscordRefused(t *testing.T) {
 		{"api_url slash", set("api_url", `"https://discord.com/api/v10/"`), "discord.api_url"},
 		{"api_url scheme", set("api_url", `"ftp://discord.com/api/v10"`), "discord.api_url"},
 		{"token env empty", set("token_env", `"NO_SUCH_DISCORD_TOKEN"`), "discord.token_env: NO_SUCH_DISCORD_TOKEN is empty"},
-		{"bad role", routeBase + discordSection + "\n[[approvals.routes]]\ncapability = \"*\"\napprovers = [\"discord:role:ops\"]\n",
+		{"unknown language", set("language", `"fr"`), `discord.language: unknown language "fr"`},
+		{"not configured", "[[agents]]\nid = \"a\"\ntoken_env = \"METNOS_AGENT_TOKEN\"\nnotify = [\"discord\"]\n",
+			"agents[0].notify[0]: discord is not configured (set discord.token_env)"},
+		{"bad role", discordBase + discordSection + "\n[[approvals.routes]]\ncapability = \"*\"\napprovers = [\"discord:role:ops\"]\n",
 			`approvals.routes[0].approvers[0]: bad Discord role id "ops"`},
-		{"bad user", routeBase + discordSection + "\n[[approvals.routes]]\ncapability = \"*\"\napprovers = [\"discord:@roberto\"]\n",
+		{"bad user", discordBase + discordSection + "\n[[approvals.routes]]\ncapability = \"*\"\napprovers = [\"discord:@roberto\"]\n",
 			`approvals.routes[0].approvers[0]: bad Discord user id "@roberto"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load(writeFile(t, tc.toml), true, env(baseEnv(t)))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %v, want an error containing %q", err, tc.want)
-			}
+			configtest.Refused(t, tc.toml, discordEnv, []string{tc.want}, []string{discordEnv["DISCORD_BOT_TOKEN"]}, config.DiscordSection)
 		})
+	}
+}
+
+func TestDiscordSection_Example(t *testing.T) {
+	configtest.ExampleCovers(t, config.DiscordSection)
+	cfg, err := configtest.Load(t, config.ExampleWith(config.DiscordSection), discordEnv, config.DiscordSection)
+	if err != nil {
+		t.Fatalf("the example with [discord] does not load: %v", err)
+	}
+	if d := config.DiscordOf(cfg); !d.Enabled() || d.ChannelID != "1100000000000000003" || d.Mode != config.DiscordModeGateway {
+		t.Errorf("discord %+v", d)
 	}
 }

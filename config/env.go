@@ -65,12 +65,6 @@ func applyEnv(cfg *Config, getenv func(string) string, opt LoadOptions, p *probl
 		resolve(cfg.Policy.Notify[i].WebhookSecretEnv, &cfg.Policy.Notify[i].WebhookSecret)
 	}
 	resolve(cfg.Vaglio.LLM.APIKeyEnv, &cfg.Vaglio.LLM.APIKey)
-	resolve(cfg.Telegram.TokenEnv, &cfg.Telegram.Token)
-	resolve(cfg.Telegram.WebhookSecretEnv, &cfg.Telegram.WebhookSecret)
-	resolve(cfg.Slack.BotTokenEnv, &cfg.Slack.BotToken)
-	resolve(cfg.Slack.SigningSecretEnv, &cfg.Slack.SigningSecret)
-	resolve(cfg.Slack.AppTokenEnv, &cfg.Slack.AppToken)
-	resolve(cfg.Discord.TokenEnv, &cfg.Discord.Token)
 	for i := range cfg.MCP.Servers {
 		if s := &cfg.MCP.Servers[i]; s.TokenEnv != "" {
 			s.Token = getenv(s.TokenEnv) // read even with SkipSecrets, as it always was

@@ -17,7 +17,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("[[agents]]\nid = \"a\"\n[[agents]]\nx = 1\n[agents.y]\n"))
 	f.Add([]byte("[policy]\nrules = [{capability = \"*\", target = \"*\", action = \"approve\"}]\n"))
 	f.Add([]byte("[hooks.claude_code.tools]\n\"\" = \"\"\n"))
-	f.Add([]byte("[telegram]\napi_endpoint = \"%s%s\"\n"))
+	f.Add([]byte("[chat]\napprovers = [\"%s\"]\n"))
 	f.Add([]byte("x = = \n"))
 	dir := f.TempDir()
 	home := f.TempDir()
@@ -30,7 +30,7 @@ func FuzzLoad(f *testing.F) {
 		for k, v := range secrets {
 			e[k] = v
 		}
-		cfg, err := Load(path, true, env(e))
+		cfg, err := load(path, true, env(e))
 		if err != nil {
 			// A file may spell a secret itself; only values it could not contain count.
 			if s := err.Error(); strings.Contains(s, "SECRET-00") && !strings.Contains(string(data), "SECRET-00") {

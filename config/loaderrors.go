@@ -76,7 +76,7 @@ func (p *problems) wrap(key string, err error) {
 var mismatchRE = regexp.MustCompile(`^toml: line ([0-9]+) \(last key "([^"]*)"\): (.*)$`)
 
 // tomlError makes a decoder error say where, key first when there is one:
-// "telegram.chat_id: line 2: incompatible types: …". Type mismatches come
+// "server.listen: line 2: incompatible types: …". Type mismatches come
 // back as plain errors carrying the text "toml: line N (last key …): …".
 func tomlError(err error) error {
 	var pe toml.ParseError

@@ -10,7 +10,7 @@ import (
 func TestLoad_MCPServers(t *testing.T) {
 	e := baseEnv(t)
 	e["UPSTREAM_TOKEN"] = "up-SECRET-0099"
-	cfg, err := Load(writeFile(t, valid+`
+	cfg, err := load(writeFile(t, valid+`
 [[mcp.servers]]
 name = "fs"
 command = ["mcp-server-filesystem", "/srv/work"]
@@ -82,7 +82,7 @@ func TestLoad_MCPRefused(t *testing.T) {
 		{"unknown key", "[[mcp.servers]]\nname = \"a\"\ncomand = [\"x\"]\n", "mcp.servers[0].comand: unknown key (did you mean command?)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Load(writeFile(t, valid+c.toml), true, env(baseEnv(t)))
+			_, err := load(writeFile(t, valid+c.toml), true, env(baseEnv(t)))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("err = %v, want %q", err, c.want)
 			}

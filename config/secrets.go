@@ -4,9 +4,9 @@
 package config
 
 // Secrets lists every secret value the config holds that is set: the
-// agents' and the admin's tokens, the messengers' tokens and signing
-// secrets, the database DSN, webhook secrets, the judge's API key, the MCP
-// servers' tokens. Redacted hides the same fields.
+// agents' and the admin's tokens, the database DSN, webhook secrets, the
+// judge's API key, the MCP servers' tokens, and the registered sections'
+// (the messengers' tokens and signing secrets). Redacted hides the same fields.
 func (c Config) Secrets() []string {
 	var out []string
 	add := func(s ...string) {
@@ -16,8 +16,7 @@ func (c Config) Secrets() []string {
 			}
 		}
 	}
-	add(c.Storage.DSN, c.Web.AdminToken, c.Telegram.Token, c.Telegram.WebhookSecret,
-		c.Slack.BotToken, c.Slack.SigningSecret, c.Slack.AppToken, c.Discord.Token, c.Vaglio.LLM.APIKey)
+	add(c.Storage.DSN, c.Web.AdminToken, c.Vaglio.LLM.APIKey)
 	for _, n := range c.Policy.Notify {
 		add(n.WebhookSecret)
 	}

@@ -1,4 +1,4 @@
-// Sections other packages own: a top-level table ([telegram]) that a
+// Sections other packages own: a top-level table ([chat]) that a
 // package outside config decodes, checks and resolves itself, registered
 // by name through LoadOptions.Sections.
 
@@ -23,7 +23,7 @@ type Section interface {
 	// (LoadOptions.SkipSecrets makes it false).
 	Resolve(getenv func(string) string, secrets bool)
 	// Validate reports every problem, each naming its key within the
-	// section ("token_env" is reported as "telegram.token_env"); c is the
+	// section ("token_env" is reported as "chat.token_env"); c is the
 	// whole configuration, for checks across tables.
 	Validate(p Problems, c *Config)
 	// Secrets are the secret values it holds that are set, for
@@ -34,11 +34,13 @@ type Section interface {
 	Redacted() Section
 }
 
-// SectionSpec registers a section: Name is its table ("telegram"), New
-// makes a value holding its defaults.
+// SectionSpec registers a section: Name is its table ("chat"), New
+// makes a value holding its defaults, Example is its table as `gateway
+// config example` shows it (every key, commented).
 type SectionSpec struct {
-	Name string
-	New  func() Section
+	Name    string
+	New     func() Section
+	Example string
 }
 
 // namedSection is a registered section's value in a Config.
@@ -49,7 +51,7 @@ type namedSection struct {
 
 // Section is the value of the registered section name, nil when none is
 // registered. The owning package asserts its own type:
-// cfg.Section("telegram").(*telegram.Config).
+// cfg.Section("chat").(*chat.Config).
 func (c Config) Section(name string) Section {
 	for _, s := range c.sections {
 		if s.name == name {
@@ -124,3 +126,7 @@ func (q Problems) Language(key, v string) { language(q.p, q.key(key), v) }
 
 // HTTPURL accepts an absolute http or https URL with a host.
 func HTTPURL(s string) error { return httpURL(s) }
+
+// Redact is s as a Section's Redacted shows a secret: "[redacted]" when
+// set, "" when not.
+func Redact(s string) string { return redact(s) }

@@ -159,9 +159,9 @@ func TestLoad_BadValuesReportedTogether(t *testing.T) {
 // A bad duration beside a type error: both are reported, the type error
 // by its key.
 func TestLoad_BadValueAndTypeError(t *testing.T) {
-	_, err := Load(writeFile(t, "[policy]\ngrant_ttl = \"10x\"\n[telegram]\nchat_id = \"x\"\n"), true, env(nil))
+	_, err := Load(writeFile(t, "[policy]\ngrant_ttl = \"10x\"\n[server]\nlisten = 12\n"), true, env(nil))
 	if err == nil || !strings.Contains(err.Error(), `policy.grant_ttl: bad duration "10x"`) ||
-		!strings.Contains(err.Error(), "telegram.chat_id: incompatible types") {
+		!strings.Contains(err.Error(), "server.listen: incompatible types") {
 		t.Errorf("err = %v", err)
 	}
 }

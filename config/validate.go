@@ -38,10 +38,6 @@ var (
 	agentIDRE = regexp.MustCompile(`^[a-z0-9_.-]{1,64}$`)
 	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	rateRE    = regexp.MustCompile(`^([0-9]+)/([smh])$`)
-	slackIDRE = regexp.MustCompile(`^[A-Z0-9]+$`)
-	// Telegram's secret_token: 1-256 characters, A-Z, a-z, 0-9, _ and -
-	// (https://core.telegram.org/bots/api#setwebhook).
-	tgSecretRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
 )
 
 func (c *Config) validate(p *problems, opt LoadOptions) {
@@ -57,9 +53,6 @@ func (c *Config) validate(p *problems, opt LoadOptions) {
 	}
 	c.validateWebUsers(p)
 	language(p, "web.language", c.Web.Language)
-	language(p, "telegram.language", c.Telegram.Language)
-	language(p, "slack.language", c.Slack.Language)
-	language(p, "discord.language", c.Discord.Language)
 	if u := c.Web.PublicURL; u != "" {
 		if err := httpURL(u); err != nil {
 			p.add("web.public_url", "%q: %v", u, err)
@@ -67,9 +60,6 @@ func (c *Config) validate(p *problems, opt LoadOptions) {
 			p.add("web.public_url", "%q: want a base URL (scheme, host, optional path), no query or fragment", u)
 		}
 	}
-	c.validateTelegram(p)
-	c.validateSlack(p)
-	c.validateDiscord(p)
 	for _, s := range c.sections {
 		s.value.Validate(Problems{section: s.name, p: p}, c)
 	}
@@ -155,8 +145,7 @@ func (c *Config) validatePolicy(p *problems) {
 			p.wrap(key+"."+fe.Field, fe.Err)
 		}
 	}
-	enabled := map[string]bool{NotifyTelegram: c.Telegram.Enabled(), NotifySlack: c.Slack.Enabled(),
-		NotifyDiscord: c.Discord.Enabled()}
+	enabled := c.enabledMessengers()
 	for i, n := range c.Policy.Notify {
 		key := fmt.Sprintf("policy.notify[%d]", i)
 		for _, fe := range policy.CheckNotify(n.Pattern(i), func(id string) bool { return agents[id] }, enabled) {
@@ -209,15 +198,7 @@ func (c *Config) validateVaglio(p *problems) {
 	}
 }
 
-var (
-	tgUserRE    = regexp.MustCompile(`^[1-9][0-9]{0,19}$`)
-	webLoginRE  = regexp.MustCompile(`^[A-Za-z0-9_.@-]{1,64}$`)
-	slackUserRE = regexp.MustCompile(`^[UWS][A-Z0-9]{1,31}$`)
-	// A Discord id is a snowflake: a decimal number, 17-20 digits today
-	// (https://discord.com/developers/docs/reference#snowflakes).
-	snowflakeRE  = regexp.MustCompile(`^[1-9][0-9]{5,19}$`)
-	ed25519HexRE = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
-)
+var webLoginRE = regexp.MustCompile(`^[A-Za-z0-9_.@-]{1,64}$`)
 
 func positive(p *problems, key string, d Duration) {
 	if d <= 0 {

@@ -34,7 +34,7 @@ func (c *Config) validateApprovals(p *problems) {
 		if _, err := cron.ParseStandard(d); err != nil {
 			p.add("approvals.digest", "bad cron spec %q: %v", d, err)
 		} else if !c.digestMessenger() {
-			p.add("approvals.digest", "no messenger to post the digest on (configure [telegram], [slack] or [discord])")
+			p.add("approvals.digest", "no messenger to post the digest on (%s)", c.digestMessengers())
 		}
 	}
 	positive(p, "approvals.retention", c.Approvals.Retention)
@@ -63,7 +63,25 @@ func (c *Config) validateApprovals(p *problems) {
 // digestMessenger reports whether any configured messenger can post the
 // digest.
 func (c *Config) digestMessenger() bool {
-	return c.Telegram.Enabled() || c.Slack.Enabled() || c.Discord.Enabled()
+	for _, name := range c.Messengers() {
+		if c.MessengerEnabled(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// digestMessengers reads the messengers the digest may go to, for its
+// problem: "[a], [b] or [c]".
+func (c *Config) digestMessengers() string {
+	var tables []string
+	for _, name := range c.Messengers() {
+		tables = append(tables, "["+name+"]")
+	}
+	if len(tables) == 0 {
+		return "none is registered"
+	}
+	return "configure " + orList(tables)
 }
 
 // validateRoute checks one [[approvals.routes]] entry: every channel it
@@ -93,33 +111,19 @@ func (c *Config) validateRoute(p *problems, key string, rt Route) {
 			continue
 		}
 		seen[ap] = true
+		m := c.Messenger(ch)
 		switch {
 		case !ok || user == "":
-			p.add(ak, "%q is not \"channel:user\" (e.g. \"telegram:123456789\", \"slack:U0123456\", \"discord:80351110224678912\", \"web:owner\", \"agent:ops\")", ap)
-		case ch == NotifyTelegram:
-			if !c.Telegram.Enabled() {
-				p.add(ak, "telegram is not configured (set telegram.token_env)")
-			} else if !tgUserRE.MatchString(user) {
-				p.add(ak, "bad Telegram user id %q (a positive number; /start tells you yours)", user)
-			}
-		case ch == NotifySlack:
-			if !c.Slack.Enabled() {
-				p.add(ak, "slack is not configured (set slack.bot_token_env)")
-			} else if !slackUserRE.MatchString(user) {
-				p.add(ak, "bad Slack id %q (a member ID such as U0123456, or a user group ID such as S0123456)", user)
-			}
-			groups = groups || strings.HasPrefix(user, "S")
-		case ch == NotifyDiscord:
-			role, isRole := strings.CutPrefix(user, "role:")
+			p.add(ak, "%q is not \"channel:user\" (e.g. %s)", ap, c.approverExamples())
+		case m != nil:
+			group, err := m.CheckApprover(user)
 			switch {
-			case !c.Discord.Enabled():
-				p.add(ak, "discord is not configured (set discord.token_env)")
-			case isRole && !snowflakeRE.MatchString(role):
-				p.add(ak, "bad Discord role id %q (the role's numeric id, as discord:role:<id>)", role)
-			case !isRole && !snowflakeRE.MatchString(user):
-				p.add(ak, "bad Discord user id %q (a numeric id; Developer Mode, Copy User ID)", user)
+			case !m.Enabled():
+				p.add(ak, "%s", notConfigured(ch, m))
+			case err != nil:
+				p.wrap(ak, err)
 			}
-			groups = groups || isRole
+			groups = groups || group
 		case ch == NotifyWeb:
 			if !webLoginRE.MatchString(user) {
 				p.add(ak, "bad web login name %q (the web page's login is \"owner\")", user)
@@ -140,7 +144,7 @@ func (c *Config) validateRoute(p *problems, key string, rt Route) {
 				p.add(ak, "agent %q is not an admin agent (only admin agents may decide over the API)", user)
 			}
 		default:
-			p.add(ak, "unknown channel %q in %q (want telegram, slack, discord, web or agent)", ch, ap)
+			p.add(ak, "unknown channel %q in %q (want %s)", ch, ap, orList(append(c.Messengers(), NotifyWeb, "agent")))
 		}
 	}
 	switch {
@@ -164,23 +168,30 @@ func (c *Config) validateRoute(p *problems, key string, rt Route) {
 	}
 }
 
+// approverExamples reads one approver of each kind, for the problem of
+// an approver that is not "channel:user".
+func (c *Config) approverExamples() string {
+	var out []string
+	for _, name := range c.Messengers() {
+		out = append(out, fmt.Sprintf("%q", name+":"+c.Messenger(name).ApproverExample()))
+	}
+	return strings.Join(append(out, `"web:owner"`, `"agent:ops"`), ", ")
+}
+
 // notifyChannels checks a list of channels a card goes to: an agent's or a
 // route's notify, a route's escalate_to.
 func (c *Config) notifyChannels(p *problems, key string, list []string) {
 	seen := map[string]bool{}
 	for j, n := range list {
 		nk := fmt.Sprintf("%s[%d]", key, j)
+		m := c.Messenger(n)
 		switch {
-		case n != NotifyWeb && n != NotifyTelegram && n != NotifySlack && n != NotifyDiscord:
-			p.add(nk, "unknown channel %q (want web, telegram, slack or discord)", n)
+		case n != NotifyWeb && m == nil:
+			p.add(nk, "unknown channel %q (want %s)", n, orList(append([]string{NotifyWeb}, c.Messengers()...)))
 		case seen[n]:
 			p.add(nk, "%q is listed twice", n)
-		case n == NotifyTelegram && !c.Telegram.Enabled():
-			p.add(nk, "telegram is not configured (set telegram.token_env)")
-		case n == NotifySlack && !c.Slack.Enabled():
-			p.add(nk, "slack is not configured (set slack.bot_token_env)")
-		case n == NotifyDiscord && !c.Discord.Enabled():
-			p.add(nk, "discord is not configured (set discord.token_env)")
+		case m != nil && !m.Enabled():
+			p.add(nk, "%s", notConfigured(n, m))
 		}
 		seen[n] = true
 	}

@@ -77,7 +77,8 @@ func runOutage(t *testing.T) {
 		}
 		return ""
 	}
-	cfg, err := config.Load(cfgPath, true, getenv)
+	kinds := []messenger.Kind{telegram.Kind, slack.Kind, discord.Kind} // as cmd/gateway registers them
+	cfg, err := config.LoadWith(cfgPath, true, getenv, config.LoadOptions{Sections: messenger.Sections(kinds)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,13 +87,15 @@ func runOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(logf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	// The messengers as cmd/gateway builds them (messenger_telegram.go, messenger_slack.go, messenger_discord.go).
+	// The messengers as cmd/gateway builds them (messengers.go).
+	var factories []messenger.Factory
+	for _, k := range kinds {
+		if f := k.Build(cfg, messenger.Options{Logger: log}); f != nil {
+			factories = append(factories, f)
+		}
+	}
 	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Logger: log, Home: dir,
-		Messengers: []messenger.Factory{
-			telegram.Factory(telegram.Options{Config: cfg.Telegram, Logger: log, GrantTTL: time.Duration(cfg.Policy.GrantTTL)}),
-			slack.Factory(cfg.Slack, slack.Options{Options: messenger.Options{Logger: log}}),
-			discord.Factory(cfg.Discord, discord.Options{Options: messenger.Options{Logger: log}}),
-		}})
+		Messengers: factories})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,9 +27,12 @@ func checkAuthority(w io.Writer, cfg config.Config) {
 	if len(admins) > 0 {
 		fmt.Fprintf(w, "admin agents (an admin's powers, never over their own requests): %s\n", strings.Join(admins, ", "))
 	}
-	if cfg.Telegram.Enabled() {
-		fmt.Fprintf(w, "telegram: grants are revoked from the chat only by %v (telegram.admins; default: the first approver)\n",
-			cfg.Telegram.Revokers())
+	for _, name := range cfg.Messengers() {
+		// A messenger whose chat decides more than its approvers do says
+		// who (Telegram: who revokes grants).
+		if a, ok := cfg.Messenger(name).(interface{ Authority() string }); ok && cfg.MessengerEnabled(name) {
+			fmt.Fprintf(w, "%s: %s\n", name, a.Authority())
+		}
 	}
 	if cfg.Web.PolicyPasskey() {
 		fmt.Fprintln(w, "policy changes on the page need an admin's passkey; the admin agents cannot add approve rules or grants")

@@ -4,9 +4,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/messenger"
 )
 
 func cmdConfig(e *env, args []string) error {
@@ -31,7 +33,7 @@ func cmdConfig(e *env, args []string) error {
 	}
 	switch sub {
 	case "example":
-		_, err := fmt.Fprint(e.stdout, config.Example)
+		_, err := fmt.Fprint(e.stdout, config.ExampleWith(messenger.Sections(messengerKinds)...))
 		return err
 	case "check":
 		path, explicit := config.Locate(*cfgPath, e.getenv)
@@ -47,9 +49,12 @@ func cmdConfig(e *env, args []string) error {
 		if zone == "" {
 			zone = "this machine's (" + time.Now().Format("MST") + ")"
 		}
-		fmt.Fprintf(e.stdout, "ok: %s: %d agent(s), %d rule(s), telegram %s, slack %s, discord %s, database %s, time zone %s\n", src,
-			len(cfg.Agents), len(cfg.Policy.Rules), onOff(cfg.Telegram.Enabled()), onOff(cfg.Slack.Enabled()),
-			onOff(cfg.Discord.Enabled()), cfg.Storage.Driver, zone)
+		var chats strings.Builder
+		for _, name := range cfg.Messengers() {
+			fmt.Fprintf(&chats, "%s %s, ", name, onOff(cfg.MessengerEnabled(name)))
+		}
+		fmt.Fprintf(e.stdout, "ok: %s: %d agent(s), %d rule(s), %sdatabase %s, time zone %s\n", src,
+			len(cfg.Agents), len(cfg.Policy.Rules), chats.String(), cfg.Storage.Driver, zone)
 		checkAuthority(e.stdout, cfg)
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/storage"
@@ -69,7 +70,7 @@ func docsServer(t *testing.T) *gateway.Server {
 			return "docs-test-" + strings.ToLower(k)
 		}
 		return ""
-	}, config.LoadOptions{})
+	}, config.LoadOptions{Sections: messenger.Sections(messengerKinds)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/internal/duration"
+	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
 	"github.com/metnos/gateway/vaglio"
@@ -42,6 +43,7 @@ func loadConfigWith(e *env, path string, opt config.LoadOptions) (config.Config,
 	if path == "" {
 		path = config.DefaultPath(e.getenv)
 	}
+	opt.Sections = messenger.Sections(messengerKinds)
 	cfg, err := config.LoadWith(path, explicit, e.getenv, opt)
 	if err != nil {
 		return config.Config{}, exitError{exitUsage, "config: " + err.Error()}

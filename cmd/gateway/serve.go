@@ -17,7 +17,6 @@ import (
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
-	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/web"
 )
 
@@ -235,19 +234,6 @@ func flushLog(log *slog.Logger) {
 	if h, ok := log.Handler().(flushingHandler); ok {
 		h.sink.Flush()
 	}
-}
-
-// messengers returns the factories of the messengers the config enables.
-// Each messenger's factory lives in its own file (messenger_*.go) and
-// returns nil when the config does not enable it.
-func messengers(cfg config.Config, log *slog.Logger) []messenger.Factory {
-	var out []messenger.Factory
-	for _, f := range []func(config.Config, *slog.Logger) messenger.Factory{telegramMessenger, slackMessenger, discordMessenger} {
-		if m := f(cfg, log); m != nil {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 func cmdPrune(e *env, args []string) error {

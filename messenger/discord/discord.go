@@ -33,7 +33,7 @@ import (
 )
 
 // Name is the messenger's name in agents[].notify and on cards.
-const Name = config.NotifyDiscord
+const Name = config.DiscordName
 
 const (
 	maxListed     = 20

@@ -71,7 +71,7 @@ var tgRoberto = tgbotapi.User{ID: 42, FirstName: "Roberto"}
 // withTelegram adds Telegram, against its own fake, beside Discord.
 func withTelegram(h *harness) {
 	h.tg = telegramtest.New(h.t, telegramtest.Options{})
-	h.cfg.Telegram = config.Telegram{TokenEnv: "TELEGRAM_BOT_TOKEN", Token: telegramtest.DefaultToken, ChatID: tgChat,
+	*config.TelegramOf(h.cfg) = config.Telegram{TokenEnv: "TELEGRAM_BOT_TOKEN", Token: telegramtest.DefaultToken, ChatID: tgChat,
 		Approvers: []int64{tgRoberto.ID}, APIEndpoint: h.tg.Endpoint(), Language: "en"}
 	h.cfg.Agents[0].Notify = append(h.cfg.Agents[0].Notify, "telegram")
 }
@@ -82,7 +82,7 @@ func withRoutes(rs ...config.Route) harnessOption {
 }
 
 // httpMode selects the interactions endpoint.
-func httpMode(h *harness) { h.cfg.Discord.Mode = config.DiscordModeHTTP }
+func httpMode(h *harness) { config.DiscordOf(h.cfg).Mode = config.DiscordModeHTTP }
 
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
@@ -92,8 +92,11 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	a := gatewaytest.Agent("a1", agentToken, true)
 	a.Notify = []string{"discord", "web"}
 	cfg := gatewaytest.Config(t, a, gatewaytest.Agent("boss", bossToken, true))
+	if err := cfg.AddSections(config.TelegramSection, config.SlackSection, config.DiscordSection); err != nil {
+		panic(err)
+	}
 	cfg.Server.Timezone = "Asia/Tokyo"
-	cfg.Discord = config.Discord{Token: botToken, ApplicationID: appID, GuildID: guildID, ChannelID: channelID,
+	*config.DiscordOf(cfg) = config.Discord{Token: botToken, ApplicationID: appID, GuildID: guildID, ChannelID: channelID,
 		Approvers: []string{approverID}, Admins: []string{approverID, adminID}, Language: "en",
 		Mode: config.DiscordModeGateway, APIURL: h.fake.APIURL(), PublicKey: h.fake.PublicKey()}
 	h.cfg = cfg
@@ -116,15 +119,15 @@ func (h *harness) start() {
 	t.Helper()
 	h.logw = &testLog{t: t}
 	logger := slog.New(slog.NewTextHandler(h.logw, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ms := []messenger.Factory{discord.Factory(h.cfg.Discord, discord.Options{Options: messenger.Options{Logger: logger, Location: h.cfg.Server.Zone(), Now: h.now, Backoff: 50 * time.Millisecond, PublicURL: h.cfg.Web.PublicURL, LinkBase: gateway.LinkBase(h.cfg)}})}
+	ms := []messenger.Factory{discord.Factory(*config.DiscordOf(h.cfg), discord.Options{Options: messenger.Options{Logger: logger, Location: h.cfg.Server.Zone(), Now: h.now, Backoff: 50 * time.Millisecond, PublicURL: h.cfg.Web.PublicURL, LinkBase: gateway.LinkBase(h.cfg)}})}
 	if h.tg != nil {
-		ms = append(ms, telegram.Factory(telegram.Options{Config: h.cfg.Telegram, Logger: logger, Location: time.UTC,
+		ms = append(ms, telegram.Factory(telegram.Options{Config: *config.TelegramOf(h.cfg), Logger: logger, Location: time.UTC,
 			GrantTTL: time.Duration(h.cfg.Policy.GrantTTL), PollTimeout: 2 * time.Second, CallTimeout: 2 * time.Second}))
 	}
 	h.gw = gatewaytest.Start(t, h.cfg, gateway.AppOptions{Logger: logger, Now: h.now, Messengers: ms})
 	h.app, h.base = h.gw.App, h.gw.URL
 	t.Cleanup(h.logw.stop) // runs after the gateway's own clean-up stopped it
-	if !h.cfg.Discord.HTTPMode() {
+	if !config.DiscordOf(h.cfg).HTTPMode() {
 		h.fake.Await(t, waitFor, "the gateway session", func(s *discordtest.Server) bool { return s.ConnectedLocked() })
 	}
 }
@@ -281,7 +284,7 @@ func customID(t *testing.T, m discordtest.Message, prefix string) string {
 // returns the interaction's token (its follow-ups are found by it).
 func (h *harness) tap(in discordtest.Interaction) {
 	h.t.Helper()
-	if h.cfg.Discord.HTTPMode() {
+	if config.DiscordOf(h.cfg).HTTPMode() {
 		st, body, err := h.fake.PostInteraction(h.client, h.base+"/discord/interactions", in)
 		if err != nil || st != http.StatusOK {
 			h.t.Fatalf("interaction answered %d %s (%v)", st, body, err)

@@ -34,7 +34,7 @@ import (
 )
 
 // Name is the messenger's name in agents[].notify and on cards.
-const Name = config.NotifySlack
+const Name = config.SlackName
 
 // Listing bounds: a Slack answer is meant to be read on a phone, and a Home
 // view holds at most 100 blocks.

@@ -33,7 +33,7 @@ import (
 
 // Name is the messenger's name in agents' notify lists, in the cards table
 // and in decided_by ("telegram:Roberto (42)").
-const Name = config.NotifyTelegram
+const Name = config.TelegramName
 
 // Defaults for Options.
 const (

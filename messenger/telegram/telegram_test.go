@@ -292,7 +292,7 @@ func TestTelegram_Webhook(t *testing.T) {
 	h := newHarness(t, webhookMode(secret))
 	h.fake.WaitUntil(t, waitLong, "webhook registered", func() bool {
 		url, s := h.fake.Webhook()
-		return url == h.cfg.Telegram.WebhookURL && s == secret
+		return url == config.TelegramOf(h.cfg).WebhookURL && s == secret
 	})
 	for _, tc := range []struct {
 		name, secret string
@@ -304,7 +304,7 @@ func TestTelegram_Webhook(t *testing.T) {
 		{"prefix", "s3cret", true},
 	} {
 		t.Run(tc.name+" secret", func(t *testing.T) {
-			req, _ := http.NewRequest("POST", h.cfg.Telegram.WebhookURL, strings.NewReader(`{"update_id":1}`))
+			req, _ := http.NewRequest("POST", config.TelegramOf(h.cfg).WebhookURL, strings.NewReader(`{"update_id":1}`))
 			if tc.set {
 				req.Header.Set(telegram.SecretHeader, tc.secret)
 			}

@@ -1,0 +1,184 @@
+// The [discord] section: its table, defaults, secrets and checks, a
+// registered messenger (DiscordSection).
+
+package config
+
+import (
+	_ "embed"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/metnos/gateway/locale"
+)
+
+// Discord is the [discord] table. It is enabled by setting token_env.
+type Discord struct {
+	// TokenEnv names the variable holding the bot token.
+	TokenEnv string `toml:"token_env"`
+	// Token is the resolved bot token (secret).
+	Token string `toml:"-"`
+	// ApplicationID is the application's id (slash commands are
+	// registered under it; interaction follow-ups go to its webhook).
+	ApplicationID string `toml:"application_id"`
+	// PublicKey is the application's Ed25519 public key, hex: it verifies
+	// /discord/interactions. Required in HTTP mode.
+	PublicKey string `toml:"public_key"`
+	// GuildID is the server the bot serves; ChannelID the channel cards
+	// are posted to. Taps and commands from anywhere else are refused.
+	GuildID   string `toml:"guild_id"`
+	ChannelID string `toml:"channel_id"`
+	// Approvers are the Discord user ids allowed to decide; Admins those
+	// allowed to revoke grants and see the rules and the audit.
+	Approvers []string `toml:"approvers"`
+	Admins    []string `toml:"admins"`
+	// Language of cards, buttons and command answers: "en" or "it".
+	Language string `toml:"language"`
+	// Mode is how taps arrive: "gateway" (the websocket, the default) or
+	// "http" (the interactions endpoint /discord/interactions).
+	Mode string `toml:"mode"`
+	// APIURL is the versioned REST base, "https://discord.com/api/v10" by
+	// default; the websocket's address comes from its GET /gateway/bot.
+	APIURL string `toml:"api_url"`
+}
+
+// The discord.mode values.
+const (
+	DiscordModeGateway = "gateway"
+	DiscordModeHTTP    = "http"
+)
+
+// DiscordName is the section's table and the channel's name.
+const DiscordName = "discord"
+
+// DiscordAPIURL is the default discord.api_url.
+const DiscordAPIURL = "https://discord.com/api/v10"
+
+//go:embed discord.example.toml
+var discordExample string
+
+// DiscordSection registers [discord].
+var DiscordSection = SectionSpec{Name: DiscordName, Example: discordExample, New: func() Section {
+	return &Discord{APIURL: DiscordAPIURL, Language: string(locale.DefaultLang), Mode: DiscordModeGateway}
+}}
+
+// DiscordOf is c's [discord] section, nil when it is not registered.
+func DiscordOf(c Config) *Discord {
+	d, _ := c.Section(DiscordName).(*Discord)
+	return d
+}
+
+// Enabled reports whether a bot token is configured.
+func (d Discord) Enabled() bool { return d.TokenEnv != "" || d.Token != "" }
+
+// HTTPMode reports whether taps arrive on the interactions endpoint.
+func (d Discord) HTTPMode() bool { return d.Mode == DiscordModeHTTP }
+
+// EnableKey is the key that enables Discord.
+func (d *Discord) EnableKey() string { return "token_env" }
+
+// ApproverExample is a Discord user id.
+func (d *Discord) ApproverExample() string { return "80351110224678912" }
+
+var (
+	// A Discord id is a snowflake: a decimal number, 17-20 digits today
+	// (https://discord.com/developers/docs/reference#snowflakes).
+	snowflakeRE  = regexp.MustCompile(`^[1-9][0-9]{5,19}$`)
+	ed25519HexRE = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+)
+
+// CheckApprover reads a route's "discord:<user id>" or
+// "discord:role:<role id>" (a group).
+func (d *Discord) CheckApprover(user string) (bool, error) {
+	role, isRole := strings.CutPrefix(user, "role:")
+	switch {
+	case isRole && !snowflakeRE.MatchString(role):
+		return true, fmt.Errorf("bad Discord role id %q (the role's numeric id, as discord:role:<id>)", role)
+	case !isRole && !snowflakeRE.MatchString(user):
+		return false, fmt.Errorf("bad Discord user id %q (a numeric id; Developer Mode, Copy User ID)", user)
+	}
+	return isRole, nil
+}
+
+// Resolve fills an empty mode and api_url with their defaults and reads
+// the token.
+func (d *Discord) Resolve(getenv func(string) string, secrets bool) {
+	if d.Mode == "" {
+		d.Mode = DiscordModeGateway
+	}
+	if d.APIURL == "" {
+		d.APIURL = DiscordAPIURL
+	}
+	if secrets && d.TokenEnv != "" {
+		d.Token = getenv(d.TokenEnv)
+	}
+}
+
+// Secrets is the bot token, when set.
+func (d *Discord) Secrets() []string {
+	if d.Token == "" {
+		return nil
+	}
+	return []string{d.Token}
+}
+
+// Redacted is a copy with the token hidden.
+func (d *Discord) Redacted() Section {
+	r := *d
+	r.Token = Redact(d.Token)
+	r.Approvers = slices.Clone(d.Approvers)
+	r.Admins = slices.Clone(d.Admins)
+	return &r
+}
+
+// Validate checks [discord].
+func (d *Discord) Validate(p Problems, _ *Config) {
+	p.Language("language", d.Language)
+	if d.Enabled() {
+		p.Secret("token_env", d.TokenEnv, d.Token, true)
+		for _, req := range []struct{ key, val, what string }{
+			{"application_id", d.ApplicationID, "the application's id, from the Developer Portal"},
+			{"guild_id", d.GuildID, "the server's id"},
+			{"channel_id", d.ChannelID, "the channel cards are posted to"},
+		} {
+			if req.val == "" {
+				p.Add(req.key, "required when discord is enabled (%s)", req.what)
+			}
+		}
+		if len(d.Approvers) == 0 {
+			p.Add("approvers", "required when discord is enabled (the user ids allowed to decide)")
+		}
+		if d.HTTPMode() && d.PublicKey == "" {
+			p.Add("public_key", "required when discord.mode is \"http\" (it verifies /discord/interactions)")
+		}
+	}
+	for _, id := range []struct{ key, val string }{
+		{"application_id", d.ApplicationID}, {"guild_id", d.GuildID}, {"channel_id", d.ChannelID},
+	} {
+		if id.val != "" && !snowflakeRE.MatchString(id.val) {
+			p.Add(id.key, "bad id %q (a numeric id; Developer Mode, Copy ID)", id.val)
+		}
+	}
+	for _, list := range []struct {
+		key string
+		ids []string
+	}{{"approvers", d.Approvers}, {"admins", d.Admins}} {
+		for i, id := range list.ids {
+			if !snowflakeRE.MatchString(id) {
+				p.Add(fmt.Sprintf("%s[%d]", list.key, i), "bad user id %q (a numeric id as a string, e.g. \"80351110224678912\")", id)
+			}
+		}
+	}
+	if d.PublicKey != "" && !ed25519HexRE.MatchString(d.PublicKey) {
+		p.Add("public_key", "want the application's public key: 64 hex digits")
+	}
+	if d.Mode != DiscordModeGateway && d.Mode != DiscordModeHTTP {
+		p.Add("mode", "%q: want \"gateway\" or \"http\"", d.Mode)
+	}
+	if err := HTTPURL(d.APIURL); err != nil {
+		p.Add("api_url", "%q: %v", d.APIURL, err)
+	} else if strings.HasSuffix(d.APIURL, "/") || strings.ContainsAny(d.APIURL, "?#") {
+		p.Add("api_url", "%q: want the versioned REST base without a trailing \"/\" (e.g. https://discord.com/api/v10)", d.APIURL)
+	}
+}

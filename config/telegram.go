@@ -1,0 +1,179 @@
+// The [telegram] section: its table, defaults, secrets and checks, a
+// registered messenger (TelegramSection).
+
+package config
+
+import (
+	_ "embed"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/metnos/gateway/locale"
+)
+
+// Telegram is the [telegram] table. It is enabled by setting token_env.
+type Telegram struct {
+	// TokenEnv names the variable holding the bot token.
+	TokenEnv string `toml:"token_env"`
+	// Token is the resolved bot token (secret).
+	Token string `toml:"-"`
+	// ChatID is where cards are posted (negative for groups).
+	ChatID int64 `toml:"chat_id"`
+	// Approvers are the Telegram user ids allowed to decide.
+	Approvers []int64 `toml:"approvers"`
+	// Admins are the Telegram user ids allowed to revoke grants from
+	// Telegram (/revoke, the Revoke buttons of /grants), as the web page's
+	// admins; unset: the first approver (see Revokers).
+	Admins []int64 `toml:"admins"`
+	// APIEndpoint is the Bot API URL format, "https://api.telegram.org/bot%s/%s"
+	// by default (token, method), as tgbotapi.NewBotAPIWithAPIEndpoint takes it.
+	APIEndpoint string `toml:"api_endpoint"`
+	// WebhookURL switches from long polling to webhook mode when set.
+	WebhookURL string `toml:"webhook_url"`
+	// WebhookSecretEnv names the variable holding the secret Telegram echoes in
+	// X-Telegram-Bot-Api-Secret-Token. Required with WebhookURL.
+	WebhookSecretEnv string `toml:"webhook_secret_env"`
+	// WebhookSecret is the resolved webhook secret (secret).
+	WebhookSecret string `toml:"-"`
+	// Language of cards, buttons, alerts and command answers: "en" (the
+	// default) or "it".
+	Language string `toml:"language"`
+}
+
+// TelegramName is the section's table and the channel's name.
+const TelegramName = "telegram"
+
+// TelegramAPIEndpoint is the default telegram.api_endpoint.
+const TelegramAPIEndpoint = "https://api.telegram.org/bot%s/%s"
+
+//go:embed telegram.example.toml
+var telegramExample string
+
+// TelegramSection registers [telegram].
+var TelegramSection = SectionSpec{Name: TelegramName, Example: telegramExample, New: func() Section {
+	return &Telegram{APIEndpoint: TelegramAPIEndpoint, Language: string(locale.DefaultLang)}
+}}
+
+// TelegramOf is c's [telegram] section, nil when it is not registered.
+func TelegramOf(c Config) *Telegram {
+	t, _ := c.Section(TelegramName).(*Telegram)
+	return t
+}
+
+// Revokers are the user ids that may revoke grants from Telegram: Admins,
+// else the first approver (as the web page's first user is its admin).
+func (t Telegram) Revokers() []int64 {
+	if len(t.Admins) > 0 {
+		return t.Admins
+	}
+	return t.Approvers[:min(len(t.Approvers), 1)]
+}
+
+// Authority says who may revoke grants from the chat, for `gateway
+// config check`.
+func (t *Telegram) Authority() string {
+	return fmt.Sprintf("grants are revoked from the chat only by %v (telegram.admins; default: the first approver)", t.Revokers())
+}
+
+// Enabled reports whether a bot token is configured.
+func (t Telegram) Enabled() bool { return t.TokenEnv != "" || t.Token != "" }
+
+// EnableKey is the key that enables Telegram.
+func (t *Telegram) EnableKey() string { return "token_env" }
+
+// ApproverExample is a Telegram user id.
+func (t *Telegram) ApproverExample() string { return "123456789" }
+
+var tgUserRE = regexp.MustCompile(`^[1-9][0-9]{0,19}$`)
+
+// CheckApprover reads a route's "telegram:<user id>".
+func (t *Telegram) CheckApprover(user string) (bool, error) {
+	if !tgUserRE.MatchString(user) {
+		return false, fmt.Errorf("bad Telegram user id %q (a positive number; /start tells you yours)", user)
+	}
+	return false, nil
+}
+
+// Resolve fills an empty api_endpoint with its default and reads the
+// secrets.
+func (t *Telegram) Resolve(getenv func(string) string, secrets bool) {
+	if t.APIEndpoint == "" {
+		t.APIEndpoint = TelegramAPIEndpoint
+	}
+	if !secrets {
+		return
+	}
+	if t.TokenEnv != "" {
+		t.Token = getenv(t.TokenEnv)
+	}
+	if t.WebhookSecretEnv != "" {
+		t.WebhookSecret = getenv(t.WebhookSecretEnv)
+	}
+}
+
+// Secrets are the bot token and the webhook secret, when set.
+func (t *Telegram) Secrets() []string {
+	return slices.DeleteFunc([]string{t.Token, t.WebhookSecret}, func(s string) bool { return s == "" })
+}
+
+// Redacted is a copy with the token and the webhook secret hidden.
+func (t *Telegram) Redacted() Section {
+	r := *t
+	r.Token = Redact(t.Token)
+	r.WebhookSecret = Redact(t.WebhookSecret)
+	r.Approvers = slices.Clone(t.Approvers)
+	r.Admins = slices.Clone(t.Admins)
+	return &r
+}
+
+// Telegram's secret_token: 1-256 characters, A-Z, a-z, 0-9, _ and -
+// (https://core.telegram.org/bots/api#setwebhook).
+var tgSecretRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
+
+// Validate checks [telegram].
+func (t *Telegram) Validate(p Problems, _ *Config) {
+	p.Language("language", t.Language)
+	if t.Enabled() {
+		p.Secret("token_env", t.TokenEnv, t.Token, true)
+		if t.ChatID == 0 {
+			p.Add("chat_id", "required when telegram is enabled (the chat cards are posted to)")
+		}
+		if len(t.Approvers) == 0 {
+			p.Add("approvers", "required when telegram is enabled (the user ids allowed to decide)")
+		}
+	}
+	for i, id := range t.Approvers {
+		if id <= 0 {
+			p.Add("approvers["+strconv.Itoa(i)+"]", "bad user id %d (Telegram user ids are positive)", id)
+		}
+	}
+	for i, id := range t.Admins {
+		if id <= 0 {
+			p.Add("admins["+strconv.Itoa(i)+"]", "bad user id %d (Telegram user ids are positive)", id)
+		}
+	}
+	if strings.Count(t.APIEndpoint, "%") != 2 || strings.Count(t.APIEndpoint, "%s") != 2 {
+		p.Add("api_endpoint", "%q must hold two %%s, for the token and the method (like \"https://api.telegram.org/bot%%s/%%s\")", t.APIEndpoint)
+	} else if err := HTTPURL(fmt.Sprintf(t.APIEndpoint, "T", "m")); err != nil {
+		p.Add("api_endpoint", "%q: %v", t.APIEndpoint, err)
+	}
+	if t.WebhookURL != "" {
+		if err := HTTPURL(t.WebhookURL); err != nil {
+			p.Add("webhook_url", "%q: %v", t.WebhookURL, err)
+		}
+		if t.WebhookSecretEnv == "" && t.WebhookSecret == "" {
+			p.Add("webhook_secret_env", "required when telegram.webhook_url is set")
+		}
+	}
+	p.Secret("webhook_secret_env", t.WebhookSecretEnv, t.WebhookSecret, false)
+	if t.WebhookSecret != "" && !tgSecretRE.MatchString(t.WebhookSecret) {
+		name := t.WebhookSecretEnv
+		if name == "" {
+			name = "the secret"
+		}
+		p.Add("webhook_secret_env", "%s must be 1-256 characters of A-Z, a-z, 0-9, _ and - (Telegram's rule)", name)
+	}
+}

@@ -1,0 +1,18 @@
+package slack
+
+import (
+	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/messenger"
+)
+
+// Kind registers Slack: the [slack] section and its adapter.
+var Kind = messenger.Kind{Section: config.SlackSection, Build: build}
+
+// build makes the adapter's factory when cfg enables [slack].
+func build(cfg config.Config, o messenger.Options) messenger.Factory {
+	c := config.SlackOf(cfg)
+	if c == nil || !c.Enabled() {
+		return nil
+	}
+	return Factory(*c, Options{Options: o})
+}
