@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/metnos/gateway/config"
-	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/gatewaytest"
+	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/storage"
 )
 
