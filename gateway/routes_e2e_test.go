@@ -85,7 +85,7 @@ func newChatGW(t *testing.T, edit func(*config.Config)) *routesGW {
 		hc: &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}, logs: &bytes.Buffer{}}
 	dir := t.TempDir()
 	cfg := config.Default()
-	if err := cfg.AddSections(config.TelegramSection, config.SlackSection, config.DiscordSection); err != nil {
+	if err := cfg.AddSections(telegram.Section, slack.Section); err != nil {
 		panic(err)
 	}
 	cfg.Storage.Path = filepath.Join(dir, "gateway.db")
@@ -95,9 +95,9 @@ func newChatGW(t *testing.T, edit func(*config.Config)) *routesGW {
 	boss := config.NewAgent("boss")
 	boss.Token, boss.Admin = rtAdminToken, true
 	cfg.Agents = []config.Agent{a, boss}
-	*config.TelegramOf(cfg) = config.Telegram{TokenEnv: "TELEGRAM_BOT_TOKEN", Token: telegramtest.DefaultToken, ChatID: rtChat,
+	*telegram.Of(cfg) = telegram.Config{TokenEnv: "TELEGRAM_BOT_TOKEN", Token: telegramtest.DefaultToken, ChatID: rtChat,
 		Approvers: []int64{rtRoberto.ID}, APIEndpoint: g.tg.Endpoint()}
-	*config.SlackOf(cfg) = config.Slack{BotTokenEnv: "SLACK_BOT_TOKEN", BotToken: rtSlackToken, SigningSecretEnv: "SLACK_SIGNING_SECRET",
+	*slack.Of(cfg) = slack.Config{BotTokenEnv: "SLACK_BOT_TOKEN", BotToken: rtSlackToken, SigningSecretEnv: "SLACK_SIGNING_SECRET",
 		SigningSecret: rtSlackSecret, ChannelID: rtSlackChan, Approvers: []string{rtSlackOp}, APIURL: g.sl.APIURL()}
 	edit(&cfg)
 	if err := cfg.Validate(); err != nil {
@@ -133,9 +133,9 @@ func (g *routesGW) start() {
 	links := g.pageBase() // the gateway's link base: localhost, as the browser uses the page
 	app, err := gateway.NewApp(context.Background(), g.cfg, gateway.AppOptions{Logger: log,
 		Messengers: []messenger.Factory{
-			telegram.Factory(telegram.Options{Config: *config.TelegramOf(g.cfg), Logger: log, Location: time.UTC,
+			telegram.Factory(telegram.Options{Config: *telegram.Of(g.cfg), Logger: log, Location: time.UTC,
 				GrantTTL: time.Duration(g.cfg.Policy.GrantTTL), PollTimeout: 5 * time.Second, CallTimeout: 2 * time.Second, LinkBase: links}),
-			slack.Factory(*config.SlackOf(g.cfg), slack.Options{Options: messenger.Options{Logger: log, Location: time.UTC, LinkBase: links}}),
+			slack.Factory(*slack.Of(g.cfg), slack.Options{Options: messenger.Options{Logger: log, Location: time.UTC, LinkBase: links}}),
 		}})
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/messenger"
@@ -70,16 +69,16 @@ func TestTelemetry_SpanTree(t *testing.T) {
 	a := gatewaytest.Agent("a1", otToken, false)
 	a.Notify, a.Callbacks = []string{"telegram"}, []string{"http://127.0.0.1:*/approve"}
 	cfg := gatewaytest.Config(t, a)
-	if err := cfg.AddSections(config.TelegramSection, config.SlackSection, config.DiscordSection); err != nil {
+	if err := cfg.AddSections(telegram.Section); err != nil {
 		panic(err)
 	}
-	*config.TelegramOf(cfg) = config.Telegram{TokenEnv: "TELEGRAM_BOT_TOKEN", Token: telegramtest.DefaultToken, ChatID: rtChat,
+	*telegram.Of(cfg) = telegram.Config{TokenEnv: "TELEGRAM_BOT_TOKEN", Token: telegramtest.DefaultToken, ChatID: rtChat,
 		Approvers: []int64{rtRoberto.ID}, APIEndpoint: tg.Endpoint()}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	g := gatewaytest.Start(t, cfg, gateway.AppOptions{Logger: log, Telemetry: tel,
-		Messengers: []messenger.Factory{telegram.Factory(telegram.Options{Config: *config.TelegramOf(cfg), Logger: log,
+		Messengers: []messenger.Factory{telegram.Factory(telegram.Options{Config: *telegram.Of(cfg), Logger: log,
 			Location: time.UTC, PollTimeout: 5 * time.Second, CallTimeout: 2 * time.Second})}})
 
 	body, _ := json.Marshal(map[string]any{

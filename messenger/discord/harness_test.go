@@ -71,7 +71,7 @@ var tgRoberto = tgbotapi.User{ID: 42, FirstName: "Roberto"}
 // withTelegram adds Telegram, against its own fake, beside Discord.
 func withTelegram(h *harness) {
 	h.tg = telegramtest.New(h.t, telegramtest.Options{})
-	*config.TelegramOf(h.cfg) = config.Telegram{TokenEnv: "TELEGRAM_BOT_TOKEN", Token: telegramtest.DefaultToken, ChatID: tgChat,
+	*telegram.Of(h.cfg) = telegram.Config{TokenEnv: "TELEGRAM_BOT_TOKEN", Token: telegramtest.DefaultToken, ChatID: tgChat,
 		Approvers: []int64{tgRoberto.ID}, APIEndpoint: h.tg.Endpoint(), Language: "en"}
 	h.cfg.Agents[0].Notify = append(h.cfg.Agents[0].Notify, "telegram")
 }
@@ -92,7 +92,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	a := gatewaytest.Agent("a1", agentToken, true)
 	a.Notify = []string{"discord", "web"}
 	cfg := gatewaytest.Config(t, a, gatewaytest.Agent("boss", bossToken, true))
-	if err := cfg.AddSections(config.TelegramSection, config.SlackSection, config.DiscordSection); err != nil {
+	if err := cfg.AddSections(telegram.Section, config.DiscordSection); err != nil {
 		panic(err)
 	}
 	cfg.Server.Timezone = "Asia/Tokyo"
@@ -121,7 +121,7 @@ func (h *harness) start() {
 	logger := slog.New(slog.NewTextHandler(h.logw, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ms := []messenger.Factory{discord.Factory(*config.DiscordOf(h.cfg), discord.Options{Options: messenger.Options{Logger: logger, Location: h.cfg.Server.Zone(), Now: h.now, Backoff: 50 * time.Millisecond, PublicURL: h.cfg.Web.PublicURL, LinkBase: gateway.LinkBase(h.cfg)}})}
 	if h.tg != nil {
-		ms = append(ms, telegram.Factory(telegram.Options{Config: *config.TelegramOf(h.cfg), Logger: logger, Location: time.UTC,
+		ms = append(ms, telegram.Factory(telegram.Options{Config: *telegram.Of(h.cfg), Logger: logger, Location: time.UTC,
 			GrantTTL: time.Duration(h.cfg.Policy.GrantTTL), PollTimeout: 2 * time.Second, CallTimeout: 2 * time.Second}))
 	}
 	h.gw = gatewaytest.Start(t, h.cfg, gateway.AppOptions{Logger: logger, Now: h.now, Messengers: ms})

@@ -91,7 +91,7 @@ func newFuzzSlack(f *testing.F) *fuzzSlack {
 func (h *fuzzSlack) open() {
 	h.gen++
 	cfg := config.Default()
-	if err := cfg.AddSections(config.TelegramSection, config.SlackSection, config.DiscordSection); err != nil {
+	if err := cfg.AddSections(Section); err != nil {
 		panic(err)
 	}
 	cfg.Storage.Path = filepath.Join(h.dir, "gateway-"+strconv.Itoa(h.gen)+".db")
@@ -99,10 +99,10 @@ func (h *fuzzSlack) open() {
 	a := config.NewAgent("a1")
 	a.Token = "tok-fuzz-slack-a1"
 	cfg.Agents = []config.Agent{a}
-	*config.SlackOf(cfg) = config.Slack{BotToken: fuzzBot, SigningSecret: fuzzSecret, ChannelID: "C0APPROVALS",
+	*Of(cfg) = Config{BotToken: fuzzBot, SigningSecret: fuzzSecret, ChannelID: "C0APPROVALS",
 		APIURL: h.fake.APIURL(), Approvers: []string{fuzzApprover}, Admins: []string{fuzzApprover, fuzzAdmin}}
 	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: h.dir,
-		Messengers: []messenger.Factory{Factory(*config.SlackOf(cfg), Options{Options: messenger.Options{HTTPClient: h.client, Location: time.UTC}})}})
+		Messengers: []messenger.Factory{Factory(*Of(cfg), Options{Options: messenger.Options{HTTPClient: h.client, Location: time.UTC}})}})
 	if err != nil {
 		h.tb.Fatalf("NewApp: %v", err)
 	}

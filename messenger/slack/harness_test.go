@@ -71,8 +71,8 @@ type harnessOption func(*setup)
 
 // socketMode configures Socket Mode only: no signing secret, no HTTP routes.
 func socketMode(s *setup) {
-	config.SlackOf(*s.cfg).AppToken = appToken
-	config.SlackOf(*s.cfg).SigningSecret = ""
+	slack.Of(*s.cfg).AppToken = appToken
+	slack.Of(*s.cfg).SigningSecret = ""
 }
 
 // beforeStart runs f on the fake before the gateway starts.
@@ -86,7 +86,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		client: &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}}
 	fo := slacktest.Options{BotToken: botToken, AppToken: appToken, PingInterval: 200 * time.Millisecond}
 	cfg := config.Default()
-	if err := cfg.AddSections(config.TelegramSection, config.SlackSection, config.DiscordSection); err != nil {
+	if err := cfg.AddSections(slack.Section); err != nil {
 		panic(err)
 	}
 	cfg.Server.Timezone = "Asia/Tokyo" // not the machine's zone, and no summer time: times must say JST
@@ -98,7 +98,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	boss := config.NewAgent("boss")
 	boss.Token, boss.Admin = bossToken, true
 	cfg.Agents = []config.Agent{a, boss}
-	*config.SlackOf(cfg) = config.Slack{BotToken: botToken, SigningSecret: secret, ChannelID: channel,
+	*slack.Of(cfg) = slack.Config{BotToken: botToken, SigningSecret: secret, ChannelID: channel,
 		Approvers: []string{approverID}, Admins: []string{approverID, adminID}}
 	su := &setup{cfg: &cfg, fake: &fo}
 	for _, o := range opts {
@@ -108,7 +108,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	for _, f := range su.before {
 		f(h.fake)
 	}
-	config.SlackOf(cfg).APIURL = h.fake.APIURL()
+	slack.Of(cfg).APIURL = h.fake.APIURL()
 	h.cfg = cfg
 	t.Cleanup(func() {
 		h.stop()
@@ -127,7 +127,7 @@ func (h *harness) start() {
 	logger := slog.New(slog.NewTextHandler(h.logw, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	app, err := gateway.NewApp(context.Background(), h.cfg, gateway.AppOptions{
 		Logger: logger, Now: h.now,
-		Messengers: []messenger.Factory{slack.Factory(*config.SlackOf(h.cfg),
+		Messengers: []messenger.Factory{slack.Factory(*slack.Of(h.cfg),
 			slack.Options{Options: messenger.Options{Logger: logger, Location: h.cfg.Server.Zone(), Now: h.now, Backoff: 50 * time.Millisecond, PublicURL: h.cfg.Web.PublicURL}})},
 	})
 	if err != nil {

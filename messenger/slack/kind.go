@@ -6,11 +6,11 @@ import (
 )
 
 // Kind registers Slack: the [slack] section and its adapter.
-var Kind = messenger.Kind{Section: config.SlackSection, Build: build}
+var Kind = messenger.Kind{Section: Section, Build: build}
 
 // build makes the adapter's factory when cfg enables [slack].
 func build(cfg config.Config, o messenger.Options) messenger.Factory {
-	c := config.SlackOf(cfg)
+	c := Of(cfg)
 	if c == nil || !c.Enabled() {
 		return nil
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/messenger/slack"
 	"github.com/metnos/gateway/messenger/slack/slacktest"
 )
@@ -18,7 +17,7 @@ import (
 // zone) as the date tokens' fallback, the expiry also relative; the
 // agent's words stay as written.
 func TestSlack_Italian(t *testing.T) {
-	h := newHarness(t, func(s *setup) { config.SlackOf(*s.cfg).Language = "it" })
+	h := newHarness(t, func(s *setup) { slack.Of(*s.cfg).Language = "it" })
 	agent := h.submit(fsWrite("/srv/reports/q1.txt"), "30s")
 	id, ts, post := h.posted()
 	blocks := post.Form.Get("blocks")

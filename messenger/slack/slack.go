@@ -28,13 +28,12 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
-	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/messenger"
 )
 
 // Name is the messenger's name in agents[].notify and on cards.
-const Name = config.SlackName
+const Name = "slack"
 
 // Listing bounds: a Slack answer is meant to be read on a phone, and a Home
 // view holds at most 100 blocks.
@@ -56,7 +55,7 @@ type Options struct {
 
 // Messenger is the Slack adapter: a messenger.Messenger.
 type Messenger struct {
-	cfg     config.Slack
+	cfg     Config
 	svc     *approvals.Service
 	api     *slackapi.Client
 	http    *http.Client
@@ -85,7 +84,7 @@ func (m *Messenger) card(r approvals.Request) cards.Card { return m.opts.Card(r,
 
 // Factory returns the messenger.Factory that builds the adapter
 // once the approvals service exists.
-func Factory(cfg config.Slack, o Options) messenger.Factory {
+func Factory(cfg Config, o Options) messenger.Factory {
 	return func(svc *approvals.Service, host messenger.Host) (messenger.Messenger, error) {
 		o.Options = o.FromHost(host)
 		return New(svc, cfg, o)
@@ -94,7 +93,7 @@ func Factory(cfg config.Slack, o Options) messenger.Factory {
 
 // New builds the adapter. It makes no call to Slack: a bad token shows up
 // as failed sends (retried, logged) or, in Socket Mode, as Run's error.
-func New(svc *approvals.Service, cfg config.Slack, o Options) (*Messenger, error) {
+func New(svc *approvals.Service, cfg Config, o Options) (*Messenger, error) {
 	if cfg.BotToken == "" {
 		return nil, errors.New("slack.bot_token_env: the bot token is empty")
 	}

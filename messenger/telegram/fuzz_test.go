@@ -68,7 +68,7 @@ func (g *fzGateway) open() {
 	g.ftb = &fzTB{TB: g.tb}
 	fake := telegramtest.New(g.ftb, telegramtest.Options{})
 	cfg := config.Default()
-	if err := cfg.AddSections(config.TelegramSection, config.SlackSection, config.DiscordSection); err != nil {
+	if err := cfg.AddSections(telegram.Section); err != nil {
 		panic(err)
 	}
 	cfg.Storage.Path = filepath.Join(g.dir, "gateway-"+strconv.Itoa(g.gen)+".db")
@@ -76,10 +76,10 @@ func (g *fzGateway) open() {
 	a := config.NewAgent("a1")
 	a.Token = "tok-fuzz-telegram-a1"
 	cfg.Agents = []config.Agent{a}
-	*config.TelegramOf(cfg) = config.Telegram{Token: telegramtest.DefaultToken, ChatID: fzChat, Approvers: []int64{fzApprover},
+	*telegram.Of(cfg) = telegram.Config{Token: telegramtest.DefaultToken, ChatID: fzChat, Approvers: []int64{fzApprover},
 		APIEndpoint: fake.Endpoint(), WebhookURL: "https://gateway.example/telegram/webhook", WebhookSecret: fzSecret}
 	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: g.dir,
-		Messengers: []messenger.Factory{telegram.Factory(telegram.Options{Config: *config.TelegramOf(cfg),
+		Messengers: []messenger.Factory{telegram.Factory(telegram.Options{Config: *telegram.Of(cfg),
 			Location: time.UTC, CallTimeout: 5 * time.Second})}})
 	if err != nil {
 		g.tb.Fatalf("NewApp: %v", err)

@@ -110,20 +110,20 @@ type option func(*harness)
 
 // locale is how the gateway under test speaks: its zone, its clock.
 func (h *harness) locale() locale.Locale {
-	return locale.New(locale.Lang(config.TelegramOf(h.cfg).Language), h.cfg.Server.Zone(), h.clock.Now)
+	return locale.New(locale.Lang(telegram.Of(h.cfg).Language), h.cfg.Server.Zone(), h.clock.Now)
 }
 
 // inLanguage sets telegram.language.
 func inLanguage(lang string) option {
-	return func(h *harness) { config.TelegramOf(h.cfg).Language = lang }
+	return func(h *harness) { telegram.Of(h.cfg).Language = lang }
 }
 
 // webhookMode makes the gateway register a webhook on its own listener.
 func webhookMode(secret string) option {
 	return func(h *harness) {
-		config.TelegramOf(h.cfg).WebhookURL = h.url + "/telegram/webhook"
-		config.TelegramOf(h.cfg).WebhookSecretEnv = "TELEGRAM_WEBHOOK_SECRET"
-		config.TelegramOf(h.cfg).WebhookSecret = secret
+		telegram.Of(h.cfg).WebhookURL = h.url + "/telegram/webhook"
+		telegram.Of(h.cfg).WebhookSecretEnv = "TELEGRAM_WEBHOOK_SECRET"
+		telegram.Of(h.cfg).WebhookSecret = secret
 	}
 }
 
@@ -136,19 +136,19 @@ func newHarness(t testing.TB, opts ...option) *harness {
 		callTimeout: 2 * time.Second, pollTimeout: 30 * time.Second,
 	}
 	cfg := config.Default()
-	if err := cfg.AddSections(config.TelegramSection, config.SlackSection, config.DiscordSection); err != nil {
+	if err := cfg.AddSections(telegram.Section); err != nil {
 		panic(err)
 	}
 	cfg.Server.Timezone = "Asia/Tokyo" // not the machine's zone, and no summer time: cards must say JST
 	cfg.Storage.Path = filepath.Join(dir, "gateway.db")
 	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
 	a1 := config.NewAgent("a1")
-	a1.Token, a1.Notify = agentToken, []string{config.TelegramName, config.NotifyWeb}
+	a1.Token, a1.Notify = agentToken, []string{telegram.Name, config.NotifyWeb}
 	a1.Rate, a1.RateCount = "", 0 // the benchmark asks thousands of times
 	boss := config.NewAgent("boss")
 	boss.Token, boss.Admin = adminToken, true
 	cfg.Agents = []config.Agent{a1, boss}
-	*config.TelegramOf(cfg) = config.Telegram{TokenEnv: "TELEGRAM_BOT_TOKEN", Token: botToken, ChatID: chatID,
+	*telegram.Of(cfg) = telegram.Config{TokenEnv: "TELEGRAM_BOT_TOKEN", Token: botToken, ChatID: chatID,
 		Approvers: []int64{roberto.ID, anna.ID}, APIEndpoint: h.fake.Endpoint()}
 	h.cfg = cfg
 	h.listen()
@@ -190,7 +190,7 @@ func (h *harness) start() {
 	app, err := gateway.NewApp(context.Background(), h.cfg, gateway.AppOptions{
 		Logger: log, Now: h.clock.Now,
 		Messengers: []messenger.Factory{telegram.Factory(telegram.Options{
-			Config: *config.TelegramOf(h.cfg), Logger: log, Location: h.cfg.Server.Zone(), Now: h.clock.Now,
+			Config: *telegram.Of(h.cfg), Logger: log, Location: h.cfg.Server.Zone(), Now: h.clock.Now,
 			GrantTTL: time.Duration(h.cfg.Policy.GrantTTL), PollTimeout: h.pollTimeout, CallTimeout: h.callTimeout,
 			PublicURL: h.cfg.Web.PublicURL, LinkBase: gateway.LinkBase(h.cfg),
 		})},

@@ -8,11 +8,11 @@ import (
 )
 
 // Kind registers Telegram: the [telegram] section and its adapter.
-var Kind = messenger.Kind{Section: config.TelegramSection, Build: build}
+var Kind = messenger.Kind{Section: Section, Build: build}
 
 // build makes the adapter's factory when cfg enables [telegram].
 func build(cfg config.Config, o messenger.Options) messenger.Factory {
-	tg := config.TelegramOf(cfg)
+	tg := Of(cfg)
 	if tg == nil || !tg.Enabled() {
 		return nil
 	}

@@ -26,14 +26,13 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/messenger"
 )
 
 // Name is the messenger's name in agents' notify lists, in the cards table
 // and in decided_by ("telegram:Roberto (42)").
-const Name = config.TelegramName
+const Name = "telegram"
 
 // Defaults for Options.
 const (
@@ -55,7 +54,7 @@ const (
 // Options are the adapter's collaborators.
 type Options struct {
 	// Config is the [telegram] table with its secrets resolved.
-	Config config.Telegram
+	Config Config
 	// Service is the approval flow the adapter posts cards for and decides in.
 	Service *approvals.Service
 	// Logger receives the adapter's log lines (never the token).
@@ -85,7 +84,7 @@ type Options struct {
 
 // Bot is the Telegram messenger. It implements messenger.Messenger.
 type Bot struct {
-	cfg         config.Telegram
+	cfg         Config
 	svc         *approvals.Service
 	log         *slog.Logger
 	api         *tgbotapi.BotAPI // a template: every call uses a copy that carries its context
@@ -109,7 +108,7 @@ type Bot struct {
 	mu       sync.Mutex
 	username string // the bot's @username, once getMe answered
 
-	// admins may revoke grants (telegram.admins, config.Telegram.Revokers).
+	// admins may revoke grants (telegram.admins, Config.Revokers).
 	admins map[int64]bool
 }
 
@@ -263,7 +262,7 @@ func (b *Bot) isApprover(u *tgbotapi.User) bool {
 }
 
 // isAdmin says whether u may revoke grants from Telegram
-// (config.Telegram.Revokers), as only the web page's admins may there.
+// (Config.Revokers), as only the web page's admins may there.
 func (b *Bot) isAdmin(u *tgbotapi.User) bool {
 	return u != nil && b.admins[u.ID]
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
-	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/messenger/telegram"
 	"github.com/metnos/gateway/messenger/telegram/telegramtest"
 	"github.com/metnos/gateway/policy"
@@ -292,7 +291,7 @@ func TestTelegram_Webhook(t *testing.T) {
 	h := newHarness(t, webhookMode(secret))
 	h.fake.WaitUntil(t, waitLong, "webhook registered", func() bool {
 		url, s := h.fake.Webhook()
-		return url == config.TelegramOf(h.cfg).WebhookURL && s == secret
+		return url == telegram.Of(h.cfg).WebhookURL && s == secret
 	})
 	for _, tc := range []struct {
 		name, secret string
@@ -304,7 +303,7 @@ func TestTelegram_Webhook(t *testing.T) {
 		{"prefix", "s3cret", true},
 	} {
 		t.Run(tc.name+" secret", func(t *testing.T) {
-			req, _ := http.NewRequest("POST", config.TelegramOf(h.cfg).WebhookURL, strings.NewReader(`{"update_id":1}`))
+			req, _ := http.NewRequest("POST", telegram.Of(h.cfg).WebhookURL, strings.NewReader(`{"update_id":1}`))
 			if tc.set {
 				req.Header.Set(telegram.SecretHeader, tc.secret)
 			}
@@ -605,7 +604,7 @@ func TestTelegram_ShutdownIsImmediate(t *testing.T) {
 
 func TestTelegram_RefusedToken(t *testing.T) {
 	fake := telegramtest.New(t, telegramtest.Options{})
-	cfg := config.Telegram{Token: "999:wrong", ChatID: chatID, Approvers: []int64{42}, APIEndpoint: fake.Endpoint()}
+	cfg := telegram.Config{Token: "999:wrong", ChatID: chatID, Approvers: []int64{42}, APIEndpoint: fake.Endpoint()}
 	_, err := telegram.New(telegram.Options{Config: cfg, Service: &approvals.Service{}})
 	if err == nil || !strings.Contains(err.Error(), "telegram.token_env") || strings.Contains(err.Error(), "999:wrong") {
 		t.Errorf("New with a refused token: %v", err)

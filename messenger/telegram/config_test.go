@@ -1,4 +1,4 @@
-package config_test
+package telegram_test
 
 import (
 	"slices"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/config/configtest"
+	"github.com/metnos/gateway/messenger/telegram"
 )
 
 // tgEnv holds the secrets a [telegram] names; none may show in an error.
@@ -34,12 +35,12 @@ func tgSecrets() []string {
 }
 
 func TestTelegramSection_Defaults(t *testing.T) {
-	cfg, err := configtest.Load(t, "", nil, config.TelegramSection)
+	cfg, err := configtest.Load(t, "", nil, telegram.Section)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := *config.TelegramOf(cfg)
-	want := config.Telegram{APIEndpoint: "https://api.telegram.org/bot%s/%s", Language: "en"}
+	got := *telegram.Of(cfg)
+	want := telegram.Config{APIEndpoint: "https://api.telegram.org/bot%s/%s", Language: "en"}
 	if !got.Enabled() && got.APIEndpoint == want.APIEndpoint && got.Language == want.Language && got.TokenEnv == "" {
 		return
 	}
@@ -49,11 +50,11 @@ func TestTelegramSection_Defaults(t *testing.T) {
 func TestTelegramSection_Loads(t *testing.T) {
 	body := tgValid + "webhook_url = \"https://gw.example.com/tg\"\nwebhook_secret_env = \"TELEGRAM_WEBHOOK_SECRET\"\nlanguage = \"it\"\n" +
 		"api_endpoint = \"\"\n[[approvals.routes]]\ncapability = \"*\"\nnotify = [\"telegram\"]\napprovers = [\"telegram:5123456789\", \"web:owner\"]\n"
-	cfg, err := configtest.Load(t, body, tgEnv, config.TelegramSection)
+	cfg, err := configtest.Load(t, body, tgEnv, telegram.Section)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg := config.TelegramOf(cfg)
+	tg := telegram.Of(cfg)
 	if !tg.Enabled() || tg.ChatID != -100 || tg.Token != tgEnv["TELEGRAM_BOT_TOKEN"] || tg.WebhookSecret != tgEnv["TELEGRAM_WEBHOOK_SECRET"] ||
 		tg.Language != "it" || tg.APIEndpoint != "https://api.telegram.org/bot%s/%s" || !slices.Equal(tg.Revokers(), []int64{42}) {
 		t.Errorf("telegram %+v", tg)
@@ -61,7 +62,7 @@ func TestTelegramSection_Loads(t *testing.T) {
 	if s := cfg.Secrets(); !slices.Contains(s, tgEnv["TELEGRAM_BOT_TOKEN"]) || !slices.Contains(s, tgEnv["TELEGRAM_WEBHOOK_SECRET"]) {
 		t.Error("Secrets misses Telegram's")
 	}
-	r := config.TelegramOf(cfg.Redacted())
+	r := telegram.Of(cfg.Redacted())
 	if r.Token != "[redacted]" || r.WebhookSecret != "[redacted]" || tg.Token != tgEnv["TELEGRAM_BOT_TOKEN"] {
 		t.Errorf("redacted %+v", r)
 	}
@@ -119,18 +120,18 @@ func TestTelegramSection_Refused(t *testing.T) {
 			for _, k := range tc.unset {
 				delete(e, k)
 			}
-			configtest.Refused(t, tc.toml, e, tc.want, tgSecrets(), config.TelegramSection)
+			configtest.Refused(t, tc.toml, e, tc.want, tgSecrets(), telegram.Section)
 		})
 	}
 }
 
 func TestTelegramSection_Example(t *testing.T) {
-	configtest.ExampleCovers(t, config.TelegramSection)
-	cfg, err := configtest.Load(t, config.ExampleWith(config.TelegramSection), tgEnv, config.TelegramSection)
+	configtest.ExampleCovers(t, telegram.Section)
+	cfg, err := configtest.Load(t, config.ExampleWith(telegram.Section), tgEnv, telegram.Section)
 	if err != nil {
 		t.Fatalf("the example with [telegram] does not load: %v", err)
 	}
-	if tg := config.TelegramOf(cfg); !tg.Enabled() || tg.ChatID != 123456789 || !strings.HasPrefix(tg.Token, "123:") {
+	if tg := telegram.Of(cfg); !tg.Enabled() || tg.ChatID != 123456789 || !strings.HasPrefix(tg.Token, "123:") {
 		t.Errorf("telegram %+v", tg)
 	}
 }

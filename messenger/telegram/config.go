@@ -1,7 +1,7 @@
 // The [telegram] section: its table, defaults, secrets and checks, a
-// registered messenger (TelegramSection).
+// registered messenger (Section).
 
-package config
+package telegram
 
 import (
 	_ "embed"
@@ -11,11 +11,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/locale"
 )
 
-// Telegram is the [telegram] table. It is enabled by setting token_env.
-type Telegram struct {
+// Config is the [telegram] table. It is enabled by setting token_env.
+type Config struct {
 	// TokenEnv names the variable holding the bot token.
 	TokenEnv string `toml:"token_env"`
 	// Token is the resolved bot token (secret).
@@ -43,29 +44,26 @@ type Telegram struct {
 	Language string `toml:"language"`
 }
 
-// TelegramName is the section's table and the channel's name.
-const TelegramName = "telegram"
+// DefaultAPIEndpoint is the default telegram.api_endpoint.
+const DefaultAPIEndpoint = "https://api.telegram.org/bot%s/%s"
 
-// TelegramAPIEndpoint is the default telegram.api_endpoint.
-const TelegramAPIEndpoint = "https://api.telegram.org/bot%s/%s"
+//go:embed example.toml
+var example string
 
-//go:embed telegram.example.toml
-var telegramExample string
-
-// TelegramSection registers [telegram].
-var TelegramSection = SectionSpec{Name: TelegramName, Example: telegramExample, New: func() Section {
-	return &Telegram{APIEndpoint: TelegramAPIEndpoint, Language: string(locale.DefaultLang)}
+// Section registers [telegram].
+var Section = config.SectionSpec{Name: Name, Example: example, New: func() config.Section {
+	return &Config{APIEndpoint: DefaultAPIEndpoint, Language: string(locale.DefaultLang)}
 }}
 
-// TelegramOf is c's [telegram] section, nil when it is not registered.
-func TelegramOf(c Config) *Telegram {
-	t, _ := c.Section(TelegramName).(*Telegram)
+// Of is c's [telegram] section, nil when it is not registered.
+func Of(c config.Config) *Config {
+	t, _ := c.Section(Name).(*Config)
 	return t
 }
 
 // Revokers are the user ids that may revoke grants from Telegram: Admins,
 // else the first approver (as the web page's first user is its admin).
-func (t Telegram) Revokers() []int64 {
+func (t Config) Revokers() []int64 {
 	if len(t.Admins) > 0 {
 		return t.Admins
 	}
@@ -74,23 +72,23 @@ func (t Telegram) Revokers() []int64 {
 
 // Authority says who may revoke grants from the chat, for `gateway
 // config check`.
-func (t *Telegram) Authority() string {
+func (t *Config) Authority() string {
 	return fmt.Sprintf("grants are revoked from the chat only by %v (telegram.admins; default: the first approver)", t.Revokers())
 }
 
 // Enabled reports whether a bot token is configured.
-func (t Telegram) Enabled() bool { return t.TokenEnv != "" || t.Token != "" }
+func (t Config) Enabled() bool { return t.TokenEnv != "" || t.Token != "" }
 
 // EnableKey is the key that enables Telegram.
-func (t *Telegram) EnableKey() string { return "token_env" }
+func (t *Config) EnableKey() string { return "token_env" }
 
 // ApproverExample is a Telegram user id.
-func (t *Telegram) ApproverExample() string { return "123456789" }
+func (t *Config) ApproverExample() string { return "123456789" }
 
 var tgUserRE = regexp.MustCompile(`^[1-9][0-9]{0,19}$`)
 
 // CheckApprover reads a route's "telegram:<user id>".
-func (t *Telegram) CheckApprover(user string) (bool, error) {
+func (t *Config) CheckApprover(user string) (bool, error) {
 	if !tgUserRE.MatchString(user) {
 		return false, fmt.Errorf("bad Telegram user id %q (a positive number; /start tells you yours)", user)
 	}
@@ -99,9 +97,9 @@ func (t *Telegram) CheckApprover(user string) (bool, error) {
 
 // Resolve fills an empty api_endpoint with its default and reads the
 // secrets.
-func (t *Telegram) Resolve(getenv func(string) string, secrets bool) {
+func (t *Config) Resolve(getenv func(string) string, secrets bool) {
 	if t.APIEndpoint == "" {
-		t.APIEndpoint = TelegramAPIEndpoint
+		t.APIEndpoint = DefaultAPIEndpoint
 	}
 	if !secrets {
 		return
@@ -115,15 +113,15 @@ func (t *Telegram) Resolve(getenv func(string) string, secrets bool) {
 }
 
 // Secrets are the bot token and the webhook secret, when set.
-func (t *Telegram) Secrets() []string {
+func (t *Config) Secrets() []string {
 	return slices.DeleteFunc([]string{t.Token, t.WebhookSecret}, func(s string) bool { return s == "" })
 }
 
 // Redacted is a copy with the token and the webhook secret hidden.
-func (t *Telegram) Redacted() Section {
+func (t *Config) Redacted() config.Section {
 	r := *t
-	r.Token = Redact(t.Token)
-	r.WebhookSecret = Redact(t.WebhookSecret)
+	r.Token = config.Redact(t.Token)
+	r.WebhookSecret = config.Redact(t.WebhookSecret)
 	r.Approvers = slices.Clone(t.Approvers)
 	r.Admins = slices.Clone(t.Admins)
 	return &r
@@ -134,7 +132,7 @@ func (t *Telegram) Redacted() Section {
 var tgSecretRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
 
 // Validate checks [telegram].
-func (t *Telegram) Validate(p Problems, _ *Config) {
+func (t *Config) Validate(p config.Problems, _ *config.Config) {
 	p.Language("language", t.Language)
 	if t.Enabled() {
 		p.Secret("token_env", t.TokenEnv, t.Token, true)
@@ -157,11 +155,11 @@ func (t *Telegram) Validate(p Problems, _ *Config) {
 	}
 	if strings.Count(t.APIEndpoint, "%") != 2 || strings.Count(t.APIEndpoint, "%s") != 2 {
 		p.Add("api_endpoint", "%q must hold two %%s, for the token and the method (like \"https://api.telegram.org/bot%%s/%%s\")", t.APIEndpoint)
-	} else if err := HTTPURL(fmt.Sprintf(t.APIEndpoint, "T", "m")); err != nil {
+	} else if err := config.HTTPURL(fmt.Sprintf(t.APIEndpoint, "T", "m")); err != nil {
 		p.Add("api_endpoint", "%q: %v", t.APIEndpoint, err)
 	}
 	if t.WebhookURL != "" {
-		if err := HTTPURL(t.WebhookURL); err != nil {
+		if err := config.HTTPURL(t.WebhookURL); err != nil {
 			p.Add("webhook_url", "%q: %v", t.WebhookURL, err)
 		}
 		if t.WebhookSecretEnv == "" && t.WebhookSecret == "" {

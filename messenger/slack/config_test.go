@@ -1,4 +1,4 @@
-package config_test
+package slack_test
 
 import (
 	"slices"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/config/configtest"
+	"github.com/metnos/gateway/messenger/slack"
 )
 
 // slackEnv holds the secrets a [slack] names; none may show in an error.
@@ -37,11 +38,11 @@ func slackSecrets() []string {
 func TestSlackSection_Loads(t *testing.T) {
 	body := slackValid + "app_token_env = \"SLACK_APP_TOKEN\"\napi_url = \"\"\n" +
 		"[[approvals.routes]]\ncapability = \"*\"\nnotify = [\"slack\"]\napprovers = [\"slack:U0APPROVER\", \"slack:S0OPSGROUP\"]\nquorum = 3\n"
-	cfg, err := configtest.Load(t, body, slackEnv, config.SlackSection)
+	cfg, err := configtest.Load(t, body, slackEnv, slack.Section)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := config.SlackOf(cfg)
+	s := slack.Of(cfg)
 	if !s.Enabled() || !s.SocketMode() || s.BotToken != slackEnv["SLACK_BOT_TOKEN"] || s.SigningSecret != slackEnv["SLACK_SIGNING_SECRET"] ||
 		s.AppToken != slackEnv["SLACK_APP_TOKEN"] || s.APIURL != "https://slack.com/api/" || s.Language != "en" {
 		t.Errorf("slack %+v", s)
@@ -51,7 +52,7 @@ func TestSlackSection_Loads(t *testing.T) {
 			t.Error("Secrets misses one of Slack's")
 		}
 	}
-	r := config.SlackOf(cfg.Redacted())
+	r := slack.Of(cfg.Redacted())
 	if r.BotToken != "[redacted]" || r.SigningSecret != "[redacted]" || r.AppToken != "[redacted]" {
 		t.Errorf("redacted %+v", r)
 	}
@@ -105,18 +106,18 @@ func TestSlackSection_Refused(t *testing.T) {
 			for _, k := range tc.unset {
 				delete(e, k)
 			}
-			configtest.Refused(t, tc.toml, e, tc.want, slackSecrets(), config.SlackSection)
+			configtest.Refused(t, tc.toml, e, tc.want, slackSecrets(), slack.Section)
 		})
 	}
 }
 
 func TestSlackSection_Example(t *testing.T) {
-	configtest.ExampleCovers(t, config.SlackSection)
-	cfg, err := configtest.Load(t, config.ExampleWith(config.SlackSection), slackEnv, config.SlackSection)
+	configtest.ExampleCovers(t, slack.Section)
+	cfg, err := configtest.Load(t, config.ExampleWith(slack.Section), slackEnv, slack.Section)
 	if err != nil {
 		t.Fatalf("the example with [slack] does not load: %v", err)
 	}
-	if s := config.SlackOf(cfg); !s.Enabled() || !s.SocketMode() || s.ChannelID != "C0123456" || s.APIURL != "https://slack.com/api/" {
+	if s := slack.Of(cfg); !s.Enabled() || !s.SocketMode() || s.ChannelID != "C0123456" || s.APIURL != "https://slack.com/api/" {
 		t.Errorf("slack %+v", s)
 	}
 }

@@ -1,7 +1,7 @@
 // The [slack] section: its table, defaults, secrets and checks, a
-// registered messenger (SlackSection).
+// registered messenger (Section).
 
-package config
+package slack
 
 import (
 	_ "embed"
@@ -10,11 +10,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/locale"
 )
 
-// Slack is the [slack] table. It is enabled by setting bot_token_env.
-type Slack struct {
+// Config is the [slack] table. It is enabled by setting bot_token_env.
+type Config struct {
 	// BotTokenEnv names the variable holding the bot token (xoxb-…).
 	BotTokenEnv string `toml:"bot_token_env"`
 	// BotToken is the resolved bot token (secret).
@@ -43,37 +44,34 @@ type Slack struct {
 	Language string `toml:"language"`
 }
 
-// SlackName is the section's table and the channel's name.
-const SlackName = "slack"
+// DefaultAPIURL is the default slack.api_url.
+const DefaultAPIURL = "https://slack.com/api/"
 
-// SlackAPIURL is the default slack.api_url.
-const SlackAPIURL = "https://slack.com/api/"
+//go:embed example.toml
+var example string
 
-//go:embed slack.example.toml
-var slackExample string
-
-// SlackSection registers [slack].
-var SlackSection = SectionSpec{Name: SlackName, Example: slackExample, New: func() Section {
-	return &Slack{APIURL: SlackAPIURL, Language: string(locale.DefaultLang)}
+// Section registers [slack].
+var Section = config.SectionSpec{Name: Name, Example: example, New: func() config.Section {
+	return &Config{APIURL: DefaultAPIURL, Language: string(locale.DefaultLang)}
 }}
 
-// SlackOf is c's [slack] section, nil when it is not registered.
-func SlackOf(c Config) *Slack {
-	s, _ := c.Section(SlackName).(*Slack)
+// Of is c's [slack] section, nil when it is not registered.
+func Of(c config.Config) *Config {
+	s, _ := c.Section(Name).(*Config)
 	return s
 }
 
 // Enabled reports whether a bot token is configured.
-func (s Slack) Enabled() bool { return s.BotTokenEnv != "" || s.BotToken != "" }
+func (s Config) Enabled() bool { return s.BotTokenEnv != "" || s.BotToken != "" }
 
 // SocketMode reports whether an app-level token is configured.
-func (s Slack) SocketMode() bool { return s.AppTokenEnv != "" || s.AppToken != "" }
+func (s Config) SocketMode() bool { return s.AppTokenEnv != "" || s.AppToken != "" }
 
 // EnableKey is the key that enables Slack.
-func (s *Slack) EnableKey() string { return "bot_token_env" }
+func (s *Config) EnableKey() string { return "bot_token_env" }
 
 // ApproverExample is a Slack member ID.
-func (s *Slack) ApproverExample() string { return "U0123456" }
+func (s *Config) ApproverExample() string { return "U0123456" }
 
 var (
 	slackIDRE   = regexp.MustCompile(`^[A-Z0-9]+$`)
@@ -82,7 +80,7 @@ var (
 
 // CheckApprover reads a route's "slack:<member id>" or "slack:<user
 // group id>" (S…, a group).
-func (s *Slack) CheckApprover(user string) (bool, error) {
+func (s *Config) CheckApprover(user string) (bool, error) {
 	group := strings.HasPrefix(user, "S")
 	if !slackUserRE.MatchString(user) {
 		return group, fmt.Errorf("bad Slack id %q (a member ID such as U0123456, or a user group ID such as S0123456)", user)
@@ -91,9 +89,9 @@ func (s *Slack) CheckApprover(user string) (bool, error) {
 }
 
 // Resolve fills an empty api_url with its default and reads the secrets.
-func (s *Slack) Resolve(getenv func(string) string, secrets bool) {
+func (s *Config) Resolve(getenv func(string) string, secrets bool) {
 	if s.APIURL == "" {
-		s.APIURL = SlackAPIURL
+		s.APIURL = DefaultAPIURL
 	}
 	if !secrets {
 		return
@@ -110,23 +108,23 @@ func (s *Slack) Resolve(getenv func(string) string, secrets bool) {
 
 // Secrets are the bot token, the signing secret and the app-level token,
 // when set.
-func (s *Slack) Secrets() []string {
+func (s *Config) Secrets() []string {
 	return slices.DeleteFunc([]string{s.BotToken, s.SigningSecret, s.AppToken}, func(v string) bool { return v == "" })
 }
 
 // Redacted is a copy with the tokens and the signing secret hidden.
-func (s *Slack) Redacted() Section {
+func (s *Config) Redacted() config.Section {
 	r := *s
-	r.BotToken = Redact(s.BotToken)
-	r.SigningSecret = Redact(s.SigningSecret)
-	r.AppToken = Redact(s.AppToken)
+	r.BotToken = config.Redact(s.BotToken)
+	r.SigningSecret = config.Redact(s.SigningSecret)
+	r.AppToken = config.Redact(s.AppToken)
 	r.Approvers = slices.Clone(s.Approvers)
 	r.Admins = slices.Clone(s.Admins)
 	return &r
 }
 
 // Validate checks [slack].
-func (s *Slack) Validate(p Problems, _ *Config) {
+func (s *Config) Validate(p config.Problems, _ *config.Config) {
 	p.Language("language", s.Language)
 	if s.Enabled() {
 		p.Secret("bot_token_env", s.BotTokenEnv, s.BotToken, true)
@@ -155,7 +153,7 @@ func (s *Slack) Validate(p Problems, _ *Config) {
 			}
 		}
 	}
-	if err := HTTPURL(s.APIURL); err != nil {
+	if err := config.HTTPURL(s.APIURL); err != nil {
 		p.Add("api_url", "%q: %v", s.APIURL, err)
 	} else if !strings.HasSuffix(s.APIURL, "/") {
 		p.Add("api_url", "%q must end with \"/\"", s.APIURL)
