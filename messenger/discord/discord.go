@@ -27,13 +27,12 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
-	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/messenger"
 )
 
 // Name is the messenger's name in agents[].notify and on cards.
-const Name = config.DiscordName
+const Name = "discord"
 
 const (
 	maxListed     = 20
@@ -50,7 +49,7 @@ type Options struct {
 
 // Messenger is the Discord adapter: a messenger.Messenger.
 type Messenger struct {
-	cfg     config.Discord
+	cfg     Config
 	svc     *approvals.Service
 	api     *discordgo.Session
 	http    *http.Client
@@ -78,7 +77,7 @@ var (
 
 // Factory returns the messenger.Factory that builds the adapter
 // once the approvals service exists.
-func Factory(cfg config.Discord, o Options) messenger.Factory {
+func Factory(cfg Config, o Options) messenger.Factory {
 	return func(svc *approvals.Service, host messenger.Host) (messenger.Messenger, error) {
 		o.Options = o.FromHost(host)
 		return New(svc, cfg, o)
@@ -87,7 +86,7 @@ func Factory(cfg config.Discord, o Options) messenger.Factory {
 
 // New builds the adapter. It makes no call to Discord: a bad token shows
 // up as failed sends (retried, logged) and as Run's error.
-func New(svc *approvals.Service, cfg config.Discord, o Options) (*Messenger, error) {
+func New(svc *approvals.Service, cfg Config, o Options) (*Messenger, error) {
 	switch {
 	case cfg.Token == "":
 		return nil, errors.New("discord.token_env: the bot token is empty")
@@ -98,7 +97,7 @@ func New(svc *approvals.Service, cfg config.Discord, o Options) (*Messenger, err
 		cfg.APIURL = "https://discord.com/api/v10"
 	}
 	if cfg.Mode == "" {
-		cfg.Mode = config.DiscordModeGateway
+		cfg.Mode = ModeGateway
 	}
 	var pub []byte
 	if cfg.HTTPMode() {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
-	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/messenger/discord"
 	"github.com/metnos/gateway/messenger/discord/discordtest"
@@ -373,7 +372,7 @@ func TestDiscord_LongTargetFits(t *testing.T) {
 // discord.language = "it": the buttons and the answers in Italian, from
 // the same catalog as Telegram's and Slack's.
 func TestDiscord_Italian(t *testing.T) {
-	h := newHarness(t, func(h *harness) { config.DiscordOf(h.cfg).Language = "it" })
+	h := newHarness(t, func(h *harness) { discord.Of(h.cfg).Language = "it" })
 	h.submit(fsWrite("/srv/it.txt"), "0s")
 	id, card := h.cardN(1)
 	it := locale.New(locale.Lang("it"), time.UTC, nil)

@@ -82,7 +82,7 @@ func withRoutes(rs ...config.Route) harnessOption {
 }
 
 // httpMode selects the interactions endpoint.
-func httpMode(h *harness) { config.DiscordOf(h.cfg).Mode = config.DiscordModeHTTP }
+func httpMode(h *harness) { discord.Of(h.cfg).Mode = discord.ModeHTTP }
 
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
@@ -92,13 +92,13 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	a := gatewaytest.Agent("a1", agentToken, true)
 	a.Notify = []string{"discord", "web"}
 	cfg := gatewaytest.Config(t, a, gatewaytest.Agent("boss", bossToken, true))
-	if err := cfg.AddSections(telegram.Section, config.DiscordSection); err != nil {
+	if err := cfg.AddSections(telegram.Section, discord.Section); err != nil {
 		panic(err)
 	}
 	cfg.Server.Timezone = "Asia/Tokyo"
-	*config.DiscordOf(cfg) = config.Discord{Token: botToken, ApplicationID: appID, GuildID: guildID, ChannelID: channelID,
+	*discord.Of(cfg) = discord.Config{Token: botToken, ApplicationID: appID, GuildID: guildID, ChannelID: channelID,
 		Approvers: []string{approverID}, Admins: []string{approverID, adminID}, Language: "en",
-		Mode: config.DiscordModeGateway, APIURL: h.fake.APIURL(), PublicKey: h.fake.PublicKey()}
+		Mode: discord.ModeGateway, APIURL: h.fake.APIURL(), PublicKey: h.fake.PublicKey()}
 	h.cfg = cfg
 	for _, o := range opts {
 		o(h)
@@ -119,7 +119,7 @@ func (h *harness) start() {
 	t.Helper()
 	h.logw = &testLog{t: t}
 	logger := slog.New(slog.NewTextHandler(h.logw, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ms := []messenger.Factory{discord.Factory(*config.DiscordOf(h.cfg), discord.Options{Options: messenger.Options{Logger: logger, Location: h.cfg.Server.Zone(), Now: h.now, Backoff: 50 * time.Millisecond, PublicURL: h.cfg.Web.PublicURL, LinkBase: gateway.LinkBase(h.cfg)}})}
+	ms := []messenger.Factory{discord.Factory(*discord.Of(h.cfg), discord.Options{Options: messenger.Options{Logger: logger, Location: h.cfg.Server.Zone(), Now: h.now, Backoff: 50 * time.Millisecond, PublicURL: h.cfg.Web.PublicURL, LinkBase: gateway.LinkBase(h.cfg)}})}
 	if h.tg != nil {
 		ms = append(ms, telegram.Factory(telegram.Options{Config: *telegram.Of(h.cfg), Logger: logger, Location: time.UTC,
 			GrantTTL: time.Duration(h.cfg.Policy.GrantTTL), PollTimeout: 2 * time.Second, CallTimeout: 2 * time.Second}))
@@ -127,7 +127,7 @@ func (h *harness) start() {
 	h.gw = gatewaytest.Start(t, h.cfg, gateway.AppOptions{Logger: logger, Now: h.now, Messengers: ms})
 	h.app, h.base = h.gw.App, h.gw.URL
 	t.Cleanup(h.logw.stop) // runs after the gateway's own clean-up stopped it
-	if !config.DiscordOf(h.cfg).HTTPMode() {
+	if !discord.Of(h.cfg).HTTPMode() {
 		h.fake.Await(t, waitFor, "the gateway session", func(s *discordtest.Server) bool { return s.ConnectedLocked() })
 	}
 }
@@ -284,7 +284,7 @@ func customID(t *testing.T, m discordtest.Message, prefix string) string {
 // returns the interaction's token (its follow-ups are found by it).
 func (h *harness) tap(in discordtest.Interaction) {
 	h.t.Helper()
-	if config.DiscordOf(h.cfg).HTTPMode() {
+	if discord.Of(h.cfg).HTTPMode() {
 		st, body, err := h.fake.PostInteraction(h.client, h.base+"/discord/interactions", in)
 		if err != nil || st != http.StatusOK {
 			h.t.Fatalf("interaction answered %d %s (%v)", st, body, err)

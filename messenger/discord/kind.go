@@ -6,11 +6,11 @@ import (
 )
 
 // Kind registers Discord: the [discord] section and its adapter.
-var Kind = messenger.Kind{Section: config.DiscordSection, Build: build}
+var Kind = messenger.Kind{Section: Section, Build: build}
 
 // build makes the adapter's factory when cfg enables [discord].
 func build(cfg config.Config, o messenger.Options) messenger.Factory {
-	c := config.DiscordOf(cfg)
+	c := Of(cfg)
 	if c == nil || !c.Enabled() {
 		return nil
 	}

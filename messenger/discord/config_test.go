@@ -1,4 +1,4 @@
-package config_test
+package discord_test
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/config/configtest"
+	"github.com/metnos/gateway/messenger/discord"
 )
 
 // discordEnv holds the secret a [discord] names.
@@ -48,16 +49,16 @@ notify = ["discord"]
 approvers = ["agent:ops", "discord:80351110224678912", "discord:role:1100000000000000555"]
 quorum = 4
 `
-	cfg, err := configtest.Load(t, src, discordEnv, config.DiscordSection)
+	cfg, err := configtest.Load(t, src, discordEnv, discord.Section)
 	if err != nil {
 		t.Fatalf("a valid [discord] refused: %v", err)
 	}
-	d := config.DiscordOf(cfg)
-	if !d.Enabled() || d.HTTPMode() || d.Mode != config.DiscordModeGateway || d.APIURL != "https://discord.com/api/v10" ||
+	d := discord.Of(cfg)
+	if !d.Enabled() || d.HTTPMode() || d.Mode != discord.ModeGateway || d.APIURL != "https://discord.com/api/v10" ||
 		d.Token != discordEnv["DISCORD_BOT_TOKEN"] || d.Language != "en" {
 		t.Errorf("discord %+v", d)
 	}
-	if strings.Contains(config.DiscordOf(cfg.Redacted()).Token, discordEnv["DISCORD_BOT_TOKEN"]) {
+	if strings.Contains(discord.Of(cfg.Redacted()).Token, discordEnv["DISCORD_BOT_TOKEN"]) {
 		t.Error("Redacted shows the Discord token")
 	}
 	if !strings.Contains(strings.Join(cfg.Secrets(), " "), discordEnv["DISCORD_BOT_TOKEN"]) {
@@ -109,18 +110,18 @@ func TestLoad_DiscordRefused(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			configtest.Refused(t, tc.toml, discordEnv, []string{tc.want}, []string{discordEnv["DISCORD_BOT_TOKEN"]}, config.DiscordSection)
+			configtest.Refused(t, tc.toml, discordEnv, []string{tc.want}, []string{discordEnv["DISCORD_BOT_TOKEN"]}, discord.Section)
 		})
 	}
 }
 
 func TestDiscordSection_Example(t *testing.T) {
-	configtest.ExampleCovers(t, config.DiscordSection)
-	cfg, err := configtest.Load(t, config.ExampleWith(config.DiscordSection), discordEnv, config.DiscordSection)
+	configtest.ExampleCovers(t, discord.Section)
+	cfg, err := configtest.Load(t, config.ExampleWith(discord.Section), discordEnv, discord.Section)
 	if err != nil {
 		t.Fatalf("the example with [discord] does not load: %v", err)
 	}
-	if d := config.DiscordOf(cfg); !d.Enabled() || d.ChannelID != "1100000000000000003" || d.Mode != config.DiscordModeGateway {
+	if d := discord.Of(cfg); !d.Enabled() || d.ChannelID != "1100000000000000003" || d.Mode != discord.ModeGateway {
 		t.Errorf("discord %+v", d)
 	}
 }

@@ -1,7 +1,7 @@
 // The [discord] section: its table, defaults, secrets and checks, a
-// registered messenger (DiscordSection).
+// registered messenger (Section).
 
-package config
+package discord
 
 import (
 	_ "embed"
@@ -10,11 +10,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/locale"
 )
 
-// Discord is the [discord] table. It is enabled by setting token_env.
-type Discord struct {
+// Config is the [discord] table. It is enabled by setting token_env.
+type Config struct {
 	// TokenEnv names the variable holding the bot token.
 	TokenEnv string `toml:"token_env"`
 	// Token is the resolved bot token (secret).
@@ -45,41 +46,38 @@ type Discord struct {
 
 // The discord.mode values.
 const (
-	DiscordModeGateway = "gateway"
-	DiscordModeHTTP    = "http"
+	ModeGateway = "gateway"
+	ModeHTTP    = "http"
 )
 
-// DiscordName is the section's table and the channel's name.
-const DiscordName = "discord"
+// DefaultAPIURL is the default discord.api_url.
+const DefaultAPIURL = "https://discord.com/api/v10"
 
-// DiscordAPIURL is the default discord.api_url.
-const DiscordAPIURL = "https://discord.com/api/v10"
+//go:embed example.toml
+var example string
 
-//go:embed discord.example.toml
-var discordExample string
-
-// DiscordSection registers [discord].
-var DiscordSection = SectionSpec{Name: DiscordName, Example: discordExample, New: func() Section {
-	return &Discord{APIURL: DiscordAPIURL, Language: string(locale.DefaultLang), Mode: DiscordModeGateway}
+// Section registers [discord].
+var Section = config.SectionSpec{Name: Name, Example: example, New: func() config.Section {
+	return &Config{APIURL: DefaultAPIURL, Language: string(locale.DefaultLang), Mode: ModeGateway}
 }}
 
-// DiscordOf is c's [discord] section, nil when it is not registered.
-func DiscordOf(c Config) *Discord {
-	d, _ := c.Section(DiscordName).(*Discord)
+// Of is c's [discord] section, nil when it is not registered.
+func Of(c config.Config) *Config {
+	d, _ := c.Section(Name).(*Config)
 	return d
 }
 
 // Enabled reports whether a bot token is configured.
-func (d Discord) Enabled() bool { return d.TokenEnv != "" || d.Token != "" }
+func (d Config) Enabled() bool { return d.TokenEnv != "" || d.Token != "" }
 
 // HTTPMode reports whether taps arrive on the interactions endpoint.
-func (d Discord) HTTPMode() bool { return d.Mode == DiscordModeHTTP }
+func (d Config) HTTPMode() bool { return d.Mode == ModeHTTP }
 
 // EnableKey is the key that enables Discord.
-func (d *Discord) EnableKey() string { return "token_env" }
+func (d *Config) EnableKey() string { return "token_env" }
 
 // ApproverExample is a Discord user id.
-func (d *Discord) ApproverExample() string { return "80351110224678912" }
+func (d *Config) ApproverExample() string { return "80351110224678912" }
 
 var (
 	// A Discord id is a snowflake: a decimal number, 17-20 digits today
@@ -90,7 +88,7 @@ var (
 
 // CheckApprover reads a route's "discord:<user id>" or
 // "discord:role:<role id>" (a group).
-func (d *Discord) CheckApprover(user string) (bool, error) {
+func (d *Config) CheckApprover(user string) (bool, error) {
 	role, isRole := strings.CutPrefix(user, "role:")
 	switch {
 	case isRole && !snowflakeRE.MatchString(role):
@@ -103,12 +101,12 @@ func (d *Discord) CheckApprover(user string) (bool, error) {
 
 // Resolve fills an empty mode and api_url with their defaults and reads
 // the token.
-func (d *Discord) Resolve(getenv func(string) string, secrets bool) {
+func (d *Config) Resolve(getenv func(string) string, secrets bool) {
 	if d.Mode == "" {
-		d.Mode = DiscordModeGateway
+		d.Mode = ModeGateway
 	}
 	if d.APIURL == "" {
-		d.APIURL = DiscordAPIURL
+		d.APIURL = DefaultAPIURL
 	}
 	if secrets && d.TokenEnv != "" {
 		d.Token = getenv(d.TokenEnv)
@@ -116,7 +114,7 @@ func (d *Discord) Resolve(getenv func(string) string, secrets bool) {
 }
 
 // Secrets is the bot token, when set.
-func (d *Discord) Secrets() []string {
+func (d *Config) Secrets() []string {
 	if d.Token == "" {
 		return nil
 	}
@@ -124,16 +122,16 @@ func (d *Discord) Secrets() []string {
 }
 
 // Redacted is a copy with the token hidden.
-func (d *Discord) Redacted() Section {
+func (d *Config) Redacted() config.Section {
 	r := *d
-	r.Token = Redact(d.Token)
+	r.Token = config.Redact(d.Token)
 	r.Approvers = slices.Clone(d.Approvers)
 	r.Admins = slices.Clone(d.Admins)
 	return &r
 }
 
 // Validate checks [discord].
-func (d *Discord) Validate(p Problems, _ *Config) {
+func (d *Config) Validate(p config.Problems, _ *config.Config) {
 	p.Language("language", d.Language)
 	if d.Enabled() {
 		p.Secret("token_env", d.TokenEnv, d.Token, true)
@@ -173,10 +171,10 @@ func (d *Discord) Validate(p Problems, _ *Config) {
 	if d.PublicKey != "" && !ed25519HexRE.MatchString(d.PublicKey) {
 		p.Add("public_key", "want the application's public key: 64 hex digits")
 	}
-	if d.Mode != DiscordModeGateway && d.Mode != DiscordModeHTTP {
+	if d.Mode != ModeGateway && d.Mode != ModeHTTP {
 		p.Add("mode", "%q: want \"gateway\" or \"http\"", d.Mode)
 	}
-	if err := HTTPURL(d.APIURL); err != nil {
+	if err := config.HTTPURL(d.APIURL); err != nil {
 		p.Add("api_url", "%q: %v", d.APIURL, err)
 	} else if strings.HasSuffix(d.APIURL, "/") || strings.ContainsAny(d.APIURL, "?#") {
 		p.Add("api_url", "%q: want the versioned REST base without a trailing \"/\" (e.g. https://discord.com/api/v10)", d.APIURL)
