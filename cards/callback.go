@@ -10,7 +10,8 @@ import (
 	"github.com/metnos/gateway/approvals"
 )
 
-// MaxCallbackData is Telegram's limit on callback_data, in bytes.
+// MaxCallbackData is the bytes a button's data may hold: the smallest
+// limit among the messengers' (a Bot API callback_data).
 const MaxCallbackData = 64
 
 // ErrBadCallback is returned for callback data that is not ours: wrong

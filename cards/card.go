@@ -1,7 +1,7 @@
-// Package cards turns approval requests into what people see: Telegram
-// HTML with an inline keyboard, Slack Block Kit, the web page's fields. It
-// does no I/O. Neutral fields are built first (Card); each platform has one
-// renderer over them.
+// Package cards turns approval requests into what people see, as neutral
+// fields (Card) that each surface renders in its own markup: the web
+// page's fields, and each messenger's markup in its own package (through
+// Markup). It does no I/O.
 package cards
 
 import (
@@ -41,7 +41,7 @@ type Card struct {
 	GrantPreview string
 	// Scopes are what Allow always may grant, narrowest first, as shown
 	// (through Display); the tap names one by its index. ScopeChoice is
-	// the one a card shows chosen (the web page's and Slack's select): by
+	// the one a card shows chosen (a select on the page or in a chat): by
 	// default the request's GrantTarget, what the API grants when no scope
 	// is named. GrantPreview names it.
 	Scopes      []string
@@ -419,7 +419,7 @@ func AllowedFor(r approvals.Request) string {
 	return out
 }
 
-// DisplayName turns a decided_by value ("telegram:Roberto (42)") into the
+// DisplayName turns a decided_by value ("chat:Roberto (42)") into the
 // name a person reads ("Roberto").
 func DisplayName(decidedBy string) string {
 	_, name, ok := strings.Cut(decidedBy, ":")

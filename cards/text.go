@@ -21,8 +21,8 @@ func OneLine(s string) string {
 	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
 }
 
-// UTF16Len is the length of s in UTF-16 code units, which is how Telegram
-// counts its text limits.
+// UTF16Len is the length of s in UTF-16 code units, which is how some
+// messengers count their text limits.
 func UTF16Len(s string) int {
 	n := 0
 	for _, r := range s { // an invalid byte decodes as one U+FFFD: one unit

@@ -9,7 +9,7 @@ import (
 
 // CheckRule validates one rule the same way wherever it comes from: a
 // [[policy.rules]] entry of the config file, or a rule added at run time
-// through the API, the CLI, the web page or Slack. Each problem names its
+// through the API, the CLI, the web page or a messenger. Each problem names its
 // field (capability, target, action, agent). knownAgent, when not nil,
 // says whether an agent id exists; a scope naming an unknown agent is
 // refused. A nil result means the rule is valid.

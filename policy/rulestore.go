@@ -37,7 +37,7 @@ const (
 
 // Where a rule comes from.
 const (
-	SourceAPI    = "api"    // added at run time (API, CLI, web page, Slack); stored in the database
+	SourceAPI    = "api"    // added at run time (API, CLI, web page, a messenger); stored in the database
 	SourceConfig = "config" // a [[policy.rules]] entry of the config file; read-only at run time
 )
 
