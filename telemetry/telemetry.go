@@ -126,7 +126,7 @@ func New(ctx context.Context, c Config, getenv func(string) string, log *slog.Lo
 		}
 		client = otlptracehttp.NewClient(opts...)
 	}
-	exp, err := otlptrace.New(ctx, client)
+	exp, err := newExporter(ctx, client)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
