@@ -340,7 +340,9 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		}
 	} else {
 		s.opts.Observer.Decided(r.Status, s.now().Sub(start))
-		s.callbacks.send(r, telemetry.Traceparent(ctx))
+		if r.CallbackURL != "" {
+			s.callbacks.send(r, telemetry.Traceparent(ctx))
+		}
 		for _, n := range notices {
 			s.wakeAnnouncer(n.delivery)
 		}

@@ -24,8 +24,7 @@ func (s *Service) DecideChoice(ctx context.Context, id string, ch Choice, by Act
 		return s.decideChoice(ctx, id, ch, by)
 	}
 	ctx, span := s.startFor(ctx, id, "decision", time.Time{})
-	span.String(telemetry.KeyDecision, string(ch.Decision))
-	span.String(telemetry.KeyDecidedBy, by.Channel)
+	span.Set(telemetry.StringAttr(telemetry.KeyDecision, string(ch.Decision)), telemetry.StringAttr(telemetry.KeyDecidedBy, by.Channel))
 	r, err := s.decideChoice(ctx, id, ch, by)
 	if err != nil {
 		span.Fail("decision refused")
@@ -74,8 +73,7 @@ func (s *Service) traceWait(r Request) string {
 		return tp
 	}
 	_, span := s.opts.Telemetry.StartIn(context.Background(), tp, "wait", r.CreatedAt)
-	span.String(telemetry.KeyRequestID, r.ID)
-	span.String(telemetry.KeyStatus, string(r.Status))
+	span.Set(telemetry.StringAttr(telemetry.KeyRequestID, r.ID), telemetry.StringAttr(telemetry.KeyStatus, string(r.Status)))
 	span.EndAt(*r.DecidedAt)
 	return tp
 }

@@ -173,12 +173,13 @@ func TestTelemetry_SpanTree(t *testing.T) {
 		t.Errorf("wait span %+v", s)
 	}
 	layers := map[string]bool{}
-	for _, e := range spans["policy"].Events {
-		layers[e.Attrs["gateway.layer"]] = true
+	for _, l := range strings.Fields(spans["policy"].Attrs["gateway.layers"]) {
+		layer, _, _ := strings.Cut(l, ":")
+		layers[layer] = true
 	}
 	for _, l := range []string{"profile", "table", "rules", "grants", "combine", "vaglio"} {
 		if !layers[l] {
-			t.Errorf("the policy span has no event of layer %s: %v", l, spans["policy"].Events)
+			t.Errorf("the policy span's gateway.layers %q does not name layer %s", spans["policy"].Attrs["gateway.layers"], l)
 		}
 	}
 	cbMu.Lock()

@@ -25,8 +25,6 @@ func traceRequest(span telemetry.Span, req *approvals.Request) {
 	if !span.Recording() {
 		return
 	}
-	span.String(telemetry.KeyRequestID, req.ID)
-	span.String(telemetry.KeyCapability, req.Capability)
-	span.String(telemetry.KeyOutcome, string(req.Outcome))
-	span.String(telemetry.KeyStatus, string(req.Status))
+	span.Set(telemetry.StringAttr(telemetry.KeyRequestID, req.ID), telemetry.StringAttr(telemetry.KeyCapability, req.Capability),
+		telemetry.StringAttr(telemetry.KeyOutcome, string(req.Outcome)), telemetry.StringAttr(telemetry.KeyStatus, string(req.Status)))
 }

@@ -268,7 +268,15 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	// storage.Arrived): one read of their versions can serve both.
 	ctx = storage.Arrived(ctx, time.Now())
 	ctx, span := telemetry.Start(ctx, "policy")
-	defer span.End()
+	// dec is this call's decision: every return below returns it, or
+	// an error (then its trace is what was decided until then).
+	var dec Decision
+	defer func() {
+		if span.Recording() {
+			span.String(telemetry.KeyLayers, layersOf(dec.Trace))
+		}
+		span.End()
+	}()
 	c, host, err := validate(in)
 	if err != nil {
 		span.Fail("invalid request")
@@ -283,11 +291,9 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	}
 	// Six steps on the common path: profile, table, rules, combine, vaglio
 	// and one more (grants) at most.
-	dec := Decision{Capability: c, Trace: make([]Step, 0, 6)}
+	dec = Decision{Capability: c, Trace: make([]Step, 0, 6)}
 	step := func(layer string, o Outcome, detail string) {
 		dec.Trace = append(dec.Trace, Step{Layer: layer, Outcome: o, Detail: detail})
-		// The layer and its word only: a step's detail may quote the target.
-		span.Event("layer", telemetry.KeyLayer, layer, telemetry.KeyOutcome, string(o))
 	}
 	trace := func(layer string, o Outcome, format string, args ...any) {
 		step(layer, o, fmt.Sprintf(format, args...))

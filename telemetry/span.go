@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"encoding/hex"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -30,7 +31,7 @@ var (
 	KeyOutcome    = Key{"gateway.outcome"}
 	KeyStatus     = Key{"gateway.status"}
 	KeyBlockedBy  = Key{"gateway.blocked_by"}
-	KeyLayer      = Key{"gateway.layer"}
+	KeyLayers     = Key{"gateway.layers"}
 	KeyMessenger  = Key{"gateway.messenger"}
 	KeyDecision   = Key{"gateway.decision"}
 	KeyDecidedBy  = Key{"gateway.decided_by_channel"}
@@ -113,6 +114,25 @@ func (s Span) Float(k Key, v float64) {
 	}
 }
 
+// Attr is one attribute: a Key and its value.
+type Attr struct{ kv attribute.KeyValue }
+
+// StringAttr is the attribute k = v.
+func StringAttr(k Key, v string) Attr { return Attr{attribute.String(k.name, v)} }
+
+// Set sets attributes, in one update of the span: what several calls of
+// String would do, for one allocation.
+func (s Span) Set(attrs ...Attr) {
+	if s.s == nil || len(attrs) == 0 {
+		return
+	}
+	kvs := make([]attribute.KeyValue, len(attrs))
+	for i, a := range attrs {
+		kvs[i] = a.kv
+	}
+	s.s.SetAttributes(kvs...)
+}
+
 // Event adds an event with one attribute per pair of keys and values.
 func (s Span) Event(name string, k1 Key, v1 string, k2 Key, v2 string) {
 	if s.s != nil {
@@ -133,12 +153,21 @@ func (s Span) Fail(what string) {
 // of its later life (its cards, the decision, the callback) join its
 // trace, on any replica.
 func Traceparent(ctx context.Context) string {
-	if !trace.SpanFromContext(ctx).IsRecording() {
+	s := trace.SpanFromContext(ctx)
+	if !s.IsRecording() {
 		return ""
 	}
-	c := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(ctx, c)
-	return c["traceparent"]
+	sc := s.SpanContext()
+	tid, sid := sc.TraceID(), sc.SpanID()
+	// Version 00: "00-" trace id "-" span id "-" flags, in lower-case hex.
+	var b [len("00-") + 2*len(tid) + 1 + 2*len(sid) + 1 + 2]byte
+	copy(b[:], "00-")
+	n := len("00-") + hex.Encode(b[len("00-"):], tid[:])
+	b[n] = '-'
+	n += 1 + hex.Encode(b[n+1:], sid[:])
+	b[n] = '-'
+	hex.Encode(b[n+1:], []byte{byte(sc.TraceFlags() & trace.FlagsSampled)})
+	return string(b[:])
 }
 
 // Extract returns ctx with the remote span context that a W3C

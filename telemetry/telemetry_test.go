@@ -10,6 +10,7 @@ import (
 
 	"github.com/metnos/gateway/telemetry"
 	"github.com/metnos/gateway/telemetry/otlptest"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -76,6 +77,7 @@ func TestOff_CostsNothing(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() {
 		c, s := telemetry.Start(ctx, "x")
 		s.String(telemetry.KeyAgent, "a")
+		s.Set(telemetry.StringAttr(telemetry.KeyAgent, "a"), telemetry.StringAttr(telemetry.KeyStatus, "s"))
 		s.End()
 		c2, s2 := p.StartServer(c, "y", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "")
 		s2.End()
@@ -125,5 +127,32 @@ func TestProvider_TraceTree(t *testing.T) {
 	}
 	if w.TraceID != agentTrace || w.ParentID != r.SpanID || w.End.Sub(w.Start) < time.Second {
 		t.Fatalf("wait span = %+v, want a child of %s lasting from its start", w, r.SpanID)
+	}
+}
+
+// Traceparent writes what W3C's propagator injects for the same span, and
+// nothing for a span not sampled (its request is not traced).
+func TestTraceparent_AsW3C(t *testing.T) {
+	rcv := otlptest.New()
+	defer rcv.Close()
+	ctx := context.Background()
+	p, err := telemetry.New(ctx, telemetry.Config{Endpoint: rcv.URL}, env(nil), slog.New(slog.DiscardHandler))
+	if err != nil || p == nil {
+		t.Fatalf("New = %v, %v", p, err)
+	}
+	defer p.Shutdown(ctx)
+	for _, parent := range []string{"", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+		"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"} {
+		sctx, s := p.StartServer(ctx, "request", parent, "")
+		c := propagation.MapCarrier{}
+		propagation.TraceContext{}.Inject(sctx, c)
+		want := c["traceparent"]
+		if strings.HasSuffix(parent, "-00") {
+			want = ""
+		}
+		if got := telemetry.Traceparent(sctx); got != want {
+			t.Errorf("under %q: Traceparent = %q, want %q", parent, got, want)
+		}
+		s.End()
 	}
 }
