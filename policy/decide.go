@@ -184,6 +184,7 @@ type Decision struct {
 	Autonomy   Level           `json:"autonomy"`
 	BlockedBy  string          `json:"blocked_by,omitempty"`
 	GrantID    int64           `json:"grant_id,omitempty"`
+	Rule       *Rule           `json:"-"` // the rule that spoke (the first to match), nil when none did
 	Vaglio     *vaglio.Verdict `json:"vaglio,omitempty"`
 	Trace      []Step          `json:"trace"`
 	Capability Capability      `json:"-"`
@@ -396,6 +397,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 		}
 	}
 
+	dec.Rule = m.Rule
 	// Step 5: combine.
 	var grant *Grant
 	switch {

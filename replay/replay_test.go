@@ -78,3 +78,35 @@ func TestSuggestAndSimulate_NoServer(t *testing.T) {
 		t.Error("a rule scoped to an agent not configured was simulated")
 	}
 }
+
+// A simulation counts, for each rule it adds, the requests that rule
+// would decide (it is the rule that matches them first), whether or not
+// their outcome changes: npm test's approve rule decides its four
+// requests and changes them; a require_approval rule on one log decides
+// that request and changes nothing; a require_approval rule added after
+// the approve rule, for the same requests, decides none of them (the
+// first match wins, and "bottom" puts each added rule after the last).
+func TestSimulate_DecidedPerRule(t *testing.T) {
+	reqs := window()
+	p := replay.Policy{Norm: policy.Normalizer{Home: "/home/u"}, Agents: []config.Agent{config.NewAgent("a1")}}
+	res, err := replay.Simulate(context.Background(), p, reqs, replay.Body{Against: "policy", AddRules: []replay.RuleBody{
+		{Capability: "code:exec", Target: "npm test", Action: "approve", Position: []byte(`"bottom"`)},
+		{Capability: "fs:read", Target: "/srv/logs/a.log", Action: "require_approval", Position: []byte(`"bottom"`)},
+		{Capability: "code:exec", Target: "npm test", Action: "require_approval", Position: []byte(`"bottom"`)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"simulated:1": 4, "simulated:2": 1, "simulated:3": 0}
+	if len(res.Decided) != len(want) {
+		t.Fatalf("decided = %v, want %v", res.Decided, want)
+	}
+	for id, n := range want {
+		if got, ok := res.Decided[id]; !ok || got != n {
+			t.Errorf("decided[%s] = %d (%v), want %d", id, got, ok, n)
+		}
+	}
+	if len(res.Changed) != 4 {
+		t.Errorf("changed %+v, want the 4 npm test requests", res.Changed)
+	}
+}

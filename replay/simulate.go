@@ -62,6 +62,12 @@ type Result struct {
 	Total   int            `json:"total"`
 	Changed []Change       `json:"changed"`
 	Counts  map[string]int `json:"counts"`
+	// Decided counts, for each added rule (by its id, "simulated:1" for
+	// add_rules[0]…), the requests it would decide: those whose rule
+	// layer it speaks for, being the rule that matches them first (the
+	// outcome may stay what it was: a rule can decide what was decided
+	// alike before). Every added rule has its count, 0 too.
+	Decided map[string]int `json:"decided"`
 }
 
 // ParseSince reads a window: a Go duration or whole days ("7d").
@@ -109,7 +115,7 @@ func Simulate(ctx context.Context, p Policy, reqs []approvals.Request, b Body) (
 		rules = slices.Delete(rules, i, i+1)
 	}
 	for i, rb := range b.AddRules {
-		nr := policy.Rule{ID: "simulated:" + strconv.Itoa(i+1), Capability: rb.Capability, Target: rb.Target,
+		nr := policy.Rule{ID: simulatedID(i), Capability: rb.Capability, Target: rb.Target,
 			Action: policy.Action(rb.Action), SenderID: rb.SenderID, Agent: rb.Agent, Channel: rb.Channel}
 		if errs := policy.CheckRule(nr, p.hasAgent); len(errs) > 0 {
 			return Result{}, &policy.FieldError{Field: "add_rules[" + strconv.Itoa(i) + "]." + errs[0].Field, Err: errs[0].Err}
@@ -132,7 +138,10 @@ func Simulate(ctx context.Context, p Policy, reqs []approvals.Request, b Body) (
 	defer vg.Close()
 	d := policy.Decider{Rules: rules, Grants: p.Grants, Norm: p.Norm, Vaglio: vg}
 	now := policy.Decider{Rules: current, Grants: p.Grants, Norm: p.Norm, Vaglio: vg}
-	res := Result{Total: len(reqs), Changed: []Change{}, Counts: map[string]int{}}
+	res := Result{Total: len(reqs), Changed: []Change{}, Counts: map[string]int{}, Decided: map[string]int{}}
+	for i := range b.AddRules {
+		res.Decided[simulatedID(i)] = 0
+	}
 	for _, q := range reqs {
 		prof, ok := p.profileOf(q.Agent)
 		if !ok {
@@ -165,6 +174,11 @@ func Simulate(ctx context.Context, p Policy, reqs []approvals.Request, b Body) (
 			return Result{}, err
 		}
 		res.Counts[string(before)+"->"+string(dec.Outcome)]++
+		if dec.Rule != nil {
+			if _, added := res.Decided[dec.Rule.ID]; added {
+				res.Decided[dec.Rule.ID]++
+			}
+		}
 		if dec.Outcome != before {
 			res.Changed = append(res.Changed, Change{RequestID: q.ID, Agent: q.Agent, Capability: q.Capability,
 				Target: q.Target, Before: before, After: dec.Outcome})
@@ -172,6 +186,11 @@ func Simulate(ctx context.Context, p Policy, reqs []approvals.Request, b Body) (
 	}
 	return res, nil
 }
+
+// simulatedID is the id of add_rules[i] in a simulation.
+func simulatedID(i int) string { return simulatedPrefix + strconv.Itoa(i+1) }
+
+const simulatedPrefix = "simulated:"
 
 // RuleID is the id GET /v1/policy/rules shows for r: "api:3", "config:1".
 func RuleID(r policy.Rule) string {
@@ -206,7 +225,8 @@ func insertRule(rules []policy.Rule, nr policy.Rule, pos policy.Position) []poli
 	for i, r := range rules {
 		if r.Owner() == nr.Owner() {
 			idx = append(idx, i)
-			if strings.HasPrefix(r.ID, policy.SourceAPI+":") {
+			// A rule this simulation added is a run-time rule too.
+			if strings.HasPrefix(r.ID, policy.SourceAPI+":") || strings.HasPrefix(r.ID, simulatedPrefix) {
 				lastAPI = i
 			}
 		}

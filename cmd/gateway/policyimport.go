@@ -20,7 +20,7 @@ import (
 // the file and line it came from. Every rule passes policy.CheckRule, as
 // one written by hand: a refused one is listed on stderr with why, as is
 // every entry that makes no rule. --simulate notes under each rule how
-// many of the window's requests it would change (POST
+// many of the window's requests it would decide, and change (POST
 // /v1/policy/simulate); --apply adds the rules at run time through POST
 // /v1/policy/rules instead of printing TOML (an admin's token; each an
 // audit row), in the order printed, after the run-time rules already
@@ -30,7 +30,7 @@ func policyImport(e *env, args []string) error {
 	cfgPath := configFlag(fs)
 	from := fs.String("from", "", "the agent whose permissions to read: "+policyimport.Names())
 	apply := fs.Bool("apply", false, "add the rules to the running gateway instead of printing them")
-	simulate := fs.Bool("simulate", false, "note under each rule how many of the window's requests it would change")
+	simulate := fs.Bool("simulate", false, "note under each rule how many of the window's requests it would decide, and change")
 	since := fs.String("since", "7d", "--simulate's window: a Go duration or whole days (7d)")
 	urlFlag := fs.String("url", "", "gateway URL (env GATEWAY_URL)")
 	tokenFlag := fs.String("token", "", "an admin agent's token (env GATEWAY_ADMIN_TOKEN; default: the generated admin-token beside the database, else GATEWAY_TOKEN)")
@@ -153,12 +153,13 @@ func tomlQuote(s string) string {
 	return b.String()
 }
 
-// simulateRule replays the window with r added at the top of the rules,
-// measured against the policy as it stands, and says how many requests
-// it would change.
+// simulateRule replays the window with r added where --apply adds it
+// (below the run-time rules), measured against the policy as it stands,
+// and says how many requests it would decide (it is the rule that
+// matches them first) and how many of those would change.
 func simulateRule(e *env, c *client.Client, r policyimport.Rule, since string) (string, error) {
 	raw, err := c.Simulate(e.ctx, map[string]any{"since": since, "against": "policy",
-		"add_rules": []map[string]any{{"capability": r.Capability, "target": r.Target, "action": r.Action}}})
+		"add_rules": []map[string]any{{"capability": r.Capability, "target": r.Target, "action": r.Action, "position": "bottom"}}})
 	if err != nil {
 		return "", exitError{exitFail, "import: --simulate: " + err.Error()}
 	}
@@ -166,9 +167,14 @@ func simulateRule(e *env, c *client.Client, r policyimport.Rule, since string) (
 		Total   int            `json:"total"`
 		Changed []any          `json:"changed"`
 		Counts  map[string]int `json:"counts"`
+		Decided map[string]int `json:"decided"`
 	}
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return "", exitError{exitFail, "import: --simulate: an answer that is not a simulation: " + err.Error()}
+	}
+	decided, ok := res.Decided["simulated:1"]
+	if !ok {
+		return "", exitError{exitFail, "import: --simulate: the gateway's answer does not say how many requests the rule decides (an older gateway?)"}
 	}
 	var flips []string
 	for k, n := range res.Counts {
@@ -177,7 +183,7 @@ func simulateRule(e *env, c *client.Client, r policyimport.Rule, since string) (
 		}
 	}
 	sort.Strings(flips)
-	note := fmt.Sprintf("last %s: would change %d of %d requests", since, len(res.Changed), res.Total)
+	note := fmt.Sprintf("last %s: would decide %d of %d requests, %d of them changed", since, decided, res.Total, len(res.Changed))
 	if len(flips) > 0 {
 		note += " (" + strings.Join(flips, ", ") + ")"
 	}

@@ -35,7 +35,8 @@ var importFixtures = map[string]struct{ path, body string }{
 // allowed by the rule, with no card; the entry that would approve
 // arbitrary commands is refused and the one with no capability listed,
 // both on stderr; printing gives the TOML with the source of each rule,
-// and --simulate how many of the window's requests each would change.
+// and --simulate how many of the window's requests each would decide and
+// change.
 func TestPolicyImport_RoundTrip(t *testing.T) {
 	for name, fx := range importFixtures {
 		t.Run(name, func(t *testing.T) {
@@ -71,7 +72,7 @@ func TestPolicyImport_RoundTrip(t *testing.T) {
 				t.Fatalf("a request before: %+v %v", pending, err)
 			}
 			r = runCLI(context.Background(), getenv, "", "policy", "import", "--from", name, "--simulate", file)
-			if r.code != 0 || !strings.Contains(r.stdout, "# last 7d: would change 1 of 1 requests (approval_required->allowed 1)\n[[policy.rules]]\ncapability = \"code:exec\"\ntarget = \"git status\"") {
+			if r.code != 0 || !strings.Contains(r.stdout, "# last 7d: would decide 1 of 1 requests, 1 of them changed (approval_required->allowed 1)\n[[policy.rules]]\ncapability = \"code:exec\"\ntarget = \"git status\"") {
 				t.Fatalf("--simulate: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 			}
 			env["GATEWAY_ADMIN_TOKEN"] = liveAgentToken
