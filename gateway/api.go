@@ -318,11 +318,16 @@ const checkBucket = "/v1/check"
 
 func (s *Server) check(w http.ResponseWriter, r *http.Request) {
 	a := agentFrom(r)
+	r, span := s.tracedIfAsked(r, "check", a)
+	defer span.End()
 	var b requestBody
+	_, vspan := telemetry.Start(r.Context(), "validate")
 	if !decodeJSON(w, r, &b) {
+		vspan.End()
 		return
 	}
 	sub, err := s.submission(a, b)
+	vspan.End()
 	if err != nil {
 		s.errorResponse(w, r, err)
 		return
@@ -346,6 +351,7 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request) {
 		s.errorResponse(w, r, err)
 		return
 	}
+	span.Set(telemetry.StringAttr(telemetry.KeyCapability, sub.Capability), telemetry.StringAttr(telemetry.KeyOutcome, string(dec.Outcome)))
 	ans := checkAnswer{Outcome: dec.Outcome, Reason: dec.Reason, Autonomy: dec.Autonomy, Trace: dec.Trace}
 	if dec.BlockedBy != "" {
 		ans.BlockedBy = &dec.BlockedBy

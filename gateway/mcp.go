@@ -32,7 +32,7 @@ func (s *Server) mcpHandler(api http.Handler) http.Handler {
 	})
 	// Tool calls run outside the HTTP handler that carried them; count
 	// them so a shutdown waits for their withdrawals (see DrainMCP).
-	s.mcp.AddReceivingMiddleware(s.countMCPCalls)
+	s.mcp.AddReceivingMiddleware(s.countMCPCalls, s.traceMCPCalls)
 	return s.endOnRevoke(mcpserver.HTTPHandler(s.mcp, s.mcpVerify, s.log))
 }
 

@@ -83,7 +83,7 @@ func (s *Server) mcpProxyHandler(api http.Handler) http.Handler {
 		all := mcpproxy.New(opts)
 		s.mcpProxies = append(s.mcpProxies, usable, all)
 		for _, p := range []*mcp.Server{usable, all} {
-			p.AddReceivingMiddleware(s.countMCPCalls)
+			p.AddReceivingMiddleware(s.countMCPCalls, s.traceMCPCalls)
 		}
 		byName[srv.Name] = served{
 			all:    s.endOnRevoke(mcpserver.HTTPHandler(all, s.mcpVerify, s.log)),

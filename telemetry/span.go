@@ -39,6 +39,7 @@ var (
 	KeyJudgeScore = Key{"gateway.judge.score"}
 	KeyAttempt    = Key{"gateway.attempt"}
 	KeyHook       = Key{"gateway.hook"}
+	KeyTool       = Key{"gateway.mcp.tool"} // a tool the MCP server has (set once the call was taken)
 	KeyHTTPStatus = Key{"http.response.status_code"}
 )
 
