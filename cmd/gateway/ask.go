@@ -78,6 +78,9 @@ func cmdAsk(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The caller's trace, as a hook passes its agent's: the request's
+	// spans join it.
+	c.Traceparent, c.Tracestate = agentTrace(e.getenv)
 	if *list {
 		caps, err := c.Capabilities(e.ctx, *blocked)
 		if err != nil {
