@@ -594,7 +594,7 @@ func TestTelegram_TokenNeverLogged(t *testing.T) {
 func TestTelegram_ShutdownIsImmediate(t *testing.T) {
 	h := newHarness(t)
 	h.fake.WaitFor(t, waitLong, "the bot set up", func(c telegramtest.Call) bool { return c.Method == "setMyCommands" })
-	time.Sleep(100 * time.Millisecond) // the getUpdates call is now held by the fake
+	h.fake.WaitUntil(t, waitLong, "a getUpdates call held", func() bool { return h.fake.Held() > 0 })
 	// Half the poll's 30 s: a shutdown that waited for it is caught,
 	// a busy machine's slow one is not.
 	if took := h.stop(); took > 15*time.Second {

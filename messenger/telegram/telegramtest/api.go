@@ -80,6 +80,15 @@ func (s *Server) getUpdates(ctx context.Context, p url.Values) (any, *apiError) 
 	timeout, _ := strconv.Atoi(p.Get("timeout"))
 	deadline := time.NewTimer(time.Duration(timeout) * time.Second)
 	defer deadline.Stop()
+	held := false
+	defer func() {
+		if held {
+			s.mu.Lock()
+			s.held--
+			s.changedLocked()
+			s.mu.Unlock()
+		}
+	}()
 	for {
 		s.mu.Lock()
 		if s.webhook != "" {
@@ -94,6 +103,11 @@ func (s *Server) getUpdates(ctx context.Context, p url.Values) (any, *apiError) 
 			out := slices.Clone(s.updates[:min(limit, len(s.updates))])
 			s.mu.Unlock()
 			return out, nil
+		}
+		if !held {
+			held = true
+			s.held++
+			s.changedLocked()
 		}
 		ch := s.changed
 		s.mu.Unlock()

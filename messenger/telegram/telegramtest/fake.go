@@ -126,6 +126,7 @@ type Server struct {
 	messages   map[msgKey]*Message
 	nextMsg    map[int64]int
 	updates    []tgbotapi.Update
+	held       int // getUpdates calls waiting for an update
 	nextUpdate int
 	queries    map[string]bool // issued callback query ids → answered
 	nextQuery  int
@@ -351,6 +352,13 @@ func (s *Server) Deliveries() []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.deliveries)
+}
+
+// Held counts the getUpdates calls the fake holds, waiting for an update.
+func (s *Server) Held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
 }
 
 // Pending counts queued updates not yet confirmed by a getUpdates offset.
