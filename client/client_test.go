@@ -18,9 +18,7 @@ import (
 
 func live(t *testing.T) *liveGateway {
 	t.Helper()
-	g := startLive(gatewayConfig(t.TempDir()), gateway.AppOptions{Home: "/home/test"})
-	t.Cleanup(g.Stop)
-	return g
+	return startLive(t, gatewayConfig(t.TempDir()), gateway.AppOptions{Home: "/home/test"})
 }
 
 // ctxT bounds a test that would otherwise hang; it is no speed limit, so
@@ -327,9 +325,7 @@ func TestClient_EventsReconnect(t *testing.T) {
 		waited <- r
 	}()
 	time.Sleep(100 * time.Millisecond) // let the long-poll start
-	if err := g.Restart(); err != nil {
-		t.Fatal(err)
-	}
+	g.Restart()
 	if e := nextEvent(t, events); e.Kind != client.EventReconnected {
 		t.Fatalf("after restart: %+v, want %s", e, client.EventReconnected)
 	}

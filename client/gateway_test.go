@@ -1,15 +1,15 @@
 package client_test
 
 import (
-	"context"
-	"net"
+	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
+	"testing"
 	"time"
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 )
 
 // The agents of the test gateway.
@@ -19,18 +19,14 @@ const (
 	otherToken = "tok-agent-b2"
 )
 
-// liveGateway is a whole gateway serving on 127.0.0.1, restartable on the
-// same database and port.
+// liveGateway is gatewaytest's gateway, restartable on the same database
+// and port.
 type liveGateway struct {
 	URL  string
-	App  *gateway.App
-	addr string
+	tb   testing.TB
 	cfg  config.Config
 	opts gateway.AppOptions
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan error
+	gw   *gatewaytest.Gateway
 }
 
 // gatewayConfig is a config with three agents, files under dir.
@@ -50,73 +46,63 @@ func gatewayConfig(dir string) config.Config {
 	return cfg
 }
 
-// startLive starts a gateway; it panics on failure so Examples can use it.
-func startLive(cfg config.Config, opts gateway.AppOptions) *liveGateway {
-	g := &liveGateway{cfg: cfg, opts: opts, addr: "127.0.0.1:0"}
-	if err := g.start(); err != nil {
-		panic(err)
-	}
-	g.URL = "http://" + g.addr
-	return g
+// startLive starts a gateway until tb ends or Stop.
+func startLive(tb testing.TB, cfg config.Config, opts gateway.AppOptions) *liveGateway {
+	tb.Helper()
+	gw := gatewaytest.Start(tb, cfg, opts)
+	return &liveGateway{URL: gw.URL, tb: tb, cfg: cfg, opts: opts, gw: gw}
 }
 
-func (g *liveGateway) start() error {
-	ctx, cancel := context.WithCancel(context.Background())
-	app, err := gateway.NewApp(ctx, g.cfg, g.opts)
-	if err != nil {
-		cancel()
-		return err
-	}
-	var ln net.Listener
-	for range 50 { // the old listener's port may take a moment to free
-		if ln, err = net.Listen("tcp", g.addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		cancel()
-		app.Close()
-		return err
-	}
-	g.addr = ln.Addr().String()
-	done := make(chan error, 1)
-	go func() {
-		err := app.Serve(ctx, ln)
-		app.Close()
-		done <- err
-	}()
-	g.mu.Lock()
-	g.App, g.cancel, g.done = app, cancel, done
-	g.mu.Unlock()
-	return nil
-}
-
-// Stop shuts the gateway down and waits until it has.
-func (g *liveGateway) Stop() {
-	g.mu.Lock()
-	cancel, done := g.cancel, g.done
-	g.cancel = nil
-	g.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
-	}
-}
+// Stop shuts the gateway down and closes its database.
+func (g *liveGateway) Stop() { g.gw.Close() }
 
 // Restart stops the gateway and starts it again on the same database and
 // port: every open connection (long-polls, event streams) is cut.
-func (g *liveGateway) Restart() error {
-	g.Stop()
-	return g.start()
+func (g *liveGateway) Restart() {
+	g.tb.Helper()
+	g.gw = g.gw.Restart(g.tb, g.cfg, g.opts)
 }
 
-// newLive starts a gateway in a fresh temporary directory; stop removes it.
+// newLive starts a gateway in a fresh temporary directory for an Example
+// (which has no testing.TB); stop stops it and removes the directory.
 func newLive() (g *liveGateway, stop func()) {
+	tb := newExampleTB()
+	g = startLive(tb, gatewayConfig(tb.TempDir()), gateway.AppOptions{Home: "/home/test"})
+	return g, tb.stop
+}
+
+// exampleTB is the testing.TB of an Example: a failure panics, which
+// fails the example; the clean-ups run at stop.
+type exampleTB struct {
+	testing.TB // nil: only the methods below may be called
+	dir        string
+	cleanups   []func()
+}
+
+func newExampleTB() *exampleTB {
 	dir, err := os.MkdirTemp("", "gateway-client-")
 	if err != nil {
 		panic(err)
 	}
-	g = startLive(gatewayConfig(dir), gateway.AppOptions{Home: "/home/test"})
-	return g, func() { g.Stop(); os.RemoveAll(dir) }
+	return &exampleTB{dir: dir}
+}
+
+func (e *exampleTB) Helper()                        {}
+func (e *exampleTB) Cleanup(f func())               { e.cleanups = append(e.cleanups, f) }
+func (e *exampleTB) Errorf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }
+func (e *exampleTB) Fatalf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }
+
+func (e *exampleTB) TempDir() string {
+	dir, err := os.MkdirTemp(e.dir, "")
+	if err != nil {
+		panic(err)
+	}
+	return dir
+}
+
+func (e *exampleTB) stop() {
+	for i := len(e.cleanups) - 1; i >= 0; i-- {
+		e.cleanups[i]()
+	}
+	os.RemoveAll(e.dir)
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/metnos/gateway/internal/callbackurl"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/metnos/gateway/internal/callbackurl"
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
@@ -68,15 +69,11 @@ type e2eOptions struct {
 
 // e2eGateway is a whole gateway serving on a real loopback listener.
 type e2eGateway struct {
+	*gatewaytest.Gateway
 	tb     testing.TB
-	App    *gateway.App
-	URL    string
 	Path   string
 	Clock  *testClock
 	client *http.Client
-	cancel context.CancelFunc
-	served chan error
-	once   sync.Once
 }
 
 func e2eAgent(id, tok string, admin bool, rate string) config.Agent {
@@ -140,47 +137,20 @@ func startE2E(tb testing.TB, o e2eOptions) *e2eGateway {
 	if o.clock != nil {
 		now = o.clock.Now
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	app, err := gateway.NewApp(ctx, cfg, gateway.AppOptions{Now: now, Home: dir, TokenRecheck: o.recheck, CallbackResolver: o.resolver,
-		Telemetry: o.tel})
-	if err != nil {
-		cancel()
-		tb.Fatalf("NewApp: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cancel()
-		app.Close()
-		tb.Fatalf("listen: %v", err)
-	}
 	g := &e2eGateway{
-		tb: tb, App: app, URL: "http://" + ln.Addr().String(), Path: o.path, Clock: o.clock,
+		Gateway: gatewaytest.Start(tb, cfg, gateway.AppOptions{Now: now, Home: dir, TokenRecheck: o.recheck, CallbackResolver: o.resolver,
+			Telemetry: o.tel}),
+		tb: tb, Path: o.path, Clock: o.clock,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: time.Minute},
-		cancel: cancel, served: make(chan error, 1),
 	}
-	go func() { g.served <- app.Serve(ctx, ln) }()
 	tb.Cleanup(g.Stop)
 	return g
 }
 
-// Stop shuts the gateway down cleanly and closes its database. It fails
-// the test if shutdown takes more than a few seconds.
+// Stop shuts the gateway down cleanly and closes its database.
 func (g *e2eGateway) Stop() {
-	g.once.Do(func() {
-		g.cancel()
-		select {
-		case err := <-g.served:
-			if err != nil {
-				g.tb.Errorf("Serve: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			g.tb.Errorf("Serve did not return within 10s of cancel")
-		}
-		g.client.Transport.(*http.Transport).CloseIdleConnections()
-		if err := g.App.Close(); err != nil {
-			g.tb.Errorf("Close: %v", err)
-		}
-	})
+	g.Gateway.Close()
+	g.client.Transport.(*http.Transport).CloseIdleConnections()
 }
 
 // apiResult is one HTTP answer, decoded as far as it goes.

@@ -11,6 +11,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // TestWebBrowser_BatchDecision: the page offers Several at once for the
@@ -19,21 +20,21 @@ import (
 // each with its own audit row, and never the step-up request nor one that
 // arrived after the page was read.
 func TestWebBrowser_BatchDecision(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := webtest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	app := newWebApp(t, func(c *config.Config) {
+	app := webtest.NewApp(t, func(c *config.Config) {
 		c.Approvals.Routes = []config.Route{{Capability: "code:exec", Approvers: []string{"web:owner"},
 			StepUp: config.StepUpPasskey, Quorum: 1}}
 	})
-	base := serveWeb(t, ctx, app)
-	r1, r2 := apiRequest(t, base, fsWrite("/tmp/batch/1.txt")), apiRequest(t, base, fsWrite("/tmp/batch/2.txt"))
-	r3 := apiRequest(t, base, fsWrite("/tmp/batch/3.txt"))
-	stepUp := apiRequest(t, base, codeExec("make deploy"))
+	base := webtest.Serve(t, ctx, app)
+	r1, r2 := webtest.Submit(t, base, webtest.FSWrite("/tmp/batch/1.txt")), webtest.Submit(t, base, webtest.FSWrite("/tmp/batch/2.txt"))
+	r3 := webtest.Submit(t, base, webtest.FSWrite("/tmp/batch/3.txt"))
+	stepUp := webtest.Submit(t, base, webtest.CodeExec("make deploy"))
 
-	browser, closeBrowser := newBrowser(ctx, chromium, t.TempDir())
+	browser, closeBrowser := webtest.NewBrowser(ctx, chromium, t.TempDir())
 	defer closeBrowser()
-	if err := chromedp.Do(browser, chromedp.Navigate(loginLink(t, app, base, "owner")), chromedp.WaitVisible(chromedp.CSS("#batch"))); err != nil {
+	if err := chromedp.Do(browser, chromedp.Navigate(webtest.LoginLink(t, app, base, "owner")), chromedp.WaitVisible(chromedp.CSS("#batch"))); err != nil {
 		t.Fatalf("browser: open the page: %v", err)
 	}
 	rows, err := chromedp.Run(browser, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#batch input[name=id]")].map(i => i.value)`))
@@ -60,11 +61,11 @@ func TestWebBrowser_BatchDecision(t *testing.T) {
 		t.Fatalf("confirmation lists %v", listed)
 	}
 	for _, r := range []approvals.Request{r1, r2} {
-		if got := apiGet(t, base, r.ID); got.Status != approvals.StatusPending {
+		if got := webtest.Fetch(t, base, r.ID); got.Status != approvals.StatusPending {
 			t.Fatalf("%s decided before Confirm: %s", r.ID, got.Status)
 		}
 	}
-	late := apiRequest(t, base, fsWrite("/tmp/batch/late.txt")) // arrives after the page was read
+	late := webtest.Submit(t, base, webtest.FSWrite("/tmp/batch/late.txt")) // arrives after the page was read
 	if err := chromedp.Do(browser, chromedp.Click(chromedp.CSS("#batch-confirm-button")), chromedp.WaitVisible(chromedp.CSS("#flash"))); err != nil {
 		t.Fatalf("browser: Confirm: %v", err)
 	}
@@ -73,7 +74,7 @@ func TestWebBrowser_BatchDecision(t *testing.T) {
 		t.Errorf("flash %q", flash)
 	}
 	for _, r := range []approvals.Request{r1, r2} {
-		got := apiGet(t, base, r.ID)
+		got := webtest.Fetch(t, base, r.ID)
 		if got.Status != approvals.StatusAllowed || got.Decision == nil || *got.Decision != approvals.AllowOnce || got.DecidedBy != "web:owner" {
 			t.Errorf("%s after Confirm: %s %v by %s", r.ID, got.Status, got.Decision, got.DecidedBy)
 		}
@@ -83,7 +84,7 @@ func TestWebBrowser_BatchDecision(t *testing.T) {
 		}
 	}
 	for _, r := range []approvals.Request{r3, stepUp, late} {
-		if got := apiGet(t, base, r.ID); got.Status != approvals.StatusPending {
+		if got := webtest.Fetch(t, base, r.ID); got.Status != approvals.StatusPending {
 			t.Errorf("%s was not on the list and is %s", r.ID, got.Status)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // acceptDialogs accepts every confirm dialog the page opens, as a person
@@ -50,24 +51,24 @@ func acceptDialogs(t *testing.T, browser context.Context) func() []string {
 // of code:exec and mail:send have no Allow for and no Allow this session
 // button, a per_target card with a session has both.
 func TestWebBrowser_ScopeChoice(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := webtest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	app := newWebApp(t, func(cfg *config.Config) { cfg.Approvals.AllowFor = []config.Duration{config.Duration(2 * time.Second)} })
-	base := serveWeb(t, ctx, app)
-	r := apiRequest(t, base, fsWrite("/srv/docs/x.md"))
-	forged := apiRequest(t, base, fsWrite("/srv/other/y.md"))
+	app := webtest.NewApp(t, func(cfg *config.Config) { cfg.Approvals.AllowFor = []config.Duration{config.Duration(2 * time.Second)} })
+	base := webtest.Serve(t, ctx, app)
+	r := webtest.Submit(t, base, webtest.FSWrite("/srv/docs/x.md"))
+	forged := webtest.Submit(t, base, webtest.FSWrite("/srv/other/y.md"))
 	withSession := func(body map[string]any) map[string]any { body["session_id"] = "s-1"; return body }
-	exec := apiRequest(t, base, withSession(codeExec("npm test")))
-	mail := apiRequest(t, base, withSession(map[string]any{"capability": "mail:send", "target": "boss@example.com",
+	exec := webtest.Submit(t, base, withSession(webtest.CodeExec("npm test")))
+	mail := webtest.Submit(t, base, withSession(map[string]any{"capability": "mail:send", "target": "boss@example.com",
 		"intent": "send the report", "executor": "mailer"}))
-	session := apiRequest(t, base, withSession(fsWrite("/srv/notes/n.md")))
+	session := webtest.Submit(t, base, withSession(webtest.FSWrite("/srv/notes/n.md")))
 
-	browser, closeBrowser := newBrowser(ctx, chromium, t.TempDir())
+	browser, closeBrowser := webtest.NewBrowser(ctx, chromium, t.TempDir())
 	defer closeBrowser()
 	dialogs := acceptDialogs(t, browser)
 	card := func(id string) string { return "#req-" + id }
-	if err := chromedp.Do(browser, chromedp.Navigate(loginLink(t, app, base, "owner")),
+	if err := chromedp.Do(browser, chromedp.Navigate(webtest.LoginLink(t, app, base, "owner")),
 		chromedp.WaitVisible(chromedp.CSS(card(r.ID)))); err != nil {
 		t.Fatalf("browser: open the page: %v", err)
 	}
@@ -103,7 +104,7 @@ func TestWebBrowser_ScopeChoice(t *testing.T) {
 	); err != nil {
 		t.Fatalf("browser: allow always with a scope: %v", err)
 	}
-	got := apiGet(t, base, r.ID)
+	got := webtest.Fetch(t, base, r.ID)
 	if got.Status != approvals.StatusAllowed || got.GrantID == nil {
 		t.Fatalf("after Allow always: %s %v", got.Status, got.GrantID)
 	}
@@ -132,7 +133,7 @@ func TestWebBrowser_ScopeChoice(t *testing.T) {
 	if err != nil || !strings.Contains(strings.ToLower(flash), "not offered") {
 		t.Errorf("flash after a forged scope %q, %v", flash, err)
 	}
-	if got := apiGet(t, base, forged.ID); got.Status != approvals.StatusPending || got.GrantID != nil {
+	if got := webtest.Fetch(t, base, forged.ID); got.Status != approvals.StatusPending || got.GrantID != nil {
 		t.Fatalf("a forged scope decided: %s", got.Status)
 	}
 	if gs, err := app.Grants.List(ctx, policy.GrantFilter{All: true}); err != nil || len(gs) != 1 {
@@ -147,22 +148,22 @@ func TestWebBrowser_ScopeChoice(t *testing.T) {
 // for); the second a grant for the agent and session only: the same
 // session is answered at once, a second session is asked again.
 func TestWebBrowser_AllowForAndSession(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := webtest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var offset atomic.Int64
 	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
-	app := newWebAppAt(t, now, func(cfg *config.Config) { cfg.Approvals.AllowFor = []config.Duration{config.Duration(2 * time.Second)} })
-	base := serveWeb(t, ctx, app)
+	app := webtest.NewAppAt(t, now, func(cfg *config.Config) { cfg.Approvals.AllowFor = []config.Duration{config.Duration(2 * time.Second)} })
+	base := webtest.Serve(t, ctx, app)
 	inSession := func(target, session string) map[string]any {
-		b := fsWrite(target)
+		b := webtest.FSWrite(target)
 		b["session_id"] = session
 		return b
 	}
-	while := apiRequest(t, base, fsWrite("/srv/logs/app.log"))
-	sess := apiRequest(t, base, inSession("/srv/notes/n.md", "s-1"))
+	while := webtest.Submit(t, base, webtest.FSWrite("/srv/logs/app.log"))
+	sess := webtest.Submit(t, base, inSession("/srv/notes/n.md", "s-1"))
 
-	browser, closeBrowser := newBrowser(ctx, chromium, t.TempDir())
+	browser, closeBrowser := webtest.NewBrowser(ctx, chromium, t.TempDir())
 	defer closeBrowser()
 	click := func(id string, decision approvals.Decision) {
 		t.Helper()
@@ -175,7 +176,7 @@ func TestWebBrowser_AllowForAndSession(t *testing.T) {
 	}
 	grantOf := func(id string) policy.Grant {
 		t.Helper()
-		r := apiGet(t, base, id)
+		r := webtest.Fetch(t, base, id)
 		if r.Status != approvals.StatusAllowed || r.GrantID == nil {
 			t.Fatalf("%s after the click: %s, grant %v", id, r.Status, r.GrantID)
 		}
@@ -185,7 +186,7 @@ func TestWebBrowser_AllowForAndSession(t *testing.T) {
 		}
 		return g
 	}
-	if err := chromedp.Do(browser, chromedp.Navigate(loginLink(t, app, base, "owner")),
+	if err := chromedp.Do(browser, chromedp.Navigate(webtest.LoginLink(t, app, base, "owner")),
 		chromedp.WaitVisible(chromedp.CSS("#req-"+sess.ID))); err != nil {
 		t.Fatalf("browser: open the page: %v", err)
 	}
@@ -194,11 +195,11 @@ func TestWebBrowser_AllowForAndSession(t *testing.T) {
 	if g := grantOf(while.ID); g.Target != "/srv/logs/app.log" || g.ExpiresAt == nil || g.ExpiresAt.Sub(g.GrantedAt) != 2*time.Second {
 		t.Fatalf("Allow for 2 s wrote %+v", g)
 	}
-	if r := apiSubmit(t, base, fsWrite("/srv/logs/app.log")); r.Status != approvals.StatusAllowed {
+	if r := apiSubmit(t, base, webtest.FSWrite("/srv/logs/app.log")); r.Status != approvals.StatusAllowed {
 		t.Fatalf("within the while: %s", r.Status)
 	}
 	offset.Add(int64(2 * time.Second))
-	if r := apiSubmit(t, base, fsWrite("/srv/logs/app.log")); r.Status != approvals.StatusPending {
+	if r := apiSubmit(t, base, webtest.FSWrite("/srv/logs/app.log")); r.Status != approvals.StatusPending {
 		t.Fatalf("after the while: %s, want asked again", r.Status)
 	}
 

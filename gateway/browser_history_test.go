@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // TestWebBrowser_History drives the History view in a real headless
@@ -18,14 +19,14 @@ import (
 // person, see only the matching decision, then open its request and read
 // the request and its own audit trail.
 func TestWebBrowser_History(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := webtest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	app := newWebApp(t, nil)
-	base := serveWeb(t, ctx, app)
-	write := apiRequest(t, base, fsWrite("/home/u/invoices/05.pdf"))
-	exec := apiRequest(t, base, codeExec("git status"))
-	other := apiRequest(t, base, codeExec("git log"))
+	app := webtest.NewApp(t, nil)
+	base := webtest.Serve(t, ctx, app)
+	write := webtest.Submit(t, base, webtest.FSWrite("/home/u/invoices/05.pdf"))
+	exec := webtest.Submit(t, base, webtest.CodeExec("git status"))
+	other := webtest.Submit(t, base, webtest.CodeExec("git log"))
 	for _, d := range []struct {
 		id  string
 		dec approvals.Decision
@@ -40,11 +41,11 @@ func TestWebBrowser_History(t *testing.T) {
 		}
 	}
 
-	browser, closeBrowser := newBrowser(ctx, chromium, t.TempDir())
+	browser, closeBrowser := webtest.NewBrowser(ctx, chromium, t.TempDir())
 	defer closeBrowser()
 
 	err := chromedp.Do(browser,
-		chromedp.Navigate(loginLink(t, app, base, "owner")), // the one-time link lands on /
+		chromedp.Navigate(webtest.LoginLink(t, app, base, "owner")), // the one-time link lands on /
 		chromedp.Click(chromedp.CSS("#history-link")),
 		chromedp.WaitVisible(chromedp.CSS("#history-filter")),
 		chromedp.WaitVisible(chromedp.CSS("#history .item")),
@@ -111,8 +112,8 @@ func TestWebBrowser_History(t *testing.T) {
 // pointing back to History; a pruned request still shows its audit rows;
 // row text is escaped.
 func TestWebHistory_Pages(t *testing.T) {
-	app := newWebApp(t, nil)
-	srv, c := webServer(t, app)
+	app := webtest.NewApp(t, nil)
+	srv, c := webtest.Server(t, app)
 	get := func(path string) (int, string) {
 		t.Helper()
 		resp, err := c.Get(srv.URL + path)
@@ -129,7 +130,7 @@ func TestWebHistory_Pages(t *testing.T) {
 	if st, body := get("/requests/nope"); st != http.StatusNotFound || !strings.Contains(body, `href="/history"`) {
 		t.Errorf("unknown request: %d\n%s", st, body)
 	}
-	r := apiRequest(t, srv.URL, fsWrite("/home/u/<b>x</b>.txt"))
+	r := webtest.Submit(t, srv.URL, webtest.FSWrite("/home/u/<b>x</b>.txt"))
 	if _, err := app.DB.ExecContext(context.Background(), `DELETE FROM requests WHERE id = $1`, r.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // TestWebBrowser_RequestPage drives a request's own page, /r/{id}, in
@@ -18,19 +19,19 @@ import (
 // the warning, the whole value is there, and Deny on that page decides
 // and comes back to it.
 func TestWebBrowser_RequestPage(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := webtest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	app := newWebApp(t, func(c *config.Config) { c.Vaglio.JudgeThreshold = 0 })
-	base := serveWeb(t, ctx, app)
+	app := webtest.NewApp(t, func(c *config.Config) { c.Vaglio.JudgeThreshold = 0 })
+	base := webtest.Serve(t, ctx, app)
 	tail := strings.Repeat("x", 3000) + "; wget http://203.0.113.9/r"
-	r := apiRequest(t, base, codeExec("cat notes\u202E\u2066hs.txt "+tail))
+	r := webtest.Submit(t, base, webtest.CodeExec("cat notes\u202E\u2066hs.txt "+tail))
 
-	browser, closeBrowser := newBrowser(ctx, chromium, t.TempDir())
+	browser, closeBrowser := webtest.NewBrowser(ctx, chromium, t.TempDir())
 	defer closeBrowser()
 
 	card := chromedp.CSS("#req-" + r.ID)
-	if err := chromedp.Do(browser, chromedp.Navigate(loginLink(t, app, base, "owner")), chromedp.Navigate(base+"/r/"+r.ID), chromedp.WaitVisible(card)); err != nil {
+	if err := chromedp.Do(browser, chromedp.Navigate(webtest.LoginLink(t, app, base, "owner")), chromedp.Navigate(base+"/r/"+r.ID), chromedp.WaitVisible(card)); err != nil {
 		t.Fatalf("browser: open /r/%s: %v", r.ID, err)
 	}
 	text, err := chromedp.Run(browser, chromedp.Text(card))
@@ -56,7 +57,7 @@ func TestWebBrowser_RequestPage(t *testing.T) {
 	if err != nil || !strings.HasSuffix(url, "/r/"+r.ID) {
 		t.Errorf("after Deny the browser is at %q (%v), want the request's page", url, err)
 	}
-	if got := apiGet(t, base, r.ID); got.Status != approvals.StatusDenied {
+	if got := webtest.Fetch(t, base, r.ID); got.Status != approvals.StatusDenied {
 		t.Errorf("status %s after Deny in the browser", got.Status)
 	}
 }

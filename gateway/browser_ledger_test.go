@@ -15,6 +15,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // askNow posts a request that policy decides on arrival (a grant covers
@@ -23,7 +24,7 @@ func (g *pushGW) askNow(body map[string]any) approvals.Request {
 	g.t.Helper()
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest(http.MethodPost, g.base+"/v1/requests", bytes.NewReader(b))
-	req.Header.Set("Authorization", "Bearer "+webAgentToken)
+	req.Header.Set("Authorization", "Bearer "+webtest.AgentToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		g.t.Fatal(err)
@@ -41,7 +42,7 @@ func (g *pushGW) askNow(body map[string]any) approvals.Request {
 func (g *pushGW) grant(id int64) policy.Grant {
 	g.t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, g.base+"/v1/grants", nil)
-	req.Header.Set("Authorization", "Bearer "+webAgentToken)
+	req.Header.Set("Authorization", "Bearer "+webtest.AgentToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		g.t.Fatal(err)
@@ -66,7 +67,7 @@ func (g *pushGW) grant(id int64) policy.Grant {
 // weekly review pushes the grants that expire within 7 days and those
 // unused for 30, and the digest counts them.
 func TestWebBrowser_GrantLedger(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := webtest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	clock := &testClock{now: time.Now()}
@@ -74,20 +75,20 @@ func TestWebBrowser_GrantLedger(t *testing.T) {
 	anna := g.user("anna")
 	g.subscribe(anna, "Chrome · Android")
 
-	r := g.ask(fsWrite("/tmp/ledger/a.txt"))
+	r := g.ask(webtest.FSWrite("/tmp/ledger/a.txt"))
 	g.fake.Next(t, pushWait)
-	page := getPage(t, anna, g.base)
-	if status, body := postForm(t, anna, g.base+"/web/decide", urlValues("csrf", csrfOf(t, page), "id", r.ID, "decision", "allow_always"), nil); status != http.StatusOK {
+	page := webtest.Page(t, anna, g.base)
+	if status, body := webtest.PostForm(t, anna, g.base+"/web/decide", webtest.Form("csrf", webtest.CSRF(t, page), "id", r.ID, "decision", "allow_always"), nil); status != http.StatusOK {
 		t.Fatalf("Allow always: %d %s", status, body)
 	}
 	g.fake.Next(t, pushWait) // the outcome
-	decided := apiGet(t, g.base, r.ID)
+	decided := webtest.Fetch(t, g.base, r.ID)
 	if decided.GrantID == nil {
 		t.Fatalf("no grant written: %+v", decided)
 	}
 	id := *decided.GrantID
 	for range 3 {
-		g.askNow(fsWrite("/tmp/ledger/a.txt"))
+		g.askNow(webtest.FSWrite("/tmp/ledger/a.txt"))
 	}
 	deadline := time.Now().Add(pushWait)
 	for {
@@ -101,10 +102,10 @@ func TestWebBrowser_GrantLedger(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	b, closeBrowser := newBrowser(ctx, chromium, t.TempDir())
+	b, closeBrowser := webtest.NewBrowser(ctx, chromium, t.TempDir())
 	defer closeBrowser()
 	row := chromedp.CSS(fmt.Sprintf("#grant-%d", id))
-	if err := chromedp.Do(b, chromedp.Navigate(loginLink(t, g.app, g.base, "anna")), chromedp.WaitVisible(row)); err != nil {
+	if err := chromedp.Do(b, chromedp.Navigate(webtest.LoginLink(t, g.app, g.base, "anna")), chromedp.WaitVisible(row)); err != nil {
 		t.Fatalf("browser: the page: %v", err)
 	}
 	text, err := chromedp.Run(b, chromedp.Text(row))
@@ -137,9 +138,9 @@ func TestWebBrowser_GrantLedger(t *testing.T) {
 	}
 
 	// Revoke on the page (a new login: twelve weeks ended the session).
-	b2, close2 := newBrowser(ctx, chromium, t.TempDir())
+	b2, close2 := webtest.NewBrowser(ctx, chromium, t.TempDir())
 	defer close2()
-	err = chromedp.Do(b2, chromedp.Navigate(loginLink(t, g.app, g.base, "anna")), chromedp.WaitVisible(row),
+	err = chromedp.Do(b2, chromedp.Navigate(webtest.LoginLink(t, g.app, g.base, "anna")), chromedp.WaitVisible(row),
 		chromedp.Click(chromedp.CSS(fmt.Sprintf("#grant-%d button", id))), chromedp.WaitVisible(chromedp.CSS("#flash")),
 		chromedp.WaitNotPresent(row))
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // narrowWidth is the narrowest phone the page is made for, in CSS pixels.
@@ -22,24 +23,24 @@ const narrowWidth = 360
 // list and a long target, the grants; History with its filters; a
 // request's own page; the account page; the login page.
 func TestWebBrowser_FitsNarrowPhone(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := webtest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	app := newWebApp(t, nil)
-	base := serveWeb(t, ctx, app)
+	app := webtest.NewApp(t, nil)
+	base := webtest.Serve(t, ctx, app)
 	long := "/home/u/" + strings.Repeat("a-rather-long-directory-name/", 4) + "quarterly-invoice-2026-04.pdf"
-	withGrant := fsWrite("/home/u/invoices/04.pdf")
+	withGrant := webtest.FSWrite("/home/u/invoices/04.pdf")
 	withGrant["grant_target"] = "/home/u/invoices/*.pdf"
-	r := apiRequest(t, base, withGrant)
-	apiRequest(t, base, fsWrite(long))
-	apiRequest(t, base, codeExec("git log --oneline --graph --decorate --all -- "+strings.Repeat("x", 80)))
-	decided := apiRequest(t, base, fsWrite("/home/u/notes/"+strings.Repeat("n", 60)+".md"))
+	r := webtest.Submit(t, base, withGrant)
+	webtest.Submit(t, base, webtest.FSWrite(long))
+	webtest.Submit(t, base, webtest.CodeExec("git log --oneline --graph --decorate --all -- "+strings.Repeat("x", 80)))
+	decided := webtest.Submit(t, base, webtest.FSWrite("/home/u/notes/"+strings.Repeat("n", 60)+".md"))
 	if _, err := app.Service.DecideChoice(ctx, decided.ID, approvals.Choice{Decision: approvals.AllowAlways},
 		approvals.Actor{Channel: "web", ID: "owner", Name: "owner"}); err != nil {
 		t.Fatal(err)
 	}
 
-	browser, closeBrowser := newBrowser(ctx, chromium, t.TempDir())
+	browser, closeBrowser := webtest.NewBrowser(ctx, chromium, t.TempDir())
 	defer closeBrowser()
 	if err := chromedp.Do(browser, chromedp.EmulateViewport(narrowWidth, 780, chromedp.EmulatePortrait, chromedp.EmulateMobile, chromedp.EmulateTouch)); err != nil {
 		t.Fatalf("browser: a %d px viewport: %v", narrowWidth, err)
@@ -62,7 +63,7 @@ func TestWebBrowser_FitsNarrowPhone(t *testing.T) {
 		t.Fatalf("browser: open the login page: %v", err)
 	}
 	measure("the login page")
-	if err := chromedp.Do(browser, chromedp.Navigate(loginLink(t, app, base, "owner")),
+	if err := chromedp.Do(browser, chromedp.Navigate(webtest.LoginLink(t, app, base, "owner")),
 		chromedp.WaitVisible(chromedp.CSS("#req-"+r.ID))); err != nil {
 		t.Fatalf("browser: open the page: %v", err)
 	}

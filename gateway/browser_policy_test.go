@@ -16,6 +16,7 @@ import (
 	"github.com/metnos/gateway/passkeys/passkeystest"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // signedChange is what the page's passkey flow for a rule or grant change
@@ -48,7 +49,7 @@ func signPolicyChange(t *testing.T, browser context.Context, sel, setup string) 
 })()`
 	c, err := chromedp.Run(browser, chromedp.Evaluate[signedChange](js, chromedp.EvalAwaitPromise))
 	if err != nil {
-		t.Fatalf("browser: sign the change of %s: %v (page: %q)", sel, err, pageText(t, browser))
+		t.Fatalf("browser: sign the change of %s: %v (page: %q)", sel, err, webtest.PageText(t, browser))
 	}
 	return c
 }
@@ -60,18 +61,18 @@ func signPolicyChange(t *testing.T, browser context.Context, sel, setup string) 
 // change's replay, each signed with the passkey; each audit row carries
 // its signature and verifies offline; an edited signed row fails.
 func TestWebBrowser_PolicyStepUp(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := webtest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	app := newWebApp(t, func(c *config.Config) { c.Web.PolicyStepUp = config.StepUpPasskey })
-	base := serveWeb(t, ctx, app)
-	browser, _ := passkeyBrowser(t, ctx, chromium, app, base, "owner", "Pixel")
+	app := webtest.NewApp(t, func(c *config.Config) { c.Web.PolicyStepUp = config.StepUpPasskey })
+	base := webtest.Serve(t, ctx, app)
+	browser, _ := webtest.PasskeyBrowser(t, ctx, chromium, app, base, "owner", "Pixel")
 
 	// A tap is refused.
-	tap := passkeystest.Login(t, base, loginLink(t, app, base, "owner"))
+	tap := passkeystest.Login(t, base, webtest.LoginLink(t, app, base, "owner"))
 	if _, page := tap.Post("/web/rules/add", url.Values{"capability": {"fs:read"}, "target": {"/srv/**"},
-		"action": {"approve"}, "position": {"top"}}); !strings.Contains(flashOf(page), "need your passkey") {
-		t.Errorf("a tap's rule: the flash says %q", flashOf(page))
+		"action": {"approve"}, "position": {"top"}}); !strings.Contains(webtest.Flash(page), "need your passkey") {
+		t.Errorf("a tap's rule: the flash says %q", webtest.Flash(page))
 	}
 	if rules, _ := app.Server.Rules().List(ctx); len(rules) != 0 {
 		t.Fatalf("a tap added a rule: %+v", rules)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/web/push"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // shownNotification is what registration.getNotifications() gives back.
@@ -37,7 +38,7 @@ type pushBrowser struct {
 
 func newPushBrowser(t *testing.T, ctx context.Context, chromium string, g *pushGW, user string) *pushBrowser {
 	t.Helper()
-	b, closeBrowser := newBrowser(ctx, chromium, t.TempDir())
+	b, closeBrowser := webtest.NewBrowser(ctx, chromium, t.TempDir())
 	t.Cleanup(closeBrowser)
 	regs := make(chan serviceworker.RegistrationID, 8)
 	if err := chromedp.Do(b, chromedp.Navigate("about:blank")); err != nil {
@@ -63,7 +64,7 @@ func newPushBrowser(t *testing.T, ctx context.Context, chromium string, g *pushG
 	if _, err := chromedp.Call(b, serviceworker.Enable, struct{}{}); err != nil {
 		t.Fatalf("browser: ServiceWorker.enable: %v", err)
 	}
-	if err := chromedp.Do(b, chromedp.Navigate(loginLink(t, g.app, g.base, user)), chromedp.WaitVisible(chromedp.CSS("main"))); err != nil {
+	if err := chromedp.Do(b, chromedp.Navigate(webtest.LoginLink(t, g.app, g.base, user)), chromedp.WaitVisible(chromedp.CSS("main"))); err != nil {
 		t.Fatalf("browser: log in: %v", err)
 	}
 	state, err := chromedp.Run(b, chromedp.Evaluate[string](
@@ -163,7 +164,7 @@ func jsString(s string) string {
 // an expired one and one whose request was decided meanwhile decide
 // nothing.
 func TestWebBrowser_PushNotification(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := webtest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	clock := &testClock{now: time.Now()}
@@ -186,12 +187,12 @@ func TestWebBrowser_PushNotification(t *testing.T) {
 		t.Fatalf("manifest: %s (%v)", m.Data, err)
 	}
 	for _, p := range []string{"/icons/icon-192.png", "/icons/icon-512.png", "/icons/icon-180.png"} {
-		if status, body := getPath(t, http.DefaultClient, g.base+p); status != http.StatusOK || !strings.HasPrefix(body, "\x89PNG") {
+		if status, body := webtest.GetPath(t, http.DefaultClient, g.base+p); status != http.StatusOK || !strings.HasPrefix(body, "\x89PNG") {
 			t.Errorf("%s: %d", p, status)
 		}
 	}
 
-	r := g.ask(fsWrite("/home/anna/inv/04.pdf"))
+	r := g.ask(webtest.FSWrite("/home/anna/inv/04.pdf"))
 	p := g.fake.Next(t, pushWait)
 	if p.Device != dev.ID {
 		t.Fatalf("push to %s", p.Device)
@@ -202,7 +203,7 @@ func TestWebBrowser_PushNotification(t *testing.T) {
 		t.Fatalf("notification: %+v", n)
 	}
 	pb.click(r.ID, "allow_once")
-	got := apiGet(t, g.base, r.ID)
+	got := webtest.Fetch(t, g.base, r.ID)
 	if got.Status != approvals.StatusAllowed || got.Decision == nil || *got.Decision != approvals.AllowOnce || got.DecidedBy != "web:anna" {
 		t.Fatalf("after Allow once on the notification: %s %v by %q", got.Status, got.Decision, got.DecidedBy)
 	}
@@ -215,22 +216,22 @@ func TestWebBrowser_PushNotification(t *testing.T) {
 	// Replayed: the same push again, its Deny (spent with Allow once).
 	pb.deliver(p.Payload, r.ID, func(n shownNotification) bool { return len(n.Actions) == 2 })
 	pb.click(r.ID, "deny")
-	if again := apiGet(t, g.base, r.ID); again.Status != approvals.StatusAllowed || *again.Decision != approvals.AllowOnce {
+	if again := webtest.Fetch(t, g.base, r.ID); again.Status != approvals.StatusAllowed || *again.Decision != approvals.AllowOnce {
 		t.Fatalf("a replayed token changed the request: %s %v", again.Status, again.Decision)
 	}
 
 	// Decided meanwhile: denied through the admin-free page as bob.
-	r2 := g.ask(fsWrite("/home/anna/inv/05.pdf"))
+	r2 := g.ask(webtest.FSWrite("/home/anna/inv/05.pdf"))
 	p2 := g.fake.Next(t, pushWait)
 	bob := g.user("bob")
-	page2 := getPage(t, bob, g.base)
-	if status, _ := postForm(t, bob, g.base+"/web/decide", urlValues("csrf", csrfOf(t, page2), "id", r2.ID, "decision", "deny"), nil); status != http.StatusOK {
+	page2 := webtest.Page(t, bob, g.base)
+	if status, _ := webtest.PostForm(t, bob, g.base+"/web/decide", webtest.Form("csrf", webtest.CSRF(t, page2), "id", r2.ID, "decision", "deny"), nil); status != http.StatusOK {
 		t.Fatal("bob's deny")
 	}
 	g.fake.Next(t, pushWait) // its outcome's push
 	pb.deliver(p2.Payload, r2.ID, func(n shownNotification) bool { return len(n.Actions) == 2 })
 	pb.click(r2.ID, "allow_once")
-	if got := apiGet(t, g.base, r2.ID); got.Status != approvals.StatusDenied || got.DecidedBy != "web:bob" {
+	if got := webtest.Fetch(t, g.base, r2.ID); got.Status != approvals.StatusDenied || got.DecidedBy != "web:bob" {
 		t.Fatalf("a token for a request decided meanwhile: %s by %s", got.Status, got.DecidedBy)
 	}
 
@@ -241,7 +242,7 @@ func TestWebBrowser_PushNotification(t *testing.T) {
 	pb.deliver(p3.Payload, r3.ID, func(n shownNotification) bool { return len(n.Actions) == 2 })
 	clock.Add(push.ActionTTL + time.Second)
 	pb.click(r3.ID, "allow_once")
-	if got := apiGet(t, g.base, r3.ID); got.Status != approvals.StatusPending {
+	if got := webtest.Fetch(t, g.base, r3.ID); got.Status != approvals.StatusPending {
 		t.Fatalf("an expired token decided: %s", got.Status)
 	}
 }

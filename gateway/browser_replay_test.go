@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // TestWebBrowser_RuleReplay: typing a rule into the add form shows, live
@@ -17,23 +18,23 @@ import (
 // nothing is added until the button is pressed, and then the rule decides
 // the next request as the replay said.
 func TestWebBrowser_RuleReplay(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := webtest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	app := newWebApp(t, nil)
-	base := serveWeb(t, ctx, app)
+	app := webtest.NewApp(t, nil)
+	base := webtest.Serve(t, ctx, app)
 	for _, f := range []string{"a", "b", "c"} {
-		apiRequest(t, base, fsWrite("/srv/data/"+f+".csv"))
+		webtest.Submit(t, base, webtest.FSWrite("/srv/data/"+f+".csv"))
 	}
-	apiRequest(t, base, fsWrite("/srv/other/z.txt"))
+	webtest.Submit(t, base, webtest.FSWrite("/srv/other/z.txt"))
 
-	browser, closeBrowser := newBrowser(ctx, chromium, t.TempDir())
+	browser, closeBrowser := webtest.NewBrowser(ctx, chromium, t.TempDir())
 	defer closeBrowser()
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 	// Typing replaces the target's text, as after a triple click.
 	selectTarget := chromedp.Evaluate[chromedp.Void](`document.getElementById("rule-target").select()`)
 	if err := chromedp.Do(browser,
-		chromedp.Navigate(loginLink(t, app, base, "owner")),
+		chromedp.Navigate(webtest.LoginLink(t, app, base, "owner")),
 		chromedp.WaitVisible(css("#add-rule")),
 		chromedp.SetValue(css("#rule-capability"), "fs:write"),
 		chromedp.SetValue(css("#rule-action"), "approve"),
@@ -81,7 +82,7 @@ func TestWebBrowser_RuleReplay(t *testing.T) {
 	); err != nil {
 		t.Fatalf("browser: add the rule: %v", err)
 	}
-	if r := apiSubmit(t, base, fsWrite("/srv/data/d.csv")); r.Status != approvals.StatusAllowed {
+	if r := apiSubmit(t, base, webtest.FSWrite("/srv/data/d.csv")); r.Status != approvals.StatusAllowed {
 		t.Errorf("after adding the replayed rule: %s", r.Status)
 	}
 }

@@ -2,11 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"errors"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -15,73 +10,15 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
-	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/web/webtest"
 )
-
-// findChromium returns a headless-capable browser binary, or fails the
-// test in CI (which must have one: .ci/run installs it) and skips it on a
-// developer machine without one.
-func findChromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	const msg = "no chromium, chromium-browser or google-chrome on PATH; install one " +
-		"(Debian: apt-get install chromium) to run the browser test"
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg + " (CI must have it)")
-	}
-	t.Skip(msg)
-	return ""
-}
-
-// serveWeb serves app on a loopback port until the test ends (or ctx does)
-// and returns its base URL; a failed Serve fails the test.
-func serveWeb(t *testing.T, ctx context.Context, app *gateway.App) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvCtx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- app.Serve(srvCtx, ln) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	// The gateway's links name localhost (a secure context for the
-	// browser): the page is used there, logged in through a login link.
-	return "http://localhost:" + strings.TrimPrefix(ln.Addr().String(), "127.0.0.1:")
-}
-
-// newBrowser starts headless Chromium in a phone-sized window with its
-// profile in dir, and the function that ends it.
-func newBrowser(ctx context.Context, chromium, dir string) (context.Context, func()) {
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(dir),
-		chromedp.WindowSize(412, 900),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	browser, cancelBrowser := chromedp.NewContext(allocCtx)
-	return browser, func() {
-		cancelBrowser()
-		cancelAlloc()
-	}
-}
 
 // TestWebBrowser_AllowOnce drives the page in a real headless Chromium,
 // once in each language of web.language: a pending request posted through
 // the API shows up (in the page's language, its expiry in server.timezone),
 // a click on Allow once resolves it, and the agent's API sees allow_once.
 func TestWebBrowser_AllowOnce(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := webtest.Chromium(t)
 	for _, tc := range []struct {
 		lang                         string
 		button, flash, expires, html string
@@ -99,15 +36,15 @@ func browserAllowOnce(t *testing.T, chromium, lang, button, wantFlash, expires, 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	app := newWebApp(t, func(c *config.Config) { c.Web.Language = lang })
-	base := serveWeb(t, ctx, app)
-	r := apiRequest(t, base, fsWrite("/home/u/invoices/04.pdf"))
+	app := webtest.NewApp(t, func(c *config.Config) { c.Web.Language = lang })
+	base := webtest.Serve(t, ctx, app)
+	r := webtest.Submit(t, base, webtest.FSWrite("/home/u/invoices/04.pdf"))
 
-	browser, closeBrowser := newBrowser(ctx, chromium, t.TempDir())
+	browser, closeBrowser := webtest.NewBrowser(ctx, chromium, t.TempDir())
 	defer closeBrowser()
 
 	card := chromedp.CSS("#req-" + r.ID)
-	link := loginLink(t, app, base, "owner")
+	link := webtest.LoginLink(t, app, base, "owner")
 	err := chromedp.Do(browser,
 		chromedp.Navigate(link), // the one-time link lands on the page
 		chromedp.WaitVisible(card),
@@ -149,7 +86,7 @@ func browserAllowOnce(t *testing.T, chromium, lang, button, wantFlash, expires, 
 
 	// The page refreshes itself when something changes: a new request shows
 	// up without a tap (within one ~10 s check once the page is idle).
-	r2 := apiRequest(t, base, codeExec("git status"))
+	r2 := webtest.Submit(t, base, webtest.CodeExec("git status"))
 	appear, cancelAppear := context.WithTimeout(browser, 30*time.Second)
 	defer cancelAppear()
 	if err := chromedp.Do(appear, chromedp.WaitVisible(chromedp.CSS("#req-"+r2.ID))); err != nil {
@@ -164,7 +101,7 @@ func browserAllowOnce(t *testing.T, chromium, lang, button, wantFlash, expires, 
 		t.Errorf("the used link's page says %q (%v), want it refused", used, err)
 	}
 
-	got := apiGet(t, base, r.ID)
+	got := webtest.Fetch(t, base, r.ID)
 	if got.Status != approvals.StatusAllowed || got.Decision == nil || *got.Decision != approvals.AllowOnce {
 		t.Fatalf("API says status %s decision %v, want allowed / allow_once", got.Status, got.Decision)
 	}

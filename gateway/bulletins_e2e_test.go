@@ -11,6 +11,7 @@ import (
 	"github.com/metnos/gateway/messenger/slack/slacktest"
 	"github.com/metnos/gateway/passkeys"
 	"github.com/metnos/gateway/passkeys/passkeystest"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // TestPasskeyBulletin_Messengers: a passkey added on the page and one
@@ -23,7 +24,7 @@ import (
 func TestPasskeyBulletin_Messengers(t *testing.T) {
 	g := newChatGW(t, func(*config.Config) {})
 	base := g.pageBase()
-	w := passkeystest.Login(t, base, loginLink(t, g.app, base, "owner"))
+	w := passkeystest.Login(t, base, webtest.LoginLink(t, g.app, base, "owner"))
 	const name = "EvePhone"
 	w.Register(&passkeystest.Authenticator{Origin: base}, name)
 

@@ -15,6 +15,7 @@ import (
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/passkeys/passkeystest"
 	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // The end-to-end tests of guarded routes (issue 38): a route with a
@@ -77,7 +78,7 @@ func traceText(r approvals.Request) string {
 //   - the admin agent cannot decide its own request (403 own_request);
 //   - an agent's GET /v1/grants shows no other agent's grant.
 func TestGuardedRoute_NoShortcuts(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := webtest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	g := newGuardedGW(t)
@@ -89,7 +90,7 @@ func TestGuardedRoute_NoShortcuts(t *testing.T) {
 	if other.Status != approvals.StatusPending {
 		t.Fatalf("a2's request is %s, want pending", other.Status)
 	}
-	ownerPage := passkeystest.Login(t, base, loginLink(t, g.app, base, "owner"))
+	ownerPage := passkeystest.Login(t, base, webtest.LoginLink(t, g.app, base, "owner"))
 	if _, page := ownerPage.Post("/web/decide", url.Values{"id": {other.ID}, "decision": {"allow_always"}}); !strings.Contains(page, "Allowed always") {
 		t.Fatalf("the owner's Allow always of a2's request: %s", page)
 	}
@@ -110,8 +111,8 @@ func TestGuardedRoute_NoShortcuts(t *testing.T) {
 	// On the page, "for every agent" is a choice ticked on the card.
 	other3 := g.askAs(gdOtherToken, "fs:write", "/srv/deploy/third.tar", "a2-3")
 	if _, page := ownerPage.Post("/web/decide", url.Values{"id": {other3.ID}, "decision": {"allow_always"},
-		"every_agent": {"1"}}); !strings.Contains(flashOf(page), "Allowed always") {
-		t.Fatalf("the owner's Allow always for every agent: %q", flashOf(page))
+		"every_agent": {"1"}}); !strings.Contains(webtest.Flash(page), "Allowed always") {
+		t.Fatalf("the owner's Allow always for every agent: %q", webtest.Flash(page))
 	}
 	if r, err := g.app.Service.Get(ctx, other3.ID); err != nil || r.GrantID == nil {
 		t.Fatalf("a2's third request: %v %+v", err, r)
@@ -146,7 +147,7 @@ func TestGuardedRoute_NoShortcuts(t *testing.T) {
 	}
 	if _, page := ownerPage.Post("/web/rules/add", url.Values{"capability": {"fs:*"}, "target": {"/srv/**"},
 		"action": {"approve"}, "position": {"top"}}); !strings.Contains(page, "does not apply to requests on "+guardedLabel) {
-		t.Fatalf("the admin's approve rule on the page: the flash does not say it does not apply:\n%s", flashOf(page))
+		t.Fatalf("the admin's approve rule on the page: the flash does not say it does not apply:\n%s", webtest.Flash(page))
 	}
 	st, body = g.call("POST", "/v1/grants", rtAdminToken, map[string]any{
 		"channel": "web", "sender_id": "owner", "capability": "fs:write", "target": "/srv/deploy/*"})
@@ -155,19 +156,19 @@ func TestGuardedRoute_NoShortcuts(t *testing.T) {
 	}
 
 	// An approver cannot add a rule, nor revoke a grant.
-	eve := passkeystest.Login(t, base, loginLink(t, g.app, base, "eve"))
+	eve := passkeystest.Login(t, base, webtest.LoginLink(t, g.app, base, "eve"))
 	rulesBefore, _ := g.app.Server.Rules().List(ctx)
 	_, page := eve.Post("/web/rules/add", url.Values{"capability": {"fs:write"}, "target": {"*"},
 		"action": {"block"}, "position": {"top"}})
-	if !strings.Contains(flashOf(page), "Only an admin") {
-		t.Errorf("eve's rule: the flash says %q", flashOf(page))
+	if !strings.Contains(webtest.Flash(page), "Only an admin") {
+		t.Errorf("eve's rule: the flash says %q", webtest.Flash(page))
 	}
 	// The page she is back on offers her no rule form and no Revoke.
 	if strings.Contains(page, `id="add-rule"`) || strings.Contains(page, `action="/web/revoke"`) {
 		t.Error("eve's page offers the add-rule form or Revoke")
 	}
-	if _, page := eve.Post("/web/revoke", url.Values{"id": {jsonNum(a2Grant)}}); !strings.Contains(flashOf(page), "Only an admin") {
-		t.Errorf("eve's revoke: the flash says %q", flashOf(page))
+	if _, page := eve.Post("/web/revoke", url.Values{"id": {jsonNum(a2Grant)}}); !strings.Contains(webtest.Flash(page), "Only an admin") {
+		t.Errorf("eve's revoke: the flash says %q", webtest.Flash(page))
 	}
 	if rulesAfter, _ := g.app.Server.Rules().List(ctx); len(rulesAfter) != len(rulesBefore) {
 		t.Errorf("eve's post changed the rules: %d, then %d", len(rulesBefore), len(rulesAfter))
@@ -207,14 +208,14 @@ func TestGuardedRoute_NoShortcuts(t *testing.T) {
 
 	// Its card offers no grant for every agent, and the choice is refused.
 	if _, page := ownerPage.Post("/web/decide", url.Values{"id": {r.ID}, "decision": {"allow_always"},
-		"every_agent": {"1"}}); !strings.Contains(flashOf(page), "not offered") && !strings.Contains(flashOf(page), "passkey") {
-		t.Errorf("every agent on the guarded route: the flash says %q", flashOf(page))
+		"every_agent": {"1"}}); !strings.Contains(webtest.Flash(page), "not offered") && !strings.Contains(webtest.Flash(page), "passkey") {
+		t.Errorf("every agent on the guarded route: the flash says %q", webtest.Flash(page))
 	}
 	stillPending(t, g, r.ID, "an Allow always for every agent on the guarded route")
 
 	// The route's own way: two passkeys, each Allow always.
-	owner, _ := passkeyBrowser(t, ctx, chromium, g.app, base, "owner", "Pixel")
-	roberto, _ := passkeyBrowser(t, ctx, chromium, g.app, base, "roberto", "iPhone")
+	owner, _ := webtest.PasskeyBrowser(t, ctx, chromium, g.app, base, "owner", "Pixel")
+	roberto, _ := webtest.PasskeyBrowser(t, ctx, chromium, g.app, base, "roberto", "iPhone")
 	for i, b := range []context.Context{owner, roberto} {
 		if err := chromedp.Do(b, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#req-"+r.ID))); err != nil {
 			t.Fatal(err)
@@ -260,17 +261,6 @@ func TestGuardedRoute_NoShortcuts(t *testing.T) {
 		}
 	}
 	stillPending(t, g, own.ID, "the admin agent's decisions of its own request")
-}
-
-// flashOf is the flash of a page the web session ended on.
-func flashOf(page string) string {
-	if i := strings.Index(page, `id="flash">`); i >= 0 {
-		rest := page[i+len(`id="flash">`):]
-		if j := strings.Index(rest, "<"); j >= 0 {
-			return rest[:j]
-		}
-	}
-	return ""
 }
 
 func jsonNum(n int64) string {

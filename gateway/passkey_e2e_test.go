@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/messenger/slack"
+	"github.com/metnos/gateway/web/webtest"
 
 	"github.com/chromedp/cdproto/webauthn"
 	"github.com/chromedp/chromedp"
@@ -89,9 +90,9 @@ func clickOnRequestPage(t *testing.T, browser context.Context, base, id, decisio
 		chromedp.WaitVisible(chromedp.CSS("#flash")),
 	)
 	if err != nil {
-		t.Fatalf("browser: %s on /r/%s: %v (page: %q)", decision, id, err, pageText(t, browser))
+		t.Fatalf("browser: %s on /r/%s: %v (page: %q)", decision, id, err, webtest.PageText(t, browser))
 	}
-	return browserText(t, browser, "#flash")
+	return webtest.BrowserText(t, browser, "#flash")
 }
 
 func stillPending(t *testing.T, g *routesGW, id, after string) {
@@ -110,13 +111,13 @@ func stillPending(t *testing.T, g *routesGW, id, after string) {
 // twice and an assertion from an authenticator nobody registered (same
 // credential id, another key) are refused, and the requests stay pending.
 func TestPasskeys_TelegramStepUp(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := webtest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	g := newRoutesGW(t, config.Route{Capability: "fs:write", Notify: []string{"telegram"},
 		Approvers: []string{"web:owner", "telegram:42", "agent:boss"}, Quorum: 1, StepUp: config.StepUpPasskey})
 	base := g.pageBase()
-	browser, auth := passkeyBrowser(t, ctx, chromium, g.app, base, "owner", "iPhone")
+	browser, auth := webtest.PasskeyBrowser(t, ctx, chromium, g.app, base, "owner", "iPhone")
 
 	answer := g.ask("fs:write", "/srv/deploy/app.tar", "60s")
 	id := g.pendingID("/srv/deploy/app.tar")
@@ -156,7 +157,7 @@ func TestPasskeys_TelegramStepUp(t *testing.T) {
 		t.Fatalf("after Allow once with the passkey the page says %q", flash)
 	}
 	// The request's page (its trail) says who signed, and checks it again.
-	if trail := browserText(t, browser, "#request-trail"); !strings.Contains(trail, "Signed with the passkey “iPhone” of owner; signature verified") {
+	if trail := webtest.BrowserText(t, browser, "#request-trail"); !strings.Contains(trail, "Signed with the passkey “iPhone” of owner; signature verified") {
 		t.Errorf("the request's trail says %q", trail)
 	}
 	if r := agentAnswer(t, answer); r.Status != approvals.StatusAllowed || r.DecidedBy != "web:owner" ||
@@ -203,7 +204,7 @@ func TestPasskeys_TelegramStepUp(t *testing.T) {
 	if _, err := chromedp.Call(browser, webauthn.RemoveVirtualAuthenticator, webauthn.RemoveVirtualAuthenticatorParams{AuthenticatorID: auth}); err != nil {
 		t.Fatal(err)
 	}
-	other := virtualAuthenticator(t, browser)
+	other := webtest.VirtualAuthenticator(t, browser)
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	pkcs8, _ := x509.MarshalPKCS8PrivateKey(key)
 	// Sent as a plain object: the typed one names CMTG fields this
@@ -278,7 +279,7 @@ func verifyPasskeyRows(t *testing.T, g *routesGW, n int) {
 // their own passkey, each allow counted with its own assertion, and
 // every signed row verifies offline.
 func TestPasskeys_SlackQuorumTwo(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := webtest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	g := newChatGW(t, func(c *config.Config) {
@@ -288,8 +289,8 @@ func TestPasskeys_SlackQuorumTwo(t *testing.T) {
 			StepUp: config.StepUpPasskey}}
 	})
 	base := g.pageBase()
-	owner, _ := passkeyBrowser(t, ctx, chromium, g.app, base, "owner", "Pixel")
-	roberto, _ := passkeyBrowser(t, ctx, chromium, g.app, base, "roberto", "iPhone")
+	owner, _ := webtest.PasskeyBrowser(t, ctx, chromium, g.app, base, "owner", "Pixel")
+	roberto, _ := webtest.PasskeyBrowser(t, ctx, chromium, g.app, base, "roberto", "iPhone")
 
 	answer := g.ask("fs:write", "/srv/mail/customers.csv", "60s")
 	id := g.pendingID("/srv/mail/customers.csv")
@@ -310,7 +311,7 @@ func TestPasskeys_SlackQuorumTwo(t *testing.T) {
 
 	// A web user the route does not name is refused before any passkey
 	// signs anything.
-	eve := passkeystest.Login(t, base, loginLink(t, g.app, base, "eve"))
+	eve := passkeystest.Login(t, base, webtest.LoginLink(t, g.app, base, "eve"))
 	eveKey := &passkeystest.Authenticator{Origin: base}
 	eve.Register(eveKey, "EvePhone")
 	if st, body := eve.Post("/web/decide/passkey/begin", url.Values{"id": {id}, "decision": {"allow_once"}}); st != http.StatusForbidden {
@@ -344,22 +345,22 @@ func TestPasskeys_SQLiteAndPostgreSQL(t *testing.T) {
 			if db == "postgres" {
 				dsn = storagetest.FreshSchema(t) // skips, saying why, without a server
 			}
-			app := newWebApp(t, func(c *config.Config) {
+			app := webtest.NewApp(t, func(c *config.Config) {
 				if dsn != "" {
 					c.Storage.Driver, c.Storage.DSN = "postgres", dsn
 				}
 				c.Approvals.Routes = []config.Route{{Capability: "fs:write", Quorum: 1, StepUp: config.StepUpPasskey}}
 			})
-			srv, _ := webServer(t, app)
+			srv, _ := webtest.Server(t, app)
 			ctx := context.Background()
-			w := passkeystest.Login(t, srv.URL, loginLink(t, app, srv.URL, "owner"))
+			w := passkeystest.Login(t, srv.URL, webtest.LoginLink(t, app, srv.URL, "owner"))
 			key := &passkeystest.Authenticator{Origin: srv.URL}
 			w.Register(key, "") // no name: "passkey added <date>"
-			r := apiRequest(t, srv.URL, fsWrite("/home/u/pg.txt"))
+			r := webtest.Submit(t, srv.URL, webtest.FSWrite("/home/u/pg.txt"))
 			if flash := w.Decide(key, r.ID, "allow_once"); !strings.Contains(flash, "Allowed once") {
 				t.Fatalf("allow with the passkey: %q", flash)
 			}
-			r2 := apiRequest(t, srv.URL, fsWrite("/home/u/pg2.txt"))
+			r2 := webtest.Submit(t, srv.URL, webtest.FSWrite("/home/u/pg2.txt"))
 			if flash := w.Decide(key.Clone(), r2.ID, "allow_once"); !strings.Contains(flash, "cloned") {
 				t.Errorf("a clone: %q", flash)
 			}
@@ -378,7 +379,7 @@ func TestPasskeys_SQLiteAndPostgreSQL(t *testing.T) {
 			if err != nil || len(checks) != 1 || checks[0].Err != nil || checks[0].Row.RequestID != r.ID {
 				t.Fatalf("audit check after the removal: %v %+v", err, checks)
 			}
-			if got := apiGet(t, srv.URL, r2.ID); got.Status != approvals.StatusPending {
+			if got := webtest.Fetch(t, srv.URL, r2.ID); got.Status != approvals.StatusPending {
 				t.Errorf("the clone's request is %s", got.Status)
 			}
 		})

@@ -17,6 +17,7 @@ import (
 	"github.com/metnos/gateway/passkeys/passkeystest"
 	"github.com/metnos/gateway/storage"
 	"github.com/metnos/gateway/web"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // TestWebBrowser_PasskeyNeedsFreshSession: in Chromium with a virtual
@@ -25,13 +26,13 @@ import (
 // another (the page says why, nothing is stored); a new login link makes
 // it fresh again.
 func TestWebBrowser_PasskeyNeedsFreshSession(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := webtest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	clock := &testClock{now: time.Now()}
-	app := newWebAppAt(t, clock.Now, nil)
-	base := serveWeb(t, ctx, app)
-	browser, _ := passkeyBrowser(t, ctx, chromium, app, base, "owner", "iPhone")
+	app := webtest.NewAppAt(t, clock.Now, nil)
+	base := webtest.Serve(t, ctx, app)
+	browser, _ := webtest.PasskeyBrowser(t, ctx, chromium, app, base, "owner", "iPhone")
 
 	clock.Add(web.PasskeyProofFresh + time.Second)
 	err := chromedp.Do(browser,
@@ -42,9 +43,9 @@ func TestWebBrowser_PasskeyNeedsFreshSession(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#passkey-error")),
 	)
 	if err != nil {
-		t.Fatalf("browser: add a passkey from a stale session: %v (page %q)", err, pageText(t, browser))
+		t.Fatalf("browser: add a passkey from a stale session: %v (page %q)", err, webtest.PageText(t, browser))
 	}
-	if msg := browserText(t, browser, "#passkey-error"); !strings.Contains(msg, "needs a fresh sign-in") {
+	if msg := webtest.BrowserText(t, browser, "#passkey-error"); !strings.Contains(msg, "needs a fresh sign-in") {
 		t.Errorf("the page says %q", msg)
 	}
 	if keys, err := passkeys.New(app.Service.DB(), nil).List(ctx, "owner"); err != nil || len(keys) != 1 {
@@ -58,10 +59,10 @@ func TestWebBrowser_PasskeyNeedsFreshSession(t *testing.T) {
 // when it ends; each add and remove is an audit row saying who and how.
 func TestPasskeys_AddAuditedAndFresh(t *testing.T) {
 	clock := &testClock{now: time.Now()}
-	app := newWebAppAt(t, clock.Now, nil)
-	srv, _ := webServer(t, app)
+	app := webtest.NewAppAt(t, clock.Now, nil)
+	srv, _ := webtest.Server(t, app)
 	ctx := context.Background()
-	w := passkeystest.Login(t, srv.URL, loginLink(t, app, srv.URL, "owner"))
+	w := passkeystest.Login(t, srv.URL, webtest.LoginLink(t, app, srv.URL, "owner"))
 	phone := &passkeystest.Authenticator{Origin: srv.URL}
 	w.Register(phone, "iPhone")
 
@@ -89,7 +90,7 @@ func TestPasskeys_AddAuditedAndFresh(t *testing.T) {
 		t.Fatalf("passkeys: %+v", list)
 	}
 	// A new link: fresh again.
-	w = passkeystest.Login(t, srv.URL, loginLink(t, app, srv.URL, "owner"))
+	w = passkeystest.Login(t, srv.URL, webtest.LoginLink(t, app, srv.URL, "owner"))
 	w.Register(laptop, "MacBook")
 	list, _ := keys.List(ctx, "owner")
 	if len(list) != 2 {
@@ -99,9 +100,9 @@ func TestPasskeys_AddAuditedAndFresh(t *testing.T) {
 		t.Fatalf("remove: %d\n%s", st, page)
 	}
 	// Every user of the page is told.
-	other := newBrowserClient(t)
-	webLogin(t, app, other, srv.URL, "owner")
-	if _, page := getPath(t, other, srv.URL+"/"); !strings.Contains(page, `id="passkey-notices"`) ||
+	other := webtest.BrowserClient(t)
+	webtest.Login(t, app, other, srv.URL, "owner")
+	if _, page := webtest.GetPath(t, other, srv.URL+"/"); !strings.Contains(page, `id="passkey-notices"`) ||
 		!strings.Contains(page, "Passkey “MacBook” was added for owner") || !strings.Contains(page, "Passkey “iPhone” of owner was removed") {
 		t.Errorf("the page does not tell of the passkey changes:\n%s", page)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/passkeys"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // TestPasskeyLogin_BeginsBounded: sign-ins with a passkey begin without a
@@ -22,12 +23,12 @@ import (
 // work again.
 func TestPasskeyLogin_BeginsBounded(t *testing.T) {
 	clock := &testClock{now: time.Now()}
-	app := newWebAppAt(t, clock.Now, nil)
-	srv, _ := webServer(t, app)
+	app := webtest.NewAppAt(t, clock.Now, nil)
+	srv, _ := webtest.Server(t, app)
 	ctx := context.Background()
-	c := newBrowserClient(t)
-	_, page := getPath(t, c, srv.URL+"/login")
-	form := url.Values{"csrf": {csrfOf(t, page)}}
+	c := webtest.BrowserClient(t)
+	_, page := webtest.GetPath(t, c, srv.URL+"/login")
+	form := url.Values{"csrf": {webtest.CSRF(t, page)}}
 	counts := map[int]int{}
 	for range 500 {
 		resp, err := c.PostForm(srv.URL+"/login/passkey/begin", form)

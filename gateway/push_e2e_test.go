@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -18,8 +16,10 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/web/push"
 	"github.com/metnos/gateway/web/push/pushtest"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // The end-to-end tests of Web Push: a whole gateway on a loopback port,
@@ -36,9 +36,7 @@ type pushGW struct {
 	opts  gateway.AppOptions
 	app   *gateway.App
 	base  string
-	addr  string
-	stopF context.CancelFunc
-	done  chan error
+	gw    *gatewaytest.Gateway
 	logs  strings.Builder
 	logMu sync.Mutex
 }
@@ -60,15 +58,11 @@ func (g *pushGW) log() string {
 func newPushGW(t *testing.T, clock *testClock, edit func(*config.Config)) *pushGW {
 	t.Helper()
 	g := &pushGW{t: t, fake: pushtest.New(t)}
-	dir := t.TempDir()
-	cfg := config.Default()
-	cfg.Storage.Path = filepath.Join(dir, "gateway.db")
-	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
+	a := gatewaytest.Agent("a1", webtest.AgentToken, false)
+	a.Notify = []string{"web"}
+	cfg := gatewaytest.Config(t, a)
 	cfg.Vaglio.JudgeThreshold = 0
 	cfg.Web.Users = []config.WebUser{{Name: "anna"}, {Name: "bob"}}
-	a := config.NewAgent("a1")
-	a.Token, a.Notify = webAgentToken, []string{"web"}
-	cfg.Agents = []config.Agent{a}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -91,43 +85,24 @@ func newPushGW(t *testing.T, clock *testClock, edit func(*config.Config)) *pushG
 	return g
 }
 
+// start serves the gateway: the first time on a port of its own, after
+// a stop on the same one (the devices' links stay good).
 func (g *pushGW) start() {
 	t := g.t
 	t.Helper()
-	addr := g.addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
+	if g.gw == nil {
+		g.gw = gatewaytest.Start(t, g.cfg, g.opts)
+	} else {
+		g.gw = g.gw.Restart(t, g.cfg, g.opts)
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.addr = ln.Addr().String()
-	g.base = "http://localhost:" + strings.TrimPrefix(g.addr, "127.0.0.1:")
-	app, err := gateway.NewApp(context.Background(), g.cfg, g.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	g.app, g.stopF, g.done = app, cancel, make(chan error, 1)
-	go func() { g.done <- app.Serve(ctx, ln) }()
+	g.app = g.gw.App
+	g.base = strings.Replace(g.gw.URL, "http://127.0.0.1:", "http://localhost:", 1)
 }
 
 func (g *pushGW) stop() {
-	if g.app == nil {
-		return
+	if g.gw != nil {
+		g.gw.Close()
 	}
-	g.stopF()
-	select {
-	case err := <-g.done:
-		if err != nil {
-			g.t.Errorf("serve: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		g.t.Fatal("the gateway did not stop")
-	}
-	_ = g.app.Close()
-	g.app = nil
 }
 
 // recorded waits until the gateway recorded its push of request id to
@@ -163,8 +138,8 @@ func (g *pushGW) restart() {
 // user logs in as name with a browser-like client.
 func (g *pushGW) user(name string) *http.Client {
 	g.t.Helper()
-	c := newBrowserClient(g.t)
-	webLogin(g.t, g.app, c, g.base, name)
+	c := webtest.BrowserClient(g.t)
+	webtest.Login(g.t, g.app, c, g.base, name)
 	return c
 }
 
@@ -173,7 +148,7 @@ var pushKeyAttr = regexp.MustCompile(`id="push" data-key="([^"]+)"`)
 // account reads the Account page: its VAPID key and CSRF token.
 func (g *pushGW) account(c *http.Client) (page, key, csrf string) {
 	g.t.Helper()
-	status, page := getPath(g.t, c, g.base+"/account")
+	status, page := webtest.GetPath(g.t, c, g.base+"/account")
 	if status != http.StatusOK {
 		g.t.Fatalf("GET /account: %d", status)
 	}
@@ -181,7 +156,7 @@ func (g *pushGW) account(c *http.Client) (page, key, csrf string) {
 	if m == nil {
 		g.t.Fatalf("no VAPID key on the Account page:\n%s", page)
 	}
-	return page, m[1], csrfOf(g.t, page)
+	return page, m[1], webtest.CSRF(g.t, page)
 }
 
 // subscribe does what Turn on notifications does in a browser: subscribe
@@ -190,7 +165,7 @@ func (g *pushGW) subscribe(c *http.Client, device string) *pushtest.Device {
 	g.t.Helper()
 	_, key, csrf := g.account(c)
 	d := g.fake.Subscribe(g.t, key)
-	status, body := postForm(g.t, c, g.base+"/web/push/subscribe", url.Values{"csrf": {csrf}, "endpoint": {d.Endpoint},
+	status, body := webtest.PostForm(g.t, c, g.base+"/web/push/subscribe", url.Values{"csrf": {csrf}, "endpoint": {d.Endpoint},
 		"p256dh": {d.P256dh}, "auth": {d.Auth}, "device": {device}}, nil)
 	if status != http.StatusOK {
 		g.t.Fatalf("subscribe: %d %s", status, body)
@@ -201,7 +176,7 @@ func (g *pushGW) subscribe(c *http.Client, device string) *pushtest.Device {
 // ask posts a request as agent a1 and returns it (pending).
 func (g *pushGW) ask(body map[string]any) approvals.Request {
 	g.t.Helper()
-	return apiRequest(g.t, g.base, body)
+	return webtest.Submit(g.t, g.base, body)
 }
 
 // act posts a notification action's token as the service worker does.
@@ -243,7 +218,7 @@ func (g *pushGW) nextN(n int) map[string]push.Payload {
 
 func (g *pushGW) metric(name string) string {
 	g.t.Helper()
-	_, body := getPath(g.t, http.DefaultClient, g.base+"/metrics")
+	_, body := webtest.GetPath(g.t, http.DefaultClient, g.base+"/metrics")
 	for _, line := range strings.Split(body, "\n") {
 		if strings.HasPrefix(line, name+" ") {
 			return strings.TrimPrefix(line, name+" ")
@@ -282,15 +257,7 @@ func tokenOf(t *testing.T, pl push.Payload, action string) string {
 }
 
 func secretArgs(target string) map[string]any {
-	b := fsWrite(target)
+	b := webtest.FSWrite(target)
 	b["args"] = map[string]any{"path": target, "content": "hunter2-the-secret-value"}
 	return b
-}
-
-func urlValues(kv ...string) url.Values {
-	v := url.Values{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		v.Set(kv[i], kv[i+1])
-	}
-	return v
 }

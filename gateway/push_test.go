@@ -13,6 +13,7 @@ import (
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/storage/storagetest"
 	"github.com/metnos/gateway/web/push"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // TestPush_OnePerDeviceAndUpdate: a pending request is pushed once to
@@ -43,7 +44,7 @@ func pushOnePerDevice(t *testing.T, g *pushGW) {
 	got := map[string]push.Payload{}
 	for range 3 {
 		p, pl := g.next()
-		if strings.Contains(string(p.Payload), "hunter2") || strings.Contains(string(p.Payload), webAgentToken) {
+		if strings.Contains(string(p.Payload), "hunter2") || strings.Contains(string(p.Payload), webtest.AgentToken) {
 			t.Fatalf("a push carries an argument value or a token: %s", p.Payload)
 		}
 		if p.Topic != r.ID || p.Urgency != "high" || p.TTL <= 0 || p.Subject != "mailto:admin@localhost" {
@@ -74,7 +75,7 @@ func pushOnePerDevice(t *testing.T, g *pushGW) {
 	if status, body := g.act(allow); status != http.StatusOK || !strings.Contains(body, `"status":"allowed"`) {
 		t.Fatalf("Allow once from the notification: %d %s", status, body)
 	}
-	after := apiGet(t, g.base, r.ID)
+	after := webtest.Fetch(t, g.base, r.ID)
 	if after.Status != approvals.StatusAllowed || after.Decision == nil || *after.Decision != approvals.AllowOnce ||
 		after.DecidedBy != "web:anna" {
 		t.Fatalf("after the action: %s %v by %q", after.Status, after.Decision, after.DecidedBy)
@@ -99,11 +100,11 @@ func pushOnePerDevice(t *testing.T, g *pushGW) {
 	if status, _ := g.act("not-a-token"); status != http.StatusGone {
 		t.Errorf("a made-up token: %d", status)
 	}
-	if final := apiGet(t, g.base, r.ID); final.DecidedBy != "web:anna" || *final.Decision != approvals.AllowOnce {
+	if final := webtest.Fetch(t, g.base, r.ID); final.DecidedBy != "web:anna" || *final.Decision != approvals.AllowOnce {
 		t.Fatalf("a refused token changed the request: %+v", final)
 	}
 	// Nothing more was pushed for r: the next pushes are the next request's.
-	r2 := g.ask(fsWrite("/tmp/inv/05.pdf"))
+	r2 := g.ask(webtest.FSWrite("/tmp/inv/05.pdf"))
 	for range 3 {
 		if _, pl := g.next(); pl.ID != r2.ID {
 			t.Fatalf("a push for %s after the update, want only %s's", pl.ID, r2.ID)
@@ -130,12 +131,12 @@ func TestPush_RoutesAndStepUp(t *testing.T) {
 	})
 	anna, bob := g.user("anna"), g.user("bob")
 	da, db := g.subscribe(anna, "Chrome · Android"), g.subscribe(bob, "Chrome · Windows")
-	r := g.ask(fsWrite("/tmp/a.txt"))
+	r := g.ask(webtest.FSWrite("/tmp/a.txt"))
 	p, pl := g.next()
 	if p.Device != da.ID || pl.ID != r.ID || len(pl.Actions) != 2 {
 		t.Fatalf("fs:write push: to %s %+v", p.Device, pl)
 	}
-	s := g.ask(codeExec("make deploy"))
+	s := g.ask(webtest.CodeExec("make deploy"))
 	p, pl = g.next()
 	if p.Device != da.ID || pl.ID != s.ID || len(pl.Actions) != 0 {
 		t.Fatalf("step-up push: to %s %+v (want anna's, no actions)", p.Device, pl)
@@ -177,18 +178,18 @@ func TestPush_TurnOff(t *testing.T) {
 	}
 	// bob cannot turn off anna's device.
 	_, _, bcsrf := g.account(bob)
-	if _, body := postForm(t, bob, g.base+"/web/push/unsubscribe", url.Values{"csrf": {bcsrf}, "id": {ids["Chrome · Android"]}}, nil); !strings.Contains(body, "not among yours") {
+	if _, body := webtest.PostForm(t, bob, g.base+"/web/push/unsubscribe", url.Values{"csrf": {bcsrf}, "id": {ids["Chrome · Android"]}}, nil); !strings.Contains(body, "not among yours") {
 		t.Fatalf("bob turned off anna's device: %s", body)
 	}
-	if _, body := postForm(t, anna, g.base+"/web/push/unsubscribe", url.Values{"csrf": {csrf}, "id": {ids["Chrome · Android"]}}, nil); !strings.Contains(body, "Notifications turned off") {
+	if _, body := webtest.PostForm(t, anna, g.base+"/web/push/unsubscribe", url.Values{"csrf": {csrf}, "id": {ids["Chrome · Android"]}}, nil); !strings.Contains(body, "Notifications turned off") {
 		t.Fatalf("Turn off: %s", body)
 	}
-	r := g.ask(fsWrite("/tmp/b.txt"))
+	r := g.ask(webtest.FSWrite("/tmp/b.txt"))
 	p, pl := g.next()
 	if p.Device != d2.ID || pl.ID != r.ID {
 		t.Fatalf("push to %s for %s; want only %s", p.Device, pl.ID, d2.ID)
 	}
-	r2 := g.ask(fsWrite("/tmp/c.txt"))
+	r2 := g.ask(webtest.FSWrite("/tmp/c.txt"))
 	if p, pl := g.next(); p.Device != d2.ID || pl.ID != r2.ID {
 		t.Fatalf("push to %s for %s after Turn off", p.Device, pl.ID)
 	}
@@ -210,7 +211,7 @@ func TestPush_RetriesGoneAndRestart(t *testing.T) {
 	d1 := g.subscribe(anna, "Chrome · Android")
 	g.fake.Fail(1, http.StatusTooManyRequests, "1")
 	g.fake.Fail(1, http.StatusServiceUnavailable, "")
-	r := g.ask(fsWrite("/tmp/d.txt"))
+	r := g.ask(webtest.FSWrite("/tmp/d.txt"))
 	if p, pl := g.next(); p.Device != d1.ID || pl.ID != r.ID {
 		t.Fatalf("push after 429 and 503: %s %s", p.Device, pl.ID)
 	}
@@ -224,7 +225,7 @@ func TestPush_RetriesGoneAndRestart(t *testing.T) {
 	// gets its push (and tells us d1's attempt is over).
 	d2 := g.subscribe(anna, "Firefox · Linux")
 	g.fake.Gone(d1)
-	r2 := g.ask(fsWrite("/tmp/e.txt"))
+	r2 := g.ask(webtest.FSWrite("/tmp/e.txt"))
 	if p, pl := g.next(); p.Device != d2.ID || pl.ID != r2.ID {
 		t.Fatalf("push after a gone device: %s %s", p.Device, pl.ID)
 	}
@@ -238,13 +239,13 @@ func TestPush_RetriesGoneAndRestart(t *testing.T) {
 	// gateway stops; after the restart, the push goes out once.
 	g.recorded(r2.ID, d2)
 	g.fake.Fail(1000, http.StatusInternalServerError, "")
-	r3 := g.ask(fsWrite("/tmp/f.txt"))
+	r3 := g.ask(webtest.FSWrite("/tmp/f.txt"))
 	g.restart()
 	g.fake.Heal()
 	if p, pl := g.next(); p.Device != d2.ID || pl.ID != r3.ID {
 		t.Fatalf("push after the restart: %s %s", p.Device, pl.ID)
 	}
-	r4 := g.ask(fsWrite("/tmp/g.txt"))
+	r4 := g.ask(webtest.FSWrite("/tmp/g.txt"))
 	if _, pl := g.next(); pl.ID != r4.ID {
 		t.Fatalf("push %s, want %s (r3 pushed twice?)", pl.ID, r4.ID)
 	}
@@ -268,20 +269,20 @@ func TestPush_ExpiredStaleAndExpiry(t *testing.T) {
 	if status, body := g.act(tokenOf(t, pl, "allow_once")); status != http.StatusGone {
 		t.Fatalf("an expired token: %d %s", status, body)
 	}
-	if got := apiGet(t, g.base, r.ID); got.Status != approvals.StatusPending {
+	if got := webtest.Fetch(t, g.base, r.ID); got.Status != approvals.StatusPending {
 		t.Fatalf("an expired token decided: %s", got.Status)
 	}
 
-	r2 := g.ask(fsWrite("/tmp/i.txt"))
+	r2 := g.ask(webtest.FSWrite("/tmp/i.txt"))
 	_, pl2 := g.next()
-	page := getPage(t, anna, g.base)
-	if status, body := postForm(t, anna, g.base+"/web/decide", url.Values{"csrf": {csrfOf(t, page)}, "id": {r2.ID}, "decision": {"deny"}}, nil); status != http.StatusOK {
+	page := webtest.Page(t, anna, g.base)
+	if status, body := webtest.PostForm(t, anna, g.base+"/web/decide", url.Values{"csrf": {webtest.CSRF(t, page)}, "id": {r2.ID}, "decision": {"deny"}}, nil); status != http.StatusOK {
 		t.Fatalf("deny on the page: %d %s", status, body)
 	}
 	if status, body := g.act(tokenOf(t, pl2, "allow_once")); status != http.StatusConflict {
 		t.Fatalf("a token for a request denied meanwhile: %d %s", status, body)
 	}
-	if got := apiGet(t, g.base, r2.ID); got.Status != approvals.StatusDenied || got.DecidedBy != "web:anna" {
+	if got := webtest.Fetch(t, g.base, r2.ID); got.Status != approvals.StatusDenied || got.DecidedBy != "web:anna" {
 		t.Fatalf("after a stale token: %s by %s", got.Status, got.DecidedBy)
 	}
 	if _, upd := g.next(); upd.ID != r2.ID || upd.Status != "denied" || !strings.Contains(upd.Body, "Denied by anna") {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/metnos/gateway/web/push"
 	"github.com/metnos/gateway/web/push/pushtest"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // TestGrantReview_QueuedUntilPushed: the weekly review of grants is
@@ -23,10 +24,10 @@ func TestGrantReview_QueuedUntilPushed(t *testing.T) {
 	anna, bob := g.user("anna"), g.user("bob")
 	devA, devB := g.subscribe(anna, "Chrome · Android"), g.subscribe(bob, "Firefox")
 
-	r := g.ask(fsWrite("/tmp/review/a.txt"))
+	r := g.ask(webtest.FSWrite("/tmp/review/a.txt"))
 	g.nextN(2)
-	page := getPage(t, anna, g.base)
-	if status, body := postForm(t, anna, g.base+"/web/decide", urlValues("csrf", csrfOf(t, page), "id", r.ID, "decision", "allow_always"), nil); status != http.StatusOK {
+	page := webtest.Page(t, anna, g.base)
+	if status, body := webtest.PostForm(t, anna, g.base+"/web/decide", webtest.Form("csrf", webtest.CSRF(t, page), "id", r.ID, "decision", "allow_always"), nil); status != http.StatusOK {
 		t.Fatalf("Allow always: %d %s", status, body)
 	}
 	g.nextN(2) // the outcome, on each device

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,12 +19,14 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/messenger/slack"
 	"github.com/metnos/gateway/messenger/slack/slacktest"
 	"github.com/metnos/gateway/messenger/telegram"
 	"github.com/metnos/gateway/messenger/telegram/telegramtest"
 	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // The end-to-end tests of [[approvals.routes]]: one gateway with Telegram
@@ -58,9 +59,7 @@ type routesGW struct {
 	cfg   config.Config
 	app   *gateway.App
 	base  string
-	ln    net.Listener
-	stopF context.CancelFunc
-	done  chan error
+	gw    *gatewaytest.Gateway
 	hc    *http.Client
 	logs  *bytes.Buffer
 	logMu sync.Mutex
@@ -83,18 +82,12 @@ func newChatGW(t *testing.T, edit func(*config.Config)) *routesGW {
 	t.Helper()
 	g := &routesGW{t: t, tg: telegramtest.New(t, telegramtest.Options{}), sl: slacktest.New(slacktest.Options{BotToken: rtSlackToken}),
 		hc: &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}, logs: &bytes.Buffer{}}
-	dir := t.TempDir()
-	cfg := config.Default()
+	a := gatewaytest.Agent("a1", rtAgentToken, false)
+	a.Notify = []string{"web"}
+	cfg := gatewaytest.Config(t, a, gatewaytest.Agent("boss", rtAdminToken, true))
 	if err := cfg.AddSections(telegram.Section, slack.Section); err != nil {
 		panic(err)
 	}
-	cfg.Storage.Path = filepath.Join(dir, "gateway.db")
-	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
-	a := config.NewAgent("a1")
-	a.Token, a.Notify = rtAgentToken, []string{"web"}
-	boss := config.NewAgent("boss")
-	boss.Token, boss.Admin = rtAdminToken, true
-	cfg.Agents = []config.Agent{a, boss}
 	*telegram.Of(cfg) = telegram.Config{TokenEnv: "TELEGRAM_BOT_TOKEN", Token: telegramtest.DefaultToken, ChatID: rtChat,
 		Approvers: []int64{rtRoberto.ID}, APIEndpoint: g.tg.Endpoint()}
 	*slack.Of(cfg) = slack.Config{BotTokenEnv: "SLACK_BOT_TOKEN", BotToken: rtSlackToken, SigningSecretEnv: "SLACK_SIGNING_SECRET",
@@ -119,32 +112,30 @@ func newChatGW(t *testing.T, edit func(*config.Config)) *routesGW {
 	return g
 }
 
+// start serves the gateway: the first time on a port of its own, after
+// a stop on the same one (the links the chats were given stay good).
 func (g *routesGW) start() {
 	t := g.t
 	t.Helper()
-	if g.ln == nil {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.ln, g.base = ln, "http://"+ln.Addr().String()
+	var ln net.Listener
+	if g.gw == nil {
+		ln = gatewaytest.Listen(t)
+		g.base = "http://" + ln.Addr().String()
 	}
 	log := slog.New(slog.NewTextHandler(g, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	links := g.pageBase() // the gateway's link base: localhost, as the browser uses the page
-	app, err := gateway.NewApp(context.Background(), g.cfg, gateway.AppOptions{Logger: log,
+	opts := gateway.AppOptions{Logger: log,
 		Messengers: []messenger.Factory{
 			telegram.Factory(telegram.Options{Config: *telegram.Of(g.cfg), Logger: log, Location: time.UTC,
 				GrantTTL: time.Duration(g.cfg.Policy.GrantTTL), PollTimeout: 5 * time.Second, CallTimeout: 2 * time.Second, LinkBase: links}),
 			slack.Factory(*slack.Of(g.cfg), slack.Options{Options: messenger.Options{Logger: log, Location: time.UTC, LinkBase: links}}),
-		}})
-	if err != nil {
-		t.Fatal(err)
+		}}
+	if g.gw == nil {
+		g.gw = gatewaytest.StartOn(t, ln, g.cfg, opts)
+	} else {
+		g.gw = g.gw.Restart(t, g.cfg, opts)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	g.app, g.stopF, g.done = app, cancel, make(chan error, 1)
-	ln := g.ln
-	g.ln = nil
-	go func() { g.done <- app.Serve(ctx, ln) }()
+	g.app = g.gw.App
 }
 
 // pageBase is the gateway's web page as a browser opens it (localhost).
@@ -153,33 +144,17 @@ func (g *routesGW) pageBase() string {
 }
 
 func (g *routesGW) stop() {
-	if g.app == nil {
+	if g.gw == nil {
 		return
 	}
-	g.stopF()
-	select {
-	case err := <-g.done:
-		if err != nil {
-			g.t.Errorf("serve: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		g.t.Fatal("the gateway did not stop")
-	}
-	_ = g.app.Close()
-	g.app = nil
+	g.gw.Close()
 	g.hc.CloseIdleConnections()
 }
 
 // restart stops the gateway and starts a new one on the same database and address.
 func (g *routesGW) restart() {
 	g.t.Helper()
-	addr := strings.TrimPrefix(g.base, "http://")
 	g.stop()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	g.ln = ln
 	g.start()
 }
 
@@ -421,7 +396,7 @@ func TestRoutes_QuorumTelegramAndSlack(t *testing.T) {
 		}
 		wantIn(t, "Roberto again", g.tap(rtRoberto, card, "Allow once").Text, "already counted")
 		// The web page shows the progress too.
-		if st, page := webPageAs(t, g.app, g.base, "owner"); st != http.StatusOK || !strings.Contains(page, progress) {
+		if st, page := webtest.PageAs(t, g.app, g.base, "owner"); st != http.StatusOK || !strings.Contains(page, progress) {
 			t.Fatalf("web page (%d) does not show %q", st, progress)
 		}
 

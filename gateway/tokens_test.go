@@ -12,6 +12,7 @@ import (
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
 	"github.com/metnos/gateway/storage/storagetest"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // newTokenBody is POST /v1/tokens's answer.
@@ -56,7 +57,7 @@ func TestAPI_Tokens_ChildActsAsRootNarrowed(t *testing.T) {
 		t.Errorf("agent line %q", r.AgentLine())
 	}
 	// The card's Agent line names the token (the web page here; Telegram and Slack render the same card).
-	if _, page := webPageAs(t, g.App, g.URL, "owner"); !strings.Contains(page, "a1 › refactor-bot") {
+	if _, page := webtest.PageAs(t, g.App, g.URL, "owner"); !strings.Contains(page, "a1 › refactor-bot") {
 		t.Errorf("the web card lacks the agent line a1 › refactor-bot")
 	}
 	if got := g.want(t, http.StatusOK, "POST", "/v1/requests/"+r.ID+"/decision", tokAdmin,

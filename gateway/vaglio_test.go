@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"github.com/metnos/gateway/vaglio/llmjudge"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/metnos/gateway/vaglio/llmjudge"
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/policy"

@@ -10,6 +10,7 @@ import (
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/storage/storagetest"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // servedApp is a gateway serving on a loopback port (App.Serve: what a
@@ -48,14 +49,14 @@ func TestWeb_RemovedUserLeaves(t *testing.T) {
 				cfg.Storage.Driver, cfg.Storage.DSN = "postgres", storagetest.FreshSchema(t)
 			}
 			a := config.NewAgent("a1")
-			a.Token = webAgentToken
+			a.Token = webtest.AgentToken
 			cfg.Agents = []config.Agent{a}
 
 			before := serveApp(t, cfg, "owner", "ada")
-			owner, ada := newBrowserClient(t), newBrowserClient(t)
-			webLogin(t, before.app, owner, before.base, "owner")
-			webLogin(t, before.app, ada, before.base, "ada")
-			adaLink := loginLink(t, before.app, before.base, "ada")
+			owner, ada := webtest.BrowserClient(t), webtest.BrowserClient(t)
+			webtest.Login(t, before.app, owner, before.base, "owner")
+			webtest.Login(t, before.app, ada, before.base, "ada")
+			adaLink := webtest.LoginLink(t, before.app, before.base, "ada")
 			var old *servedApp
 			if db == "postgres" {
 				old = serveApp(t, cfg, "owner", "ada") // another replica, on the old config
@@ -68,25 +69,25 @@ func TestWeb_RemovedUserLeaves(t *testing.T) {
 				name string
 				get  func() (int, string)
 			}{
-				{"ada's cookie", func() (int, string) { return getPath(t, ada, after.base+"/") }},
-				{"ada's login link", func() (int, string) { return getPath(t, newBrowserClient(t), adaLink) }},
+				{"ada's cookie", func() (int, string) { return webtest.GetPath(t, ada, after.base+"/") }},
+				{"ada's login link", func() (int, string) { return webtest.GetPath(t, webtest.BrowserClient(t), adaLink) }},
 			} {
 				status, page := c.get()
 				if status != http.StatusForbidden || !strings.Contains(page, "ada is no longer a web user of this gateway") {
 					t.Errorf("%s after the restart: %d\n%s", c.name, status, page)
 				}
 			}
-			if status, page := getPath(t, ada, after.base+"/"); status != http.StatusOK || !strings.Contains(page, `action="/login`) {
+			if status, page := webtest.GetPath(t, ada, after.base+"/"); status != http.StatusOK || !strings.Contains(page, `action="/login`) {
 				t.Errorf("ada's second visit: %d, want the login page\n%s", status, page)
 			}
-			if status, page := getPath(t, owner, after.base+"/"); status != http.StatusOK || !strings.Contains(page, "csrf") ||
+			if status, page := webtest.GetPath(t, owner, after.base+"/"); status != http.StatusOK || !strings.Contains(page, "csrf") ||
 				strings.Contains(page, `action="/login`) {
 				t.Errorf("owner's session after the restart: %d\n%s", status, page)
 			}
 			if old != nil {
 				// The replica that still lists ada: her session was ended in
 				// the database, and her link spent.
-				status, page := getPath(t, ada, old.base+"/")
+				status, page := webtest.GetPath(t, ada, old.base+"/")
 				if status != http.StatusOK || !strings.Contains(page, `action="/login`) {
 					t.Errorf("ada's old cookie on the replica with the old config: %d\n%s", status, page)
 				}

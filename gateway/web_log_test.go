@@ -10,6 +10,7 @@ import (
 
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/gatewaytest"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // lockedBuffer is a log sink the server's goroutines may share.
@@ -38,9 +39,9 @@ func TestWeb_DebugLogHasNoLoginToken(t *testing.T) {
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	app := g.App
 	base := strings.Replace(g.URL, "http://127.0.0.1:", "http://localhost:", 1)
-	link := loginLink(t, app, base, "owner")
+	link := webtest.LoginLink(t, app, base, "owner")
 	token := link[strings.LastIndexByte(link, '/')+1:]
-	c := newBrowserClient(t)
+	c := webtest.BrowserClient(t)
 	for range 2 { // used, then refused
 		resp, err := c.Get(link)
 		if err != nil {

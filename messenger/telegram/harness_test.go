@@ -23,6 +23,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/locale"
 	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/messenger/telegram"
@@ -99,11 +100,10 @@ type harness struct {
 	callTimeout time.Duration
 	pollTimeout time.Duration
 
-	app    *gateway.App
-	url    string
-	ln     net.Listener
-	cancel context.CancelFunc
-	done   chan error
+	app *gateway.App
+	url string
+	ln  net.Listener // the first start's, made before the options
+	gw  *gatewaytest.Gateway
 }
 
 type option func(*harness)
@@ -172,60 +172,40 @@ func newHarness(t testing.TB, opts ...option) *harness {
 }
 
 func (h *harness) listen() {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.ln, h.url = ln, "http://"+ln.Addr().String()
+	h.ln = gatewaytest.Listen(h.t)
+	h.url = "http://" + h.ln.Addr().String()
 }
 
-// start builds and serves the app; the first time on the listener made
-// by newHarness, after a restart on a new one.
+// start builds and serves the app: the first time on the listener made
+// by newHarness, after a stop on the same address.
 func (h *harness) start() {
 	h.t.Helper()
-	if h.ln == nil {
-		h.listen()
-	}
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	app, err := gateway.NewApp(context.Background(), h.cfg, gateway.AppOptions{
+	opts := gateway.AppOptions{
 		Logger: log, Now: h.clock.Now,
 		Messengers: []messenger.Factory{telegram.Factory(telegram.Options{
 			Config: *telegram.Of(h.cfg), Logger: log, Location: h.cfg.Server.Zone(), Now: h.clock.Now,
 			GrantTTL: time.Duration(h.cfg.Policy.GrantTTL), PollTimeout: h.pollTimeout, CallTimeout: h.callTimeout,
 			PublicURL: h.cfg.Web.PublicURL, LinkBase: gateway.LinkBase(h.cfg),
 		})},
-	})
-	if err != nil {
-		h.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.app, h.cancel, h.done = app, cancel, make(chan error, 1)
-	ln := h.ln
-	h.ln = nil
-	go func() { h.done <- app.Serve(ctx, ln) }()
+	if h.gw == nil {
+		h.gw = gatewaytest.StartOn(h.t, h.ln, h.cfg, opts)
+	} else {
+		h.gw = h.gw.Restart(h.t, h.cfg, opts)
+	}
+	h.app = h.gw.App
 }
 
 // stop shuts the gateway down and closes its database; it returns how
 // long the shutdown took.
 func (h *harness) stop() time.Duration {
-	if h.app == nil {
+	if h.gw == nil {
 		return 0
 	}
 	start := time.Now()
-	h.cancel()
-	select {
-	case err := <-h.done:
-		if err != nil {
-			h.t.Errorf("serve: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		h.t.Fatal("the gateway did not stop within 30 s")
-	}
+	h.gw.Close()
 	took := time.Since(start)
-	if err := h.app.Close(); err != nil {
-		h.t.Errorf("close: %v", err)
-	}
-	h.app = nil
 	h.client.CloseIdleConnections()
 	return took
 }
