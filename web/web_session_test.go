@@ -1,4 +1,4 @@
-package gateway_test
+package web_test
 
 import (
 	"bufio"
@@ -18,6 +18,7 @@ import (
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/gatewaytest"
+	"github.com/metnos/gateway/sessions"
 	"github.com/metnos/gateway/web/webtest"
 )
 
@@ -62,9 +63,9 @@ func TestWeb_TwoUsersTwoApprovers(t *testing.T) {
 func TestWeb_LogoutAll(t *testing.T) {
 	app := webtest.NewApp(t, nil)
 	srv, c := webtest.Server(t, app)
-	n, err := app.EndWebSessions(context.Background())
+	n, err := sessions.New(app.DB, time.Now, nil).EndAll(context.Background()) // what gateway logout --all does
 	if err != nil || n != 1 {
-		t.Fatalf("EndWebSessions = %d, %v; want 1", n, err)
+		t.Fatalf("EndAll = %d, %v; want 1", n, err)
 	}
 	resp, err := c.Get(srv.URL + "/")
 	if err != nil {
