@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,11 +231,19 @@ func GetPath(t *testing.T, c *http.Client, u string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// handlers holds each App's handler for ServeFrom, made once: Handler
+// builds the routes anew, and draws the page's icons again, each time.
+var handlers sync.Map // *gateway.App → http.Handler
+
 // ServeFrom runs one request through the handler, as from remoteAddr.
 func ServeFrom(app *gateway.App, r *http.Request, remoteAddr string) *httptest.ResponseRecorder {
 	r.RemoteAddr = remoteAddr
 	rec := httptest.NewRecorder()
-	app.Server.Handler().ServeHTTP(rec, r)
+	h, ok := handlers.Load(app)
+	if !ok {
+		h, _ = handlers.LoadOrStore(app, app.Server.Handler())
+	}
+	h.(http.Handler).ServeHTTP(rec, r)
 	return rec
 }
 
