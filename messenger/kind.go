@@ -21,3 +21,16 @@ func Sections(kinds []Kind) []config.SectionSpec {
 	}
 	return out
 }
+
+// KindOf is the Kind of a messenger whose section's value is a C (its
+// package's *Config): build is called only when cfg has the section and
+// it is enabled.
+func KindOf[C config.Messenger](section config.SectionSpec, build func(cfg config.Config, c C, o Options) Factory) Kind {
+	return Kind{Section: section, Build: func(cfg config.Config, o Options) Factory {
+		c, ok := cfg.Section(section.Name).(C)
+		if !ok || !c.Enabled() {
+			return nil
+		}
+		return build(cfg, c, o)
+	}}
+}

@@ -5,14 +5,8 @@ import (
 	"github.com/metnos/gateway/messenger"
 )
 
-// Kind registers Discord: the [discord] section and its adapter.
-var Kind = messenger.Kind{Section: Section, Build: build}
-
-// build makes the adapter's factory when cfg enables [discord].
-func build(cfg config.Config, o messenger.Options) messenger.Factory {
-	c := Of(cfg)
-	if c == nil || !c.Enabled() {
-		return nil
-	}
+// Kind registers Discord: the [discord] section and its adapter, built
+// when the config enables it.
+var Kind = messenger.KindOf(Section, func(_ config.Config, c *Config, o messenger.Options) messenger.Factory {
 	return Factory(*c, Options{Options: o})
-}
+})

@@ -6,13 +6,6 @@ import (
 )
 
 // Kind registers Slack: the [slack] section and its adapter.
-var Kind = messenger.Kind{Section: Section, Build: build}
-
-// build makes the adapter's factory when cfg enables [slack].
-func build(cfg config.Config, o messenger.Options) messenger.Factory {
-	c := Of(cfg)
-	if c == nil || !c.Enabled() {
-		return nil
-	}
+var Kind = messenger.KindOf(Section, func(_ config.Config, c *Config, o messenger.Options) messenger.Factory {
 	return Factory(*c, Options{Options: o})
-}
+})
