@@ -297,12 +297,7 @@ func (db *DB) tryGroup(ctx context.Context, batch []*groupOp, errs []error, save
 		}
 	}
 	if checkGroups() {
-		now, err := groupVersions(ctx, q)
-		if err == nil && now != versions {
-			err = fmt.Errorf("%w: grants_version %d → %d, rules_version %d → %d",
-				ErrGroupChangedPolicy, versions[0], now[0], versions[1], now[1])
-		}
-		if err != nil {
+		if err := policyUnchanged(ctx, q, versions); err != nil {
 			failAll(errs, err)
 			return nil
 		}
@@ -362,6 +357,17 @@ var checkGroups = sync.OnceValue(func() bool {
 	bench := flag.Lookup("test.bench")
 	return bench == nil || bench.Value.String() == ""
 })
+
+// policyUnchanged fails a group whose grants or rules changed since its
+// calls were decided (versions, read when it began).
+func policyUnchanged(ctx context.Context, q Querier, versions [2]int64) error {
+	now, err := groupVersions(ctx, q)
+	if err == nil && now != versions {
+		err = fmt.Errorf("%w: grants_version %d → %d, rules_version %d → %d",
+			ErrGroupChangedPolicy, versions[0], now[0], versions[1], now[1])
+	}
+	return err
+}
 
 // groupVersions reads the grants and rules counters.
 func groupVersions(ctx context.Context, q Querier) (v [2]int64, err error) {

@@ -113,12 +113,7 @@ func (db *DB) tryGroupPG(ctx context.Context, batch []*groupOp, errs []error, sa
 		}
 	}
 	if check {
-		now, err := groupVersions(ctx, q)
-		if err == nil && now != versions {
-			err = fmt.Errorf("%w: grants_version %d → %d, rules_version %d → %d",
-				ErrGroupChangedPolicy, versions[0], now[0], versions[1], now[1])
-		}
-		if err != nil {
+		if err := policyUnchanged(ctx, q, versions); err != nil {
 			failAll(errs, err)
 			return nil
 		}
