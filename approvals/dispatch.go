@@ -26,6 +26,19 @@ const (
 	last_error = '', next_at = CASE WHEN EXISTS (SELECT 1 FROM requests WHERE id = $3 AND status = $2 AND rev = $8)
 	THEN $4 ELSE $5 END
 	WHERE request_id = $3 AND channel = $6 AND gen = $7`
+	// recordCardShownLocked is recordCardShown on PostgreSQL. There a
+	// statement reads what was committed when it began, so a decision
+	// committing while the card was being sent (it makes the card due now)
+	// would be overwritten with "in sync" and the card never edited. The
+	// request's row is locked first: that waits for such a decision and
+	// reads the request as it left it, or makes a later one wait for this
+	// record, after which it makes the card due again. Decisions lock the
+	// request before its cards, as this does.
+	recordCardShownLocked = `WITH req AS (SELECT status, rev FROM requests WHERE id = $3 FOR SHARE)
+	UPDATE cards SET ref = $1, shown_status = $2, attempts = 0,
+	last_error = '', next_at = CASE WHEN EXISTS (SELECT 1 FROM req WHERE status = $2 AND rev = $8)
+	THEN $4 ELSE $5 END
+	WHERE request_id = $3 AND channel = $6 AND gen = $7`
 	countNotifications = `SELECT COUNT(*) FROM notifications`
 	resendCards        = `UPDATE cards SET ref = NULL, shown_status = NULL, next_at = $2, attempts = 0, gen = gen + 1
 	WHERE channel = $1 AND request_id IN (SELECT id FROM requests WHERE status = 'pending')`
@@ -264,7 +277,11 @@ func (s *Service) sendCard(ctx context.Context, n Notifier, c dueCard, z *summar
 	// or anything else the card shows: rev): then due now. Recorded even when shutdown began meanwhile (the message exists;
 	// losing its id would post it twice after a restart), and not over a
 	// reset made meanwhile (gen changed: a fresh post is wanted).
-	_, err = s.db.ExecContext(context.WithoutCancel(ctx), recordCardShown,
+	record := recordCardShown
+	if s.db.Dialect == storage.Postgres {
+		record = recordCardShownLocked
+	}
+	_, err = s.db.ExecContext(context.WithoutCancel(ctx), record,
 		sql.NullString{String: ref, Valid: ref != ""}, string(r.Status), r.ID, farFuture,
 		storage.FormatTime(s.now()), n.Name(), c.gen, r.Rev)
 	if err != nil {
