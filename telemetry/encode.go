@@ -311,40 +311,15 @@ func appendValue(b []byte, num protowire.Number, v attribute.Value) []byte {
 	case attribute.BYTESLICE:
 		b = appendBytes(b, fAnyBytes, v.AsByteSlice())
 	case attribute.BOOLSLICE:
-		var lt int
-		b, lt = open(b)
-		for _, x := range v.AsBoolSlice() {
-			b = appendValue(b, fListValues, attribute.BoolValue(x))
-		}
-		b = closeField(b, lt, fAnyArray)
+		b = appendList(b, v.AsBoolSlice(), attribute.BoolValue)
 	case attribute.INT64SLICE:
-		var lt int
-		b, lt = open(b)
-		for _, x := range v.AsInt64Slice() {
-			b = appendValue(b, fListValues, attribute.Int64Value(x))
-		}
-		b = closeField(b, lt, fAnyArray)
+		b = appendList(b, v.AsInt64Slice(), attribute.Int64Value)
 	case attribute.FLOAT64SLICE:
-		var lt int
-		b, lt = open(b)
-		for _, x := range v.AsFloat64Slice() {
-			b = appendValue(b, fListValues, attribute.Float64Value(x))
-		}
-		b = closeField(b, lt, fAnyArray)
+		b = appendList(b, v.AsFloat64Slice(), attribute.Float64Value)
 	case attribute.STRINGSLICE:
-		var lt int
-		b, lt = open(b)
-		for _, x := range v.AsStringSlice() {
-			b = appendValue(b, fListValues, attribute.StringValue(x))
-		}
-		b = closeField(b, lt, fAnyArray)
+		b = appendList(b, v.AsStringSlice(), attribute.StringValue)
 	case attribute.SLICE:
-		var lt int
-		b, lt = open(b)
-		for _, x := range v.AsSlice() {
-			b = appendValue(b, fListValues, x)
-		}
-		b = closeField(b, lt, fAnyArray)
+		b = appendList(b, v.AsSlice(), func(x attribute.Value) attribute.Value { return x })
 	case attribute.MAP:
 		var lt int
 		b, lt = open(b)
@@ -357,4 +332,14 @@ func appendValue(b []byte, num protowire.Number, v attribute.Value) []byte {
 		b = protowire.AppendString(protowire.AppendTag(b, fAnyString, protowire.BytesType), "INVALID")
 	}
 	return closeField(b, at, num)
+}
+
+// appendList appends xs as an AnyValue's array (ArrayValue), each element
+// made a value by val.
+func appendList[T any](b []byte, xs []T, val func(T) attribute.Value) []byte {
+	b, lt := open(b)
+	for _, x := range xs {
+		b = appendValue(b, fListValues, val(x))
+	}
+	return closeField(b, lt, fAnyArray)
 }
