@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/locale"
@@ -37,6 +39,10 @@ type Options struct {
 	// LinkBase is the gateway's link base (gateway.LinkBase): a step-up
 	// card's Confirm on the web page goes to the request's page under it.
 	LinkBase string
+	// Dialer opens the platform's websocket, for an adapter that holds
+	// one (Slack's Socket Mode, Discord's gateway); default: its
+	// library's.
+	Dialer *websocket.Dialer
 }
 
 // WithDefaults is o with every unset option at its default.

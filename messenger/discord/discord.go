@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
-	"github.com/gorilla/websocket"
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
@@ -40,11 +39,10 @@ const (
 	shutdownGrace = 5 * time.Second
 )
 
-// Options are the adapter's collaborators; all are optional.
+// Options are the adapter's collaborators; all are optional. Its Dialer
+// opens the gateway websocket (default: gorilla's).
 type Options struct {
 	messenger.Options
-	// Dialer opens the gateway websocket (default: gorilla's).
-	Dialer *websocket.Dialer
 }
 
 // Messenger is the Discord adapter: a messenger.Messenger.

@@ -23,7 +23,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gorilla/websocket"
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/metnos/gateway/approvals"
@@ -46,11 +45,10 @@ const (
 	maxHomeWatchers = 200
 )
 
-// Options are the adapter's collaborators; all are optional.
+// Options are the adapter's collaborators; all are optional. Its Dialer
+// opens the Socket Mode WebSocket (default: slack-go's).
 type Options struct {
 	messenger.Options
-	// Dialer opens the Socket Mode WebSocket (default: slack-go's).
-	Dialer *websocket.Dialer
 }
 
 // Messenger is the Slack adapter: a messenger.Messenger.
