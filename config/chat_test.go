@@ -31,11 +31,7 @@ func (m *chat) CheckApprover(user string) (bool, error) {
 	return group, nil
 }
 
-func (m *chat) Resolve(getenv func(string) string, secrets bool) {
-	if secrets && m.TokenEnv != "" {
-		m.Token = getenv(m.TokenEnv)
-	}
-}
+func (m *chat) Resolve() {}
 
 func (m *chat) Validate(p Problems, _ *Config) {
 	if m.Enabled() {
@@ -44,17 +40,6 @@ func (m *chat) Validate(p Problems, _ *Config) {
 			p.Add("approvers", "required when enabled")
 		}
 	}
-}
-
-func (m *chat) Secrets() []string {
-	return slices.DeleteFunc([]string{m.Token}, func(s string) bool { return s == "" })
-}
-
-func (m *chat) Redacted() Section {
-	r := *m
-	r.Token = redact(m.Token)
-	r.Approvers = slices.Clone(m.Approvers)
-	return &r
 }
 
 // chats registers [chat] and [room].

@@ -71,6 +71,9 @@ func applyEnv(cfg *Config, getenv func(string) string, opt LoadOptions, p *probl
 		}
 	}
 	for _, s := range cfg.sections {
-		s.value.Resolve(getenv, !opt.SkipSecrets)
+		if !opt.SkipSecrets {
+			readSecrets(s.value, getenv)
+		}
+		s.value.Resolve()
 	}
 }

@@ -49,7 +49,7 @@ func (c Config) Redacted() Config {
 	if c.sections != nil {
 		r.sections = make([]namedSection, len(c.sections))
 		for i, s := range c.sections {
-			r.sections[i] = namedSection{s.name, s.value.Redacted()}
+			r.sections[i] = namedSection{s.name, redactedSection(s.value)}
 		}
 	}
 	r.Hooks = c.Hooks.redacted()

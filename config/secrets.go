@@ -27,7 +27,7 @@ func (c Config) Secrets() []string {
 		add(s.Token)
 	}
 	for _, s := range c.sections {
-		add(s.value.Secrets()...)
+		add(setSecrets(s.value)...)
 	}
 	return out
 }

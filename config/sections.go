@@ -6,32 +6,27 @@ package config
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 )
 
 // Section is the value of a registered top-level table: a pointer to the
 // owning package's struct, holding its defaults. The file's table is
-// decoded straight over it by its toml tags, as config's own tables are;
-// a field holding a secret is tagged `toml:"-"`, so no key can set it
-// (the file names the variable with a *_env key instead), and a key the
-// struct does not have is reported like any other unknown key, with its
-// path and a suggestion.
+// decoded straight over it by its toml tags, as config's own tables are,
+// and a key the struct does not have is reported like any other unknown
+// key, with its path and a suggestion. A string field tagged `toml:"-"`
+// is a secret, which no key can set: the field named like it with "Env"
+// after holds its *_env key, and config reads the variable that names
+// (unless LoadOptions.SkipSecrets), lists the secret in Config.Secrets and
+// hides it in Config.Redacted.
 type Section interface {
 	// Resolve runs after the file (whether or not it has the table) and
-	// before Validate: it fills what an empty key means and, when
-	// secrets is true, reads the secrets its *_env keys name with getenv
-	// (LoadOptions.SkipSecrets makes it false).
-	Resolve(getenv func(string) string, secrets bool)
+	// its secrets, and before Validate: it fills what an empty key means.
+	Resolve()
 	// Validate reports every problem, each naming its key within the
 	// section ("token_env" is reported as "chat.token_env"); c is the
 	// whole configuration, for checks across tables.
 	Validate(p Problems, c *Config)
-	// Secrets are the secret values it holds that are set, for
-	// Config.Secrets.
-	Secrets() []string
-	// Redacted is a copy in which every set secret reads "[redacted]",
-	// sharing nothing mutable with it, for Config.Redacted.
-	Redacted() Section
 }
 
 // SectionSpec registers a section: Name is its table ("chat"), New
@@ -87,7 +82,14 @@ func (c *Config) AddSections(specs ...SectionSpec) error {
 		case spec.New == nil:
 			return fmt.Errorf("config: section %q: no New", spec.Name)
 		}
-		c.sections = append(c.sections, namedSection{spec.Name, spec.New()})
+		v := spec.New()
+		if t := reflect.TypeOf(v); t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+			return fmt.Errorf("config: section %q: New makes a %T, not a pointer to a struct", spec.Name, v)
+		}
+		if _, err := secretFields(reflect.TypeOf(v).Elem()); err != nil {
+			return fmt.Errorf("config: section %q: %w", spec.Name, err)
+		}
+		c.sections = append(c.sections, namedSection{spec.Name, v})
 	}
 	return nil
 }

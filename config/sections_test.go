@@ -18,12 +18,9 @@ type echo struct {
 	Wait     Duration `toml:"wait"`
 }
 
-func (e *echo) Resolve(getenv func(string) string, secrets bool) {
+func (e *echo) Resolve() {
 	if e.Room == "" {
 		e.Room = "lobby" // "" means the default
-	}
-	if secrets && e.TokenEnv != "" {
-		e.Token = getenv(e.TokenEnv)
 	}
 }
 
@@ -35,20 +32,6 @@ func (e *echo) Validate(p Problems, c *Config) {
 	if len(c.Agents) > 0 && len(e.Peers) == 0 {
 		p.Add("peers", "required when there are agents")
 	}
-}
-
-func (e *echo) Secrets() []string {
-	if e.Token == "" {
-		return nil
-	}
-	return []string{e.Token}
-}
-
-func (e *echo) Redacted() Section {
-	r := *e
-	r.Token = redact(e.Token)
-	r.Peers = slices.Clone(e.Peers)
-	return &r
 }
 
 var echoSpec = SectionSpec{Name: "echo", New: func() Section { return &echo{Room: "lobby", Wait: 42} }}
@@ -130,6 +113,8 @@ func TestSections_BadRegistrations(t *testing.T) {
 		{{Name: "echo", New: mk}, {Name: "echo", New: mk}},
 		{{Name: "Echo!", New: mk}},
 		{{Name: "echo"}},
+		{{Name: "bare", New: func() Section { return &bareSecret{} }}},
+		{{Name: "plain", New: func() Section { return plainSection{} }}},
 	} {
 		var c Config
 		if err := c.AddSections(specs...); err == nil {
@@ -137,6 +122,21 @@ func TestSections_BadRegistrations(t *testing.T) {
 		}
 	}
 }
+
+// bareSecret holds a secret with no *_env key to read it from: config
+// could neither read nor be sure to hide it, so it is refused.
+type bareSecret struct {
+	Key string `toml:"-"`
+}
+
+func (*bareSecret) Resolve()                   {}
+func (*bareSecret) Validate(Problems, *Config) {}
+
+// plainSection is no pointer: the file could not be decoded over it.
+type plainSection struct{}
+
+func (plainSection) Resolve()                   {}
+func (plainSection) Validate(Problems, *Config) {}
 
 // Every bad duration is reported at once, with its index, and the other
 // problems beside them.

@@ -89,9 +89,9 @@ func newChatGW(t *testing.T, edit func(*config.Config)) *routesGW {
 		panic(err)
 	}
 	*telegram.Of(cfg) = telegram.Config{TokenEnv: "TELEGRAM_BOT_TOKEN", Token: telegramtest.DefaultToken, ChatID: rtChat,
-		Approvers: []int64{rtRoberto.ID}, APIEndpoint: g.tg.Endpoint()}
+		APIEndpoint: g.tg.Endpoint(), Chat: messenger.Chat[int64]{Approvers: []int64{rtRoberto.ID}}}
 	*slack.Of(cfg) = slack.Config{BotTokenEnv: "SLACK_BOT_TOKEN", BotToken: rtSlackToken, SigningSecretEnv: "SLACK_SIGNING_SECRET",
-		SigningSecret: rtSlackSecret, ChannelID: rtSlackChan, Approvers: []string{rtSlackOp}, APIURL: g.sl.APIURL()}
+		SigningSecret: rtSlackSecret, ChannelID: rtSlackChan, Chat: messenger.Chat[string]{Approvers: []string{rtSlackOp}}, APIURL: g.sl.APIURL()}
 	edit(&cfg)
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)

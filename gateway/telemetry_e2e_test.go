@@ -73,7 +73,7 @@ func TestTelemetry_SpanTree(t *testing.T) {
 		panic(err)
 	}
 	*telegram.Of(cfg) = telegram.Config{TokenEnv: "TELEGRAM_BOT_TOKEN", Token: telegramtest.DefaultToken, ChatID: rtChat,
-		Approvers: []int64{rtRoberto.ID}, APIEndpoint: tg.Endpoint()}
+		APIEndpoint: tg.Endpoint(), Chat: messenger.Chat[int64]{Approvers: []int64{rtRoberto.ID}}}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -22,15 +22,26 @@ func Sections(kinds []Kind) []config.SectionSpec {
 	return out
 }
 
-// KindOf is the Kind of a messenger whose section's value is a C (its
-// package's *Config): build is called only when cfg has the section and
-// it is enabled.
-func KindOf[C config.Messenger](section config.SectionSpec, build func(cfg config.Config, c C, o Options) Factory) Kind {
-	return Kind{Section: section, Build: func(cfg config.Config, o Options) Factory {
-		c, ok := cfg.Section(section.Name).(C)
+// Register is a messenger's Kind: its [name] table, its value made by
+// defaults with the catalogs' default language (C is its package's
+// *Config, embedding a Chat), example as `gateway config example` shows
+// it, and build, called only when cfg has the section and enables it.
+// of is a config's section, nil when it is not registered.
+func Register[C chatSection](name, example string, defaults func() C,
+	build func(cfg config.Config, c C, o Options) Factory) (k Kind, of func(config.Config) C) {
+	of = func(cfg config.Config) C {
+		c, _ := cfg.Section(name).(C)
+		return c
+	}
+	return Kind{Section: config.SectionSpec{Name: name, Example: example, New: func() config.Section {
+		c := defaults()
+		c.ChatDefaults()
+		return c
+	}}, Build: func(cfg config.Config, o Options) Factory {
+		c, ok := cfg.Section(name).(C)
 		if !ok || !c.Enabled() {
 			return nil
 		}
 		return build(cfg, c, o)
-	}}
+	}}, of
 }

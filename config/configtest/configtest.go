@@ -50,20 +50,28 @@ func Refused(t testing.TB, body string, e map[string]string, want []string, secr
 }
 
 // ExampleCovers fails t unless the section's example sets every key its
-// value's toml tags name.
+// value's toml tags name, those of the structs it embeds too.
 func ExampleCovers(t testing.TB, spec config.SectionSpec) {
 	t.Helper()
-	v := reflect.TypeOf(spec.New())
-	for v.Kind() == reflect.Pointer {
-		v = v.Elem()
-	}
-	for i := range v.NumField() {
-		name := v.Field(i).Tag.Get("toml")
-		if name == "" || name == "-" {
-			continue
+	var walk func(v reflect.Type)
+	walk = func(v reflect.Type) {
+		for v.Kind() == reflect.Pointer {
+			v = v.Elem()
 		}
-		if !strings.Contains(spec.Example, "\n"+name+" =") {
-			t.Errorf("[%s]'s example does not show %s", spec.Name, name)
+		for i := range v.NumField() {
+			f := v.Field(i)
+			name := f.Tag.Get("toml")
+			switch {
+			case f.Anonymous && name == "":
+				walk(f.Type)
+				continue
+			case name == "" || name == "-":
+				continue
+			}
+			if !strings.Contains(spec.Example, "\n"+name+" =") {
+				t.Errorf("[%s]'s example does not show %s", spec.Name, name)
+			}
 		}
 	}
+	walk(reflect.TypeOf(spec.New()))
 }

@@ -1,21 +1,25 @@
-// The [discord] section: its table, defaults, secrets and checks, a
-// registered messenger (Section).
+// The [discord] table: its keys, what an empty one means, and its checks;
+// kind.go registers it.
 
 package discord
 
 import (
-	_ "embed"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/metnos/gateway/config"
-	"github.com/metnos/gateway/locale"
+	"github.com/metnos/gateway/messenger"
 )
+
+// DefaultAPIURL is the default discord.api_url.
+const DefaultAPIURL = "https://discord.com/api/v10"
 
 // Config is the [discord] table. It is enabled by setting token_env.
 type Config struct {
+	// Chat holds approvers, admins and language: Discord user ids; the
+	// admins revoke grants and see the rules and the audit.
+	messenger.Chat[string]
 	// TokenEnv names the variable holding the bot token.
 	TokenEnv string `toml:"token_env"`
 	// Token is the resolved bot token (secret).
@@ -30,12 +34,6 @@ type Config struct {
 	// are posted to. Taps and commands from anywhere else are refused.
 	GuildID   string `toml:"guild_id"`
 	ChannelID string `toml:"channel_id"`
-	// Approvers are the Discord user ids allowed to decide; Admins those
-	// allowed to revoke grants and see the rules and the audit.
-	Approvers []string `toml:"approvers"`
-	Admins    []string `toml:"admins"`
-	// Language of cards, buttons and command answers: "en" or "it".
-	Language string `toml:"language"`
 	// Mode is how taps arrive: "gateway" (the websocket, the default) or
 	// "http" (the interactions endpoint /discord/interactions).
 	Mode string `toml:"mode"`
@@ -49,23 +47,6 @@ const (
 	ModeGateway = "gateway"
 	ModeHTTP    = "http"
 )
-
-// DefaultAPIURL is the default discord.api_url.
-const DefaultAPIURL = "https://discord.com/api/v10"
-
-//go:embed example.toml
-var example string
-
-// Section registers [discord].
-var Section = config.SectionSpec{Name: Name, Example: example, New: func() config.Section {
-	return &Config{APIURL: DefaultAPIURL, Language: string(locale.DefaultLang), Mode: ModeGateway}
-}}
-
-// Of is c's [discord] section, nil when it is not registered.
-func Of(c config.Config) *Config {
-	d, _ := c.Section(Name).(*Config)
-	return d
-}
 
 // Enabled reports whether a bot token is configured.
 func (d Config) Enabled() bool { return d.TokenEnv != "" || d.Token != "" }
@@ -99,40 +80,8 @@ func (d *Config) CheckApprover(user string) (bool, error) {
 	return isRole, nil
 }
 
-// Resolve fills an empty mode and api_url with their defaults and reads
-// the token.
-func (d *Config) Resolve(getenv func(string) string, secrets bool) {
-	if d.Mode == "" {
-		d.Mode = ModeGateway
-	}
-	if d.APIURL == "" {
-		d.APIURL = DefaultAPIURL
-	}
-	if secrets && d.TokenEnv != "" {
-		d.Token = getenv(d.TokenEnv)
-	}
-}
-
-// Secrets is the bot token, when set.
-func (d *Config) Secrets() []string {
-	if d.Token == "" {
-		return nil
-	}
-	return []string{d.Token}
-}
-
-// Redacted is a copy with the token hidden.
-func (d *Config) Redacted() config.Section {
-	r := *d
-	r.Token = config.Redact(d.Token)
-	r.Approvers = slices.Clone(d.Approvers)
-	r.Admins = slices.Clone(d.Admins)
-	return &r
-}
-
 // Validate checks [discord].
 func (d *Config) Validate(p config.Problems, _ *config.Config) {
-	p.Language("language", d.Language)
 	if d.Enabled() {
 		p.Secret("token_env", d.TokenEnv, d.Token, true)
 		for _, req := range []struct{ key, val, what string }{
@@ -143,9 +92,6 @@ func (d *Config) Validate(p config.Problems, _ *config.Config) {
 			if req.val == "" {
 				p.Add(req.key, "required when discord is enabled (%s)", req.what)
 			}
-		}
-		if len(d.Approvers) == 0 {
-			p.Add("approvers", "required when discord is enabled (the user ids allowed to decide)")
 		}
 		if d.HTTPMode() && d.PublicKey == "" {
 			p.Add("public_key", "required when discord.mode is \"http\" (it verifies /discord/interactions)")
@@ -158,16 +104,12 @@ func (d *Config) Validate(p config.Problems, _ *config.Config) {
 			p.Add(id.key, "bad id %q (a numeric id; Developer Mode, Copy ID)", id.val)
 		}
 	}
-	for _, list := range []struct {
-		key string
-		ids []string
-	}{{"approvers", d.Approvers}, {"admins", d.Admins}} {
-		for i, id := range list.ids {
-			if !snowflakeRE.MatchString(id) {
-				p.Add(fmt.Sprintf("%s[%d]", list.key, i), "bad user id %q (a numeric id as a string, e.g. \"80351110224678912\")", id)
-			}
+	d.Check(p, Name, d.Enabled(), func(id string) string {
+		if !snowflakeRE.MatchString(id) {
+			return fmt.Sprintf("bad user id %q (a numeric id as a string, e.g. \"80351110224678912\")", id)
 		}
-	}
+		return ""
+	})
 	if d.PublicKey != "" && !ed25519HexRE.MatchString(d.PublicKey) {
 		p.Add("public_key", "want the application's public key: 64 hex digits")
 	}
@@ -178,5 +120,15 @@ func (d *Config) Validate(p config.Problems, _ *config.Config) {
 		p.Add("api_url", "%q: %v", d.APIURL, err)
 	} else if strings.HasSuffix(d.APIURL, "/") || strings.ContainsAny(d.APIURL, "?#") {
 		p.Add("api_url", "%q: want the versioned REST base without a trailing \"/\" (e.g. https://discord.com/api/v10)", d.APIURL)
+	}
+}
+
+// Resolve fills an empty mode and api_url with their defaults.
+func (d *Config) Resolve() {
+	if d.Mode == "" {
+		d.Mode = ModeGateway
+	}
+	if d.APIURL == "" {
+		d.APIURL = DefaultAPIURL
 	}
 }

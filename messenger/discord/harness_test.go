@@ -72,7 +72,7 @@ var tgRoberto = tgbotapi.User{ID: 42, FirstName: "Roberto"}
 func withTelegram(h *harness) {
 	h.tg = telegramtest.New(h.t, telegramtest.Options{})
 	*telegram.Of(h.cfg) = telegram.Config{TokenEnv: "TELEGRAM_BOT_TOKEN", Token: telegramtest.DefaultToken, ChatID: tgChat,
-		Approvers: []int64{tgRoberto.ID}, APIEndpoint: h.tg.Endpoint(), Language: "en"}
+		APIEndpoint: h.tg.Endpoint(), Chat: messenger.Chat[int64]{Approvers: []int64{tgRoberto.ID}, Language: "en"}}
 	h.cfg.Agents[0].Notify = append(h.cfg.Agents[0].Notify, "telegram")
 }
 
@@ -97,7 +97,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	}
 	cfg.Server.Timezone = "Asia/Tokyo"
 	*discord.Of(cfg) = discord.Config{Token: botToken, ApplicationID: appID, GuildID: guildID, ChannelID: channelID,
-		Approvers: []string{approverID}, Admins: []string{approverID, adminID}, Language: "en",
+		Chat: messenger.Chat[string]{Approvers: []string{approverID}, Admins: []string{approverID, adminID}, Language: "en"},
 		Mode: discord.ModeGateway, APIURL: h.fake.APIURL(), PublicKey: h.fake.PublicKey()}
 	h.cfg = cfg
 	for _, o := range opts {

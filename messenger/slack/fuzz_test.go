@@ -100,7 +100,7 @@ func (h *fuzzSlack) open() {
 	a.Token = "tok-fuzz-slack-a1"
 	cfg.Agents = []config.Agent{a}
 	*Of(cfg) = Config{BotToken: fuzzBot, SigningSecret: fuzzSecret, ChannelID: "C0APPROVALS",
-		APIURL: h.fake.APIURL(), Approvers: []string{fuzzApprover}, Admins: []string{fuzzApprover, fuzzAdmin}}
+		APIURL: h.fake.APIURL(), Chat: messenger.Chat[string]{Approvers: []string{fuzzApprover}, Admins: []string{fuzzApprover, fuzzAdmin}}}
 	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: h.dir,
 		Messengers: []messenger.Factory{Factory(*Of(cfg), Options{Options: messenger.Options{HTTPClient: h.client, Location: time.UTC}})}})
 	if err != nil {

@@ -90,7 +90,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	}
 	cfg.Server.Timezone = "Asia/Tokyo" // not the machine's zone, and no summer time: times must say JST
 	*slack.Of(cfg) = slack.Config{BotToken: botToken, SigningSecret: secret, ChannelID: channel,
-		Approvers: []string{approverID}, Admins: []string{approverID, adminID}}
+		Chat: messenger.Chat[string]{Approvers: []string{approverID}, Admins: []string{approverID, adminID}}}
 	su := &setup{cfg: &cfg, fake: &fo}
 	for _, o := range opts {
 		o(su)

@@ -1,11 +1,22 @@
 package slack
 
 import (
+	_ "embed"
+
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/messenger"
 )
 
-// Kind registers Slack: the [slack] section and its adapter.
-var Kind = messenger.KindOf(Section, func(_ config.Config, c *Config, o messenger.Options) messenger.Factory {
-	return Factory(*c, Options{Options: o})
-})
+//go:embed example.toml
+var example string
+
+// Kind registers Slack: the [slack] section, holding its defaults, and its
+// adapter, built when the config enables it; Of is a config's [slack],
+// nil when it is not registered.
+var Kind, Of = messenger.Register(Name, example, func() *Config { return &Config{APIURL: DefaultAPIURL} },
+	func(_ config.Config, c *Config, o messenger.Options) messenger.Factory {
+		return Factory(*c, Options{Options: o})
+	})
+
+// Section is [slack], as config.LoadOptions takes it.
+var Section = Kind.Section

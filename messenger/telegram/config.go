@@ -1,34 +1,32 @@
-// The [telegram] section: its table, defaults, secrets and checks, a
-// registered messenger (Section).
+// The [telegram] table: its keys, what an empty one means, and its checks;
+// kind.go registers it.
 
 package telegram
 
 import (
-	_ "embed"
 	"fmt"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/metnos/gateway/config"
-	"github.com/metnos/gateway/locale"
+	"github.com/metnos/gateway/messenger"
 )
+
+// DefaultAPIEndpoint is the default telegram.api_endpoint.
+const DefaultAPIEndpoint = "https://api.telegram.org/bot%s/%s"
 
 // Config is the [telegram] table. It is enabled by setting token_env.
 type Config struct {
+	// Chat holds approvers, admins and language: Telegram user ids; the
+	// admins revoke grants with /revoke and the Revoke buttons of /grants
+	// (unset: the first approver, see Revokers).
+	messenger.Chat[int64]
 	// TokenEnv names the variable holding the bot token.
 	TokenEnv string `toml:"token_env"`
 	// Token is the resolved bot token (secret).
 	Token string `toml:"-"`
 	// ChatID is where cards are posted (negative for groups).
 	ChatID int64 `toml:"chat_id"`
-	// Approvers are the Telegram user ids allowed to decide.
-	Approvers []int64 `toml:"approvers"`
-	// Admins are the Telegram user ids allowed to revoke grants from
-	// Telegram (/revoke, the Revoke buttons of /grants), as the web page's
-	// admins; unset: the first approver (see Revokers).
-	Admins []int64 `toml:"admins"`
 	// APIEndpoint is the Bot API URL format, "https://api.telegram.org/bot%s/%s"
 	// by default (token, method), as tgbotapi.NewBotAPIWithAPIEndpoint takes it.
 	APIEndpoint string `toml:"api_endpoint"`
@@ -39,26 +37,6 @@ type Config struct {
 	WebhookSecretEnv string `toml:"webhook_secret_env"`
 	// WebhookSecret is the resolved webhook secret (secret).
 	WebhookSecret string `toml:"-"`
-	// Language of cards, buttons, alerts and command answers: "en" (the
-	// default) or "it".
-	Language string `toml:"language"`
-}
-
-// DefaultAPIEndpoint is the default telegram.api_endpoint.
-const DefaultAPIEndpoint = "https://api.telegram.org/bot%s/%s"
-
-//go:embed example.toml
-var example string
-
-// Section registers [telegram].
-var Section = config.SectionSpec{Name: Name, Example: example, New: func() config.Section {
-	return &Config{APIEndpoint: DefaultAPIEndpoint, Language: string(locale.DefaultLang)}
-}}
-
-// Of is c's [telegram] section, nil when it is not registered.
-func Of(c config.Config) *Config {
-	t, _ := c.Section(Name).(*Config)
-	return t
 }
 
 // Revokers are the user ids that may revoke grants from Telegram: Admins,
@@ -95,64 +73,24 @@ func (t *Config) CheckApprover(user string) (bool, error) {
 	return false, nil
 }
 
-// Resolve fills an empty api_endpoint with its default and reads the
-// secrets.
-func (t *Config) Resolve(getenv func(string) string, secrets bool) {
-	if t.APIEndpoint == "" {
-		t.APIEndpoint = DefaultAPIEndpoint
-	}
-	if !secrets {
-		return
-	}
-	if t.TokenEnv != "" {
-		t.Token = getenv(t.TokenEnv)
-	}
-	if t.WebhookSecretEnv != "" {
-		t.WebhookSecret = getenv(t.WebhookSecretEnv)
-	}
-}
-
-// Secrets are the bot token and the webhook secret, when set.
-func (t *Config) Secrets() []string {
-	return slices.DeleteFunc([]string{t.Token, t.WebhookSecret}, func(s string) bool { return s == "" })
-}
-
-// Redacted is a copy with the token and the webhook secret hidden.
-func (t *Config) Redacted() config.Section {
-	r := *t
-	r.Token = config.Redact(t.Token)
-	r.WebhookSecret = config.Redact(t.WebhookSecret)
-	r.Approvers = slices.Clone(t.Approvers)
-	r.Admins = slices.Clone(t.Admins)
-	return &r
-}
-
 // Telegram's secret_token: 1-256 characters, A-Z, a-z, 0-9, _ and -
 // (https://core.telegram.org/bots/api#setwebhook).
 var tgSecretRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
 
 // Validate checks [telegram].
 func (t *Config) Validate(p config.Problems, _ *config.Config) {
-	p.Language("language", t.Language)
 	if t.Enabled() {
 		p.Secret("token_env", t.TokenEnv, t.Token, true)
 		if t.ChatID == 0 {
 			p.Add("chat_id", "required when telegram is enabled (the chat cards are posted to)")
 		}
-		if len(t.Approvers) == 0 {
-			p.Add("approvers", "required when telegram is enabled (the user ids allowed to decide)")
-		}
 	}
-	for i, id := range t.Approvers {
+	t.Check(p, Name, t.Enabled(), func(id int64) string {
 		if id <= 0 {
-			p.Add("approvers["+strconv.Itoa(i)+"]", "bad user id %d (Telegram user ids are positive)", id)
+			return fmt.Sprintf("bad user id %d (Telegram user ids are positive)", id)
 		}
-	}
-	for i, id := range t.Admins {
-		if id <= 0 {
-			p.Add("admins["+strconv.Itoa(i)+"]", "bad user id %d (Telegram user ids are positive)", id)
-		}
-	}
+		return ""
+	})
 	if strings.Count(t.APIEndpoint, "%") != 2 || strings.Count(t.APIEndpoint, "%s") != 2 {
 		p.Add("api_endpoint", "%q must hold two %%s, for the token and the method (like \"https://api.telegram.org/bot%%s/%%s\")", t.APIEndpoint)
 	} else if err := config.HTTPURL(fmt.Sprintf(t.APIEndpoint, "T", "m")); err != nil {
@@ -173,5 +111,12 @@ func (t *Config) Validate(p config.Problems, _ *config.Config) {
 			name = "the secret"
 		}
 		p.Add("webhook_secret_env", "%s must be 1-256 characters of A-Z, a-z, 0-9, _ and - (Telegram's rule)", name)
+	}
+}
+
+// Resolve fills an empty api_endpoint with its default.
+func (t *Config) Resolve() {
+	if t.APIEndpoint == "" {
+		t.APIEndpoint = DefaultAPIEndpoint
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/config/configtest"
+	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/messenger/telegram"
 )
 
@@ -40,7 +41,7 @@ func TestTelegramSection_Defaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := *telegram.Of(cfg)
-	want := telegram.Config{APIEndpoint: "https://api.telegram.org/bot%s/%s", Language: "en"}
+	want := telegram.Config{APIEndpoint: "https://api.telegram.org/bot%s/%s", Chat: messenger.Chat[int64]{Language: "en"}}
 	if !got.Enabled() && got.APIEndpoint == want.APIEndpoint && got.Language == want.Language && got.TokenEnv == "" {
 		return
 	}

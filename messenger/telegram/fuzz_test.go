@@ -76,7 +76,7 @@ func (g *fzGateway) open() {
 	a := config.NewAgent("a1")
 	a.Token = "tok-fuzz-telegram-a1"
 	cfg.Agents = []config.Agent{a}
-	*telegram.Of(cfg) = telegram.Config{Token: telegramtest.DefaultToken, ChatID: fzChat, Approvers: []int64{fzApprover},
+	*telegram.Of(cfg) = telegram.Config{Token: telegramtest.DefaultToken, ChatID: fzChat, Chat: messenger.Chat[int64]{Approvers: []int64{fzApprover}},
 		APIEndpoint: fake.Endpoint(), WebhookURL: "https://gateway.example/telegram/webhook", WebhookSecret: fzSecret}
 	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: g.dir,
 		Messengers: []messenger.Factory{telegram.Factory(telegram.Options{Config: *telegram.Of(cfg),

@@ -149,7 +149,7 @@ func newHarness(t testing.TB, opts ...option) *harness {
 	boss.Token, boss.Admin = adminToken, true
 	cfg.Agents = []config.Agent{a1, boss}
 	*telegram.Of(cfg) = telegram.Config{TokenEnv: "TELEGRAM_BOT_TOKEN", Token: botToken, ChatID: chatID,
-		Approvers: []int64{roberto.ID, anna.ID}, APIEndpoint: h.fake.Endpoint()}
+		Chat: messenger.Chat[int64]{Approvers: []int64{roberto.ID, anna.ID}}, APIEndpoint: h.fake.Endpoint()}
 	h.cfg = cfg
 	h.listen()
 	for _, o := range opts {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/cards"
+	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/messenger/telegram"
 	"github.com/metnos/gateway/messenger/telegram/telegramtest"
 	"github.com/metnos/gateway/policy"
@@ -604,7 +605,7 @@ func TestTelegram_ShutdownIsImmediate(t *testing.T) {
 
 func TestTelegram_RefusedToken(t *testing.T) {
 	fake := telegramtest.New(t, telegramtest.Options{})
-	cfg := telegram.Config{Token: "999:wrong", ChatID: chatID, Approvers: []int64{42}, APIEndpoint: fake.Endpoint()}
+	cfg := telegram.Config{Token: "999:wrong", ChatID: chatID, Chat: messenger.Chat[int64]{Approvers: []int64{42}}, APIEndpoint: fake.Endpoint()}
 	_, err := telegram.New(telegram.Options{Config: cfg, Service: &approvals.Service{}})
 	if err == nil || !strings.Contains(err.Error(), "telegram.token_env") || strings.Contains(err.Error(), "999:wrong") {
 		t.Errorf("New with a refused token: %v", err)
