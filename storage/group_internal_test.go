@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -148,5 +149,51 @@ func TestHeaderNow_PinnedWhileThePoolEmpties(t *testing.T) {
 	after, ok := db.headerNow()
 	if !ok || after == before {
 		t.Fatalf("the header did not move with a commit after the pool emptied (ok %v): the mapping is stale", ok)
+	}
+}
+
+// TestGather_WokenByTheCallThatMakesTheGroup: the writer's wait for as
+// many calls as its last group held ends when the call that makes the
+// queue that long is queued (the wait is an hour otherwise), at once when
+// the queue is that long already, and after its time when no call comes;
+// no wake-up is left over for the next wait.
+func TestGather_WokenByTheCallThatMakesTheGroup(t *testing.T) {
+	var g groupCommit
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	ended := make(chan struct{})
+	g.push(&groupOp{})
+	go func() {
+		g.gather(3, time.Hour, timer)
+		close(ended)
+	}()
+	for g.want.Load() == 0 {
+		runtime.Gosched() // until the writer waits
+	}
+	g.push(&groupOp{})
+	select {
+	case <-ended:
+		t.Fatal("the wait ended with 2 calls queued of 3")
+	default:
+	}
+	g.push(&groupOp{})
+	<-ended
+	if w := g.want.Load(); w != 0 {
+		t.Errorf("want = %d after the wait, want 0", w)
+	}
+	g.gather(3, time.Hour, timer) // 3 queued: returns at once
+
+	g.head.Store(nil)
+	g.gather(2, time.Millisecond, timer) // no call comes
+	if w := g.want.Load(); w != 0 {
+		t.Errorf("want = %d after a wait that timed out, want 0", w)
+	}
+	g.push(&groupOp{})
+	g.push(&groupOp{})
+	if len(g.gathered) != 0 {
+		t.Error("calls queued after a wait that timed out left a wake-up for the next")
+	}
+	if d := depthOf(g.head.Load()); d != 2 {
+		t.Errorf("depth %d, want 2", d)
 	}
 }

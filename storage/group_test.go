@@ -80,6 +80,41 @@ func TestGroupTx_Concurrent(t *testing.T) {
 	wantIntact(t, db, ok+1) // and the genesis row
 }
 
+// TestGroupTx_ClosedLoopCallers: callers that each call again as soon as
+// they are answered, as an agent's requests do (the writer waits for as
+// many calls as its last group held, see gather): every call is stored
+// with its audit row, and the chain holds exactly those rows.
+func TestGroupTx_ClosedLoopCallers(t *testing.T) {
+	db := openGroupT(t)
+	ctx := context.Background()
+	const callers, calls = 16, 40
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			for i := range calls {
+				k := fmt.Sprintf("c%d-%d", c, i)
+				err := db.GroupExecAudit(ctx, `INSERT INTO items (k, v) VALUES ($1, 1)`, []any{k},
+					func(got int64) (storage.AuditRecord, bool) {
+						rec, err := storage.PrepareAudit(storage.AuditEvent{Actor: "test", Event: storage.AuditNote, RequestID: k})
+						if err != nil {
+							t.Error(err)
+						}
+						return rec, got == 1
+					})
+				if err != nil {
+					t.Errorf("%s: %v", k, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := countItems(t, db, ""); got != callers*calls {
+		t.Errorf("%d rows, want %d", got, callers*calls)
+	}
+	wantIntact(t, db, callers*calls+1) // and the genesis row
+}
+
 // TestGroupTx_ConstraintFailure: a call failing on a constraint (a
 // duplicate key) rolls back alone, also when it is the only call.
 func TestGroupTx_ConstraintFailure(t *testing.T) {
