@@ -7,16 +7,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/client"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/policy"
 )
 
@@ -27,92 +26,61 @@ const fuzzToken = "tok-fuzz-a1-5e4d3c2b1a09"
 // of requests, and a growing file would slow every exec down.
 const fuzzRotate = 2000
 
-// fuzzGateway is a whole gateway on a temp SQLite file, called through
-// its handler (no listener: the fuzzer wants execs, not sockets).
+// fuzzGateway is a whole gateway (gatewaytest.Fuzz), called through its
+// handler, with the sink inputs' callback URLs may reach.
 type fuzzGateway struct {
-	tb      testing.TB
-	dir     string
+	*gatewaytest.Fuzz
 	sink    *httptest.Server // the only callback_url inputs may reach
-	app     *gateway.App
-	handler http.Handler
+	agent   *client.Client
 	pending string // a pending request the decision endpoint decides
-	runs    int
-	gen     int
 }
 
 func newFuzzGateway(f *testing.F) *fuzzGateway {
-	g := &fuzzGateway{tb: f, dir: f.TempDir()}
+	g := &fuzzGateway{}
 	g.sink = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
-	f.Cleanup(func() {
-		g.close()
-		g.sink.Close()
+	f.Cleanup(g.sink.Close)
+	g.Fuzz = gatewaytest.NewFuzz(f, fuzzRotate, func(_ testing.TB, cfg config.Config) (config.Config, gateway.AppOptions) {
+		a := config.NewAgent("a1")
+		a.Token, a.Admin, a.Autonomy = fuzzToken, true, policy.Full // Full: every outcome is reachable
+		a.Rate, a.RateCount, a.RatePer = "1000000/s", 1000000, time.Second
+		cfg.Agents = []config.Agent{a}
+		return cfg, gateway.AppOptions{}
 	})
-	g.open()
+	g.agent = g.Client(fuzzToken)
 	return g
 }
 
-func (g *fuzzGateway) open() {
-	g.gen++
-	cfg := config.Default()
-	cfg.Storage.Path = filepath.Join(g.dir, "gateway-"+strconv.Itoa(g.gen)+".db")
-	cfg.Vaglio.LogDir = "" // no decision log: the fuzzer would fill the disk
-	a := config.NewAgent("a1")
-	a.Token, a.Admin, a.Autonomy = fuzzToken, true, policy.Full // Full: every outcome is reachable
-	a.Rate, a.RateCount, a.RatePer = "1000000/s", 1000000, time.Second
-	cfg.Agents = []config.Agent{a}
-	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: g.dir})
-	if err != nil {
-		g.tb.Fatalf("NewApp: %v", err)
-	}
-	g.app, g.handler, g.runs, g.pending = app, app.Server.Handler(), 0, ""
-}
-
-func (g *fuzzGateway) close() {
-	if g.app == nil {
-		return
-	}
-	path := g.app.Config.Storage.Path
-	if err := g.app.Close(); err != nil {
-		g.tb.Errorf("Close: %v", err)
-	}
-	g.app = nil
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		_ = os.Remove(path + suffix)
+// next readies the gateway for one input.
+func (g *fuzzGateway) next(t *testing.T) {
+	if g.Next(t) {
+		g.pending = ""
 	}
 }
 
-// next is the gateway for one input, rotated every fuzzRotate inputs.
-func (g *fuzzGateway) next() {
-	if g.runs++; g.runs > fuzzRotate {
-		g.close()
-		g.open()
-		g.runs = 1
-	}
-}
-
+// post sends body as it is: the fuzzed bytes are the wire itself.
 func (g *fuzzGateway) post(path string, body []byte) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+fuzzToken)
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
-	g.handler.ServeHTTP(rec, req)
+	g.Handler.ServeHTTP(rec, req)
 	return rec
 }
 
 // pendingID returns a pending request for the decision endpoint, making
 // a new one when the last was decided.
 func (g *fuzzGateway) pendingID(t *testing.T) string {
+	ctx := context.Background()
 	if g.pending != "" {
-		if r, err := g.app.Service.Get(context.Background(), g.pending); err == nil && r.Status == approvals.StatusPending {
+		if r, err := g.App.Service.Get(ctx, g.pending); err == nil && r.Status == approvals.StatusPending {
 			return g.pending
 		}
 	}
-	rec := g.post("/v1/requests", []byte(`{"capability":"code:exec","target":"git status","intent":"see what changed","executor":"shell"}`))
-	var r approvals.Request
-	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil || rec.Code != http.StatusAccepted || r.Status != approvals.StatusPending {
-		t.Fatalf("setup: a code:exec request answered %d %s, want 202 pending", rec.Code, rec.Body)
+	r, err := g.agent.Request(ctx, client.Req{Capability: "code:exec", Target: "git status", Intent: "see what changed", Executor: "shell"}, 0)
+	if err != nil || r.Status != client.StatusPending {
+		t.Fatalf("setup: a code:exec request: %v, status %q, want pending", err, r.Status)
 	}
 	g.pending = r.ID
 	return r.ID
@@ -229,7 +197,7 @@ func FuzzRequestBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		g.next()
+		g.next(t)
 		var in fuzzFields
 		_ = json.Unmarshal(body, &in)
 		if g.reachesOut(in.CallbackURL) {

@@ -2,7 +2,9 @@
 // over a fresh temporary database, served on a loopback port, stopped and
 // closed when the test ends. It is the one set-up of "a gateway over a
 // temporary database" that end-to-end tests outside package gateway share
-// (the MCP server, the command line, the agent hooks).
+// (the MCP server, the command line, the agent hooks, the messengers, the
+// web page); Fuzz is the same for a fuzz target, called in process over
+// a database it renews.
 package gatewaytest
 
 import (

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +18,7 @@ import (
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/messenger/slack/slacktest"
 	"github.com/metnos/gateway/policy"
@@ -46,18 +45,13 @@ const (
 // a fake Slack for the answers, and one pending request and one active
 // grant for clicks and commands to aim at.
 type fuzzSlack struct {
-	tb      testing.TB
-	dir     string
-	fake    *slacktest.Server
-	client  *http.Client
-	app     *gateway.App
-	m       *Messenger
-	handler http.Handler
-	runs    int
-	gen     int
-	seq     int
-	rid     string
-	gid     int64
+	*gatewaytest.Fuzz
+	fake   *slacktest.Server
+	client *http.Client
+	inputs int
+	seq    int
+	rid    string
+	gid    int64
 }
 
 // fakeOnly lets the adapter reach the fake and nothing else: payloads
@@ -75,75 +69,58 @@ func (f fakeOnly) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func newFuzzSlack(f *testing.F) *fuzzSlack {
-	h := &fuzzSlack{tb: f, dir: f.TempDir(), fake: slacktest.New(slacktest.Options{BotToken: fuzzBot})}
+	h := &fuzzSlack{fake: slacktest.New(slacktest.Options{BotToken: fuzzBot})}
 	u, _ := url.Parse(h.fake.URL)
 	h.client = &http.Client{Timeout: 10 * time.Second,
 		Transport: fakeOnly{host: u.Host, next: &http.Transport{MaxIdleConnsPerHost: 4}}}
 	f.Cleanup(func() {
-		h.close()
 		h.client.CloseIdleConnections()
 		h.fake.Close()
 	})
-	h.open()
+	h.Fuzz = gatewaytest.NewFuzz(f, fuzzRotate, func(_ testing.TB, cfg config.Config) (config.Config, gateway.AppOptions) {
+		if err := cfg.AddSections(Section); err != nil {
+			panic(err)
+		}
+		a := config.NewAgent("a1")
+		a.Token = "tok-fuzz-slack-a1"
+		cfg.Agents = []config.Agent{a}
+		*Of(cfg) = Config{BotToken: fuzzBot, SigningSecret: fuzzSecret, ChannelID: "C0APPROVALS",
+			APIURL: h.fake.APIURL(), Chat: messenger.Chat[string]{Approvers: []string{fuzzApprover}, Admins: []string{fuzzApprover, fuzzAdmin}}}
+		return cfg, gateway.AppOptions{Messengers: []messenger.Factory{
+			Factory(*Of(cfg), Options{Options: messenger.Options{HTTPClient: h.client, Location: time.UTC}})}}
+	})
+	h.Closing = func(app *gateway.App) {
+		app.Messengers[0].(*Messenger).shutdown() // waits for the jobs; Run, which would, never ran
+	}
 	return h
 }
 
-func (h *fuzzSlack) open() {
-	h.gen++
-	cfg := config.Default()
-	if err := cfg.AddSections(Section); err != nil {
-		panic(err)
-	}
-	cfg.Storage.Path = filepath.Join(h.dir, "gateway-"+strconv.Itoa(h.gen)+".db")
-	cfg.Vaglio.LogDir = ""
-	a := config.NewAgent("a1")
-	a.Token = "tok-fuzz-slack-a1"
-	cfg.Agents = []config.Agent{a}
-	*Of(cfg) = Config{BotToken: fuzzBot, SigningSecret: fuzzSecret, ChannelID: "C0APPROVALS",
-		APIURL: h.fake.APIURL(), Chat: messenger.Chat[string]{Approvers: []string{fuzzApprover}, Admins: []string{fuzzApprover, fuzzAdmin}}}
-	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: h.dir,
-		Messengers: []messenger.Factory{Factory(*Of(cfg), Options{Options: messenger.Options{HTTPClient: h.client, Location: time.UTC}})}})
-	if err != nil {
-		h.tb.Fatalf("NewApp: %v", err)
-	}
-	h.app, h.m, h.handler = app, app.Messengers[0].(*Messenger), app.Server.Handler()
-	h.runs, h.rid, h.gid = 0, "", 0
-}
-
-func (h *fuzzSlack) close() {
-	if h.app == nil {
-		return
-	}
-	h.m.shutdown() // waits for the jobs; Run, which would, never ran
-	path := h.app.Config.Storage.Path
-	if err := h.app.Close(); err != nil {
-		h.tb.Errorf("Close: %v", err)
-	}
-	h.app = nil
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		_ = os.Remove(path + suffix)
-	}
-}
+// m is the generation's adapter.
+func (h *fuzzSlack) m() *Messenger { return h.App.Messengers[0].(*Messenger) }
 
 // prepare readies the gateway for one input: a fresh database now and
 // then, a pending request and an active grant, and no memory of earlier
 // inputs in the replay cache (the same input must act the same).
 func (h *fuzzSlack) prepare(t *testing.T) {
-	if h.runs++; h.runs > fuzzRotate {
-		h.close()
-		h.open()
-		h.runs = 1
+	if h.Next(t) {
+		h.rid, h.gid = "", 0
 	}
-	if h.runs%100 == 0 {
+	if h.inputs++; h.inputs%100 == 0 {
 		h.fake.Reset()
 	}
+	h.ready(t)
+}
+
+// ready forgets the replays and makes a pending request and an active
+// grant, where the last input left none.
+func (h *fuzzSlack) ready(t *testing.T) {
 	ctx := context.Background()
-	if _, err := h.app.DB.ExecContext(ctx, `DELETE FROM replays WHERE messenger = 'slack'`); err != nil {
+	if _, err := h.App.DB.ExecContext(ctx, `DELETE FROM replays WHERE messenger = 'slack'`); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := h.app.Service.Get(ctx, h.rid); err != nil || r.Status != approvals.StatusPending {
+	if r, err := h.App.Service.Get(ctx, h.rid); err != nil || r.Status != approvals.StatusPending {
 		h.seq++ // a new target each time: an Allow always grant covers the old one
-		r, _, err := h.app.Service.Submit(ctx, approvals.Submission{
+		r, _, err := h.App.Service.Submit(ctx, approvals.Submission{
 			Profile: policy.Profile{Agent: "a1", Ceiling: policy.Supervised}, Capability: "fs:write",
 			Target: fmt.Sprintf("/srv/fuzz/%d/report.pdf", h.seq), Channel: "web", SenderID: "owner",
 			Intent: "write the report", Executor: "report_writer",
@@ -153,8 +130,8 @@ func (h *fuzzSlack) prepare(t *testing.T) {
 		}
 		h.rid = r.ID
 	}
-	if g, err := h.app.Grants.Get(ctx, h.gid); err != nil || !g.Active {
-		g, err := h.app.Grants.Record(ctx, policy.NewGrant{Principal: policy.Principal{Channel: "web", SenderID: "owner"},
+	if g, err := h.App.Grants.Get(ctx, h.gid); err != nil || !g.Active {
+		g, err := h.App.Grants.Record(ctx, policy.NewGrant{Principal: policy.Principal{Channel: "web", SenderID: "owner"},
 			Capability: "fs:read", Target: "/srv/notes/*", GrantedBy: "fuzz", TTL: time.Hour})
 		if err != nil {
 			t.Fatalf("setup: grant: %v", err)
@@ -172,8 +149,8 @@ func (h *fuzzSlack) post(t *testing.T, path string, body []byte) *httptest.Respo
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	rec := httptest.NewRecorder()
-	h.handler.ServeHTTP(rec, req)
-	h.m.jobs.Wait()
+	h.Handler.ServeHTTP(rec, req)
+	h.m().jobs.Wait()
 	if rec.Code != http.StatusOK && rec.Code != http.StatusBadRequest {
 		t.Fatalf("POST %s answered %d: %s", path, rec.Code, rec.Body)
 	}
@@ -238,7 +215,7 @@ func (h *fuzzSlack) wantRevoke(body string) bool {
 // what should have.
 func (h *fuzzSlack) checkState(t *testing.T, what string, live bool, d approvals.Decision, revoke bool) {
 	ctx := context.Background()
-	r, err := h.app.Service.Get(ctx, h.rid)
+	r, err := h.App.Service.Get(ctx, h.rid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +227,7 @@ func (h *fuzzSlack) checkState(t *testing.T, what string, live bool, d approvals
 	case r.Status != approvals.StatusPending && (r.Decision == nil || *r.Decision != d || !strings.HasPrefix(r.DecidedBy, "slack:")):
 		t.Fatalf("%s: want %s by slack, got %s %v by %s", what, d, r.Status, r.Decision, r.DecidedBy)
 	}
-	g, err := h.app.Grants.Get(ctx, h.gid)
+	g, err := h.App.Grants.Get(ctx, h.gid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,8 +286,7 @@ func FuzzSlackPayload(f *testing.F) {
 		rec := h.post(t, "/slack/interactions", []byte("payload="+url.QueryEscape(payload)))
 		h.checkState(t, "the payload", rec.Code == http.StatusOK, d, revoke)
 		if d != "" || revoke {
-			h.prepare(t) // the command gets a pending request and an active grant too
-			h.runs--
+			h.ready(t) // the command gets a pending request and an active grant too
 			gid = strconv.FormatInt(h.gid, 10)
 			fill = strings.NewReplacer(ridMark, h.rid, gidMark, gid, url.QueryEscape(gidMark), gid)
 		}

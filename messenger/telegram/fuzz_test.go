@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +18,7 @@ import (
 	"github.com/metnos/gateway/cards"
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
+	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/messenger"
 	"github.com/metnos/gateway/messenger/telegram"
 	"github.com/metnos/gateway/messenger/telegram/telegramtest"
@@ -36,86 +35,52 @@ const (
 	fzGidMark  = "{gid}"
 )
 
-// fzTB lets the fake be made inside the fuzz function, where F's methods
-// may not be called: its cleanups run when the gateway is rotated.
-type fzTB struct {
-	testing.TB
-	cleanups []func()
-}
-
-func (t *fzTB) Helper()          {}
-func (t *fzTB) Cleanup(f func()) { t.cleanups = append(t.cleanups, f) }
-
-// fzGateway is a gateway with the Telegram adapter in webhook mode (which
-// handles an update before answering it) on a temp SQLite file, in front
-// of a fake Bot API, with one pending request and one active grant.
+// fzGateway is a gateway (gatewaytest.Fuzz) with the Telegram adapter in
+// webhook mode (which handles an update before answering it) in front of
+// a fake Bot API of its own each generation, with one pending request and
+// one active grant.
 type fzGateway struct {
-	tb      testing.TB
-	dir     string
-	ftb     *fzTB
-	app     *gateway.App
-	handler http.Handler
-	runs    int
-	gen     int
-	seq     int
-	update  int
-	rid     string
-	gid     int64
+	*gatewaytest.Fuzz
+	seq    int
+	update int
+	rid    string
+	gid    int64
 }
 
-func (g *fzGateway) open() {
-	g.gen++
-	g.ftb = &fzTB{TB: g.tb}
-	fake := telegramtest.New(g.ftb, telegramtest.Options{})
-	cfg := config.Default()
-	if err := cfg.AddSections(telegram.Section); err != nil {
-		panic(err)
-	}
-	cfg.Storage.Path = filepath.Join(g.dir, "gateway-"+strconv.Itoa(g.gen)+".db")
-	cfg.Vaglio.LogDir = ""
-	a := config.NewAgent("a1")
-	a.Token = "tok-fuzz-telegram-a1"
-	cfg.Agents = []config.Agent{a}
-	*telegram.Of(cfg) = telegram.Config{Token: telegramtest.DefaultToken, ChatID: fzChat, Chat: messenger.Chat[int64]{Approvers: []int64{fzApprover}},
-		APIEndpoint: fake.Endpoint(), WebhookURL: "https://gateway.example/telegram/webhook", WebhookSecret: fzSecret}
-	app, err := gateway.NewApp(context.Background(), cfg, gateway.AppOptions{Home: g.dir,
-		Messengers: []messenger.Factory{telegram.Factory(telegram.Options{Config: *telegram.Of(cfg),
-			Location: time.UTC, CallTimeout: 5 * time.Second})}})
-	if err != nil {
-		g.tb.Fatalf("NewApp: %v", err)
-	}
-	g.app, g.handler, g.runs, g.rid, g.gid = app, app.Server.Handler(), 0, "", 0
-}
-
-func (g *fzGateway) close() {
-	if g.app == nil {
-		return
-	}
-	path := g.app.Config.Storage.Path
-	if err := g.app.Close(); err != nil {
-		g.tb.Errorf("Close: %v", err)
-	}
-	g.app = nil
-	for i := len(g.ftb.cleanups) - 1; i >= 0; i-- {
-		g.ftb.cleanups[i]()
-	}
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		_ = os.Remove(path + suffix)
-	}
+func newFzGateway(f *testing.F) *fzGateway {
+	g := &fzGateway{}
+	g.Fuzz = gatewaytest.NewFuzz(f, fzRotate, func(tb testing.TB, cfg config.Config) (config.Config, gateway.AppOptions) {
+		fake := telegramtest.New(tb, telegramtest.Options{})
+		if err := cfg.AddSections(telegram.Section); err != nil {
+			panic(err)
+		}
+		a := config.NewAgent("a1")
+		a.Token = "tok-fuzz-telegram-a1"
+		cfg.Agents = []config.Agent{a}
+		*telegram.Of(cfg) = telegram.Config{Token: telegramtest.DefaultToken, ChatID: fzChat, Chat: messenger.Chat[int64]{Approvers: []int64{fzApprover}},
+			APIEndpoint: fake.Endpoint(), WebhookURL: "https://gateway.example/telegram/webhook", WebhookSecret: fzSecret}
+		return cfg, gateway.AppOptions{Messengers: []messenger.Factory{telegram.Factory(telegram.Options{Config: *telegram.Of(cfg),
+			Location: time.UTC, CallTimeout: 5 * time.Second})}}
+	})
+	return g
 }
 
 // prepare readies one input: a fresh gateway now and then, a pending
 // request and an active grant.
 func (g *fzGateway) prepare(t *testing.T) {
-	if g.runs++; g.runs > fzRotate {
-		g.close()
-		g.open()
-		g.runs = 1
+	if g.Next(t) {
+		g.rid, g.gid = "", 0
 	}
+	g.ready(t)
+}
+
+// ready makes a pending request and an active grant, where the last
+// input left none.
+func (g *fzGateway) ready(t *testing.T) {
 	ctx := context.Background()
-	if r, err := g.app.Service.Get(ctx, g.rid); err != nil || r.Status != approvals.StatusPending {
+	if r, err := g.App.Service.Get(ctx, g.rid); err != nil || r.Status != approvals.StatusPending {
 		g.seq++ // a new target each time: an Allow always grant covers the old one
-		r, _, err := g.app.Service.Submit(ctx, approvals.Submission{
+		r, _, err := g.App.Service.Submit(ctx, approvals.Submission{
 			Profile: policy.Profile{Agent: "a1", Ceiling: policy.Supervised}, Capability: "fs:write",
 			Target: fmt.Sprintf("/srv/fuzz/%d/report.pdf", g.seq), Channel: "web", SenderID: "owner",
 			Intent: "write the report", Executor: "report_writer",
@@ -125,8 +90,8 @@ func (g *fzGateway) prepare(t *testing.T) {
 		}
 		g.rid = r.ID
 	}
-	if gr, err := g.app.Grants.Get(ctx, g.gid); err != nil || !gr.Active {
-		gr, err := g.app.Grants.Record(ctx, policy.NewGrant{Principal: policy.Principal{Channel: "web", SenderID: "owner"},
+	if gr, err := g.App.Grants.Get(ctx, g.gid); err != nil || !gr.Active {
+		gr, err := g.App.Grants.Record(ctx, policy.NewGrant{Principal: policy.Principal{Channel: "web", SenderID: "owner"},
 			Capability: "fs:read", Target: "/srv/notes/*", GrantedBy: "fuzz", TTL: time.Hour})
 		if err != nil {
 			t.Fatalf("setup: grant: %v", err)
@@ -148,7 +113,7 @@ func (g *fzGateway) deliver(t *testing.T, u tgbotapi.Update) {
 	req.Header.Set(telegram.SecretHeader, fzSecret)
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
-	g.handler.ServeHTTP(rec, req)
+	g.Handler.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
 		t.Fatalf("webhook answered %d: %s", rec.Code, rec.Body)
 	}
@@ -158,7 +123,7 @@ func (g *fzGateway) deliver(t *testing.T, u tgbotapi.Update) {
 // (and, when live, must do).
 func (g *fzGateway) check(t *testing.T, what string, d approvals.Decision, revoke, live bool) {
 	ctx := context.Background()
-	r, err := g.app.Service.Get(ctx, g.rid)
+	r, err := g.App.Service.Get(ctx, g.rid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +135,7 @@ func (g *fzGateway) check(t *testing.T, what string, d approvals.Decision, revok
 	case r.Status != approvals.StatusPending && (r.Decision == nil || *r.Decision != d || !strings.HasPrefix(r.DecidedBy, "telegram:")):
 		t.Fatalf("%s: want %s by telegram, got %s %v by %s", what, d, r.Status, r.Decision, r.DecidedBy)
 	}
-	gr, err := g.app.Grants.Get(ctx, g.gid)
+	gr, err := g.App.Grants.Get(ctx, g.gid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,9 +152,7 @@ func (g *fzGateway) check(t *testing.T, what string, d approvals.Decision, revok
 // the webhook: no panic, and nothing is decided or revoked unless the
 // update is well-formed and from an approver.
 func FuzzTelegramUpdate(f *testing.F) {
-	g := &fzGateway{tb: f, dir: f.TempDir()}
-	f.Cleanup(g.close)
-	g.open()
+	g := newFzGateway(f)
 	for _, s := range []struct {
 		data, text string
 		who        uint8
@@ -241,8 +204,7 @@ func FuzzTelegramUpdate(f *testing.F) {
 			Message: &tgbotapi.Message{MessageID: 7, Chat: &tgbotapi.Chat{ID: fzChat, Type: "supergroup"}, ReplyMarkup: &kb}}})
 		g.check(t, "the tap", d, approver && data == cards.EncodeRevoke(g.gid), true)
 		if d != "" || (approver && data == cards.EncodeRevoke(g.gid)) {
-			g.prepare(t)
-			g.runs--
+			g.ready(t)
 		}
 
 		// A typed command is read leniently ("/revoke #07" is grant 7), so
