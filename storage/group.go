@@ -218,7 +218,7 @@ func (db *DB) writeLoop() {
 				t = time.NewTimer(time.Hour)
 				t.Stop()
 			}
-			g.gather(int64(n), min(took, maxGather), t)
+			g.gather(int64(n), min(gatherFor*took, maxGather), t)
 		}
 		if g.head.Load() == nil && !g.resume() {
 			return
@@ -226,11 +226,17 @@ func (db *DB) writeLoop() {
 	}
 }
 
-// maxGather bounds gather's wait.
-const maxGather = 2 * time.Millisecond
+// gatherFor is how long gather waits, in commits as long as the last;
+// maxGather bounds it. With one commit's time, groups of 64 clients
+// through HTTP grew from about 4 calls to about 7, with two to 13–30
+// (four gave no more).
+const (
+	gatherFor = 2
+	maxGather = 2 * time.Millisecond
+)
 
-// gather waits, after a group of n calls whose commit took d, until as
-// many calls are queued again, or for d, whichever comes first. On SQLite
+// gather waits, after a group of n calls, until as many calls are queued
+// again, or for d, whichever comes first. On SQLite
 // every commit writes a page of each table and index it touched (eleven
 // for a decided-now request: its row, its audit row, their indexes, the
 // chain's head), however few rows it holds, and writing them is most of a
@@ -238,9 +244,9 @@ const maxGather = 2 * time.Millisecond
 // same cores as the writer, so without the wait a loaded gateway's groups
 // stayed at the few calls that queued during one commit. The n callers
 // just answered are the likeliest to call again; the wait ends as soon as
-// n calls are queued, and never lasts longer than the commit before it
-// (bounded by maxGather), so a lone caller or a slowing load waits at most
-// one commit's time. It does not wait after a group of one (no sign of
+// n calls are queued, and never lasts longer than twice the commit before
+// it (bounded by maxGather), so a lone caller or a slowing load waits at
+// most two commits' time. It does not wait after a group of one (no sign of
 // concurrent callers), and PostgreSQL's writer does not call it: there the
 // calls queue while the writer waits for the server.
 func (g *groupCommit) gather(n int64, d time.Duration, t *time.Timer) {
