@@ -221,8 +221,8 @@ func runKillRestart(t *testing.T) {
 	for _, d := range fig.killAfter {
 		loadTime += d
 	}
-	report.add(sc, "setup", "`gateway serve` child on one SQLite file, 49 agents + 1 admin, fake Telegram + Slack; load between kills: 4 creators (%.0f req/s: 60%% 10 min timeout, 25%% 10–25 s, 15%% decided on arrival), 1 decider/canceller (admin API, agent DELETE), 1 long-poller",
-		float64(len(st.all()))/loadTime.Seconds())
+	report.add(sc, "setup", "`gateway serve` child on one %s database, 49 agents + 1 admin, fake Telegram + Slack; load between kills: 4 creators (%.0f req/s: 60%% 10 min timeout, 25%% 10–25 s, 15%% decided on arrival), 1 decider/canceller (admin API, agent DELETE), 1 long-poller",
+		storeName(), float64(len(st.all()))/loadTime.Seconds())
 	report.add(sc, "kills", "%d × SIGKILL at random moments: after %s s of load", len(fig.killAfter), secs(fig.killAfter))
 	report.add(sc, "pending at each kill", "%s", ints(fig.pendingAtKill))
 	report.add(sc, "down for (s) / restart → ready", "%s / %s", secs(fig.down), durations(fig.ready))

@@ -154,8 +154,8 @@ func runLoad(t *testing.T) {
 	if _, ok := tg.Await(30*time.Second, func(c telegramtest.Call) bool { return c.Method == "setMyCommands" }); !ok {
 		t.Fatal("the gateway never reached the fake Telegram (setMyCommands, at start)")
 	}
-	report.add(sc, "setup", "1 gateway process (`gateway serve`, SQLite), %d agents, fake Telegram + fake Slack on loopback, notify telegram+slack+web; start to ready %s",
-		nAgents, ms(gw.ready))
+	report.add(sc, "setup", "1 gateway process (`gateway serve`, %s), %d agents, fake Telegram + fake Slack on loopback, notify telegram+slack+web; start to ready %s",
+		storeName(), nAgents, ms(gw.ready))
 
 	smp := startSampler(gw.pid(), gw.URL, 5*time.Second)
 	ap := newApprover(tg, sl, sec.SlackSigning, func() string { return gw.URL })

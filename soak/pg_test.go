@@ -23,6 +23,15 @@ import (
 // restarted gateway finds its database again).
 var soakDSN = os.Getenv("SOAK_DSN")
 
+// storeName is what the report calls the store the gateways keep their
+// state in.
+func storeName() string {
+	if soakDSN != "" {
+		return "PostgreSQL"
+	}
+	return "SQLite"
+}
+
 var schemasMu sync.Mutex
 
 // schemaDSN returns the DSN of dir's gateway: SOAK_DSN with its own
