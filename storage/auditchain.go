@@ -66,7 +66,7 @@ func appendChained(ctx context.Context, q txQuerier, e AuditEvent, detail []byte
 	if e.GrantID != 0 {
 		grant = strconv.FormatInt(e.GrantID, 10)
 	}
-	hash, err := chainHash(c.hash, canonical(at, e.Actor, e.Event, e.RequestID, grant, string(detail)))
+	hash, err := rowHash(c.hash, at, e.Actor, e.Event, e.RequestID, grant, detail)
 	if err != nil {
 		return err
 	}
@@ -139,29 +139,83 @@ func canonical(at, actor, event, requestID, grantID, detail string) []byte {
 	}
 	b := make([]byte, 0, n)
 	for _, f := range fields {
-		b = strconv.AppendInt(b, int64(len(f)), 10)
-		b = append(b, ':')
-		b = append(b, f...)
-		b = append(b, ',')
+		b = appendNetstring(b, f)
 	}
 	return b
+}
+
+// appendNetstring appends f to b as a netstring ("<length>:<bytes>,").
+func appendNetstring[T string | []byte](b []byte, f T) []byte {
+	b = strconv.AppendInt(b, int64(len(f)), 10)
+	b = append(b, ':')
+	b = append(b, f...)
+	return append(b, ',')
 }
 
 // chainHash is the hash of a row whose predecessor's hash is prev ("" for
 // the genesis row: 32 zero bytes).
 func chainHash(prev string, canon []byte) (string, error) {
-	p := make([]byte, sha256.Size)
-	if prev != "" {
-		b, err := hex.DecodeString(prev)
-		if err != nil || len(b) != sha256.Size {
-			return "", fmt.Errorf("audit chain: malformed hash %q", prev)
-		}
-		p = b
+	b := make([]byte, sha256.Size, sha256.Size+len(canon))
+	return hashAfter(prev, append(b, canon...))
+}
+
+// rowHash is chainHash(prev, canonical(at, actor, event, requestID,
+// grantID, detail)) in one buffer: the group writer hashes every row it
+// appends while it holds the write lock.
+func rowHash(prev, at, actor, event, requestID, grantID string, detail []byte) (string, error) {
+	fields := [...]string{at, actor, event, requestID, grantID}
+	n := sha256.Size + len(detail) + 12
+	for _, f := range fields {
+		n += len(f) + 12 // as in canonical
 	}
-	h := sha256.New()
-	h.Write(p)
-	h.Write(canon)
-	return hex.EncodeToString(h.Sum(nil)), nil
+	b := make([]byte, sha256.Size, n)
+	for _, f := range fields {
+		b = appendNetstring(b, f)
+	}
+	return hashAfter(prev, appendNetstring(b, detail))
+}
+
+// hashAfter hashes b, whose first sha256.Size bytes are zero and stand for
+// the predecessor's hash, prev (they stay zero when prev is "": the genesis
+// row), and the rest is the row's canonical encoding; the hash in hex.
+func hashAfter(prev string, b []byte) (string, error) {
+	if prev != "" && !decodeHash(b[:sha256.Size], prev) {
+		return "", fmt.Errorf("audit chain: malformed hash %q", prev)
+	}
+	sum := sha256.Sum256(b)
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:]), nil
+}
+
+// decodeHash decodes the hex s into dst, false unless s is exactly
+// len(dst) bytes in hex (either case), as hex.DecodeString and a length
+// check would say, without copying s.
+func decodeHash(dst []byte, s string) bool {
+	if len(s) != 2*len(dst) {
+		return false
+	}
+	for i := range dst {
+		hi, ok1 := fromHex(s[2*i])
+		lo, ok2 := fromHex(s[2*i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return true
+}
+
+func fromHex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 func (e *AuditEvent) canonical() []byte {
