@@ -5,20 +5,16 @@ import (
 	"math"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // This file writes OTLP's protobuf messages (opentelemetry/proto/trace/v1
-// and common/v1) straight from the SDK's finished spans into one reused
-// buffer, field by field, where the OTLP exporter builds a tree of
+// and common/v1) straight from the finished spans into one reused buffer,
+// field by field, where OpenTelemetry's exporter builds a tree of
 // generated messages per span (three allocations per attribute) and then
 // marshals it. The bytes are the same messages; TestEncode_AsTheExporter
-// holds them to what the exporter's own transform makes.
+// holds them to what that exporter makes of the same spans.
 
 // The field numbers of the messages written here.
 const (
@@ -27,43 +23,24 @@ const (
 	fResourceSpansSchemaURL  protowire.Number = 3
 
 	fResourceAttributes protowire.Number = 1
-	fResourceDropped    protowire.Number = 2
 
-	fScopeSpansScope     protowire.Number = 1
-	fScopeSpansSpans     protowire.Number = 2
-	fScopeSpansSchemaURL protowire.Number = 3
+	fScopeSpansScope protowire.Number = 1
+	fScopeSpansSpans protowire.Number = 2
 
-	fScopeName       protowire.Number = 1
-	fScopeVersion    protowire.Number = 2
-	fScopeAttributes protowire.Number = 3
+	fScopeName protowire.Number = 1
 
-	fSpanTraceID       protowire.Number = 1
-	fSpanSpanID        protowire.Number = 2
-	fSpanTraceState    protowire.Number = 3
-	fSpanParentSpanID  protowire.Number = 4
-	fSpanName          protowire.Number = 5
-	fSpanKind          protowire.Number = 6
-	fSpanStart         protowire.Number = 7
-	fSpanEnd           protowire.Number = 8
-	fSpanAttributes    protowire.Number = 9
-	fSpanDroppedAttrs  protowire.Number = 10
-	fSpanEvents        protowire.Number = 11
-	fSpanDroppedEvents protowire.Number = 12
-	fSpanLinks         protowire.Number = 13
-	fSpanDroppedLinks  protowire.Number = 14
-	fSpanStatus        protowire.Number = 15
-	fSpanFlags         protowire.Number = 16
-
-	fEventTime       protowire.Number = 1
-	fEventName       protowire.Number = 2
-	fEventAttributes protowire.Number = 3
-	fEventDropped    protowire.Number = 4
-
-	fLinkTraceID    protowire.Number = 1
-	fLinkSpanID     protowire.Number = 2
-	fLinkAttributes protowire.Number = 4
-	fLinkDropped    protowire.Number = 5
-	fLinkFlags      protowire.Number = 6
+	fSpanTraceID      protowire.Number = 1
+	fSpanSpanID       protowire.Number = 2
+	fSpanTraceState   protowire.Number = 3
+	fSpanParentSpanID protowire.Number = 4
+	fSpanName         protowire.Number = 5
+	fSpanKind         protowire.Number = 6
+	fSpanStart        protowire.Number = 7
+	fSpanEnd          protowire.Number = 8
+	fSpanAttributes   protowire.Number = 9
+	fSpanDroppedAttrs protowire.Number = 10
+	fSpanStatus       protowire.Number = 15
+	fSpanFlags        protowire.Number = 16
 
 	fStatusMessage protowire.Number = 2
 	fStatusCode    protowire.Number = 3
@@ -88,12 +65,8 @@ const (
 	flagIsRemote    = 0x200
 )
 
-// The status codes (Status.StatusCode in OTLP).
-const (
-	statusUnset = 0
-	statusOK    = 1
-	statusError = 2
-)
+// statusError is a failed span's Status.StatusCode in OTLP.
+const statusError = 2
 
 // open starts a length-delimited field at the end of b; closeField
 // finishes it once its content is appended.
@@ -146,139 +119,164 @@ func appendFixed32(b []byte, num protowire.Number, v uint32) []byte {
 // count is a dropped count as OTLP's uint32.
 func count(n int) uint64 { return uint64(min(max(n, 0), math.MaxUint32)) }
 
-// unixNano is t in OTLP's unsigned nanoseconds, 0 before 1970.
-func unixNano(t interface{ UnixNano() int64 }) uint64 { return uint64(max(t.UnixNano(), 0)) }
-
-// appendResourceSpans appends one ResourceSpans' fields (not wrapped: the
-// caller's message is the ResourceSpans) holding spans, which all have res
-// as their resource, grouped by their instrumentation scope in order of
-// first appearance.
-func appendResourceSpans(b []byte, res *resource.Resource, spans []sdktrace.ReadOnlySpan, scopes []instrumentation.Scope) []byte {
-	if res != nil {
-		var at int
-		b, at = open(b)
-		for it := res.Iter(); it.Next(); {
-			b = appendKeyValue(b, fResourceAttributes, it.Attribute())
-		}
-		b = closeField(b, at, fResourceSpansResource)
+// appendResource writes res as a ResourceSpans' resource field, and its
+// schema URL: the part of every batch's message that never changes.
+func appendResource(b []byte, res *resource.Resource) []byte {
+	if res == nil {
+		return b
 	}
-	for _, sc := range scopes {
-		var at int
-		b, at = open(b)
-		var sat int
-		b, sat = open(b)
-		b = appendString(b, fScopeName, sc.Name)
-		b = appendString(b, fScopeVersion, sc.Version)
-		for it := sc.Attributes.Iter(); it.Next(); {
-			b = appendKeyValue(b, fScopeAttributes, it.Attribute())
-		}
-		b = closeField(b, sat, fScopeSpansScope)
-		for _, s := range spans {
-			if s.InstrumentationScope() == sc {
-				b = appendSpan(b, s)
-			}
-		}
-		b = appendString(b, fScopeSpansSchemaURL, sc.SchemaURL)
-		b = closeField(b, at, fResourceSpansScopeSpans)
-	}
-	if res != nil {
-		b = appendString(b, fResourceSpansSchemaURL, res.SchemaURL())
-	}
-	return b
-}
-
-// appendSpan appends s as ScopeSpans' field spans.
-func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 	var at int
 	b, at = open(b)
-	sc := s.SpanContext()
-	tid, sid := sc.TraceID(), sc.SpanID()
-	b = appendBytes(b, fSpanTraceID, tid[:])
-	b = appendBytes(b, fSpanSpanID, sid[:])
-	b = appendString(b, fSpanTraceState, sc.TraceState().String())
-	parent := s.Parent()
-	if psid := parent.SpanID(); psid.IsValid() {
-		b = appendBytes(b, fSpanParentSpanID, psid[:])
+	for it := res.Iter(); it.Next(); {
+		b = appendKeyValue(b, fResourceAttributes, it.Attribute())
 	}
-	b = appendString(b, fSpanName, s.Name())
-	b = appendUint(b, fSpanKind, spanKind(s.SpanKind()))
-	b = appendFixed64(b, fSpanStart, unixNano(s.StartTime()))
-	b = appendFixed64(b, fSpanEnd, unixNano(s.EndTime()))
-	for _, kv := range s.Attributes() {
-		b = appendKeyValue(b, fSpanAttributes, kv)
-	}
-	b = appendUint(b, fSpanDroppedAttrs, count(s.DroppedAttributes()))
-	for _, e := range s.Events() {
-		var et int
-		b, et = open(b)
-		b = appendFixed64(b, fEventTime, unixNano(e.Time))
-		b = appendString(b, fEventName, e.Name)
-		for _, kv := range e.Attributes {
-			b = appendKeyValue(b, fEventAttributes, kv)
-		}
-		b = appendUint(b, fEventDropped, count(e.DroppedAttributeCount))
-		b = closeField(b, et, fSpanEvents)
-	}
-	b = appendUint(b, fSpanDroppedEvents, count(s.DroppedEvents()))
-	for _, l := range s.Links() {
-		var lt int
-		b, lt = open(b)
-		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
-		b = appendBytes(b, fLinkTraceID, ltid[:])
-		b = appendBytes(b, fLinkSpanID, lsid[:])
-		// No trace_state: the exporter's transform writes none for a link.
-		for _, kv := range l.Attributes {
-			b = appendKeyValue(b, fLinkAttributes, kv)
-		}
-		b = appendUint(b, fLinkDropped, count(l.DroppedAttributeCount))
-		b = appendFixed32(b, fLinkFlags, spanFlags(l.SpanContext.TraceFlags(), l.SpanContext))
-		b = closeField(b, lt, fSpanLinks)
-	}
-	b = appendUint(b, fSpanDroppedLinks, count(s.DroppedLinks()))
-	var st int
-	b, st = open(b)
-	status := s.Status()
-	b = appendString(b, fStatusMessage, status.Description)
-	b = appendUint(b, fStatusCode, statusCode(status.Code))
-	b = closeField(b, st, fSpanStatus)
-	b = appendFixed32(b, fSpanFlags, spanFlags(sc.TraceFlags(), parent))
-	return closeField(b, at, fScopeSpansSpans)
+	b = closeField(b, at, fResourceSpansResource)
+	return appendString(b, fResourceSpansSchemaURL, res.SchemaURL())
 }
+
+// appendResourceSpans appends one ResourceSpans' fields (not wrapped: the
+// caller's message is the ResourceSpans): res, from appendResource, and
+// spans, all of the gateway's scope.
+func appendResourceSpans(b, res []byte, spans []*span) []byte {
+	b = append(b, res...)
+	var at, sat int
+	b, at = open(b)
+	b, sat = open(b)
+	b = appendString(b, fScopeName, ScopeName)
+	b = closeField(b, sat, fScopeSpansScope)
+	for _, s := range spans {
+		b = appendSpan(b, s)
+	}
+	return closeField(b, at, fResourceSpansScopeSpans)
+}
+
+// appendSpan appends s, ended, as ScopeSpans' field spans. Its length
+// and its attributes' are computed first (spanSize): the bytes are
+// written once, not moved to make room for a length (closeField).
+func appendSpan(b []byte, s *span) []byte {
+	b = protowire.AppendTag(b, fScopeSpansSpans, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(spanSize(s)))
+	b = appendBytes(b, fSpanTraceID, s.id.trace[:])
+	b = appendBytes(b, fSpanSpanID, s.id.span[:])
+	b = appendString(b, fSpanTraceState, s.id.state)
+	if s.parent != ([8]byte{}) {
+		b = appendBytes(b, fSpanParentSpanID, s.parent[:])
+	}
+	b = appendString(b, fSpanName, s.name)
+	b = appendUint(b, fSpanKind, uint64(s.kind))
+	b = appendFixed64(b, fSpanStart, spanStart(s))
+	b = appendFixed64(b, fSpanEnd, uint64(max(s.end, 0)))
+	for _, a := range s.attrs[:s.n] {
+		b = appendAttr(b, a)
+	}
+	for _, a := range s.more {
+		b = appendAttr(b, a)
+	}
+	b = appendUint(b, fSpanDroppedAttrs, count(s.dropped))
+	b = protowire.AppendTag(b, fSpanStatus, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(statusSize(s)))
+	if s.failed {
+		b = appendString(b, fStatusMessage, s.desc)
+		b = appendUint(b, fStatusCode, statusError)
+	}
+	return protowire.AppendFixed32(protowire.AppendTag(b, fSpanFlags, protowire.Fixed32Type), spanFlags(s))
+}
+
+func spanStart(s *span) uint64 { return uint64(max(s.start.UnixNano(), 0)) }
 
 // spanFlags are the W3C flags, and whether the parent is remote (which
 // OTLP says is known).
-func spanFlags(tf trace.TraceFlags, parent trace.SpanContext) uint32 {
-	f := uint32(tf) | flagHasIsRemote
-	if parent.IsRemote() {
+func spanFlags(s *span) uint32 {
+	f := uint32(s.traceFlag) | flagHasIsRemote
+	if s.remote {
 		f |= flagIsRemote
 	}
 	return f
 }
 
-func spanKind(k trace.SpanKind) uint64 {
-	switch k {
-	case trace.SpanKindInternal:
-		return 1
-	case trace.SpanKindServer:
-		return 2
-	case trace.SpanKindClient:
-		return 3
-	case trace.SpanKindProducer:
-		return 4
-	case trace.SpanKindConsumer:
-		return 5
+// spanSize is the length of what appendSpan writes after the length.
+func spanSize(s *span) int {
+	n := sizeBytes(fSpanTraceID, len(s.id.trace)) + sizeBytes(fSpanSpanID, len(s.id.span)) + sizeString(fSpanTraceState, s.id.state)
+	if s.parent != ([8]byte{}) {
+		n += sizeBytes(fSpanParentSpanID, len(s.parent))
 	}
-	return 0
+	n += sizeString(fSpanName, s.name) + sizeUint(fSpanKind, uint64(s.kind)) +
+		sizeFixed64(fSpanStart, spanStart(s)) + sizeFixed64(fSpanEnd, uint64(max(s.end, 0)))
+	for _, a := range s.attrs[:s.n] {
+		n += sizeBytes(fSpanAttributes, attrSize(a))
+	}
+	for _, a := range s.more {
+		n += sizeBytes(fSpanAttributes, attrSize(a))
+	}
+	n += sizeUint(fSpanDroppedAttrs, count(s.dropped)) + sizeBytes(fSpanStatus, statusSize(s))
+	return n + protowire.SizeTag(fSpanFlags) + protowire.SizeFixed32()
 }
 
-func statusCode(c codes.Code) uint64 {
-	switch c {
-	case codes.Ok:
-		return statusOK
-	case codes.Error:
-		return statusError
+func statusSize(s *span) int {
+	if !s.failed {
+		return 0
 	}
-	return statusUnset
+	return sizeString(fStatusMessage, s.desc) + sizeUint(fStatusCode, statusError)
+}
+
+// appendAttr appends a as a span's attribute (a KeyValue).
+func appendAttr(b []byte, a Attr) []byte {
+	b = protowire.AppendTag(b, fSpanAttributes, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(attrSize(a)))
+	b = appendString(b, fKeyValueKey, keyNames[a.key])
+	b = protowire.AppendTag(b, fKeyValueValue, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(valueSize(a)))
+	switch a.kind {
+	case valueInt:
+		return protowire.AppendVarint(protowire.AppendTag(b, fAnyInt, protowire.VarintType), a.x)
+	case valueFloat:
+		return protowire.AppendFixed64(protowire.AppendTag(b, fAnyDouble, protowire.Fixed64Type), a.x)
+	}
+	// A string's one field is written even when it is "", as a oneof's is.
+	return protowire.AppendString(protowire.AppendTag(b, fAnyString, protowire.BytesType), a.s)
+}
+
+// attrSize is the length of a KeyValue holding a.
+func attrSize(a Attr) int {
+	return sizeString(fKeyValueKey, keyNames[a.key]) + sizeBytes(fKeyValueValue, valueSize(a))
+}
+
+// valueSize is the length of an AnyValue holding a's value.
+func valueSize(a Attr) int {
+	switch a.kind {
+	case valueInt:
+		return protowire.SizeTag(fAnyInt) + protowire.SizeVarint(a.x)
+	case valueFloat:
+		return protowire.SizeTag(fAnyDouble) + protowire.SizeFixed64()
+	}
+	return sizeBytes(fAnyString, len(a.s))
+}
+
+// The sizes of what appendBytes, appendString, appendUint and
+// appendFixed64 write.
+func sizeBytes(num protowire.Number, n int) int {
+	return protowire.SizeTag(num) + protowire.SizeBytes(n)
+}
+
+func sizeString(num protowire.Number, s string) int {
+	if s == "" {
+		return 0
+	}
+	return sizeBytes(num, len(s))
+}
+
+func sizeUint(num protowire.Number, v uint64) int {
+	if v == 0 {
+		return 0
+	}
+	return protowire.SizeTag(num) + protowire.SizeVarint(v)
+}
+
+func sizeFixed64(num protowire.Number, v uint64) int {
+	if v == 0 {
+		return 0
+	}
+	return protowire.SizeTag(num) + protowire.SizeFixed64()
 }
 
 // appendKeyValue appends kv as field num, a KeyValue.

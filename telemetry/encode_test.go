@@ -2,8 +2,9 @@ package telemetry
 
 import (
 	"context"
+	"log/slog"
+	"math"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -40,84 +41,113 @@ func (c *captured) UploadTraces(_ context.Context, rss []*tracepb.ResourceSpans)
 	return nil
 }
 
-// sorted orders the scopes of each ResourceSpans by name: the exporter's
-// own transform groups them through a map.
-func sorted(rss []*tracepb.ResourceSpans) []*tracepb.ResourceSpans {
-	for _, rs := range rss {
-		slices.SortFunc(rs.ScopeSpans, func(a, b *tracepb.ScopeSpans) int { return strings.Compare(a.Scope.GetName(), b.Scope.GetName()) })
+// testProvider is a provider exporting through client, the spans of res,
+// that exports only when flushed (or shut down).
+func testProvider(client otlptrace.Client, res *resource.Resource, sampler Sampler) *Provider {
+	return newProvider(Resolved{On: true, Sampler: sampler,
+		Batching: Batching{Queue: 1000, Batch: 1000, Delay: time.Hour, Timeout: time.Minute}},
+		newExporter(client, res), slog.New(slog.DiscardHandler))
+}
+
+// queued is what p's queue holds.
+func queued(p *Provider) []*span {
+	p.q.mu.Lock()
+	defer p.q.mu.Unlock()
+	return append(slices.Concat(p.q.full...), p.q.cur...)
+}
+
+// stubOf is s as OpenTelemetry's SDK would have recorded it.
+func stubOf(t *testing.T, s *span, res *resource.Resource) tracetest.SpanStub {
+	ts, err := trace.ParseTraceState(s.id.state)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return rss
+	st := tracetest.SpanStub{
+		Name: s.name, SpanKind: trace.SpanKind(s.kind),
+		SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: s.id.trace, SpanID: s.id.span,
+			TraceFlags: trace.TraceFlags(s.traceFlag), TraceState: ts}),
+		StartTime: s.start, EndTime: time.Unix(0, s.end), DroppedAttributes: s.dropped,
+		Resource: res, InstrumentationScope: instrumentation.Scope{Name: ScopeName},
+	}
+	if s.parent != ([8]byte{}) {
+		st.Parent = trace.NewSpanContext(trace.SpanContextConfig{TraceID: s.id.trace, SpanID: s.parent, Remote: s.remote})
+	}
+	for _, a := range append(slices.Clone(s.attrs[:s.n]), s.more...) {
+		switch a.kind {
+		case valueInt:
+			st.Attributes = append(st.Attributes, attribute.Int64(keyNames[a.key], int64(a.x)))
+		case valueFloat:
+			st.Attributes = append(st.Attributes, attribute.Float64(keyNames[a.key], math.Float64frombits(a.x)))
+		default:
+			st.Attributes = append(st.Attributes, attribute.String(keyNames[a.key], a.s))
+		}
+	}
+	if s.failed {
+		st.Status = sdktrace.Status{Code: codes.Error, Description: s.desc}
+	}
+	return st
 }
 
 // The messages this package writes are the ones otlptrace's exporter
-// makes of the same spans, field for field: every kind of attribute
-// value, events, links, a status, a remote parent, two scopes, a
-// resource with a schema; and a second batch through the same buffer.
+// makes of the same spans, field for field: a server span under an
+// agent's traceparent and tracestate, its children, a span joined later
+// by a kept traceparent, a new trace; every kind of attribute value (of
+// the resource's: all OTLP has), a value set twice, a failed status; and
+// a second batch through the same buffer.
 func TestEncode_AsTheExporter(t *testing.T) {
 	ctx := context.Background()
-	tid := trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
-	ts, err := trace.ParseTraceState("vendor=abc,other=x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := func(sid byte, remote bool) trace.SpanContext {
-		return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: trace.SpanID{sid, 1, 2, 3, 4, 5, 6, 7},
-			TraceFlags: trace.FlagsSampled, TraceState: ts, Remote: remote})
-	}
 	res := resource.NewWithAttributes("https://opentelemetry.io/schemas/1.26.0",
-		attribute.String("service.name", "metnos-gateway"), attribute.Int("n", 3))
-	start := time.Date(2026, 11, 28, 15, 0, 0, 123456789, time.UTC)
-	every := []attribute.KeyValue{
-		attribute.String("s", "v"), attribute.String("empty", ""), attribute.Bool("t", true), attribute.Bool("f", false),
-		attribute.Int64("i", -42), attribute.Int64("zero", 0), attribute.Float64("x", 0.25),
+		attribute.String("service.name", "metnos-gateway"), attribute.String("empty", ""), attribute.Bool("t", true),
+		attribute.Bool("f", false), attribute.Int64("i", -42), attribute.Int64("zero", 0), attribute.Float64("x", 0.25),
 		attribute.StringSlice("ss", []string{"a", ""}), attribute.BoolSlice("bs", []bool{true, false}),
-		attribute.Int64Slice("is", []int64{1, -1}), attribute.Float64Slice("fs", []float64{1.5}),
-	}
-	stubs := tracetest.SpanStubs{
-		{
-			Name: "request", SpanContext: sc(1, false), Parent: sc(9, true), SpanKind: trace.SpanKindServer,
-			StartTime: start, EndTime: start.Add(time.Millisecond), Attributes: every, DroppedAttributes: 2,
-			Events:        []sdktrace.Event{{Name: "e", Time: start.Add(time.Microsecond), Attributes: every[:3], DroppedAttributeCount: 1}, {Name: "bare", Time: start}},
-			Links:         []sdktrace.Link{{SpanContext: sc(7, false), Attributes: every[:2], DroppedAttributeCount: 4}},
-			DroppedEvents: 5, DroppedLinks: 6, ChildSpanCount: 1,
-			Status:   sdktrace.Status{Code: codes.Error, Description: "card refused"},
-			Resource: res, InstrumentationScope: instrumentation.Scope{Name: ScopeName, Version: "1", SchemaURL: "https://s"},
-		},
-		{
-			Name: "policy", SpanContext: sc(2, false), Parent: sc(1, false), SpanKind: trace.SpanKindInternal,
-			StartTime: start, EndTime: start.Add(time.Microsecond), Status: sdktrace.Status{Code: codes.Ok},
-			Resource: res, InstrumentationScope: instrumentation.Scope{Name: ScopeName, Version: "1", SchemaURL: "https://s"},
-		},
-		{
-			Name: "other", SpanContext: sc(3, false), SpanKind: trace.SpanKindClient, StartTime: start, EndTime: start,
-			Resource:             res,
-			InstrumentationScope: instrumentation.Scope{Name: "another", Attributes: attribute.NewSet(attribute.String("k", "v"))},
-		},
-	}
-	spans := stubs.Snapshots()
-	want := &captured{}
-	theirs, err := otlptrace.New(ctx, want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := theirs.ExportSpans(ctx, spans); err != nil {
-		t.Fatal(err)
-	}
+		attribute.Int64Slice("is", []int64{1, -1}), attribute.Float64Slice("fs", []float64{1.5}))
 	got := &captured{}
-	ours, err := newExporter(ctx, got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
+	p := testProvider(got, res, Sampler{Name: SamplerParentAlwaysOn})
+	defer p.Shutdown(ctx)
+	for batch := range 2 {
 		got.got = nil
-		if err := ours.ExportSpans(ctx, spans); err != nil {
+		rctx, root := p.StartServer(ctx, "request", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-03", "vendor=abc,other=x")
+		root.String(KeyAgent, "a1")
+		pctx, pol := Start(rctx, "policy")
+		pol.Set(StringAttr(KeyOutcome, "allowed"), StringAttr(KeyLayers, ""), StringAttr(KeyOutcome, "denied"))
+		_, vg := Start(pctx, "vaglio")
+		vg.Float(KeyJudgeScore, 0.8)
+		vg.Int(KeyAttempt, -3)
+		vg.Int(KeyHTTPStatus, 0)
+		vg.End()
+		pol.Fail("request refused")
+		pol.End()
+		kept := Traceparent(rctx)
+		root.End()
+		_, w := p.StartIn(ctx, kept, "wait", time.Unix(1, 5))
+		w.EndAt(time.Unix(2, 0))
+		_, other := p.Start(ctx, "other")
+		other.End()
+		spans := queued(p)
+		if len(spans) != 5 {
+			t.Fatalf("batch %d: %d spans queued, want 5", batch, len(spans))
+		}
+		var stubs tracetest.SpanStubs
+		for _, s := range spans {
+			stubs = append(stubs, stubOf(t, s, res))
+		}
+		want := &captured{}
+		theirs, err := otlptrace.New(ctx, want)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got.got) != 1 || len(want.got) != 1 || !proto.Equal(sorted(got.got)[0], sorted(want.got)[0]) {
-			t.Fatalf("encoded\n%v\nwant (otlptrace's)\n%v", got.got, want.got)
+		if err := theirs.ExportSpans(ctx, stubs.Snapshots()); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ForceFlush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.got) != 1 || len(want.got) != 1 || !proto.Equal(got.got[0], want.got[0]) {
+			t.Fatalf("batch %d: encoded\n%v\nwant (otlptrace's)\n%v", batch, got.got, want.got)
 		}
 	}
-	if err := ours.ExportSpans(ctx, nil); err != nil || len(got.got) != 1 {
-		t.Fatalf("an empty batch: %v, %d uploads, want none", err, len(got.got)-1)
+	got.got = nil
+	if err := p.ForceFlush(ctx); err != nil || len(got.got) != 0 {
+		t.Fatalf("nothing queued: %v, %d uploads, want none", err, len(got.got))
 	}
 }

@@ -2,13 +2,9 @@ package telemetry
 
 import (
 	"context"
-	"encoding/hex"
+	"math"
+	"sync"
 	"time"
-
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // ScopeName is the instrumentation scope of every span the gateway makes.
@@ -20,173 +16,287 @@ const ScopeName = "github.com/metnos/gateway"
 // value, an intent, a reason or an error's text, which may all hold what
 // an agent was given (a path, a command line with a token in it) or a
 // secret (a bot token in a failed call's URL).
-type Key struct{ name string }
+type Key struct{ id uint8 }
 
 // The keys. Their values are ids, names from the config or the registry,
 // and enumerations.
 var (
-	KeyRequestID  = Key{"gateway.request_id"}
-	KeyAgent      = Key{"gateway.agent"}
-	KeyCapability = Key{"gateway.capability"}
-	KeyOutcome    = Key{"gateway.outcome"}
-	KeyStatus     = Key{"gateway.status"}
-	KeyBlockedBy  = Key{"gateway.blocked_by"}
-	KeyLayers     = Key{"gateway.layers"}
-	KeyMessenger  = Key{"gateway.messenger"}
-	KeyDecision   = Key{"gateway.decision"}
-	KeyDecidedBy  = Key{"gateway.decided_by_channel"}
-	KeyJudgeKind  = Key{"gateway.judge.kind"}
-	KeyJudgeScore = Key{"gateway.judge.score"}
-	KeyAttempt    = Key{"gateway.attempt"}
-	KeyHook       = Key{"gateway.hook"}
-	KeyTool       = Key{"gateway.mcp.tool"} // a tool the MCP server has (set once the call was taken)
-	KeyHTTPStatus = Key{"http.response.status_code"}
+	KeyRequestID  = Key{keyRequestID}
+	KeyAgent      = Key{keyAgent}
+	KeyCapability = Key{keyCapability}
+	KeyOutcome    = Key{keyOutcome}
+	KeyStatus     = Key{keyStatus}
+	KeyBlockedBy  = Key{keyBlockedBy}
+	KeyLayers     = Key{keyLayers}
+	KeyMessenger  = Key{keyMessenger}
+	KeyDecision   = Key{keyDecision}
+	KeyDecidedBy  = Key{keyDecidedBy}
+	KeyJudgeKind  = Key{keyJudgeKind}
+	KeyJudgeScore = Key{keyJudgeScore}
+	KeyAttempt    = Key{keyAttempt}
+	KeyHook       = Key{keyHook}
+	KeyTool       = Key{keyTool} // a tool the MCP server has (set once the call was taken)
+	KeyHTTPStatus = Key{keyHTTPStatus}
 )
+
+// The keys' ids: a span's attribute holds one, not the name.
+const (
+	keyRequestID uint8 = iota + 1
+	keyAgent
+	keyCapability
+	keyOutcome
+	keyStatus
+	keyBlockedBy
+	keyLayers
+	keyMessenger
+	keyDecision
+	keyDecidedBy
+	keyJudgeKind
+	keyJudgeScore
+	keyAttempt
+	keyHook
+	keyTool
+	keyHTTPStatus
+)
+
+// keyNames are the keys' names, by id.
+var keyNames = [...]string{
+	keyRequestID:  "gateway.request_id",
+	keyAgent:      "gateway.agent",
+	keyCapability: "gateway.capability",
+	keyOutcome:    "gateway.outcome",
+	keyStatus:     "gateway.status",
+	keyBlockedBy:  "gateway.blocked_by",
+	keyLayers:     "gateway.layers",
+	keyMessenger:  "gateway.messenger",
+	keyDecision:   "gateway.decision",
+	keyDecidedBy:  "gateway.decided_by_channel",
+	keyJudgeKind:  "gateway.judge.kind",
+	keyJudgeScore: "gateway.judge.score",
+	keyAttempt:    "gateway.attempt",
+	keyHook:       "gateway.hook",
+	keyTool:       "gateway.mcp.tool",
+	keyHTTPStatus: "http.response.status_code",
+}
+
+// The kinds of an attribute's value.
+const (
+	valueString = iota
+	valueInt
+	valueFloat
+)
+
+// Attr is one attribute: a Key and its value.
+type Attr struct {
+	s    string
+	x    uint64 // an int's two's complement, a float's bits
+	key  uint8  // a Key's id
+	kind uint8
+}
+
+// StringAttr is the attribute k = v.
+func StringAttr(k Key, v string) Attr { return Attr{key: k.id, kind: valueString, s: v} }
+
+// The kinds of a span (Span.SpanKind in OTLP).
+const (
+	kindInternal = 1
+	kindServer   = 2
+)
+
+// inlineAttrs is how many attributes a span holds without allocating:
+// more than any span of the gateway sets (the request's six).
+const inlineAttrs = 8
+
+// span is one span being recorded, then waiting in its provider's queue
+// to be exported. It is allocated together with the context that carries
+// it (spanContext): one allocation per span.
+type span struct {
+	p *Provider
+
+	id        spanID
+	parent    [8]byte // zero: a root span
+	remote    bool    // the parent is an agent's span (a traceparent)
+	kind      uint8
+	name      string
+	start     time.Time // with the monotonic clock's reading, when started now
+	traceFlag byte      // the W3C flags: sampled, and random when the parent said so
+
+	mu      sync.Mutex // guards what follows: a span may be used from several goroutines
+	ended   bool       // nothing changes once it is true: the exporter reads the span
+	end     int64
+	failed  bool
+	desc    string // a failed span's fixed description
+	n       uint8
+	attrs   [inlineAttrs]Attr
+	more    []Attr
+	dropped int // attributes past maxAttrs
+}
+
+// maxAttrs bounds a span's attributes: the keys are a closed set, so only
+// a span set with each key is near it.
+const maxAttrs = 32
+
+// spanID is what identifies a span and its trace, and what its children
+// inherit: the trace's id and state.
+type spanID struct {
+	trace [16]byte
+	span  [8]byte
+	state string // the W3C tracestate the agent sent, "" for none
+}
+
+// spanContext is the context that carries a span: one allocation for both.
+type spanContext struct {
+	context.Context
+	span span
+}
+
+// ctxKey is the context key of the span a context carries.
+type ctxKey struct{}
+
+func (c *spanContext) Value(k any) any {
+	if k == (ctxKey{}) {
+		return &c.span
+	}
+	return c.Context.Value(k)
+}
+
+// spanIn is the span ctx carries, nil when none.
+func spanIn(ctx context.Context) *span {
+	s, _ := ctx.Value(ctxKey{}).(*span)
+	return s
+}
 
 // Span is one span of a request's trace, or nothing: the zero Span (no
 // trace in the context, or telemetry off) does nothing and costs nothing,
 // so instrumented code needs no second path for "off".
-type Span struct{ s trace.Span }
+type Span struct{ s *span }
 
-// Start starts a child of the span ctx carries, when that span records
-// (telemetry is on and the request is traced); otherwise it returns ctx
-// and the zero Span without allocating.
+// Start starts a child of the span ctx carries, when there is one (the
+// request is traced); otherwise it returns ctx and the zero Span without
+// allocating.
 func Start(ctx context.Context, name string) (context.Context, Span) {
 	if !everOn.Load() {
 		return ctx, Span{}
 	}
-	parent := trace.SpanFromContext(ctx)
-	if !parent.IsRecording() {
+	parent := spanIn(ctx)
+	if parent == nil {
 		return ctx, Span{}
 	}
-	ctx, s := parent.TracerProvider().Tracer(ScopeName).Start(ctx, name)
-	return ctx, Span{s}
+	return parent.p.start(ctx, parent.id, parent.id.span, false, parent.traceFlag, name, kindInternal, time.Time{})
 }
 
 // SpanOf is the span ctx carries, as a Span: the zero Span when it carries
-// none that records.
+// none.
 func SpanOf(ctx context.Context) Span {
 	if !everOn.Load() {
 		return Span{}
 	}
-	s := trace.SpanFromContext(ctx)
-	if !s.IsRecording() {
-		return Span{}
-	}
-	return Span{s}
+	return Span{spanIn(ctx)}
 }
 
 // Recording reports whether the span records: the guard for work done
-// only to describe it (an event with several attributes).
+// only to describe it.
 func (s Span) Recording() bool { return s.s != nil }
 
-// End ends the span.
+// End ends the span; it is exported with the next batch. A span ends
+// once: what is done with it afterwards is ignored.
 func (s Span) End() {
 	if s.s != nil {
-		s.s.End()
+		// As OpenTelemetry's SDK: the start's wall time and the duration
+		// on the monotonic clock, which one clock reading gives.
+		s.s.finish(s.s.start.Add(time.Since(s.s.start)).UnixNano())
 	}
 }
 
 // EndAt ends the span at t (a span recorded after the fact: the wait).
 func (s Span) EndAt(t time.Time) {
 	if s.s != nil {
-		s.s.End(trace.WithTimestamp(t))
+		s.s.finish(t.UnixNano())
 	}
 }
 
 // String sets a string attribute.
 func (s Span) String(k Key, v string) {
 	if s.s != nil {
-		s.s.SetAttributes(attribute.String(k.name, v))
+		s.s.set(Attr{key: k.id, kind: valueString, s: v})
 	}
 }
 
 // Int sets an integer attribute.
 func (s Span) Int(k Key, v int) {
 	if s.s != nil {
-		s.s.SetAttributes(attribute.Int(k.name, v))
+		s.s.set(Attr{key: k.id, kind: valueInt, x: uint64(int64(v))})
 	}
 }
 
 // Float sets a number attribute.
 func (s Span) Float(k Key, v float64) {
 	if s.s != nil {
-		s.s.SetAttributes(attribute.Float64(k.name, v))
+		s.s.set(Attr{key: k.id, kind: valueFloat, x: math.Float64bits(v)})
 	}
 }
 
-// Attr is one attribute: a Key and its value.
-type Attr struct{ kv attribute.KeyValue }
-
-// StringAttr is the attribute k = v.
-func StringAttr(k Key, v string) Attr { return Attr{attribute.String(k.name, v)} }
-
-// Set sets attributes, in one update of the span: what several calls of
-// String would do, for one allocation.
+// Set sets attributes, in one update of the span.
 func (s Span) Set(attrs ...Attr) {
-	if s.s == nil || len(attrs) == 0 {
-		return
-	}
-	kvs := make([]attribute.KeyValue, len(attrs))
-	for i, a := range attrs {
-		kvs[i] = a.kv
-	}
-	s.s.SetAttributes(kvs...)
-}
-
-// Event adds an event with one attribute per pair of keys and values.
-func (s Span) Event(name string, k1 Key, v1 string, k2 Key, v2 string) {
 	if s.s != nil {
-		s.s.AddEvent(name, trace.WithAttributes(attribute.String(k1.name, v1), attribute.String(k2.name, v2)))
+		s.s.set(attrs...)
 	}
 }
 
 // Fail marks the span failed with what, a fixed description chosen by
 // the caller: never an error's text (see Key).
 func (s Span) Fail(what string) {
-	if s.s != nil {
-		s.s.SetStatus(codes.Error, what)
+	if s.s == nil {
+		return
+	}
+	s.s.mu.Lock()
+	defer s.s.mu.Unlock()
+	if !s.s.ended {
+		s.s.failed, s.s.desc = true, what
 	}
 }
 
-// Traceparent is the W3C traceparent of the span ctx carries, "" when
-// it carries none that records: what a request keeps so that the spans
-// of its later life (its cards, the decision, the callback) join its
-// trace, on any replica.
-func Traceparent(ctx context.Context) string {
-	s := trace.SpanFromContext(ctx)
-	if !s.IsRecording() {
-		return ""
+// set sets each attribute, replacing the value of a key already set.
+func (s *span) set(attrs ...Attr) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return
 	}
-	sc := s.SpanContext()
-	tid, sid := sc.TraceID(), sc.SpanID()
-	// Version 00: "00-" trace id "-" span id "-" flags, in lower-case hex.
-	var b [len("00-") + 2*len(tid) + 1 + 2*len(sid) + 1 + 2]byte
-	copy(b[:], "00-")
-	n := len("00-") + hex.Encode(b[len("00-"):], tid[:])
-	b[n] = '-'
-	n += 1 + hex.Encode(b[n+1:], sid[:])
-	b[n] = '-'
-	hex.Encode(b[n+1:], []byte{byte(sc.TraceFlags() & trace.FlagsSampled)})
-	return string(b[:])
+next:
+	for _, a := range attrs {
+		for i := range s.n {
+			if s.attrs[i].key == a.key {
+				s.attrs[i] = a
+				continue next
+			}
+		}
+		for i := range s.more {
+			if s.more[i].key == a.key {
+				s.more[i] = a
+				continue next
+			}
+		}
+		switch {
+		case s.n < inlineAttrs:
+			s.attrs[s.n] = a
+			s.n++
+		case int(s.n)+len(s.more) < maxAttrs:
+			s.more = append(s.more, a)
+		default:
+			s.dropped++
+		}
+	}
 }
 
-// Extract returns ctx with the remote span context that a W3C
-// traceparent (and tracestate) names, as an agent sends them; ctx as it
-// is when traceparent is empty or malformed (a new trace begins).
-func Extract(ctx context.Context, traceparent, tracestate string) context.Context {
-	if traceparent == "" {
-		return ctx
+// finish ends the span at end (Unix nanoseconds) and queues it.
+func (s *span) finish(end int64) {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return
 	}
-	c := propagation.MapCarrier{"traceparent": traceparent}
-	if tracestate != "" {
-		c["tracestate"] = tracestate
-	}
-	return propagation.TraceContext{}.Extract(ctx, c)
-}
-
-// Valid reports whether traceparent is a well-formed W3C traceparent
-// with a valid trace and span id.
-func Valid(traceparent string) bool {
-	return trace.SpanContextFromContext(Extract(context.Background(), traceparent, "")).IsValid()
+	s.ended, s.end = true, end
+	s.mu.Unlock()
+	s.p.q.add(s)
 }

@@ -1,8 +1,15 @@
-// Package telemetry traces each request's life with OpenTelemetry and
-// exports the spans over OTLP (HTTP or gRPC). It is off unless an endpoint
-// is configured ([telemetry] otlp_endpoint, or the standard
+// Package telemetry traces each request's life and exports the spans over
+// OTLP (HTTP or gRPC) with OpenTelemetry's clients. It is off unless an
+// endpoint is configured ([telemetry] otlp_endpoint, or the standard
 // OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT); off,
 // there is no provider at all and every Span is the zero Span.
+//
+// The spans are recorded here, not by OpenTelemetry's SDK: a span is one
+// allocation (with the context that carries it), its attributes a fixed
+// array, and a finished span is queued under one short lock; a goroutine
+// writes the queued spans as OTLP messages (encode.go) and hands them to
+// the OTLP client. That is the part of the SDK the gateway used, for a
+// fraction of its CPU (docs/reliability.md#telemetry).
 //
 // What a span may say is limited by Key: names and outcomes, never a
 // target, an argument value or a secret.
@@ -10,21 +17,10 @@ package telemetry
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
+	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
-
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // The OTLP protocols ([telemetry] protocol, OTEL_EXPORTER_OTLP_PROTOCOL).
@@ -47,7 +43,7 @@ type Config struct {
 	Protocol string
 }
 
-// The environment variables read here; the exporters read the rest of
+// The environment variables read here; the OTLP clients read the rest of
 // OTEL_EXPORTER_OTLP_* (headers, timeout, compression, certificates).
 const (
 	envDisabled       = "OTEL_SDK_DISABLED"
@@ -56,19 +52,48 @@ const (
 	envTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 	envProtocol       = "OTEL_EXPORTER_OTLP_PROTOCOL"
 	envTracesProtocol = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+	envQueue          = "OTEL_BSP_MAX_QUEUE_SIZE"
+	envBatch          = "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"
+	envDelay          = "OTEL_BSP_SCHEDULE_DELAY"
+	envExportTimeout  = "OTEL_BSP_EXPORT_TIMEOUT"
 )
+
+// Batching is how finished spans wait and leave (the OTEL_BSP_* variables).
+type Batching struct {
+	// Queue is how many finished spans may wait for export; a span ended
+	// while Queue wait is dropped, and counted (Stats.Dropped).
+	Queue int
+	// Batch is the most spans one export sends; an export starts as soon
+	// as Batch spans wait.
+	Batch int
+	// Delay is the longest a span waits for its export when fewer than
+	// Batch wait.
+	Delay time.Duration
+	// Timeout bounds one export.
+	Timeout time.Duration
+}
+
+// DefaultBatching is the batching unless OTEL_BSP_* say otherwise: the
+// specification's batch, delay and timeout, and a queue of 16384 spans
+// (the specification's 2048 is 40 ms of a gateway deciding 10,000
+// requests a second, five spans each: one slow export would drop spans).
+var DefaultBatching = Batching{Queue: 16384, Batch: 512, Delay: 5 * time.Second, Timeout: 30 * time.Second}
 
 // Resolved is what the configuration and the environment make of it.
 type Resolved struct {
 	On       bool
-	Endpoint string // "" when the environment names it (the exporter reads it)
+	Endpoint string // "" when the environment names it (the client reads it)
 	Protocol string
+	Sampler  Sampler  // when On
+	Batching Batching // when On
 }
 
 // Resolve applies the environment to c: an endpoint there turns tracing
 // on (and wins over the file's, as every variable does); OTEL_SDK_DISABLED
 // = true or OTEL_TRACES_EXPORTER = none turns it off. A protocol other
-// than ProtocolHTTP and ProtocolGRPC is an error naming where it came from.
+// than ProtocolHTTP and ProtocolGRPC is an error naming where it came
+// from; so, when tracing is on, is a sampler or a batching variable this
+// package does not take.
 func Resolve(c Config, getenv func(string) string) (Resolved, error) {
 	r := Resolved{Endpoint: c.Endpoint, Protocol: c.Protocol}
 	from := "telemetry.protocol"
@@ -93,80 +118,76 @@ func Resolve(c Config, getenv func(string) string) (Resolved, error) {
 		strings.EqualFold(strings.TrimSpace(getenv(envExporter)), "none") {
 		r.On = false
 	}
+	if !r.On {
+		return r, nil
+	}
+	var err error
+	if r.Sampler, err = sampler(getenv); err != nil {
+		return Resolved{}, err
+	}
+	if r.Batching, err = batching(getenv); err != nil {
+		return Resolved{}, err
+	}
 	return r, nil
 }
 
-// Provider makes the gateway's spans and exports them. A nil *Provider is
-// telemetry off: its Start returns the zero Span.
-type Provider struct {
-	tp     *sdktrace.TracerProvider
-	tracer trace.Tracer
+// batching reads the OTEL_BSP_* variables over DefaultBatching: counts
+// and milliseconds, each a positive integer. A batch larger than the
+// queue is the queue's size.
+func batching(getenv func(string) string) (Batching, error) {
+	b := DefaultBatching
+	for _, v := range []struct {
+		env string
+		set func(int)
+	}{
+		{envQueue, func(n int) { b.Queue = n }},
+		{envBatch, func(n int) { b.Batch = n }},
+		{envDelay, func(n int) { b.Delay = time.Duration(n) * time.Millisecond }},
+		{envExportTimeout, func(n int) { b.Timeout = time.Duration(n) * time.Millisecond }},
+	} {
+		s := strings.TrimSpace(getenv(v.env))
+		if s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			return Batching{}, fmt.Errorf("%s: %q is not a positive integer", v.env, s)
+		}
+		v.set(n)
+	}
+	b.Batch = min(b.Batch, b.Queue)
+	return b, nil
 }
 
-// New builds the provider c and the environment ask for: nil (and no
-// error) when tracing is off. Export failures are logged on log, never
-// returned to a request: a collector that is down slows nothing (spans
-// queue, then are dropped).
-func New(ctx context.Context, c Config, getenv func(string) string, log *slog.Logger) (*Provider, error) {
-	r, err := Resolve(c, getenv)
-	if err != nil || !r.On {
-		return nil, err
-	}
-	var client otlptrace.Client
-	if r.Protocol == ProtocolGRPC {
-		var opts []otlptracegrpc.Option
-		if r.Endpoint != "" {
-			opts = append(opts, otlptracegrpc.WithEndpointURL(r.Endpoint))
-		}
-		client = otlptracegrpc.NewClient(opts...)
-	} else {
-		var opts []otlptracehttp.Option
-		if r.Endpoint != "" {
-			opts = append(opts, otlptracehttp.WithEndpointURL(strings.TrimRight(r.Endpoint, "/")+"/v1/traces"))
-		}
-		client = otlptracehttp.NewClient(opts...)
-	}
-	exp, err := newExporter(ctx, client)
-	if err != nil {
-		return nil, fmt.Errorf("telemetry: %w", err)
-	}
-	res, err := resource.New(ctx, resource.WithAttributes(attribute.String("service.name", ServiceName)),
-		resource.WithTelemetrySDK(), resource.WithFromEnv())
-	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
-		return nil, fmt.Errorf("telemetry: resource: %w", err)
-	}
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		log.Warn("telemetry: export failed", "err", err)
-	}))
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	everOn.Store(true)
-	return &Provider{tp: tp, tracer: tp.Tracer(ScopeName)}, nil
-}
-
-// everOn is set once any provider was made in this process: until then no
-// context can carry a span that records, and Start and SpanOf answer
-// without looking (a look walks the request's whole context chain, on
-// every layer of every decision).
-var everOn atomic.Bool
-
-// Start starts a span under whatever ctx carries (a span of this process,
-// or a remote parent from Extract), a new trace when it carries none.
+// Start starts a span under whatever ctx carries (a span of this process),
+// a new trace when it carries none.
 func (p *Provider) Start(ctx context.Context, name string) (context.Context, Span) {
 	if p == nil {
 		return ctx, Span{}
 	}
-	ctx, s := p.tracer.Start(ctx, name)
-	return ctx, Span{s}
+	if parent := spanIn(ctx); parent != nil {
+		return parent.p.start(ctx, parent.id, parent.id.span, false, parent.traceFlag, name, kindInternal, time.Time{})
+	}
+	return p.startRoot(ctx, name, kindInternal, time.Time{})
 }
 
 // StartServer is Start for the span of an incoming call (an agent's
-// request), a child of the traceparent the agent sent when it sent one.
+// request), a child of the traceparent the agent sent when it sent a
+// well-formed one (a new trace otherwise). Whether it records is the
+// sampler's decision: the default follows the agent's sampled flag.
 func (p *Provider) StartServer(ctx context.Context, name, traceparent, tracestate string) (context.Context, Span) {
 	if p == nil {
 		return ctx, Span{}
 	}
-	ctx, s := p.tracer.Start(Extract(ctx, traceparent, tracestate), name, trace.WithSpanKind(trace.SpanKindServer))
-	return ctx, Span{s}
+	if traceparent != "" {
+		if rp, ok := parseTraceparent(traceparent, tracestate); ok {
+			return p.startRemote(ctx, rp, name, kindServer, time.Time{})
+		}
+	}
+	if parent := spanIn(ctx); parent != nil {
+		return parent.p.start(ctx, parent.id, parent.id.span, false, parent.traceFlag, name, kindServer, time.Time{})
+	}
+	return p.startRoot(ctx, name, kindServer, time.Time{})
 }
 
 // StartIn starts a span in the trace traceparent names (a request's,
@@ -176,26 +197,9 @@ func (p *Provider) StartIn(ctx context.Context, traceparent, name string, start 
 	if p == nil || traceparent == "" {
 		return ctx, Span{}
 	}
-	opts := []trace.SpanStartOption{}
-	if !start.IsZero() {
-		opts = append(opts, trace.WithTimestamp(start))
+	rp, ok := parseTraceparent(traceparent, "")
+	if !ok {
+		return ctx, Span{}
 	}
-	ctx, s := p.tracer.Start(Extract(ctx, traceparent, ""), name, opts...)
-	return ctx, Span{s}
-}
-
-// Shutdown exports the spans still queued, then stops.
-func (p *Provider) Shutdown(ctx context.Context) error {
-	if p == nil {
-		return nil
-	}
-	return p.tp.Shutdown(ctx)
-}
-
-// ForceFlush exports the spans still queued.
-func (p *Provider) ForceFlush(ctx context.Context) error {
-	if p == nil {
-		return nil
-	}
-	return p.tp.ForceFlush(ctx)
+	return p.startRemote(ctx, rp, name, kindInternal, start)
 }

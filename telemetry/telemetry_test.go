@@ -10,7 +10,6 @@ import (
 
 	"github.com/metnos/gateway/telemetry"
 	"github.com/metnos/gateway/telemetry/otlptest"
-	"go.opentelemetry.io/otel/propagation"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -41,6 +40,11 @@ func TestResolve(t *testing.T) {
 			env: map[string]string{"OTEL_SDK_DISABLED": "true"}, protocol: telemetry.ProtocolHTTP, endpoint: "http://127.0.0.1:4318"},
 		{name: "exporter none", cfg: telemetry.Config{Endpoint: "http://127.0.0.1:4318"},
 			env: map[string]string{"OTEL_TRACES_EXPORTER": "none"}, protocol: telemetry.ProtocolHTTP, endpoint: "http://127.0.0.1:4318"},
+		{name: "an unsupported sampler is refused", cfg: telemetry.Config{Endpoint: "http://127.0.0.1:4318"},
+			env: map[string]string{"OTEL_TRACES_SAMPLER": "xray"}, err: `OTEL_TRACES_SAMPLER: unsupported sampler "xray"`},
+		{name: "the sampler is not read when off", env: map[string]string{"OTEL_TRACES_SAMPLER": "xray"}, protocol: telemetry.ProtocolHTTP},
+		{name: "a bad queue size is refused", cfg: telemetry.Config{Endpoint: "http://127.0.0.1:4318"},
+			env: map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "0"}, err: `OTEL_BSP_MAX_QUEUE_SIZE: "0" is not a positive integer`},
 		{name: "http/json is refused", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"},
 			err: `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: unsupported protocol "http/json"`},
 	} {
@@ -130,9 +134,10 @@ func TestProvider_TraceTree(t *testing.T) {
 	}
 }
 
-// Traceparent writes what W3C's propagator injects for the same span, and
-// nothing for a span not sampled (its request is not traced).
-func TestTraceparent_AsW3C(t *testing.T) {
+// Traceparent names the span ctx carries, as the collector receives it,
+// in W3C's form: sampled; nothing for a span not sampled (its request is
+// not traced).
+func TestTraceparent_NamesTheSpan(t *testing.T) {
 	rcv := otlptest.New()
 	defer rcv.Close()
 	ctx := context.Background()
@@ -140,19 +145,26 @@ func TestTraceparent_AsW3C(t *testing.T) {
 	if err != nil || p == nil {
 		t.Fatalf("New = %v, %v", p, err)
 	}
-	defer p.Shutdown(ctx)
+	kept := map[string]string{}
 	for _, parent := range []string{"", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
-		"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"} {
-		sctx, s := p.StartServer(ctx, "request", parent, "")
-		c := propagation.MapCarrier{}
-		propagation.TraceContext{}.Inject(sctx, c)
-		want := c["traceparent"]
-		if strings.HasSuffix(parent, "-00") {
-			want = ""
-		}
-		if got := telemetry.Traceparent(sctx); got != want {
-			t.Errorf("under %q: Traceparent = %q, want %q", parent, got, want)
-		}
+		"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203332-00", "01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203333-03-x"} {
+		sctx, s := p.StartServer(ctx, "request "+parent, parent, "")
+		kept[parent] = telemetry.Traceparent(sctx)
 		s.End()
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, s := range rcv.Spans() {
+		got[strings.TrimPrefix(s.Name, "request ")] = "00-" + s.TraceID + "-" + s.SpanID + "-01"
+	}
+	if _, ok := got["00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203332-00"]; ok || len(got) != 3 {
+		t.Fatalf("exported %v, want the three sampled spans", got)
+	}
+	for parent, tp := range kept {
+		if tp != got[parent] {
+			t.Errorf("under %q: Traceparent = %q, want %q", parent, tp, got[parent])
+		}
 	}
 }
