@@ -11,6 +11,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/telemetry"
 )
 
 // Metrics are the gateway's Prometheus series, on a registry of their own
@@ -73,6 +74,26 @@ func (m *Metrics) watch(svc *approvals.Service) {
 	_ = m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "gateway_active_grants", Help: "Grants neither revoked nor expired.",
 	}, count(svc.Grants().CountActive)))
+}
+
+// watchTelemetry adds the count of the spans tel made, by what became of
+// them: exported, failed (the export that held them failed) or dropped
+// (its queue was full: their traces are incomplete). Off, nothing.
+func (m *Metrics) watchTelemetry(tel *telemetry.Provider) {
+	if tel == nil {
+		return
+	}
+	for result, n := range map[string]func(telemetry.Stats) uint64{
+		"exported": func(s telemetry.Stats) uint64 { return s.Exported },
+		"failed":   func(s telemetry.Stats) uint64 { return s.Failed },
+		"dropped":  func(s telemetry.Stats) uint64 { return s.Dropped },
+	} {
+		_ = m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "gateway_telemetry_spans_total",
+			Help:        "Spans of the traces exported over OTLP, by result: exported, failed (their export failed), dropped (the queue was full).",
+			ConstLabels: prometheus.Labels{"result": result},
+		}, func() float64 { return float64(n(tel.Stats())) }))
+	}
 }
 
 // Pushed counts one Web Push by its outcome.
