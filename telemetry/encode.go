@@ -136,18 +136,16 @@ func appendResource(b []byte, res *resource.Resource) []byte {
 
 // appendResourceSpans appends one ResourceSpans' fields (not wrapped: the
 // caller's message is the ResourceSpans): res, from appendResource, and
-// spans, all of the gateway's scope.
-func appendResourceSpans(b, res []byte, spans []*span) []byte {
+// spans, the gateway's spans as ScopeSpans' field spans (appendSpan).
+func appendResourceSpans(b, res, spans []byte) []byte {
 	b = append(b, res...)
-	var at, sat int
-	b, at = open(b)
-	b, sat = open(b)
+	scope := protowire.SizeTag(fScopeName) + protowire.SizeBytes(len(ScopeName))
+	b = protowire.AppendTag(b, fResourceSpansScopeSpans, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(sizeBytes(fScopeSpansScope, scope)+len(spans)))
+	b = protowire.AppendTag(b, fScopeSpansScope, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(scope))
 	b = appendString(b, fScopeName, ScopeName)
-	b = closeField(b, sat, fScopeSpansScope)
-	for _, s := range spans {
-		b = appendSpan(b, s)
-	}
-	return closeField(b, at, fResourceSpansScopeSpans)
+	return append(b, spans...)
 }
 
 // appendSpan appends s, ended, as ScopeSpans' field spans. Its length

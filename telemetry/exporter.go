@@ -29,9 +29,9 @@ func newExporter(client otlptrace.Client, res *resource.Resource) *exporter {
 	return &exporter{client: client, res: appendResource(nil, res), msgs: []*tracepb.ResourceSpans{{}}}
 }
 
-// export sends spans in one ResourceSpans.
-func (e *exporter) export(ctx context.Context, spans []*span) error {
-	e.buf = appendResourceSpans(e.buf[:0], e.res, spans)
+// export sends the spans of b in one ResourceSpans.
+func (e *exporter) export(ctx context.Context, b *batch) error {
+	e.buf = appendResourceSpans(e.buf[:0], e.res, b.b)
 	m := e.msgs[0].ProtoReflect()
 	m.SetUnknown(protoreflect.RawFields(e.buf))
 	err := e.client.UploadTraces(ctx, e.msgs)

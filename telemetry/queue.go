@@ -8,21 +8,24 @@ import (
 	"time"
 )
 
-// queue holds the finished spans until a goroutine of its own (run)
-// exports them, Batching.Batch at a time: as soon as a batch is full,
-// else every Batching.Delay, and on ForceFlush and Shutdown. Ending a
-// span is one append under mu; a span that ends while Batching.Queue
-// wait is dropped, and counted.
+// queue holds the finished spans, written as OTLP's Span messages, until
+// a goroutine of its own (run) exports them, Batching.Batch at a time: as
+// soon as a batch is full, else every Batching.Delay, and on ForceFlush
+// and Shutdown. A span is written when it ends, while the goroutine that
+// ended it has it in its cache, and then is garbage: ending a span is its
+// writing and one append of bytes under mu. A span that ends while
+// Batching.Queue wait is dropped, and counted.
 type queue struct {
 	exp *exporter
 	b   Batching
 	log *slog.Logger
 
 	mu     sync.Mutex
-	full   [][]*span // batches of Batching.Batch spans, oldest first
-	cur    []*span   // the batch being filled
-	free   [][]*span // exported batches' slices, empty, for cur
-	n      int       // spans in full and cur
+	full   []*batch // batches of Batching.Batch spans, oldest first
+	cur    *batch   // the batch being filled
+	free   []*batch // exported batches, empty, for cur: at most keepFree
+	n      int      // spans in full and cur
+	size   int      // the bytes of the last batch filled: a new one's capacity
 	closed bool      // shut down: what ends now is dropped
 
 	wake    chan struct{}
@@ -38,6 +41,16 @@ type queue struct {
 	warnedAt                  time.Time
 }
 
+// batch is spans written as ScopeSpans' field spans (appendSpan).
+type batch struct {
+	b []byte
+	n int
+}
+
+// keepFree is how many exported batches are kept for reuse: what the
+// queue holds after a burst is not kept past it.
+const keepFree = 4
+
 // dropWarnEvery bounds how often dropped spans are logged.
 const dropWarnEvery = time.Minute
 
@@ -48,8 +61,14 @@ func newQueue(exp *exporter, b Batching, log *slog.Logger) *queue {
 	return q
 }
 
+// maxOnStack is what a span's message may take before writing it
+// allocates: more than any span of the gateway takes.
+const maxOnStack = 512
+
 // add queues a finished span, or drops it.
 func (q *queue) add(s *span) {
+	var mem [maxOnStack]byte
+	msg := appendSpan(mem[:0], s)
 	q.mu.Lock()
 	if q.closed || q.n >= q.b.Queue {
 		q.mu.Unlock()
@@ -60,14 +79,16 @@ func (q *queue) add(s *span) {
 		if k := len(q.free); k > 0 {
 			q.cur, q.free = q.free[k-1], q.free[:k-1]
 		} else {
-			q.cur = make([]*span, 0, q.b.Batch)
+			q.cur = &batch{b: make([]byte, 0, q.size)}
 		}
 	}
-	q.cur = append(q.cur, s)
+	q.cur.b = append(q.cur.b, msg...)
+	q.cur.n++
 	q.n++
-	full := len(q.cur) == q.b.Batch
+	full := q.cur.n == q.b.Batch
 	if full {
 		q.full = append(q.full, q.cur)
+		q.size = len(q.cur.b)
 		q.cur = nil
 	}
 	q.mu.Unlock()
@@ -106,46 +127,48 @@ func (q *queue) run() {
 func (q *queue) drain(all bool) error {
 	var first error
 	for {
-		batch := q.take(all)
-		if batch == nil {
+		b := q.take(all)
+		if b == nil {
 			return first
 		}
 		ctx, cancel := context.WithTimeout(q.ctx, q.b.Timeout)
-		err := q.exp.export(ctx, batch)
+		err := q.exp.export(ctx, b)
 		cancel()
 		if err != nil {
-			q.failed.Add(uint64(len(batch)))
-			q.log.Warn("telemetry: export failed", "spans", len(batch), "err", err)
+			q.failed.Add(uint64(b.n))
+			q.log.Warn("telemetry: export failed", "spans", b.n, "err", err)
 			if first == nil {
 				first = err
 			}
 		} else {
-			q.exported.Add(uint64(len(batch)))
+			q.exported.Add(uint64(b.n))
 		}
-		clear(batch) // the spans are garbage now
+		b.b, b.n = b.b[:0], 0
 		q.mu.Lock()
-		q.free = append(q.free, batch[:0])
+		if len(q.free) < keepFree {
+			q.free = append(q.free, b)
+		}
 		q.mu.Unlock()
 	}
 }
 
 // take moves the oldest batch out of the queue: the oldest full one, else
 // when all the one being filled, else nil.
-func (q *queue) take(all bool) []*span {
+func (q *queue) take(all bool) *batch {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	var b []*span
+	var b *batch
 	switch {
 	case len(q.full) > 0:
 		b = q.full[0]
 		q.full[0] = nil
 		q.full = q.full[1:]
-	case all && len(q.cur) > 0:
+	case all && q.cur != nil && q.cur.n > 0:
 		b, q.cur = q.cur, nil
 	default:
 		return nil
 	}
-	q.n -= len(b)
+	q.n -= b.n
 	return b
 }
 
