@@ -6,10 +6,11 @@
 //
 // The spans are recorded here, not by OpenTelemetry's SDK: a span is one
 // allocation (with the context that carries it), its attributes a fixed
-// array, and a finished span is queued under one short lock; a goroutine
-// writes the queued spans as OTLP messages (encode.go) and hands them to
-// the OTLP client. That is the part of the SDK the gateway used, for a
-// fraction of its CPU (docs/reliability.md#telemetry).
+// array; when it ends it is written as its OTLP message (encode.go) and
+// the bytes are queued under one short lock; a goroutine hands the queued
+// messages, in batches, to OpenTelemetry's OTLP client. That is the part
+// of the SDK the gateway used, for a fraction of its CPU
+// (docs/reliability.md#telemetry).
 //
 // What a span may say is limited by Key: names and outcomes, never a
 // target, an argument value or a secret.
