@@ -26,7 +26,7 @@ type queue struct {
 	free   []*batch // exported batches, empty, for cur: at most keepFree
 	n      int      // spans in full and cur
 	size   int      // the bytes of the last batch filled: a new one's capacity
-	closed bool      // shut down: what ends now is dropped
+	closed bool     // shut down: what ends now is dropped
 
 	wake    chan struct{}
 	flushes chan chan error
