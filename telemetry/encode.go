@@ -151,7 +151,7 @@ func appendResourceSpans(b, res, spans []byte) []byte {
 // appendSpan appends s, ended, as ScopeSpans' field spans. Its length
 // and its attributes' are computed first (spanSize): the bytes are
 // written once, not moved to make room for a length (closeField).
-func appendSpan(b []byte, s *span) []byte {
+func appendSpan(b []byte, s *record) []byte {
 	b = protowire.AppendTag(b, fScopeSpansSpans, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(spanSize(s)))
 	b = appendBytes(b, fSpanTraceID, s.id.trace[:])
@@ -180,11 +180,11 @@ func appendSpan(b []byte, s *span) []byte {
 	return protowire.AppendFixed32(protowire.AppendTag(b, fSpanFlags, protowire.Fixed32Type), spanFlags(s))
 }
 
-func spanStart(s *span) uint64 { return uint64(max(s.start.UnixNano(), 0)) }
+func spanStart(s *record) uint64 { return uint64(max(s.start.UnixNano(), 0)) }
 
 // spanFlags are the W3C flags, and whether the parent is remote (which
 // OTLP says is known).
-func spanFlags(s *span) uint32 {
+func spanFlags(s *record) uint32 {
 	f := uint32(s.traceFlag) | flagHasIsRemote
 	if s.remote {
 		f |= flagIsRemote
@@ -193,7 +193,7 @@ func spanFlags(s *span) uint32 {
 }
 
 // spanSize is the length of what appendSpan writes after the length.
-func spanSize(s *span) int {
+func spanSize(s *record) int {
 	n := sizeBytes(fSpanTraceID, len(s.id.trace)) + sizeBytes(fSpanSpanID, len(s.id.span)) + sizeString(fSpanTraceState, s.id.state)
 	if s.parent != ([8]byte{}) {
 		n += sizeBytes(fSpanParentSpanID, len(s.parent))
@@ -210,7 +210,7 @@ func spanSize(s *span) int {
 	return n + protowire.SizeTag(fSpanFlags) + protowire.SizeFixed32()
 }
 
-func statusSize(s *span) int {
+func statusSize(s *record) int {
 	if !s.failed {
 		return 0
 	}

@@ -49,8 +49,15 @@ func testProvider(client otlptrace.Client, res *resource.Resource, sampler Sampl
 		newExporter(client, res), slog.New(slog.DiscardHandler))
 }
 
+// recorded keeps a copy of each record p writes, in their order.
+func recorded(p *Provider) *[]record {
+	var got []record
+	p.q.seen = func(r *record) { got = append(got, *r) }
+	return &got
+}
+
 // stubOf is s as OpenTelemetry's SDK would have recorded it.
-func stubOf(t *testing.T, s *span, res *resource.Resource) tracetest.SpanStub {
+func stubOf(t *testing.T, s *record, res *resource.Resource) tracetest.SpanStub {
 	ts, err := trace.ParseTraceState(s.id.state)
 	if err != nil {
 		t.Fatal(err)
@@ -97,8 +104,9 @@ func TestEncode_AsTheExporter(t *testing.T) {
 	got := &captured{}
 	p := testProvider(got, res, Sampler{Name: SamplerParentAlwaysOn})
 	defer p.Shutdown(ctx)
+	recs := recorded(p)
 	for batch := range 2 {
-		got.got = nil
+		got.got, *recs = nil, nil
 		rctx, root := p.StartServer(ctx, "request", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-03", "vendor=abc,other=x")
 		root.String(KeyAgent, "a1")
 		pctx, pol := Start(rctx, "policy")
@@ -117,8 +125,11 @@ func TestEncode_AsTheExporter(t *testing.T) {
 		_, other := p.Start(ctx, "other")
 		other.End()
 		var stubs tracetest.SpanStubs
-		for _, s := range []Span{vg, pol, root, w, other} { // in the order they ended
-			stubs = append(stubs, stubOf(t, s.s, res))
+		for i := range *recs {
+			stubs = append(stubs, stubOf(t, &(*recs)[i], res))
+		}
+		if len(stubs) != 5 {
+			t.Fatalf("%d spans recorded, want 5", len(stubs))
 		}
 		want := &captured{}
 		theirs, err := otlptrace.New(ctx, want)

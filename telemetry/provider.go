@@ -116,10 +116,12 @@ func (p *Provider) start(ctx context.Context, id spanID, parent [8]byte, remote 
 	}
 	c := &spanContext{Context: ctx}
 	s := &c.span
-	s.p, s.id, s.parent, s.remote, s.traceFlag, s.name, s.kind, s.start = p, id, parent, remote, flags, name, kind, at
-	for s.id.span == ([8]byte{}) || s.id.span == parent {
-		binary.BigEndian.PutUint64(s.id.span[:], rand.Uint64())
+	for id.span = parent; id.span == ([8]byte{}) || id.span == parent; {
+		binary.BigEndian.PutUint64(id.span[:], rand.Uint64())
 	}
+	r := records.Get().(*record)
+	r.id, r.traceFlag, r.parent, r.remote, r.name, r.kind, r.start = id, flags, parent, remote, name, kind, at
+	s.p, s.id, s.traceFlag, s.rec = p, id, flags, r
 	return c, Span{s}
 }
 

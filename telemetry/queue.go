@@ -36,6 +36,8 @@ type queue struct {
 	cancel  context.CancelFunc
 	stopErr error // the last export's at Shutdown
 
+	seen func(*record) // in tests: each record, before it is written
+
 	exported, failed, dropped atomic.Uint64
 	warned                    uint64 // dropped when last said in the log
 	warnedAt                  time.Time
@@ -66,7 +68,10 @@ func newQueue(exp *exporter, b Batching, log *slog.Logger) *queue {
 const maxOnStack = 512
 
 // add queues a finished span, or drops it.
-func (q *queue) add(s *span) {
+func (q *queue) add(s *record) {
+	if q.seen != nil {
+		q.seen(s)
+	}
 	var mem [maxOnStack]byte
 	msg := appendSpan(mem[:0], s)
 	q.mu.Lock()

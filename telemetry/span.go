@@ -107,30 +107,41 @@ const (
 // more than any span of the gateway sets (the request's six).
 const inlineAttrs = 8
 
-// span is one span being recorded, then waiting in its provider's queue
-// to be exported. It is allocated together with the context that carries
-// it (spanContext): one allocation per span.
+// span is one span, as long as a context carries it: what identifies it
+// and its trace, which its children and Traceparent read, and, until it
+// ends, its record. It is allocated together with that context
+// (spanContext): one small allocation per span; the record, larger, is
+// reused from span to span.
 type span struct {
-	p *Provider
-
+	p         *Provider
 	id        spanID
+	traceFlag byte // the W3C flags: sampled, and random when the parent said so
+
+	mu  sync.Mutex // guards rec: a span may be used from several goroutines
+	rec *record    // nil once the span ended: what is done with it then is ignored
+}
+
+// record is what a span says, from its start to its end; then it is
+// written (appendSpan), cleared and reused by another span.
+type record struct {
+	id        spanID
+	traceFlag byte
 	parent    [8]byte // zero: a root span
 	remote    bool    // the parent is an agent's span (a traceparent)
 	kind      uint8
 	name      string
 	start     time.Time // with the monotonic clock's reading, when started now
-	traceFlag byte      // the W3C flags: sampled, and random when the parent said so
-
-	mu      sync.Mutex // guards what follows: a span may be used from several goroutines
-	ended   bool       // nothing changes once it is true: the exporter reads the span
-	end     int64
-	failed  bool
-	desc    string // a failed span's fixed description
-	n       uint8
-	attrs   [inlineAttrs]Attr
-	more    []Attr
-	dropped int // attributes past maxAttrs
+	end       int64     // Unix nanoseconds
+	failed    bool
+	desc      string // a failed span's fixed description
+	n         uint8
+	attrs     [inlineAttrs]Attr
+	more      []Attr
+	dropped   int // attributes past maxAttrs
 }
+
+// records are the records not in use.
+var records = sync.Pool{New: func() any { return new(record) }}
 
 // maxAttrs bounds a span's attributes: the keys are a closed set, so only
 // a span set with each key is near it.
@@ -202,16 +213,14 @@ func (s Span) Recording() bool { return s.s != nil }
 // once: what is done with it afterwards is ignored.
 func (s Span) End() {
 	if s.s != nil {
-		// As OpenTelemetry's SDK: the start's wall time and the duration
-		// on the monotonic clock, which one clock reading gives.
-		s.s.finish(s.s.start.Add(time.Since(s.s.start)).UnixNano())
+		s.s.finish(time.Time{})
 	}
 }
 
 // EndAt ends the span at t (a span recorded after the fact: the wait).
 func (s Span) EndAt(t time.Time) {
 	if s.s != nil {
-		s.s.finish(t.UnixNano())
+		s.s.finish(t)
 	}
 }
 
@@ -251,8 +260,8 @@ func (s Span) Fail(what string) {
 	}
 	s.s.mu.Lock()
 	defer s.s.mu.Unlock()
-	if !s.s.ended {
-		s.s.failed, s.s.desc = true, what
+	if r := s.s.rec; r != nil {
+		r.failed, r.desc = true, what
 	}
 }
 
@@ -260,43 +269,53 @@ func (s Span) Fail(what string) {
 func (s *span) set(attrs ...Attr) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended {
+	r := s.rec
+	if r == nil {
 		return
 	}
 next:
 	for _, a := range attrs {
-		for i := range s.n {
-			if s.attrs[i].key == a.key {
-				s.attrs[i] = a
+		for i := range r.n {
+			if r.attrs[i].key == a.key {
+				r.attrs[i] = a
 				continue next
 			}
 		}
-		for i := range s.more {
-			if s.more[i].key == a.key {
-				s.more[i] = a
+		for i := range r.more {
+			if r.more[i].key == a.key {
+				r.more[i] = a
 				continue next
 			}
 		}
 		switch {
-		case s.n < inlineAttrs:
-			s.attrs[s.n] = a
-			s.n++
-		case int(s.n)+len(s.more) < maxAttrs:
-			s.more = append(s.more, a)
+		case r.n < inlineAttrs:
+			r.attrs[r.n] = a
+			r.n++
+		case int(r.n)+len(r.more) < maxAttrs:
+			r.more = append(r.more, a)
 		default:
-			s.dropped++
+			r.dropped++
 		}
 	}
 }
 
-// finish ends the span at end (Unix nanoseconds) and queues it.
-func (s *span) finish(end int64) {
+// finish ends the span at end (zero: now), writes its record into the
+// queue and puts it back for another span.
+func (s *span) finish(end time.Time) {
 	s.mu.Lock()
-	if s.ended {
-		s.mu.Unlock()
-		return
-	}
-	s.ended, s.end = true, end
+	r := s.rec
+	s.rec = nil
 	s.mu.Unlock()
-	s.p.q.add(s)
+	if r == nil {
+		return // ended before
+	}
+	if end.IsZero() {
+		// As OpenTelemetry's SDK: the start's wall time and the duration
+		// on the monotonic clock, which one clock reading gives.
+		end = r.start.Add(time.Since(r.start))
+	}
+	r.end = end.UnixNano()
+	s.p.q.add(r)
+	*r = record{}
+	records.Put(r)
 }

@@ -168,3 +168,56 @@ func TestTraceparent_NamesTheSpan(t *testing.T) {
 		}
 	}
 }
+
+// A span that ended says nothing more, however it is used afterwards
+// (its record serves other spans by then): an attribute or a failure set
+// late, a second End are ignored; a context that carries it still starts
+// its children in its trace and names it in Traceparent.
+func TestSpan_AfterItEnded(t *testing.T) {
+	rcv := otlptest.New()
+	defer rcv.Close()
+	ctx := context.Background()
+	p, err := telemetry.New(ctx, telemetry.Config{Endpoint: rcv.URL}, env(nil), slog.New(slog.DiscardHandler))
+	if err != nil || p == nil {
+		t.Fatalf("New = %v, %v", p, err)
+	}
+	actx, a := p.StartServer(ctx, "a", "", "")
+	a.String(telemetry.KeyAgent, "a1")
+	kept := telemetry.Traceparent(actx)
+	a.End()
+	for range 10 { // other spans, which take its record
+		_, o := p.StartServer(ctx, "other", "", "")
+		o.String(telemetry.KeyAgent, "o")
+		o.End()
+	}
+	a.String(telemetry.KeyAgent, "late")
+	a.Fail("late")
+	a.End()
+	_, c := telemetry.Start(actx, "child")
+	c.End()
+	if got := telemetry.Traceparent(actx); got != kept {
+		t.Errorf("Traceparent after the end = %q, want %q", got, kept)
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string][]otlptest.Span{}
+	for _, s := range rcv.Spans() {
+		byName[s.Name] = append(byName[s.Name], s)
+	}
+	if len(byName["a"]) != 1 || len(byName["child"]) != 1 || len(byName["other"]) != 10 {
+		t.Fatalf("received %d a, %d child, %d other; want 1, 1, 10", len(byName["a"]), len(byName["child"]), len(byName["other"]))
+	}
+	sa, sc := byName["a"][0], byName["child"][0]
+	if sa.Attrs["gateway.agent"] != "a1" || sa.Failed || kept != "00-"+sa.TraceID+"-"+sa.SpanID+"-01" {
+		t.Errorf("a = %+v, want agent a1, not failed, named by %s", sa, kept)
+	}
+	if sc.TraceID != sa.TraceID || sc.ParentID != sa.SpanID {
+		t.Errorf("child = %+v, want a child of a (%s %s)", sc, sa.TraceID, sa.SpanID)
+	}
+	for _, o := range byName["other"] {
+		if o.Attrs["gateway.agent"] != "o" || o.TraceID == sa.TraceID {
+			t.Errorf("other = %+v, want agent o in a trace of its own", o)
+		}
+	}
+}
