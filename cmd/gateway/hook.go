@@ -95,12 +95,12 @@ func askHook(e *env, c *client.Client, name string, event []byte, wait time.Dura
 	if wait > 0 {
 		limit = min(wait, limit)
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, limit+hookMargin)
+	ctx, cancel := context.WithTimeout(e.ctx, limit+e.hookMargin)
 	defer cancel()
 	c.Traceparent, c.Tracestate = agentTrace(e.getenv)
 	body, err := c.Hook(ctx, name, event, wait)
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && e.ctx.Err() == nil {
-		err = fmt.Errorf("%w: no answer within %s", client.ErrUnreachable, limit+hookMargin)
+		err = fmt.Errorf("%w: no answer within %s", client.ErrUnreachable, limit+e.hookMargin)
 	}
 	return body, err
 }

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -125,6 +128,34 @@ func TestHook_Unreachable(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "unreachable") {
 		t.Fatalf("stderr %q", r.stderr)
+	}
+}
+
+// A gateway that takes the event and never answers: past its wait and
+// the margin the hook answers by itself (ask), before the agent's own
+// hook timeout would turn the hung connection into a failed hook.
+func TestHook_HungGatewayGivesUp(t *testing.T) {
+	took, release := make(chan struct{}, 1), make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		took <- struct{}{}
+		<-release // nothing is answered while the hook waits
+	}))
+	t.Cleanup(hung.Close)
+	t.Cleanup(func() { close(release) }) // before Close, which waits for the handler
+	r := runCLIMargin(context.Background(), 0, agentEnv(t, hung.URL), preToolUse(t, "Bash", "toolu_hung", map[string]any{"command": "ls"}),
+		"hook", "claude-code", "--wait", "1s")
+	select {
+	case <-took:
+	default:
+		t.Fatal("the hook never reached the gateway")
+	}
+	if r.code != exitOK {
+		t.Fatalf("exit %d", r.code)
+	}
+	out := hookOutput(t, r.stdout)
+	if out.Decision() != hooks.Ask || !strings.Contains(out.Reason(), "no answer within 1s") {
+		t.Fatalf("%s", r.stdout)
 	}
 }
 

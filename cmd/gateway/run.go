@@ -10,6 +10,7 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -33,6 +34,9 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+	// hookMargin is how much longer than its wait `gateway hook` gives
+	// the gateway to answer (hookMargin, the constant, in the program).
+	hookMargin time.Duration
 }
 
 // usageError is a bad argument: exit 2 with one line naming it.
@@ -129,10 +133,14 @@ func commands() map[string]command {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	return (&env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, hookMargin: hookMargin}).run(args)
+}
+
+// run is the command args in e; its exit code.
+func (e *env) run(args []string) int {
 	args = hoistConfig(args)
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(e.stdout, usage)
 		if len(args) == 0 {
 			return exitUsage
 		}
@@ -140,7 +148,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	cmd, ok := commands()[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "gateway: unknown command %q (see gateway help)\n", args[0])
+		fmt.Fprintf(e.stderr, "gateway: unknown command %q (see gateway help)\n", args[0])
 		return exitUsage
 	}
 	err := cmd(e, args[1:])
@@ -151,20 +159,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case err == nil:
 		return exitOK
 	case errors.As(err, &he):
-		fmt.Fprint(stdout, he.text())
+		fmt.Fprint(e.stdout, he.text())
 		return exitOK
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "gateway %s: %s\n", args[0], oneLine(ue.msg))
+		fmt.Fprintf(e.stderr, "gateway %s: %s\n", args[0], oneLine(ue.msg))
 		return exitUsage
 	case errors.As(err, &xe):
 		if xe.msg != "" {
-			fmt.Fprintf(stderr, "gateway %s: %s\n", args[0], oneLine(xe.msg))
+			fmt.Fprintf(e.stderr, "gateway %s: %s\n", args[0], oneLine(xe.msg))
 		}
 		return xe.code
 	default:
-		fmt.Fprintf(stderr, "gateway %s: %s\n", args[0], oneLine(err.Error()))
+		fmt.Fprintf(e.stderr, "gateway %s: %s\n", args[0], oneLine(err.Error()))
 		return exitFail
 	}
 }
