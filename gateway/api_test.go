@@ -35,6 +35,10 @@ const (
 )
 
 // testClock is an injected clock the test moves by hand.
+// e2eWait bounds what must happen (an event, an answer, a callback): a
+// bound, never a wait, so a busy machine that takes 15 s still passes.
+const e2eWait = time.Minute
+
 type testClock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -74,6 +78,7 @@ type e2eGateway struct {
 	Path   string
 	Clock  *testClock
 	client *http.Client
+	reads  *readsListener // what the server has read
 }
 
 func e2eAgent(id, tok string, admin bool, rate string) config.Agent {
@@ -137,8 +142,10 @@ func startE2E(tb testing.TB, o e2eOptions) *e2eGateway {
 	if o.clock != nil {
 		now = o.clock.Now
 	}
+	reads := watchReads(gatewaytest.Listen(tb))
 	g := &e2eGateway{
-		Gateway: gatewaytest.Start(tb, cfg, gateway.AppOptions{Now: now, Home: dir, TokenRecheck: o.recheck, CallbackResolver: o.resolver,
+		reads: reads,
+		Gateway: gatewaytest.StartOn(tb, reads, cfg, gateway.AppOptions{Now: now, Home: dir, TokenRecheck: o.recheck, CallbackResolver: o.resolver,
 			Telemetry: o.tel}),
 		tb: tb, Path: o.path, Clock: o.clock,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: time.Minute},
@@ -250,6 +257,21 @@ func (g *e2eGateway) async(tb testing.TB, method, path, tok string, body any) <-
 	return ch
 }
 
+// inFlight is async, returning once the server has read the call: a
+// long-poll then waits in the server for what the test does next.
+func (g *e2eGateway) inFlight(tb testing.TB, method, path, tok string, body any) <-chan apiResult {
+	read := g.reads.reading(method + " " + path + " HTTP/")
+	ch := g.async(tb, method, path, tok, body)
+	select {
+	case <-read:
+		return ch
+	case r := <-ch: // answered already (an error, or a request finished)
+		out := make(chan apiResult, 1)
+		out <- r
+		return out
+	}
+}
+
 // want makes a call and fails the test unless it answers status.
 func (g *e2eGateway) want(tb testing.TB, status int, method, path, tok string, body any) apiResult {
 	tb.Helper()
@@ -340,9 +362,9 @@ func (g *e2eGateway) openEvents(tb testing.TB, tok string) *sseStream {
 	}()
 	select {
 	case <-connected:
-	case <-time.After(5 * time.Second):
+	case <-time.After(e2eWait):
 		s.Close()
-		tb.Fatalf("no ': connected' on /v1/events within 5s")
+		tb.Fatalf("no ': connected' on /v1/events within %s", e2eWait)
 	}
 	tb.Cleanup(s.Close)
 	return s
@@ -362,8 +384,8 @@ func (s *sseStream) next(tb testing.TB) sseEvent {
 			tb.Fatalf("event stream closed")
 		}
 		return ev
-	case <-time.After(5 * time.Second):
-		tb.Fatalf("no event within 5s")
+	case <-time.After(e2eWait):
+		tb.Fatalf("no event within %s", e2eWait)
 	}
 	return sseEvent{}
 }
@@ -371,7 +393,7 @@ func (s *sseStream) next(tb testing.TB) sseEvent {
 // eventually polls cond until it holds or a deadline passes.
 func eventually(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(e2eWait)
 	for !cond() {
 		if time.Now().After(deadline) {
 			tb.Fatalf("timed out waiting for %s", what)
@@ -526,8 +548,8 @@ func TestAPI_PendingThenDecided_LongPoll(t *testing.T) {
 			if got.ID != id || got.Status != approvals.StatusAllowed || *got.Decision != approvals.AllowOnce {
 				t.Errorf("long-poll got %s %s %v", got.ID, got.Status, got.Decision)
 			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("long-poll not answered within 5s of the decision")
+		case <-time.After(e2eWait):
+			t.Fatalf("long-poll not answered within %s of the decision", e2eWait)
 		}
 	})
 
@@ -536,8 +558,7 @@ func TestAPI_PendingThenDecided_LongPoll(t *testing.T) {
 		if p.Status != approvals.StatusPending || p.Decision != nil || p.DecidedAt != nil || !p.ExpiresAt.After(p.CreatedAt) {
 			t.Fatalf("pending request: %+v", p)
 		}
-		answered := g.async(t, "GET", "/v1/requests/"+p.ID+"?wait=30s", tokA1, nil)
-		time.Sleep(100 * time.Millisecond) // let the long-poll park
+		answered := g.inFlight(t, "GET", "/v1/requests/"+p.ID+"?wait=30s", tokA1, nil)
 		if _, err := g.App.Service.Decide(context.Background(), p.ID, approvals.Deny,
 			approvals.Actor{Channel: "web", ID: "owner", Name: "Roberto"}); err != nil {
 			t.Fatalf("Decide: %v", err)
@@ -549,8 +570,8 @@ func TestAPI_PendingThenDecided_LongPoll(t *testing.T) {
 				got.DecidedBy != "web:Roberto (owner)" {
 				t.Errorf("long-poll got %d %s %v by %q", r.Status, got.Status, got.Decision, got.DecidedBy)
 			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("long-poll not answered within 5s of the decision")
+		case <-time.After(e2eWait):
+			t.Fatalf("long-poll not answered within %s of the decision", e2eWait)
 		}
 		if a := g.audit(t, p.ID); a[storage.AuditOutcome] != 1 || a[storage.AuditDecision] != 1 || len(a) != 2 {
 			t.Errorf("audit rows %v, want one outcome and one decision", a)
@@ -747,7 +768,7 @@ func TestAPI_Callback_Signed(t *testing.T) {
 	body["callback_url"] = cs.URL + "/approve"
 	p := g.want(t, http.StatusAccepted, "POST", "/v1/requests", tokA1, body).request(t)
 	g.want(t, http.StatusOK, "POST", "/v1/requests/"+p.ID+"/decision", tokAdmin, jsonBody{"decision": "deny"})
-	c := cs.next(t, 5*time.Second)
+	c := cs.next(t, e2eWait)
 	if !approvals.VerifySignature([]byte(tokA1), c.Body, c.Sig) {
 		t.Errorf("signature %q does not verify with a1's token over %s", c.Sig, c.Body)
 	}
@@ -768,7 +789,7 @@ func TestAPI_Callback_Signed(t *testing.T) {
 	now := decidedNowBody("cb-2")
 	now["callback_url"] = cs.URL + "/approve"
 	r := g.want(t, http.StatusOK, "POST", "/v1/requests", tokA2, now).request(t)
-	c = cs.next(t, 5*time.Second)
+	c = cs.next(t, e2eWait)
 	decodeInto(t, string(c.Body), &cb)
 	if !approvals.VerifySignature([]byte(tokA2), c.Body, c.Sig) || cb.ID != r.ID || cb.Status != approvals.StatusAllowed || cb.Decision != nil {
 		t.Errorf("decided-now callback %s (sig ok %v)", c.Body, approvals.VerifySignature([]byte(tokA2), c.Body, c.Sig))
@@ -782,8 +803,7 @@ func TestAPI_Callback_RetriedWithBackoff(t *testing.T) {
 	body := pendingBody("cbr-1", "cbr.txt")
 	body["callback_url"] = cs.URL
 	p := g.want(t, http.StatusAccepted, "POST", "/v1/requests", tokA1, body).request(t)
-	poll := g.async(t, "GET", "/v1/requests/"+p.ID+"?wait=30s", tokA1, nil)
-	time.Sleep(50 * time.Millisecond)
+	poll := g.inFlight(t, "GET", "/v1/requests/"+p.ID+"?wait=30s", tokA1, nil)
 	g.want(t, http.StatusOK, "POST", "/v1/requests/"+p.ID+"/decision", tokAdmin, jsonBody{"decision": "allow_once"})
 	decided := time.Now()
 	var answered time.Time
@@ -793,12 +813,12 @@ func TestAPI_Callback_RetriedWithBackoff(t *testing.T) {
 		if got := r.request(t); got.Status != approvals.StatusAllowed {
 			t.Errorf("long-poll got %s", got.Status)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("long-poll not answered")
+	case <-time.After(e2eWait):
+		t.Fatalf("long-poll not answered within %s", e2eWait)
 	}
 	var calls []callbackCall
 	for range 3 {
-		calls = append(calls, cs.next(t, 15*time.Second))
+		calls = append(calls, cs.next(t, e2eWait))
 	}
 	// Neither the decision nor the waiting agent waited for the callback,
 	// which succeeds only on its third attempt, 3s after the first.
@@ -898,8 +918,7 @@ func TestAPI_Cancel(t *testing.T) {
 	t.Parallel()
 	g := startE2E(t, e2eOptions{clock: newTestClock()})
 	p := g.want(t, http.StatusAccepted, "POST", "/v1/requests", tokA1, pendingBody("cx-1", "cx.txt")).request(t)
-	poll := g.async(t, "GET", "/v1/requests/"+p.ID+"?wait=30s", tokA1, nil)
-	time.Sleep(50 * time.Millisecond)
+	poll := g.inFlight(t, "GET", "/v1/requests/"+p.ID+"?wait=30s", tokA1, nil)
 	// Another agent cannot cancel it: it does not exist for them.
 	g.want(t, http.StatusNotFound, "DELETE", "/v1/requests/"+p.ID, tokA2, nil)
 	c := g.want(t, http.StatusOK, "DELETE", "/v1/requests/"+p.ID, tokA1, nil).request(t)
@@ -911,8 +930,8 @@ func TestAPI_Cancel(t *testing.T) {
 		if got := r.request(t); r.Status != http.StatusOK || got.Status != approvals.StatusCancelled {
 			t.Errorf("long-poll got %d %s", r.Status, got.Status)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("long-poll not answered by the cancel")
+	case <-time.After(e2eWait):
+		t.Fatalf("long-poll not answered by the cancel within %s", e2eWait)
 	}
 	e := g.want(t, http.StatusConflict, "DELETE", "/v1/requests/"+p.ID, tokA1, nil).apiError(t)
 	if e.Error.Code != "already_decided" || e.Request == nil || e.Request.Status != approvals.StatusCancelled {
@@ -943,8 +962,7 @@ func TestAPI_Expiry_InjectedClock(t *testing.T) {
 		t.Errorf("expires %s after creation, want 1m", got)
 	}
 	events.nextNamed(t, approvals.EventRequired)
-	poll := g.async(t, "GET", "/v1/requests/"+p.ID+"?wait=30s", tokA1, nil)
-	time.Sleep(50 * time.Millisecond)
+	poll := g.inFlight(t, "GET", "/v1/requests/"+p.ID+"?wait=30s", tokA1, nil)
 
 	clock.Add(59 * time.Second)
 	if _, err := g.App.Service.ExpireDue(context.Background()); err != nil {
@@ -963,8 +981,8 @@ func TestAPI_Expiry_InjectedClock(t *testing.T) {
 		if r.Status != http.StatusOK || got.Status != approvals.StatusExpired || got.Decision != nil || got.DecidedBy != "timeout" {
 			t.Errorf("long-poll got %d %s %v %q", r.Status, got.Status, got.Decision, got.DecidedBy)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("long-poll not answered by the expiry")
+	case <-time.After(e2eWait):
+		t.Fatalf("long-poll not answered by the expiry within %s", e2eWait)
 	}
 	var res gateway.ResolvedEvent
 	decodeInto(t, events.nextNamed(t, approvals.EventResolved), &res)
