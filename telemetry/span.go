@@ -265,7 +265,8 @@ func (s Span) Fail(what string) {
 	}
 }
 
-// set sets each attribute, replacing the value of a key already set.
+// set sets each attribute, replacing the value of a key already set;
+// the zero Key (Key{}) is none of the closed set, and is ignored.
 func (s *span) set(attrs ...Attr) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -275,6 +276,9 @@ func (s *span) set(attrs ...Attr) {
 	}
 next:
 	for _, a := range attrs {
+		if a.key == 0 {
+			continue // the zero Key: not one of the keys
+		}
 		for i := range r.n {
 			if r.attrs[i].key == a.key {
 				r.attrs[i] = a

@@ -107,6 +107,7 @@ func TestProvider_TraceTree(t *testing.T) {
 	rctx, root := p.StartServer(ctx, "request", "00-"+agentTrace+"-"+agentSpan+"-01", "")
 	_, child := telemetry.Start(rctx, "policy")
 	child.String(telemetry.KeyCapability, "fs:read")
+	child.String(telemetry.Key{}, "not one of the keys")
 	child.End()
 	kept := telemetry.Traceparent(rctx)
 	root.End()
@@ -126,7 +127,7 @@ func TestProvider_TraceTree(t *testing.T) {
 	if r.TraceID != agentTrace || r.ParentID != agentSpan || r.Kind != "SPAN_KIND_SERVER" || r.Service != telemetry.ServiceName {
 		t.Fatalf("request span = %+v: want in trace %s under %s, a server span of %s", r, agentTrace, agentSpan, telemetry.ServiceName)
 	}
-	if pol.TraceID != agentTrace || pol.ParentID != r.SpanID || pol.Attrs["gateway.capability"] != "fs:read" {
+	if pol.TraceID != agentTrace || pol.ParentID != r.SpanID || pol.Attrs["gateway.capability"] != "fs:read" || len(pol.Attrs) != 1 {
 		t.Fatalf("policy span = %+v, want a child of %s with its capability", pol, r.SpanID)
 	}
 	if w.TraceID != agentTrace || w.ParentID != r.SpanID || w.End.Sub(w.Start) < time.Second {
