@@ -5,8 +5,8 @@
 // there is no provider at all and every Span is the zero Span.
 //
 // The spans are recorded here, not by OpenTelemetry's SDK: a span is one
-// allocation (with the context that carries it), its attributes a fixed
-// array; when it ends it is written as its OTLP message (encode.go) and
+// small allocation (with the context that carries it), what it says a
+// record reused from span to span; when it ends it is written as its OTLP message (encode.go) and
 // the bytes are queued under one short lock; a goroutine hands the queued
 // messages, in batches, to OpenTelemetry's OTLP client. That is the part
 // of the SDK the gateway used, for a fraction of its CPU
