@@ -106,9 +106,10 @@ func (c *GrantCache) FindMatching(ctx context.Context, p Principal, ss Session, 
 	}
 	now := c.store.now()
 	var best *Grant
+	var anchors [16]string
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, a := range c.store.norm.grantAnchors(cp.TargetKind, target) {
+	for _, a := range c.store.norm.appendGrantAnchors(anchors[:0], cp.TargetKind, target) {
 		for _, g := range e.byAnchor[a] {
 			if best != nil && g.ID >= best.ID {
 				break

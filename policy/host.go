@@ -378,13 +378,21 @@ func hostPattern(p string) string {
 		return hostOf(p)
 	}
 	p = strings.ToLower(p)
-	p = dotsReplacer.Replace(p)
+	if hasOtherDots(p) { // Replace allocates even when it replaces nothing
+		p = dotsReplacer.Replace(p)
+	}
 	return strings.TrimSuffix(asciiHost(p), ".")
 }
 
 // dotsReplacer maps the full stops IDNA reads as '.' (ideographic,
 // fullwidth, halfwidth) to '.', for patterns that IDNA cannot take whole.
 var dotsReplacer = strings.NewReplacer("\u3002", ".", "\uff0e", ".", "\uff61", ".")
+
+// hasOtherDots reports whether s holds one of the full stops dotsReplacer
+// maps to '.', byte for byte as it finds them.
+func hasOtherDots(s string) bool {
+	return strings.Contains(s, "\u3002") || strings.Contains(s, "\uff0e") || strings.Contains(s, "\uff61")
+}
 
 // validGrantHost reports whether a canonicalised grant pattern is one a
 // host grant may hold: a canonical host, or "*." and a canonical domain.

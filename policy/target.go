@@ -397,12 +397,19 @@ func classMayMatchSlash(seg string) bool {
 // could be stored, so the grants store finds candidates with one indexed
 // IN query instead of scanning every grant of a principal. See Anchor.
 func (n Normalizer) grantAnchors(kind TargetKind, target string) []string {
+	return n.appendGrantAnchors(nil, kind, target)
+}
+
+// appendGrantAnchors appends grantAnchors(kind, target) to buf; a caller
+// that only reads them passes a buffer of its own (the grant cache, on
+// every decision), so listing them allocates nothing.
+func (n Normalizer) appendGrantAnchors(buf []string, kind TargetKind, target string) []string {
 	switch kind {
 	case KindNone:
-		return []string{"*"}
+		return append(buf, "*")
 	case KindPathGlob:
 		t := n.cleanPath(target)
-		out := []string{t, ""}
+		out := append(buf, t, "")
 		for d := t; ; {
 			d = path.Dir(d)
 			out = append(out, d)
@@ -413,7 +420,7 @@ func (n Normalizer) grantAnchors(kind TargetKind, target string) []string {
 		return out
 	case KindHost:
 		h := hostOf(target)
-		out := []string{h, ""}
+		out := append(buf, h, "")
 		for rest := h; ; {
 			_, after, ok := strings.Cut(rest, ".")
 			if !ok {
@@ -424,7 +431,7 @@ func (n Normalizer) grantAnchors(kind TargetKind, target string) []string {
 		}
 		return out
 	}
-	return []string{target, ""}
+	return append(buf, target, "")
 }
 
 // Anchor is the index key of a grant pattern: the pattern itself when it is
