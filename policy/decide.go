@@ -257,9 +257,16 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	if c.TargetKind == KindHost {
 		target = host.Host
 	}
-	// Six steps on the common path: profile, table, rules, combine, vaglio
-	// and one more (grants) at most.
-	dec = Decision{Capability: c, Trace: make([]Step, 0, 6)}
+	// Room for the common path's steps (commonSteps); with a guard, the
+	// trace and the verdict are one allocation.
+	dec = Decision{Capability: c}
+	var verdict *vaglio.Verdict
+	if d.Vaglio != nil {
+		a := new(stepsAndVerdict)
+		dec.Trace, verdict = a.steps[:0], &a.verdict
+	} else {
+		dec.Trace = make([]Step, 0, commonSteps)
+	}
 	step := func(layer string, o Outcome, detail string) {
 		dec.Trace = append(dec.Trace, Step{Layer: layer, Outcome: o, Detail: detail})
 	}
@@ -423,12 +430,13 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 
 	// Step 6: vaglio on anything not denied.
 	if d.Vaglio != nil {
-		v := d.Vaglio.Check(ctx, vaglio.Request{
+		*verdict = d.Vaglio.Check(ctx, vaglio.Request{
 			Agent: in.Profile.Agent, Capability: c.Name, Critical: c.Critical, Target: in.Target,
 			Host: host.Host, Port: host.Port, Addrs: addrs, Intent: in.Intent, Executor: in.Executor, Args: in.Args, Context: in.Context,
 			Home: in.Profile.Home,
 		})
-		dec.Vaglio = &v
+		dec.Vaglio = verdict
+		v := verdict
 		if !v.Approved {
 			by := v.BlockedBy
 			if by == "" {
@@ -463,6 +471,17 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	}
 	span.String(telemetry.KeyOutcome, string(dec.Outcome))
 	return dec, nil
+}
+
+// commonSteps is how many steps the common path traces: profile, table,
+// rules, grants, combine and vaglio.
+const commonSteps = 6
+
+// stepsAndVerdict is what a decision with a guard carries: room for the
+// six steps of its common path, and the guard's verdict.
+type stepsAndVerdict struct {
+	steps   [commonSteps]Step
+	verdict vaglio.Verdict
 }
 
 func levelOr(l Level, def string) string {
