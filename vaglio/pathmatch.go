@@ -283,20 +283,10 @@ func (n *pathNode) under(comps []string, best *int) {
 // unknown).
 func splitComps(buf []string, p string) (comps []string, rooted bool) {
 	rooted = strings.HasPrefix(p, "/")
-	clean := p
-	if !cleanLower(p) {
-		clean = path.Clean(strings.ToLower(p))
-	}
-	clean = strings.TrimPrefix(clean, "/")
-	comps = buf[:0]
-	for {
-		i := strings.IndexByte(clean, '/')
-		if i < 0 {
-			comps = append(comps, clean)
-			break
-		}
-		comps = append(comps, clean[:i])
-		clean = clean[i+1:]
+	if cleanLower(p) {
+		comps = splitClean(buf[:0], strings.TrimPrefix(p, "/"))
+	} else {
+		comps = cleanComps(buf[:0], strings.ToLower(p), rooted)
 	}
 	if !rooted {
 		n := 0
@@ -308,6 +298,50 @@ func splitComps(buf []string, p string) (comps []string, rooted bool) {
 		}
 	}
 	return comps, rooted
+}
+
+// splitClean appends the elements of a clean path with no leading "/".
+func splitClean(comps []string, clean string) []string {
+	for {
+		i := strings.IndexByte(clean, '/')
+		if i < 0 {
+			return append(comps, clean)
+		}
+		comps = append(comps, clean[:i])
+		clean = clean[i+1:]
+	}
+}
+
+// cleanComps appends the elements path.Clean(p) has, split at '/' after
+// its leading '/', without writing the cleaned path: empty and "."
+// elements go, ".." takes back the element before it (at the root it goes;
+// in a relative path with nothing to take back, it stays), and a path
+// cleaned to nothing is "/" (one empty element) or ".".
+func cleanComps(comps []string, p string, rooted bool) []string {
+	for rest := p; rest != ""; {
+		e := rest
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			e, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
+		}
+		switch {
+		case e == "" || e == ".":
+		case e != "..":
+			comps = append(comps, e)
+		case len(comps) > 0 && comps[len(comps)-1] != "..":
+			comps = comps[:len(comps)-1]
+		case !rooted:
+			comps = append(comps, "..")
+		}
+	}
+	if len(comps) == 0 {
+		if rooted {
+			return append(comps, "")
+		}
+		return append(comps, ".")
+	}
+	return comps
 }
 
 // cleanLower reports a path that path.Clean and strings.ToLower leave as
