@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -18,11 +17,7 @@ func TestMetrics_TelemetrySpans(t *testing.T) {
 	rcv := otlptest.New()
 	defer rcv.Close()
 	ctx := context.Background()
-	tel, err := telemetry.New(ctx, telemetry.Config{Endpoint: rcv.URL}, func(string) string { return "" }, slog.New(slog.DiscardHandler))
-	if err != nil || tel == nil {
-		t.Fatalf("telemetry.New = %v, %v", tel, err)
-	}
-	defer tel.Shutdown(ctx)
+	tel := rcv.Provider(t, nil)
 	rctx, r := tel.StartServer(ctx, "request", "", "")
 	_, v := telemetry.Start(rctx, "validate")
 	v.End()

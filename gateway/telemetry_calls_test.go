@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"net/http"
 	"testing"
 
@@ -11,7 +10,6 @@ import (
 
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/gatewaytest"
-	"github.com/metnos/gateway/telemetry"
 	"github.com/metnos/gateway/telemetry/otlptest"
 )
 
@@ -38,11 +36,7 @@ func TestTelemetry_ChecksAndMCPCalls(t *testing.T) {
 	rcv := otlptest.New()
 	defer rcv.Close()
 	ctx := context.Background()
-	tel, err := telemetry.New(ctx, telemetry.Config{Endpoint: rcv.URL}, func(string) string { return "" }, slog.New(slog.DiscardHandler))
-	if err != nil || tel == nil {
-		t.Fatalf("telemetry.New = %v, %v", tel, err)
-	}
-	defer tel.Shutdown(ctx)
+	tel := rcv.Provider(t, nil)
 	cfg := gatewaytest.Config(t, gatewaytest.Agent("a1", otToken, false))
 	g := gatewaytest.Start(t, cfg, gateway.AppOptions{Telemetry: tel})
 

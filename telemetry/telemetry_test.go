@@ -99,10 +99,7 @@ func TestProvider_TraceTree(t *testing.T) {
 	rcv := otlptest.New()
 	defer rcv.Close()
 	ctx := context.Background()
-	p, err := telemetry.New(ctx, telemetry.Config{Endpoint: rcv.URL}, env(nil), slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil || p == nil {
-		t.Fatalf("New = %v, %v", p, err)
-	}
+	p := rcv.Provider(t, nil)
 	const agentTrace, agentSpan = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
 	rctx, root := p.StartServer(ctx, "request", "00-"+agentTrace+"-"+agentSpan+"-01", "")
 	_, child := telemetry.Start(rctx, "policy")
@@ -142,10 +139,7 @@ func TestTraceparent_NamesTheSpan(t *testing.T) {
 	rcv := otlptest.New()
 	defer rcv.Close()
 	ctx := context.Background()
-	p, err := telemetry.New(ctx, telemetry.Config{Endpoint: rcv.URL}, env(nil), slog.New(slog.DiscardHandler))
-	if err != nil || p == nil {
-		t.Fatalf("New = %v, %v", p, err)
-	}
+	p := rcv.Provider(t, nil)
 	kept := map[string]string{}
 	for _, parent := range []string{"", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
 		"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203332-00", "01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203333-03-x"} {
@@ -178,10 +172,7 @@ func TestSpan_AfterItEnded(t *testing.T) {
 	rcv := otlptest.New()
 	defer rcv.Close()
 	ctx := context.Background()
-	p, err := telemetry.New(ctx, telemetry.Config{Endpoint: rcv.URL}, env(nil), slog.New(slog.DiscardHandler))
-	if err != nil || p == nil {
-		t.Fatalf("New = %v, %v", p, err)
-	}
+	p := rcv.Provider(t, nil)
 	actx, a := p.StartServer(ctx, "a", "", "")
 	a.String(telemetry.KeyAgent, "a1")
 	kept := telemetry.Traceparent(actx)
