@@ -181,13 +181,30 @@ type arrivalKey struct{}
 // sources it asks (the rules' and the grants') may answer it from one
 // read that started after that, rather than one each after each question.
 func Arrived(ctx context.Context, t time.Time) context.Context {
-	return context.WithValue(ctx, arrivalKey{}, t)
+	return &arrivedCtx{Context: ctx, t: t}
+}
+
+// arrivedCtx is what Arrived returns: one allocation per decision, where
+// context.WithValue makes two (its own, and the time's to hold it as an
+// interface value).
+type arrivedCtx struct {
+	context.Context
+	t time.Time
+}
+
+// Value answers arrivalKey with a pointer to the time, which an interface
+// value holds without an allocation of its own.
+func (c *arrivedCtx) Value(key any) any {
+	if _, ok := key.(arrivalKey); ok {
+		return &c.t
+	}
+	return c.Context.Value(key)
 }
 
 // arrival is when the decision of ctx started (see Arrived), or now.
 func arrival(ctx context.Context) time.Time {
-	if t, ok := ctx.Value(arrivalKey{}).(time.Time); ok {
-		return t
+	if t, ok := ctx.Value(arrivalKey{}).(*time.Time); ok {
+		return *t
 	}
 	return time.Now()
 }

@@ -87,3 +87,30 @@ func TestPGVersions_ReadBarrier(t *testing.T) {
 		t.Fatalf("after a failure: %d, want 4", n)
 	}
 }
+
+// TestArrived: the time Arrived records is what arrival reads, through
+// contexts derived from it; without it arrival is now; the context's other
+// values, deadline and cancellation pass through.
+func TestArrived(t *testing.T) {
+	type key struct{}
+	parent, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	ctx := Arrived(parent, at)
+	child, stop := context.WithTimeout(context.WithValue(ctx, struct{ k int }{1}, 2), time.Hour)
+	defer stop()
+	if got := arrival(child); !got.Equal(at) {
+		t.Fatalf("arrival = %v, want %v", got, at)
+	}
+	if got := child.Value(key{}); got != "v" {
+		t.Fatalf("the parent's value = %v, want v", got)
+	}
+	before := time.Now()
+	if got := arrival(parent); got.Before(before) {
+		t.Fatalf("arrival without Arrived = %v, before now (%v)", got, before)
+	}
+	cancel()
+	<-child.Done()
+	if child.Err() != context.Canceled {
+		t.Fatalf("child.Err() = %v, want canceled", child.Err())
+	}
+}
