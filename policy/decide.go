@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -286,8 +285,8 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 		level = MinLevel(in.Requested, in.Profile.Ceiling)
 	}
 	dec.Autonomy = level
-	step("profile", "", "agent "+strconv.Quote(in.Profile.Agent)+": requested "+levelOr(in.Requested, "default")+
-		", ceiling "+in.Profile.Ceiling.String()+", effective "+level.String())
+	profileWords, tableWords := profileAndTableWords(in.Profile.Agent, in.Requested, in.Profile.Ceiling, level, c.Name)
+	step("profile", "", profileWords)
 	// Whose lists these are: the agent's, or a child token's (narrowed);
 	// spelt out only for a denial.
 	whoIs := func() (who, whose string) {
@@ -314,7 +313,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 
 	// Step 3: the table.
 	dec.Table = TableOutcome(level, c)
-	step("table", dec.Table, c.Name+" at "+level.String())
+	step("table", dec.Table, tableWords)
 	if dec.Table == Denied {
 		return deny(BlockedByPolicy, fmt.Sprintf("%s is denied at autonomy %s", c.Name, level)), nil
 	}
@@ -405,9 +404,9 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 			if g != nil {
 				grant = g
 				dec.Outcome, dec.GrantID = Allowed, g.ID
-				id := strconv.FormatInt(g.ID, 10)
-				dec.Reason = "allowed by grant #" + id + " (" + g.Target + ")"
-				step("grants", Allowed, "grant #"+id+" for "+in.Channel+"/"+in.SenderID+" covers the target")
+				var detail string
+				dec.Reason, detail = grantWords(g.ID, g.Target, in.Channel, in.SenderID)
+				step("grants", Allowed, detail)
 			} else if in.Guard != nil {
 				trace("grants", "", "no active grant of %s for %s/%s: any other grant %s", in.Guard.Label,
 					in.Channel, in.SenderID, in.Guard.NotLifted())

@@ -1,0 +1,62 @@
+package policy
+
+import (
+	"strconv"
+	"strings"
+)
+
+// The words of a decision's trace and reason on its common path, each
+// group written as one string and cut in parts: a decision allocates once
+// per group, not once per part.
+
+// profileAndTableWords are the details of the profile step ("agent
+// \"metnos\": requested default, ceiling Supervised, effective
+// Supervised") and of the table step ("fs:read at Supervised").
+func profileAndTableWords(agent string, requested, ceiling, level Level, capability string) (profile, table string) {
+	var q [64]byte
+	quoted := strconv.AppendQuote(q[:0], agent)
+	req, ceil, eff := levelOr(requested, "default"), ceiling.String(), level.String()
+	var b strings.Builder
+	b.Grow(len("agent : requested , ceiling , effective ") + len(quoted) + len(req) + len(ceil) + len(eff) +
+		len(capability) + len(" at ") + len(eff))
+	b.WriteString("agent ")
+	b.Write(quoted)
+	b.WriteString(": requested ")
+	b.WriteString(req)
+	b.WriteString(", ceiling ")
+	b.WriteString(ceil)
+	b.WriteString(", effective ")
+	b.WriteString(eff)
+	n := b.Len()
+	b.WriteString(capability)
+	b.WriteString(" at ")
+	b.WriteString(eff)
+	s := b.String()
+	return s[:n], s[n:]
+}
+
+// grantWords are the reason of a decision a grant allowed ("allowed by
+// grant #12 (/home/r/*)") and the detail of its grants step ("grant #12
+// for telegram/roberto covers the target").
+func grantWords(id int64, target, channel, sender string) (reason, detail string) {
+	var d [20]byte
+	num := strconv.AppendInt(d[:0], id, 10)
+	var b strings.Builder
+	b.Grow(len("allowed by grant # ()") + len(num) + len(target) +
+		len("grant # for / covers the target") + len(num) + len(channel) + len(sender))
+	b.WriteString("allowed by grant #")
+	b.Write(num)
+	b.WriteString(" (")
+	b.WriteString(target)
+	b.WriteString(")")
+	n := b.Len()
+	b.WriteString("grant #")
+	b.Write(num)
+	b.WriteString(" for ")
+	b.WriteString(channel)
+	b.WriteString("/")
+	b.WriteString(sender)
+	b.WriteString(" covers the target")
+	s := b.String()
+	return s[:n], s[n:]
+}

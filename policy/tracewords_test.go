@@ -1,0 +1,40 @@
+package policy
+
+import (
+	"strconv"
+	"testing"
+)
+
+// TestTraceWords: the words written as one string read as they did when
+// each was written on its own.
+func TestTraceWords(t *testing.T) {
+	for _, agent := range []string{"metnos", "", `a "quoted" agent`, "ü\x00\n" + string(make([]byte, 80))} {
+		for _, requested := range []Level{0, ReadOnly, Supervised, Full} {
+			for _, ceiling := range []Level{ReadOnly, Supervised, Full, Level(9)} {
+				level := ceiling
+				if requested != 0 {
+					level = MinLevel(requested, ceiling)
+				}
+				profile, table := profileAndTableWords(agent, requested, ceiling, level, "fs:read")
+				wantProfile := "agent " + strconv.Quote(agent) + ": requested " + levelOr(requested, "default") +
+					", ceiling " + ceiling.String() + ", effective " + level.String()
+				if profile != wantProfile || table != "fs:read at "+level.String() {
+					t.Errorf("profileAndTableWords(%q, %v, %v) = %q, %q; want %q, %q", agent, requested, ceiling,
+						profile, table, wantProfile, "fs:read at "+level.String())
+				}
+			}
+		}
+	}
+	for _, id := range []int64{1, 12, 1 << 62, -3} {
+		for _, target := range []string{"/home/r/*", "", "*.example.org"} {
+			reason, detail := grantWords(id, target, "telegram", "roberto")
+			n := strconv.FormatInt(id, 10)
+			if want := "allowed by grant #" + n + " (" + target + ")"; reason != want {
+				t.Errorf("reason = %q, want %q", reason, want)
+			}
+			if want := "grant #" + n + " for telegram/roberto covers the target"; detail != want {
+				t.Errorf("detail = %q, want %q", detail, want)
+			}
+		}
+	}
+}
