@@ -44,6 +44,9 @@ func (w *argWalker) loc() string {
 // keyAt is the dotted key path of the string being visited, for the log:
 // a.b, items[].name.
 func (w *argWalker) keyAt() string {
+	if len(w.path) == 1 && w.path[0].index < 0 {
+		return w.path[0].name // a top-level key, as the loop below writes it
+	}
 	var b []byte
 	for _, p := range w.path {
 		switch {

@@ -15,7 +15,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -403,31 +402,6 @@ func (f pyFloat) MarshalJSON() ([]byte, error) {
 	return b, nil
 }
 
-// topKeys returns the sorted top-level keys of m, never nil.
-func topKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// contextKeys names what vaglio was told about the request besides its
-// intent, executor and args: agent and capability, and the keys the
-// request's own context declares.
-func contextKeys(r Request) []string {
-	keys := topKeys(r.Context)
-	if r.Agent != "" && !slices.Contains(keys, "agent") {
-		keys = append(keys, "agent")
-	}
-	if r.Capability != "" && !slices.Contains(keys, "capability") {
-		keys = append(keys, "capability")
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // logFileMode and logDirMode keep the decision log private to the gateway's
 // user: intents can say more than their owner would like to share.
 const (
@@ -442,6 +416,8 @@ func (v *Vaglio) log(r Request, verdict Verdict) {
 	if v.logDir == "" {
 		return
 	}
+	k := logKeysPool.Get().(*logKeys)
+	defer k.release()
 	rec := logLine{
 		Approved:    verdict.Approved,
 		Reason:      verdict.Reason,
@@ -450,15 +426,15 @@ func (v *Vaglio) log(r Request, verdict Verdict) {
 		Score:       pyFloat(verdict.Score),
 		Intent:      r.Intent,
 		Executor:    r.Executor,
-		ArgsKeys:    topKeys(r.Args),
-		ContextKeys: contextKeys(r),
+		ArgsKeys:    k.topKeys(r.Args),
+		ContextKeys: k.contextKeys(r),
 		Agent:       r.Agent,
 		Capability:  r.Capability,
-		ArgKeyPaths: argKeys(r.Args),
+		ArgKeyPaths: k.argKeys(r.Args),
 	}
 	if verdict.BlockedBy != "" {
 		rec.BlockedBy = &verdict.BlockedBy
 	}
-	line := append(rec.appendTo(make([]byte, 0, 512)), '\n')
-	v.logs.add(v.logs.nameFor(verdict.TS), line)
+	k.line = append(rec.appendTo(k.line[:0]), '\n')
+	v.logs.add(v.logs.nameFor(verdict.TS), k.line)
 }
