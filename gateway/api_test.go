@@ -34,36 +34,19 @@ const (
 	tokBench   = "tok-bench-77665544332211"
 )
 
-// testClock is an injected clock the test moves by hand.
 // e2eWait bounds what must happen (an event, an answer, a callback): a
 // bound, never a wait, so a busy machine that takes 15 s still passes.
 const e2eWait = time.Minute
 
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newTestClock() *testClock {
-	return &testClock{now: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+// newTestClock is a clock the test moves by hand, on a fixed day.
+func newTestClock() *gatewaytest.Clock {
+	return gatewaytest.NewClock(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
 }
 
 // e2eOptions shapes one gateway under test.
 type e2eOptions struct {
-	path    string     // database file; "" = a new one in t.TempDir()
-	clock   *testClock // nil = the real clock
+	path    string             // database file; "" = a new one in t.TempDir()
+	clock   *gatewaytest.Clock // nil = the real clock
 	mutate  func(cfg *config.Config)
 	recheck time.Duration // AppOptions.TokenRecheck
 	// resolver resolves callback hosts; nil: the system's.
@@ -76,7 +59,7 @@ type e2eGateway struct {
 	*gatewaytest.Gateway
 	tb     testing.TB
 	Path   string
-	Clock  *testClock
+	Clock  *gatewaytest.Clock
 	client *http.Client
 	reads  *readsListener // what the server has read
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/passkeys"
 	"github.com/metnos/gateway/web/webtest"
 )
@@ -22,7 +23,7 @@ import (
 // passkeys.MaxLogins, and once they expire they are deleted and begins
 // work again.
 func TestPasskeyLogin_BeginsBounded(t *testing.T) {
-	clock := &testClock{now: time.Now()}
+	clock := gatewaytest.NewClock(time.Now())
 	app := webtest.NewAppAt(t, clock.Now, nil)
 	srv, _ := webtest.Server(t, app)
 	ctx := context.Background()

@@ -55,7 +55,7 @@ func (g *pushGW) log() string {
 
 // newPushGW starts a gateway whose agent a1 sends its cards to "web",
 // with web users anna and bob, on clock (nil: the real one).
-func newPushGW(t *testing.T, clock *testClock, edit func(*config.Config)) *pushGW {
+func newPushGW(t *testing.T, clock *gatewaytest.Clock, edit func(*config.Config)) *pushGW {
 	t.Helper()
 	g := &pushGW{t: t, fake: pushtest.New(t)}
 	a := gatewaytest.Agent("a1", webtest.AgentToken, false)

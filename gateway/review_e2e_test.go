@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metnos/gateway/gateway/gatewaytest"
 	"github.com/metnos/gateway/web/push"
 	"github.com/metnos/gateway/web/push/pushtest"
 	"github.com/metnos/gateway/web/webtest"
@@ -19,7 +20,7 @@ import (
 // A gateway that never pushed one does not push the week's already past.
 func TestGrantReview_QueuedUntilPushed(t *testing.T) {
 	ctx := context.Background()
-	clock := &testClock{now: time.Now()}
+	clock := gatewaytest.NewClock(time.Now())
 	g := newPushGW(t, clock, nil)
 	anna, bob := g.user("anna"), g.user("bob")
 	devA, devB := g.subscribe(anna, "Chrome · Android"), g.subscribe(bob, "Firefox")
