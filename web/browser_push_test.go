@@ -1,4 +1,4 @@
-package gateway_test
+package web_test
 
 import (
 	"context"
