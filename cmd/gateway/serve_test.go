@@ -249,9 +249,11 @@ func TestServe_RestartAfterSIGKILL(t *testing.T) {
 	always := c1.want(t, http.StatusAccepted, "POST", "/v1/requests", childAgentToken, childPending("always", 3600))
 	c1.want(t, http.StatusOK, "POST", "/v1/requests/"+always.ID+"/decision", childAdminToken, map[string]string{"decision": "allow_always"})
 
-	// A burst of writes, cut by SIGKILL.
+	// A burst of writes, cut by SIGKILL once some are acknowledged.
 	var mu sync.Mutex
 	var acked []string
+	const before = 8 // writes acknowledged before the kill, at least
+	enough := make(chan struct{})
 	ctx, stopBurst := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for w := range 8 {
@@ -268,14 +270,20 @@ func TestServe_RestartAfterSIGKILL(t *testing.T) {
 				var r approvals.Request
 				if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&r) == nil {
 					mu.Lock()
-					acked = append(acked, r.ID)
+					if acked = append(acked, r.ID); len(acked) == before {
+						close(enough)
+					}
 					mu.Unlock()
 				}
 				resp.Body.Close()
 			}
 		})
 	}
-	time.Sleep(300 * time.Millisecond)
+	select {
+	case <-enough:
+	case <-time.After(time.Minute): // a bound, never a wait
+		t.Fatalf("fewer than %d writes acknowledged within a minute", before)
+	}
 	if code, _ := c1.stop(t, syscall.SIGKILL); code != -1 {
 		t.Errorf("exit code after SIGKILL %d, want -1 (killed)", code)
 	}
