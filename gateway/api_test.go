@@ -180,6 +180,11 @@ func (r apiResult) apiError(tb testing.TB) apiErrorBody {
 // try makes one API call. body may be nil, a string or []byte (sent as
 // is), or anything else (sent as JSON). It is safe in any goroutine.
 func (g *e2eGateway) try(method, path, tok string, body any) (apiResult, error) {
+	return g.tryOn(g.client, method, path, tok, body)
+}
+
+// tryOn is try with the client c.
+func (g *e2eGateway) tryOn(c *http.Client, method, path, tok string, body any) (apiResult, error) {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -204,7 +209,7 @@ func (g *e2eGateway) try(method, path, tok string, body any) (apiResult, error) 
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := g.client.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return apiResult{}, fmt.Errorf("%s %s: %w", method, path, err)
 	}
@@ -241,10 +246,22 @@ func (g *e2eGateway) async(tb testing.TB, method, path, tok string, body any) <-
 }
 
 // inFlight is async, returning once the server has read the call: a
-// long-poll then waits in the server for what the test does next.
+// long-poll then waits in the server for what the test does next. The
+// call goes on a connection of its own: a stop waits for a new
+// connection (http.Server.Shutdown closes only idle ones, and a new one
+// only after 5 s), where a kept-alive one whose request was just read
+// may still count as idle and be closed without an answer.
 func (g *e2eGateway) inFlight(tb testing.TB, method, path, tok string, body any) <-chan apiResult {
 	read := g.reads.reading(method + " " + path + " HTTP/")
-	ch := g.async(tb, method, path, tok, body)
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: g.client.Timeout}
+	ch := make(chan apiResult, 1)
+	go func() {
+		r, err := g.tryOn(fresh, method, path, tok, body)
+		if err != nil {
+			tb.Error(err)
+		}
+		ch <- r
+	}()
 	select {
 	case <-read:
 		return ch

@@ -55,6 +55,16 @@ func cmdDiscord(fakes *walkFakes) func(ts *testscript.TestScript, neg bool, args
 	}
 }
 
+// dcDispatch sends in over the bot's websocket once it has one: the
+// gateway opens it in the background after it starts (no session yet is
+// Dispatch's only error, and then nothing was sent).
+func dcDispatch(ts *testscript.TestScript, f *discordtest.Server, in discordtest.Interaction) {
+	waitFor(ts, func() (struct{}, bool) {
+		_, _, err := f.Dispatch(in)
+		return struct{}{}, err == nil
+	}, "gateway session of the bot to dispatch to")
+}
+
 func cmdDc(ts *testscript.TestScript, neg bool, args []string) {
 	w := walkOf(ts)
 	ok := len(args) == 4 && (args[0] == "press" || args[0] == "command") || len(args) == 2 && args[0] == "outcome"
@@ -75,9 +85,7 @@ func cmdDc(ts *testscript.TestScript, neg bool, args []string) {
 		}, "card edited to its outcome"))
 	case "command":
 		seen := len(f.Messages(discordChannel))
-		if _, _, err := f.Dispatch(discordtest.Interaction{UserID: args[1], Username: discordName(args[1]), Command: args[2]}); err != nil {
-			ts.Fatalf("dc command: %v", err)
-		}
+		dcDispatch(ts, f, discordtest.Interaction{UserID: args[1], Username: discordName(args[1]), Command: args[2]})
 		write(args[3], waitFor(ts, func() (string, bool) { return discordPrivate(f, seen) }, "private answer"))
 	case "press":
 		card := waitFor(ts, func() (discordtest.Message, bool) {
@@ -94,10 +102,7 @@ func cmdDc(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("dc press: the card has no button %q: %v", args[2], card.Labels())
 		}
 		seen := len(f.Messages(discordChannel))
-		if _, _, err := f.Dispatch(discordtest.Interaction{UserID: args[1], Username: discordName(args[1]),
-			MessageID: card.ID, CustomID: custom}); err != nil {
-			ts.Fatalf("dc press: %v", err)
-		}
+		dcDispatch(ts, f, discordtest.Interaction{UserID: args[1], Username: discordName(args[1]), MessageID: card.ID, CustomID: custom})
 		write(args[3], waitFor(ts, func() (string, bool) {
 			if m, _ := f.Message(card.ID); m.Edits > card.Edits && len(m.Buttons()) == 0 {
 				return discordOutcome(m), true
