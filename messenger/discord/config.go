@@ -12,6 +12,12 @@ import (
 	"github.com/metnos/gateway/messenger"
 )
 
+// The discord.mode values.
+const (
+	ModeGateway = "gateway"
+	ModeHTTP    = "http"
+)
+
 // DefaultAPIURL is the default discord.api_url.
 const DefaultAPIURL = "https://discord.com/api/v10"
 
@@ -41,12 +47,6 @@ type Config struct {
 	// default; the websocket's address comes from its GET /gateway/bot.
 	APIURL string `toml:"api_url"`
 }
-
-// The discord.mode values.
-const (
-	ModeGateway = "gateway"
-	ModeHTTP    = "http"
-)
 
 // Enabled reports whether a bot token is configured.
 func (d Config) Enabled() bool { return d.TokenEnv != "" || d.Token != "" }
