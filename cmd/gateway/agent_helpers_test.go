@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,25 +27,7 @@ type liveGateway struct {
 	URL   string
 	App   *gateway.App
 	Admin *client.Client
-	clock *fakeClock
-}
-
-// fakeClock is a settable clock for the gateway (expiry without sleeping).
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+	clock *gatewaytest.Clock
 }
 
 func startLive(t *testing.T, mutate func(*config.Config)) *liveGateway {
@@ -55,7 +36,7 @@ func startLive(t *testing.T, mutate func(*config.Config)) *liveGateway {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	clock := &fakeClock{now: time.Now()}
+	clock := gatewaytest.NewClock(time.Now()) // expiry without sleeping
 	g := gatewaytest.Start(t, cfg, gateway.AppOptions{Now: clock.Now, Home: "/home/test"})
 	return &liveGateway{URL: g.URL, App: g.App, Admin: client.New(g.URL, liveAdminToken), clock: clock}
 }
