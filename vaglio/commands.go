@@ -157,9 +157,14 @@ func dangerousCommandIn(s, home string) (rule string, hit bool) {
 	if isForkBomb(s) {
 		return ":(){ :|:& };:", true
 	}
-	for _, seg := range strings.FieldsFunc(s, isCommandSep) {
-		var words []string
-		for _, w := range strings.Fields(seg) {
+	for seg := range strings.FieldsFuncSeq(s, isCommandSep) {
+		var buf [16]string // most commands' words
+		words := buf[:0]
+		for w := range strings.FieldsSeq(seg) {
+			if !hasBraces(w) { // expandBraces would return it alone
+				words = append(words, w)
+				continue
+			}
 			words = append(words, expandBraces(w)...)
 		}
 		for i, w := range words {
