@@ -3,6 +3,7 @@ package vaglio
 import (
 	"strings"
 	"testing"
+	"unicode"
 )
 
 const testHome = "/home/roberto"
@@ -196,6 +197,14 @@ func FuzzGuard(f *testing.F) {
 		// is not).
 		rule, hit := forbiddenPathIn(s, testHome, nil)
 		if !hit {
+			return
+		}
+		if strings.TrimLeftFunc(s, unicode.IsSpace) != s {
+			// "/tmp/../" before a blank is a word of its own, and s no
+			// longer the whole string: " /*\"v/&" is the path /*v/& (a
+			// glob that may name a device), "/tmp/../ /*\"v/&" the words
+			// /tmp/../ and /*v/& whose & ends a path. Not s reached by
+			// climbing out of /tmp.
 			return
 		}
 		if _, b := forbiddenPathIn("/tmp/../"+s, testHome, nil); !b {
