@@ -109,13 +109,6 @@ func appendFixed64(b []byte, num protowire.Number, v uint64) []byte {
 	return protowire.AppendFixed64(protowire.AppendTag(b, num, protowire.Fixed64Type), v)
 }
 
-func appendFixed32(b []byte, num protowire.Number, v uint32) []byte {
-	if v == 0 {
-		return b
-	}
-	return protowire.AppendFixed32(protowire.AppendTag(b, num, protowire.Fixed32Type), v)
-}
-
 // count is a dropped count as OTLP's uint32.
 func count(n int) uint64 { return uint64(min(max(n, 0), math.MaxUint32)) }
 
