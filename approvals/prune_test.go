@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/approvals"
+	"github.com/metnos/gateway/internal/testclock"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
 	"github.com/metnos/gateway/storage/storagetest"
@@ -193,7 +194,7 @@ func TestStartScheduler_RunsAtStart(t *testing.T) {
 // removed later).
 func TestPrune_AuditRetentionKeepsChain(t *testing.T) {
 	db := storagetest.Open(t)
-	f := newFixtureOn(t, db, &clock{now: time.Now().UTC()}) // the genesis row is written at the real now
+	f := newFixtureOn(t, db, testclock.New(time.Now().UTC())) // the genesis row is written at the real now
 	ctx := context.Background()
 	old := f.submit(t, "old", "/srv/old.txt", time.Hour)
 	if _, err := f.svc.Decide(ctx, old.ID, approvals.Deny, approvals.Actor{Channel: "web", ID: "owner"}); err != nil {

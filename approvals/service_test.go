@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/metnos/gateway/internal/callbackurl"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,6 +14,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/metnos/gateway/internal/callbackurl"
+	"github.com/metnos/gateway/internal/testclock"
 
 	"go.uber.org/goleak"
 
@@ -26,25 +28,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// clock is an injected clock the test moves by hand.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+// newClock is a clock the test moves by hand.
+func newClock() *testclock.Clock { return testclock.New(time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)) }
 
 const (
 	day       = 24 * time.Hour
@@ -58,7 +43,7 @@ type fixture struct {
 	svc    *approvals.Service
 	db     *storage.DB
 	grants *policy.GrantStore
-	clock  *clock
+	clock  *testclock.Clock
 }
 
 // newFixture builds a Service over a fresh database (SQLite, or
@@ -71,7 +56,7 @@ func newFixture(t *testing.T) *fixture {
 
 // newFixtureOn is newFixture over a given database and clock (several
 // replicas on one database share both).
-func newFixtureOn(t *testing.T, db *storage.DB, c *clock, routes ...approvals.Route) *fixture {
+func newFixtureOn(t *testing.T, db *storage.DB, c *testclock.Clock, routes ...approvals.Route) *fixture {
 	t.Helper()
 	f := newFixtureOnClock(t, db, c.Now, routes...)
 	f.clock = c

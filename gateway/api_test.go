@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/internal/callbackurl"
+	"github.com/metnos/gateway/internal/testclock"
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
@@ -39,14 +40,14 @@ const (
 const e2eWait = time.Minute
 
 // newTestClock is a clock the test moves by hand, on a fixed day.
-func newTestClock() *gatewaytest.Clock {
-	return gatewaytest.NewClock(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+func newTestClock() *testclock.Clock {
+	return testclock.New(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
 }
 
 // e2eOptions shapes one gateway under test.
 type e2eOptions struct {
-	path    string             // database file; "" = a new one in t.TempDir()
-	clock   *gatewaytest.Clock // nil = the real clock
+	path    string           // database file; "" = a new one in t.TempDir()
+	clock   *testclock.Clock // nil = the real clock
 	mutate  func(cfg *config.Config)
 	recheck time.Duration // AppOptions.TokenRecheck
 	// resolver resolves callback hosts; nil: the system's.
@@ -59,7 +60,7 @@ type e2eGateway struct {
 	*gatewaytest.Gateway
 	tb     testing.TB
 	Path   string
-	Clock  *gatewaytest.Clock
+	Clock  *testclock.Clock
 	client *http.Client
 	reads  *readsListener // what the server has read
 }

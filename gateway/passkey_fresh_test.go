@@ -13,7 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/metnos/gateway/gateway/gatewaytest"
+	"github.com/metnos/gateway/internal/testclock"
 	"github.com/metnos/gateway/passkeys"
 	"github.com/metnos/gateway/passkeys/passkeystest"
 	"github.com/metnos/gateway/storage"
@@ -30,7 +30,7 @@ func TestWebBrowser_PasskeyNeedsFreshSession(t *testing.T) {
 	chromium := webtest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	clock := gatewaytest.NewClock(time.Now())
+	clock := testclock.New(time.Now())
 	app := webtest.NewAppAt(t, clock.Now, nil)
 	base := webtest.Serve(t, ctx, app)
 	browser, _ := webtest.PasskeyBrowser(t, ctx, chromium, app, base, "owner", "iPhone")
@@ -59,7 +59,7 @@ func TestWebBrowser_PasskeyNeedsFreshSession(t *testing.T) {
 // when the ceremony begins and again (allowing the ceremony's own minutes)
 // when it ends; each add and remove is an audit row saying who and how.
 func TestPasskeys_AddAuditedAndFresh(t *testing.T) {
-	clock := gatewaytest.NewClock(time.Now())
+	clock := testclock.New(time.Now())
 	app := webtest.NewAppAt(t, clock.Now, nil)
 	srv, _ := webtest.Server(t, app)
 	ctx := context.Background()

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metnos/gateway/gateway/gatewaytest"
+	"github.com/metnos/gateway/internal/testclock"
 	"github.com/metnos/gateway/passkeys"
 	"github.com/metnos/gateway/web/webtest"
 )
@@ -23,7 +23,7 @@ import (
 // passkeys.MaxLogins, and once they expire they are deleted and begins
 // work again.
 func TestPasskeyLogin_BeginsBounded(t *testing.T) {
-	clock := gatewaytest.NewClock(time.Now())
+	clock := testclock.New(time.Now())
 	app := webtest.NewAppAt(t, clock.Now, nil)
 	srv, _ := webtest.Server(t, app)
 	ctx := context.Background()

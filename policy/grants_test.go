@@ -210,7 +210,7 @@ func TestGrants_RevokeDeactivates(t *testing.T) {
 	ctx := context.Background()
 	g := record(t, s, policy.NewGrant{Principal: roberto, Capability: "fs:read", Target: "/home/r/inv/*"})
 	other := record(t, s, policy.NewGrant{Principal: roberto, Capability: "fs:read", Target: "/home/r/other/*"})
-	clk.Advance(time.Minute)
+	clk.Add(time.Minute)
 
 	changed, err := s.Revoke(ctx, g.ID, "", "anna")
 	if err != nil || !changed {
@@ -322,7 +322,7 @@ func TestGrants_ExpiredInactive(t *testing.T) {
 		{"long after", 1000 * time.Hour, false},
 	}
 	for _, st := range steps {
-		clk.Advance(st.advance)
+		clk.Add(st.advance)
 		t.Run(st.name, func(t *testing.T) {
 			found, err := s.FindMatching(ctx, roberto, policy.Session{}, "fs:read", "/home/r/inv/04.pdf")
 			if err != nil {
@@ -388,7 +388,7 @@ func TestGrants_LastUsedSet(t *testing.T) {
 			t.Errorf("last_used_at = %v after a dry run, want nil", lu)
 		}
 	})
-	clk.Advance(time.Hour)
+	clk.Add(time.Hour)
 	first := clk.Now()
 	t.Run("Decide sets last_used_at", func(t *testing.T) {
 		decide(t, d, in)
@@ -397,14 +397,14 @@ func TestGrants_LastUsedSet(t *testing.T) {
 		}
 	})
 	t.Run("a decision within the minute does not rewrite it", func(t *testing.T) {
-		clk.Advance(30 * time.Second)
+		clk.Add(30 * time.Second)
 		decide(t, d, in)
 		if lu := lastUsed(); lu == nil || !lu.Equal(first) {
 			t.Errorf("last_used_at = %v, want still %v", lu, first)
 		}
 	})
 	t.Run("a later decision moves it", func(t *testing.T) {
-		clk.Advance(2 * time.Minute)
+		clk.Add(2 * time.Minute)
 		decide(t, d, in)
 		if lu := lastUsed(); lu == nil || !lu.Equal(clk.Now()) {
 			t.Errorf("last_used_at = %v, want %v", lu, clk.Now())
@@ -412,7 +412,7 @@ func TestGrants_LastUsedSet(t *testing.T) {
 	})
 	t.Run("a decision that needs no grant does not touch", func(t *testing.T) {
 		before := lastUsed()
-		clk.Advance(time.Hour)
+		clk.Add(time.Hour)
 		decide(t, d, input(policy.Full, "fs:write", "/home/r/inv/04.pdf")) // table allows at Full
 		if lu := lastUsed(); !lu.Equal(*before) {
 			t.Errorf("last_used_at moved to %v on a decision the table allowed", lu)
@@ -425,7 +425,7 @@ func TestGrants_ListFiltersAndHidesRevoked(t *testing.T) {
 	s, _ := newStore(t, clk.Now)
 	ctx := context.Background()
 	mk := func(ch, sender, target string, ttl time.Duration) int64 {
-		clk.Advance(time.Second)
+		clk.Add(time.Second)
 		return record(t, s, policy.NewGrant{Principal: policy.Principal{Channel: ch, SenderID: sender},
 			Capability: "fs:read", Target: target, TTL: ttl}).ID
 	}
@@ -438,7 +438,7 @@ func TestGrants_ListFiltersAndHidesRevoked(t *testing.T) {
 	if ok, err := s.Revoke(ctx, g4, "", "roberto"); !ok || err != nil {
 		t.Fatal("revoke", err)
 	}
-	clk.Advance(time.Hour)
+	clk.Add(time.Hour)
 
 	cases := []struct {
 		name string

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metnos/gateway/internal/testclock"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
 	"github.com/metnos/gateway/storage/storagetest"
@@ -18,25 +19,8 @@ import (
 // ---------------------------------------------------------------------------
 // Helpers shared by the policy tests.
 
-// clock is an injectable time source the tests advance by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// newClock is a clock the tests move by hand.
+func newClock() *testclock.Clock { return testclock.New(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)) }
 
 var testNorm = policy.Normalizer{Home: "/home/r"}
 

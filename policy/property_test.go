@@ -469,7 +469,7 @@ func TestProperty_NothingTurnsDeniedIntoAllowed_SQLite(t *testing.T) {
 			}
 		}
 	}
-	clk.Advance(time.Hour)
+	clk.Add(time.Hour)
 	all, err := s.List(ctx, policy.GrantFilter{All: true})
 	if err != nil {
 		t.Fatal(err)

@@ -110,7 +110,7 @@ func TestTokens_CreateAuthenticateRevokeDescendants(t *testing.T) {
 		t.Errorf("audit: %d created, %d revoked", created, revoked)
 	}
 	// Expiry.
-	clk.Advance(2 * time.Hour)
+	clk.Add(2 * time.Hour)
 	if tk, _ := s.Authenticate(ctx, sibling.Token); tk != nil {
 		t.Error("an expired token authenticates")
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/gateway/gatewaytest"
+	"github.com/metnos/gateway/internal/testclock"
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/web/webtest"
 )
@@ -71,7 +71,7 @@ func TestWebBrowser_GrantLedger(t *testing.T) {
 	chromium := webtest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	clock := gatewaytest.NewClock(time.Now())
+	clock := testclock.New(time.Now())
 	g := newPushGW(t, clock, nil)
 	anna := g.user("anna")
 	g.subscribe(anna, "Chrome · Android")

@@ -14,7 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/gateway/gatewaytest"
+	"github.com/metnos/gateway/internal/testclock"
 	"github.com/metnos/gateway/web/push"
 	"github.com/metnos/gateway/web/webtest"
 )
@@ -168,7 +168,7 @@ func TestWebBrowser_PushNotification(t *testing.T) {
 	chromium := webtest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	clock := gatewaytest.NewClock(time.Now())
+	clock := testclock.New(time.Now())
 	g := newPushGW(t, clock, nil)
 	dev := g.subscribe(g.user("anna"), "Chrome · Linux")
 	pb := newPushBrowser(t, ctx, chromium, g, "anna")

@@ -17,6 +17,7 @@ import (
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/gatewaytest"
+	"github.com/metnos/gateway/internal/testclock"
 	"github.com/metnos/gateway/web/push"
 	"github.com/metnos/gateway/web/push/pushtest"
 	"github.com/metnos/gateway/web/webtest"
@@ -55,7 +56,7 @@ func (g *pushGW) log() string {
 
 // newPushGW starts a gateway whose agent a1 sends its cards to "web",
 // with web users anna and bob, on clock (nil: the real one).
-func newPushGW(t *testing.T, clock *gatewaytest.Clock, edit func(*config.Config)) *pushGW {
+func newPushGW(t *testing.T, clock *testclock.Clock, edit func(*config.Config)) *pushGW {
 	t.Helper()
 	g := &pushGW{t: t, fake: pushtest.New(t)}
 	a := gatewaytest.Agent("a1", webtest.AgentToken, false)

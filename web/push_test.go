@@ -11,7 +11,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/config"
-	"github.com/metnos/gateway/gateway/gatewaytest"
+	"github.com/metnos/gateway/internal/testclock"
 	"github.com/metnos/gateway/storage/storagetest"
 	"github.com/metnos/gateway/web/push"
 	"github.com/metnos/gateway/web/webtest"
@@ -259,7 +259,7 @@ func TestPush_RetriesGoneAndRestart(t *testing.T) {
 // decides nothing; one whose request was decided meanwhile on the page
 // decides nothing; a request that expires is pushed its outcome.
 func TestPush_ExpiredStaleAndExpiry(t *testing.T) {
-	clock := gatewaytest.NewClock(time.Now()) // session cookies expire by it
+	clock := testclock.New(time.Now()) // session cookies expire by it
 	g := newPushGW(t, clock, nil)
 	anna := g.user("anna")
 	g.subscribe(anna, "Chrome · Android")

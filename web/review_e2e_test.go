@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metnos/gateway/gateway/gatewaytest"
+	"github.com/metnos/gateway/internal/testclock"
 	"github.com/metnos/gateway/web/push"
 	"github.com/metnos/gateway/web/push/pushtest"
 	"github.com/metnos/gateway/web/webtest"
@@ -20,7 +20,7 @@ import (
 // A gateway that never pushed one does not push the week's already past.
 func TestGrantReview_QueuedUntilPushed(t *testing.T) {
 	ctx := context.Background()
-	clock := gatewaytest.NewClock(time.Now())
+	clock := testclock.New(time.Now())
 	g := newPushGW(t, clock, nil)
 	anna, bob := g.user("anna"), g.user("bob")
 	devA, devB := g.subscribe(anna, "Chrome · Android"), g.subscribe(bob, "Firefox")

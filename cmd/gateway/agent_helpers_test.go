@@ -14,6 +14,7 @@ import (
 	"github.com/metnos/gateway/config"
 	"github.com/metnos/gateway/gateway"
 	"github.com/metnos/gateway/gateway/gatewaytest"
+	"github.com/metnos/gateway/internal/testclock"
 )
 
 // The agents of the test gateway.
@@ -27,7 +28,7 @@ type liveGateway struct {
 	URL   string
 	App   *gateway.App
 	Admin *client.Client
-	clock *gatewaytest.Clock
+	clock *testclock.Clock
 }
 
 func startLive(t *testing.T, mutate func(*config.Config)) *liveGateway {
@@ -36,7 +37,7 @@ func startLive(t *testing.T, mutate func(*config.Config)) *liveGateway {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	clock := gatewaytest.NewClock(time.Now()) // expiry without sleeping
+	clock := testclock.New(time.Now()) // expiry without sleeping
 	g := gatewaytest.Start(t, cfg, gateway.AppOptions{Now: clock.Now, Home: "/home/test"})
 	return &liveGateway{URL: g.URL, App: g.App, Admin: client.New(g.URL, liveAdminToken), clock: clock}
 }
