@@ -64,6 +64,21 @@ const sealPGRows = `WITH sealed AS (
 )
 UPDATE audit_chain SET seq = $14, hash = $15 WHERE id = 1`
 
+// sealPGNew is sealPGRows when no committed row is left unsealed (the
+// usual case): the new rows' columns are $1–$10, the head $11, $12.
+// PostgreSQL planned sealPGRows afresh at every execution (a custom plan
+// for the arrays given, never the generic one): 0.12 ms median at bind in
+// the statement log, the largest part of a group's transaction on the
+// server. This statement has no join, and PostgreSQL switches to its
+// generic plan after five executions: 0.01 ms. (A generic plan of
+// sealPGRows, made while the audit table is small, would scan the table.)
+const sealPGNew = `WITH added AS (
+  INSERT INTO audit (at, actor, event, request_id, grant_id, detail, agent, capability, seq, hash)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[],
+    $9::bigint[], $10::text[])
+)
+UPDATE audit_chain SET seq = $11, hash = $12 WHERE id = 1`
+
 // sealPG numbers and hashes, after the chain's head, the committed rows
 // left unsealed and then the rows q's transaction appended, and stores
 // them: the head is locked (until the commit) and the unsealed rows read
@@ -77,26 +92,27 @@ func (db *DB) sealPG(ctx context.Context, q txQuerier) error {
 	if err != nil {
 		return err
 	}
-	args, err := sealPGArgs(seq, prev, others, q.pga.rows)
+	query, args, err := sealPGArgs(seq, prev, others, q.pga.rows)
 	if err != nil {
 		return err
 	}
-	if _, err := q.ExecContext(ctx, sealPGRows, args...); err != nil {
+	if _, err := q.ExecContext(ctx, query, args...); err != nil {
 		return fmt.Errorf("seal audit rows: %w", err)
 	}
 	return nil
 }
 
-// sealPGArgs are the arguments of sealPGRows: the unsealed committed rows
-// others, then rows, numbered and hashed after the head (seq, prev).
-func sealPGArgs(seq int64, prev string, others []AuditEvent, rows []pgAuditRow) ([]any, error) {
+// sealPGArgs is the statement that stores the unsealed committed rows
+// others, then rows, numbered and hashed after the head (seq, prev), and
+// its arguments: sealPGRows, or sealPGNew when others is empty.
+func sealPGArgs(seq int64, prev string, others []AuditEvent, rows []pgAuditRow) (string, []any, error) {
 	var err error
 	ids, oseq, ohash := make([]int64, len(others)), make([]int64, len(others)), make([]string, len(others))
 	for i := range others {
 		e := &others[i]
 		seq++
 		if prev, err = chainHash(prev, e.canonical()); err != nil {
-			return nil, err
+			return "", nil, err
 		}
 		ids[i], oseq[i], ohash[i] = e.ID, seq, prev
 	}
@@ -117,7 +133,7 @@ func sealPGArgs(seq int64, prev string, others []AuditEvent, rows []pgAuditRow) 
 		}
 		seq++
 		if prev, err = chainHash(prev, canonical(r.at, r.actor, r.event, r.requestID, g, string(r.detail))); err != nil {
-			return nil, err
+			return "", nil, err
 		}
 		at[i], actor[i], event[i], nseq[i], nhash[i] = r.at, r.actor, r.event, seq, prev
 		request[i], agent[i], capab[i] = optString(r.requestID), optString(r.agent), optString(r.capability)
@@ -126,7 +142,10 @@ func sealPGArgs(seq int64, prev string, others []AuditEvent, rows []pgAuditRow) 
 			detail[i] = &d
 		}
 	}
-	return []any{ids, oseq, ohash, at, actor, event, request, grant, detail, agent, capab, nseq, nhash, seq, prev}, nil
+	if len(others) == 0 {
+		return sealPGNew, []any{at, actor, event, request, grant, detail, agent, capab, nseq, nhash, seq, prev}, nil
+	}
+	return sealPGRows, []any{ids, oseq, ohash, at, actor, event, request, grant, detail, agent, capab, nseq, nhash, seq, prev}, nil
 }
 
 // optString is s, or nil (NULL) when empty, as nullString stores it.

@@ -145,12 +145,12 @@ func (db *DB) sealCommitPG(ctx context.Context, t *pgGroupTx, q txQuerier, head 
 			return err
 		}
 	}
-	args, err := sealPGArgs(head.seq, head.hash, head.others, q.pga.rows)
+	query, args, err := sealPGArgs(head.seq, head.hash, head.others, q.pga.rows)
 	if err != nil {
 		return err
 	}
 	b := &pgx.Batch{}
-	b.Queue(sealPGRows, args...)
+	b.Queue(query, args...)
 	return t.commit(ctx, b)
 }
 
