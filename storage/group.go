@@ -136,19 +136,19 @@ func (db *DB) GroupExecAudit(ctx context.Context, query string, args []any, audi
 	return db.enqueue(op)
 }
 
-// enqueue queues op, runs the queue when no writer does, and waits for
-// op's answer.
+// enqueue queues op (on its queue, see queueOf), runs the queue when no
+// writer does, and waits for op's answer.
 func (db *DB) enqueue(op *groupOp) error {
-	g := &db.group
+	g := db.queueOf(op)
 	g.push(op)
 	if g.running.CompareAndSwap(false, true) {
 		// The caller that found no writer commits what is queued itself
 		// (no goroutine to wake when the gateway is quiet); what queues
 		// meanwhile goes to a writer of its own, so this caller is
 		// answered at once.
-		db.runBatches()
+		db.runBatches(g)
 		if g.resume() {
-			go db.writeLoop()
+			go db.writeLoop(g)
 		}
 	}
 	<-op.done
@@ -177,12 +177,12 @@ func (g *groupCommit) resume() bool {
 	return g.head.Load() != nil && g.running.CompareAndSwap(false, true)
 }
 
-// runBatches commits what is queued, oldest first, maxGroup calls per
-// transaction, and answers each call. It returns how many calls the last
-// transaction held and how long it took.
-func (db *DB) runBatches() (last int, took time.Duration) {
+// runBatches commits what is queued on g, oldest first, maxGroup calls
+// per transaction, and answers each call. It returns how many calls the
+// last transaction held and how long it took.
+func (db *DB) runBatches(g *groupCommit) (last int, took time.Duration) {
 	var batch []*groupOp
-	for op := db.group.head.Swap(nil); op != nil; op = op.next {
+	for op := g.head.Swap(nil); op != nil; op = op.next {
 		batch = append(batch, op)
 	}
 	slices.Reverse(batch)
@@ -203,11 +203,10 @@ func (db *DB) runBatches() (last int, took time.Duration) {
 // writeLoop commits batches until none is queued. One goroutine runs them
 // back to back: handing each batch to a new goroutine put the writer
 // behind the callers it had just woken, in the scheduler's queue.
-func (db *DB) writeLoop() {
-	g := &db.group
+func (db *DB) writeLoop(g *groupCommit) {
 	var t *time.Timer
 	for {
-		n, took := db.runBatches()
+		n, took := db.runBatches(g)
 		// Let the handlers that are ready to run queue their calls before
 		// the next group is taken: under load a group grew from about 4
 		// calls to about 5 (one commit's fixed cost shared by more), and

@@ -31,6 +31,9 @@ type pgState struct {
 	leaderKey  int64  // advisory lock keys
 	migrateKey int64
 	versions   pgVersions // the change counters' read barrier
+	// slowGroup is the group commit queue of the calls that run
+	// statements of their own (see queueOf).
+	slowGroup groupCommit
 }
 
 // pgMaxConns is the pool size on PostgreSQL. Unlike SQLite every query is
