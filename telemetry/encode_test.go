@@ -49,11 +49,14 @@ func testProvider(client otlptrace.Client, res *resource.Resource, sampler Sampl
 		newExporter(client, res), slog.New(slog.DiscardHandler))
 }
 
-// recorded keeps a copy of each record p writes, in their order.
-func recorded(p *Provider) *[]record {
-	var got []record
-	p.q.seen = func(r *record) { got = append(got, *r) }
-	return &got
+// endAt ends s at t and returns a copy of its record as it is written.
+func endAt(s Span, t time.Time) record {
+	s.s.mu.Lock()
+	r := *s.s.rec
+	s.s.mu.Unlock()
+	r.end = t.UnixNano()
+	s.EndAt(t)
+	return r
 }
 
 // stubOf is s as OpenTelemetry's SDK would have recorded it.
@@ -104,9 +107,10 @@ func TestEncode_AsTheExporter(t *testing.T) {
 	got := &captured{}
 	p := testProvider(got, res, Sampler{Name: SamplerParentAlwaysOn})
 	defer p.Shutdown(ctx)
-	recs := recorded(p)
 	for batch := range 2 {
-		got.got, *recs = nil, nil
+		got.got = nil
+		var recs []record // each span's record, as it was written
+		end := func(s Span) { recs = append(recs, endAt(s, time.Now())) }
 		rctx, root := p.StartServer(ctx, "request", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-03", "vendor=abc,other=x")
 		root.String(KeyAgent, "a1")
 		pctx, pol := Start(rctx, "policy")
@@ -115,18 +119,18 @@ func TestEncode_AsTheExporter(t *testing.T) {
 		vg.Float(KeyJudgeScore, 0.8)
 		vg.Int(KeyAttempt, -3)
 		vg.Int(KeyHTTPStatus, 0)
-		vg.End()
+		end(vg)
 		pol.Fail("request refused")
-		pol.End()
+		end(pol)
 		kept := Traceparent(rctx)
-		root.End()
+		end(root)
 		_, w := p.StartIn(ctx, kept, "wait", time.Unix(1, 5))
-		w.EndAt(time.Unix(2, 0))
+		recs = append(recs, endAt(w, time.Unix(2, 0)))
 		_, other := p.Start(ctx, "other")
-		other.End()
+		end(other)
 		var stubs tracetest.SpanStubs
-		for i := range *recs {
-			stubs = append(stubs, stubOf(t, &(*recs)[i], res))
+		for i := range recs {
+			stubs = append(stubs, stubOf(t, &recs[i], res))
 		}
 		if len(stubs) != 5 {
 			t.Fatalf("%d spans recorded, want 5", len(stubs))
