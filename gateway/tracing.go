@@ -11,6 +11,13 @@ import (
 	"github.com/metnos/gateway/telemetry"
 )
 
+// The W3C trace context headers, as net/http keys them: looked up by
+// another spelling, each lookup allocates the canonical key anew.
+const (
+	hdrTraceparent = "Traceparent"
+	hdrTracestate  = "Tracestate"
+)
+
 // traced starts the span of an agent's call (name: "request", "hook"),
 // in the agent's trace when it sent a W3C traceparent; r carries it. Off,
 // r is returned as it is and the span is the zero Span.
@@ -18,7 +25,7 @@ func (s *Server) traced(r *http.Request, name string, a *Agent) (*http.Request, 
 	if s.tel == nil {
 		return r, telemetry.Span{}
 	}
-	ctx, span := s.tel.StartServer(r.Context(), name, r.Header.Get("traceparent"), r.Header.Get("tracestate"))
+	ctx, span := s.tel.StartServer(r.Context(), name, r.Header.Get(hdrTraceparent), r.Header.Get(hdrTracestate))
 	span.String(telemetry.KeyAgent, a.ID)
 	return r.WithContext(ctx), span
 }
@@ -41,7 +48,7 @@ func traceRequest(span telemetry.Span, req *approvals.Request) {
 // tracing each one would cost more than the 10 % telemetry may add to
 // it (docs/telemetry.md), so it is traced when the agent traces it.
 func (s *Server) tracedIfAsked(r *http.Request, name string, a *Agent) (*http.Request, telemetry.Span) {
-	if s.tel == nil || r.Header.Get("traceparent") == "" && !telemetry.SpanOf(r.Context()).Recording() {
+	if s.tel == nil || r.Header.Get(hdrTraceparent) == "" && !telemetry.SpanOf(r.Context()).Recording() {
 		return r, telemetry.Span{}
 	}
 	return s.traced(r, name, a)
@@ -88,7 +95,7 @@ func mcpCall(req mcp.Request) (traceparent, tracestate, tool string) {
 	}
 	if traceparent == "" {
 		if extra := req.GetExtra(); extra != nil && extra.Header != nil {
-			traceparent, tracestate = extra.Header.Get("traceparent"), extra.Header.Get("tracestate")
+			traceparent, tracestate = extra.Header.Get(hdrTraceparent), extra.Header.Get(hdrTracestate)
 		}
 	}
 	return traceparent, tracestate, tool
