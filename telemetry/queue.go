@@ -48,8 +48,9 @@ type batch struct {
 }
 
 // keepFree is how many exported batches are kept for reuse: what the
-// queue holds after a burst is not kept past it.
-const keepFree = 4
+// queue holds after a burst is not kept past it. One is filled while
+// another is exported: two are enough when the exports keep up.
+const keepFree = 2
 
 // dropWarnEvery bounds how often dropped spans are logged.
 const dropWarnEvery = time.Minute
