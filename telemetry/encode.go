@@ -127,18 +127,28 @@ func appendResource(b []byte, res *resource.Resource) []byte {
 	return appendString(b, fResourceSpansSchemaURL, res.SchemaURL())
 }
 
-// appendResourceSpans appends one ResourceSpans' fields (not wrapped: the
-// caller's message is the ResourceSpans): res, from appendResource, and
-// spans, the gateway's spans as ScopeSpans' field spans (appendSpan).
-func appendResourceSpans(b, res, spans []byte) []byte {
-	b = append(b, res...)
-	scope := protowire.SizeTag(fScopeName) + protowire.SizeBytes(len(ScopeName))
-	b = protowire.AppendTag(b, fResourceSpansScopeSpans, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(sizeBytes(fScopeSpansScope, scope)+len(spans)))
-	b = protowire.AppendTag(b, fScopeSpansScope, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(scope))
-	b = appendString(b, fScopeName, ScopeName)
-	return append(b, spans...)
+// headRoom is the room a batch keeps before its spans for what wraps
+// them in one ResourceSpans (putHead): res, from appendResource, and the
+// ScopeSpans' tag, length and scope, at their longest.
+func headRoom(res []byte) int {
+	return len(res) + 2*(protowire.SizeTag(fResourceSpansScopeSpans)+binary.MaxVarintLen64) +
+		sizeString(fScopeName, ScopeName)
+}
+
+// putHead writes, in the room b[:at] (headRoom(res) long at least), what
+// makes the spans b[at:] (the gateway's spans, as ScopeSpans' field spans:
+// appendSpan) one ResourceSpans' fields: res, then the ScopeSpans that
+// holds them, with its scope. head is scratch space, returned for reuse;
+// the message is b[start:].
+func putHead(b []byte, at int, res, head []byte) (start int, scratch []byte) {
+	scope := sizeString(fScopeName, ScopeName)
+	head = append(head[:0], res...)
+	head = protowire.AppendTag(head, fResourceSpansScopeSpans, protowire.BytesType)
+	head = protowire.AppendVarint(head, uint64(sizeBytes(fScopeSpansScope, scope)+len(b)-at))
+	head = protowire.AppendTag(head, fScopeSpansScope, protowire.BytesType)
+	head = protowire.AppendVarint(head, uint64(scope))
+	head = appendString(head, fScopeName, ScopeName)
+	return at - copy(b[at-len(head):at], head), head
 }
 
 // appendSpan appends s, ended, as ScopeSpans' field spans. Its length

@@ -41,7 +41,8 @@ type queue struct {
 	warnedAt                  time.Time
 }
 
-// batch is spans written as ScopeSpans' field spans (appendSpan).
+// batch is spans written as ScopeSpans' field spans (appendSpan), after
+// the exporter's room for what wraps them (exporter.room).
 type batch struct {
 	b []byte
 	n int
@@ -80,7 +81,7 @@ func (q *queue) add(s *record) {
 		if k := len(q.free); k > 0 {
 			q.cur, q.free = q.free[k-1], q.free[:k-1]
 		} else {
-			q.cur = &batch{b: make([]byte, 0, q.size)}
+			q.cur = &batch{b: make([]byte, q.exp.room, max(q.size, q.exp.room))}
 		}
 	}
 	q.cur.b = append(q.cur.b, msg...)
@@ -144,7 +145,7 @@ func (q *queue) drain(all bool) error {
 		} else {
 			q.exported.Add(uint64(b.n))
 		}
-		b.b, b.n = b.b[:0], 0
+		b.b, b.n = b.b[:q.exp.room], 0
 		q.mu.Lock()
 		if len(q.free) < keepFree {
 			q.free = append(q.free, b)
