@@ -21,8 +21,6 @@ import (
 	"time"
 
 	"github.com/metnos/gateway/approvals"
-	"github.com/metnos/gateway/config"
-	"github.com/metnos/gateway/storage/storagetest"
 )
 
 // benchClients is the number of concurrent keep-alive clients of the
@@ -218,15 +216,16 @@ func BenchmarkCheck64(b *testing.B) {
 // decision waits for a read of the change counters that started after it
 // arrived (the read barrier, storage/pgversion.go).
 func BenchmarkCheck64Postgres(b *testing.B) {
-	dsn := storagetest.FreshSchema(b) // skips, saying why, without a server
-	g := startE2E(b, e2eOptions{mutate: func(cfg *config.Config) { cfg.Storage.Driver, cfg.Storage.DSN = "postgres", dsn }})
+	p := startPGBench(b)
 	client := benchClient()
 	defer client.CloseIdleConnections()
-	mk := func(int) *http.Request { return benchPost(g.URL+"/v1/check", tokBench, checkBody) }
+	mk := func(int) *http.Request { return benchPost(p.g.URL+"/v1/check", tokBench, checkBody) }
 	warm(b, client, http.StatusOK, mk)
+	before := p.usage(b)
 	b.ResetTimer()
 	r := runLoad(b, client, b.N, http.StatusOK, mk)
 	b.StopTimer()
+	before.report(b, "check", p.usage(b), r.n)
 	reportLoad(b, "check", r)
 	b.ReportMetric(msOf(r.pct(0.5)), "check_p50_ms")
 }
@@ -234,15 +233,16 @@ func BenchmarkCheck64Postgres(b *testing.B) {
 // BenchmarkRequestsDecidedNow64Postgres is BenchmarkRequestsDecidedNow64
 // on PostgreSQL: each request a row and an audit row in a group commit.
 func BenchmarkRequestsDecidedNow64Postgres(b *testing.B) {
-	dsn := storagetest.FreshSchema(b) // skips, saying why, without a server
-	g := startE2E(b, e2eOptions{mutate: func(cfg *config.Config) { cfg.Storage.Driver, cfg.Storage.DSN = "postgres", dsn }})
+	p := startPGBench(b)
 	client := benchClient()
 	defer client.CloseIdleConnections()
 	run := int(benchRun.Add(1))
-	warm(b, client, http.StatusOK, func(i int) *http.Request { return decidedNowReq(g.URL, -run, i) })
+	warm(b, client, http.StatusOK, func(i int) *http.Request { return decidedNowReq(p.g.URL, -run, i) })
+	before := p.usage(b)
 	b.ResetTimer()
-	r := runLoad(b, client, b.N, http.StatusOK, func(i int) *http.Request { return decidedNowReq(g.URL, run, i) })
+	r := runLoad(b, client, b.N, http.StatusOK, func(i int) *http.Request { return decidedNowReq(p.g.URL, run, i) })
 	b.StopTimer()
+	before.report(b, "requests", p.usage(b), r.n)
 	reportLoad(b, "requests", r)
 }
 
