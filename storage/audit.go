@@ -350,8 +350,24 @@ func (e AuditEvent) MarshalJSON() ([]byte, error) {
 	return json.Marshal(j)
 }
 
-func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
-func nullInt(n int64) sql.NullInt64      { return sql.NullInt64{Int64: n, Valid: n != 0} }
+// nullString and nullInt are s and n as arguments of a statement, NULL
+// when empty or 0: nil or the value itself, as sql.NullString's Value
+// would give, without the Valuer (a sql.NullString put in an argument is
+// an allocation, and database/sql's call of its Value is another).
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullInt(n int64) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
+
 func nullBytes(b []byte) any {
 	if b == nil {
 		return nil
