@@ -99,6 +99,18 @@ func newIDAt(t time.Time) string {
 	return string(b[:])
 }
 
+// afterRow writes what follows a request's row in its transaction: its
+// notices, then its audit row. A function, not a closure made for every
+// submission: a decided-now request without notices never calls it.
+func (s *Service) afterRow(ctx context.Context, tx storage.Querier, id string, notices []noticeRow, now time.Time, audit storage.AuditRecord) error {
+	if len(notices) > 0 {
+		if err := s.insertNotifications(ctx, tx, id, notices, storage.FormatTime(now)); err != nil {
+			return err
+		}
+	}
+	return storage.AppendPrepared(ctx, tx, audit)
+}
+
 func invalidf(field, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
 }
@@ -246,15 +258,6 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		traceparent = telemetry.Traceparent(ctx)
 	}
 	gctx, commit := telemetry.Start(ctx, "store")
-	// What follows the request's row: its notices, then its audit row.
-	rest := func(tx storage.Querier) error {
-		if len(notices) > 0 {
-			if err := s.insertNotifications(qctx, tx, id, notices, storage.FormatTime(now)); err != nil {
-				return err
-			}
-		}
-		return storage.AppendPrepared(qctx, tx, audit)
-	}
 	switch {
 	case !pending && len(notices) == 0:
 		// Decided now: the row's insert is the group's to send, with the
@@ -269,7 +272,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 			if inserted = n == 1; !inserted {
 				return nil
 			}
-			return rest(tx)
+			return s.afterRow(qctx, tx, id, notices, now, audit)
 		})
 	default:
 		err = s.db.GroupTx(gctx, func(tx storage.Querier) error {
@@ -304,7 +307,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 			if err := s.db.Notify(qctx, tx, noticeRequest+id); err != nil {
 				return err
 			}
-			return rest(tx)
+			return s.afterRow(qctx, tx, id, notices, now, audit)
 		})
 	}
 	commit.End()
