@@ -30,7 +30,7 @@ func (s *Server) bodyDeadline(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r) // not a connection that has deadlines (a test recorder)
 			return
 		}
-		r.Body = &deadlineBody{ReadCloser: r.Body, lift: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+		r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
 		h.ServeHTTP(w, r)
 	})
 }
@@ -40,8 +40,11 @@ func (s *Server) bodyDeadline(h http.Handler) http.Handler {
 type deadlineBody struct {
 	io.ReadCloser
 	once sync.Once
-	lift func()
+	rc   *http.ResponseController // of the request's connection
 }
+
+// lift lifts the connection's read deadline.
+func (b *deadlineBody) lift() { _ = b.rc.SetReadDeadline(time.Time{}) }
 
 // ErrSlowBody is the read error of a body not sent within BodyTimeout.
 var ErrSlowBody = errors.New("request body not sent in time")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -268,8 +269,12 @@ func (s *Server) logRequests(h http.Handler) http.Handler {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(rec, r)
-		s.log.Debug("http", "method", r.Method, "path", logPath(r.URL.Path), "status", rec.status,
-			"duration_ms", time.Since(start).Milliseconds())
+		// Asked first, as Debug would (under context.Background): the
+		// arguments of a line not written were allocated on every request.
+		if s.log.Enabled(context.Background(), slog.LevelDebug) {
+			s.log.Debug("http", "method", r.Method, "path", logPath(r.URL.Path), "status", rec.status,
+				"duration_ms", time.Since(start).Milliseconds())
+		}
 	})
 }
 

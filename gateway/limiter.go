@@ -12,12 +12,16 @@ import (
 // process; with several replicas each holds its own (see README).
 type limiter struct {
 	mu      sync.Mutex
-	buckets map[string]*rate.Limiter
+	buckets map[limitKey]*rate.Limiter
 	now     func() time.Time
 }
 
+// limitKey names a bucket: two strings, not their concatenation, which
+// was an allocation on every request.
+type limitKey struct{ agent, capability string }
+
 func newLimiter(now func() time.Time) *limiter {
-	return &limiter{buckets: map[string]*rate.Limiter{}, now: now}
+	return &limiter{buckets: map[limitKey]*rate.Limiter{}, now: now}
 }
 
 // allow takes a token; when none is left it says how long until one is.
@@ -26,7 +30,7 @@ func (l *limiter) allow(a *Agent, capability string) (wait time.Duration, ok boo
 	if a.RateCount <= 0 || a.RatePer <= 0 {
 		return 0, true, func() {} // no limit configured
 	}
-	key := a.ID + "\x00" + capability
+	key := limitKey{a.ID, capability}
 	l.mu.Lock()
 	b := l.buckets[key]
 	if b == nil {
