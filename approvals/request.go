@@ -216,10 +216,10 @@ type Request struct {
 	// Rev counts the changes a card shows besides the status.
 	Rev int64 `json:"-"`
 
-	// traceJSON is Trace as JSON, when Submit encoded it for the row: the
-	// answer writes it again (AppendJSON) instead of encoding it twice.
-	// Nil elsewhere; Trace is never changed after Submit.
-	traceJSON []byte
+	// encoded is Trace and Vaglio as JSON, when Submit encoded them for
+	// the row: the answer writes them again (AppendJSON) instead of
+	// encoding them twice. Empty elsewhere; neither is changed after Submit.
+	encoded encodedJSON
 }
 
 // Approval is one person's decision counted on a request.

@@ -39,7 +39,11 @@ func (r Request) AppendJSON(b []byte) []byte {
 		b = jsonw.String(b, *r.BlockedBy)
 	}
 	b = jsonw.Key(b, "vaglio", false)
-	b = r.Vaglio.AppendJSON(b)
+	if r.encoded.vaglio != "" {
+		b = append(b, r.encoded.vaglio...)
+	} else {
+		b = r.Vaglio.AppendJSON(b)
+	}
 	b = jsonw.Key(b, "capability", false)
 	b = jsonw.String(b, r.Capability)
 	b = jsonw.Key(b, "critical", false)
@@ -93,8 +97,8 @@ func (r Request) AppendJSON(b []byte) []byte {
 	b = jsonw.Key(b, "note", false)
 	b = jsonw.String(b, r.Note)
 	b = jsonw.Key(b, "trace", false)
-	if r.traceJSON != nil {
-		b = append(b, r.traceJSON...)
+	if r.encoded.trace != "" {
+		b = append(b, r.encoded.trace...)
 	} else {
 		b = policy.AppendTraceJSON(b, r.Trace)
 	}

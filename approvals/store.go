@@ -70,9 +70,12 @@ func requestRow(r Request) requestInsert { return requestRowAs(r, false) }
 // requestRowAs is requestRow; full asks for insertRequest even where
 // insertRequestShort would do (a test compares the two).
 func requestRowAs(r Request, full bool) requestInsert {
-	var vj []byte
-	if r.Vaglio != nil {
-		vj = r.Vaglio.AppendJSON(nil)
+	var vj any // NULL when there is no verdict
+	switch {
+	case r.encoded.vaglio != "":
+		vj = r.encoded.vaglio
+	case r.Vaglio != nil:
+		vj = string(r.Vaglio.AppendJSON(nil))
 	}
 	var escalateAt, remindAt any
 	if r.Status == StatusPending && r.EscalateAfter > 0 {
@@ -81,11 +84,24 @@ func requestRowAs(r Request, full bool) requestInsert {
 	if r.Status == StatusPending && r.RemindEvery > 0 {
 		remindAt = storage.FormatTime(r.CreatedAt.Add(r.RemindEvery))
 	}
+	// A request decided on arrival is created, decided and expired at the
+	// same instant: formatted (and boxed) once.
+	var createdAt any = storage.FormatTime(r.CreatedAt)
+	expiresAt, decidedAt := createdAt, any(nil)
+	if !r.ExpiresAt.Equal(r.CreatedAt) {
+		expiresAt = storage.FormatTime(r.ExpiresAt)
+	}
+	if r.DecidedAt != nil {
+		decidedAt = createdAt
+		if !r.DecidedAt.Equal(r.CreatedAt) {
+			decidedAt = storage.FormatTime(*r.DecidedAt)
+		}
+	}
 	args := []any{
-		r.ID, r.CallID, r.Agent, string(r.Status), string(r.Outcome), r.Reason, nullStr(r.BlockedBy), nullBytes(vj),
-		r.Capability, r.Target, r.GrantTarget, r.Autonomy.String(), r.Channel, r.SenderID, r.Intent, r.Executor,
+		r.ID, r.CallID, r.Agent, word(string(r.Status)), word(string(r.Outcome)), r.Reason, nullStr(r.BlockedBy), vj,
+		r.Capability, r.Target, r.GrantTarget, word(r.Autonomy.String()), r.Channel, r.SenderID, r.Intent, r.Executor,
 		r.Summary, stringList(r.ArgKeys), r.traceText(), stringList(r.Notify),
-		r.CallbackURL, r.DecidedBy, nullTime(r.DecidedAt), storage.FormatTime(r.CreatedAt), storage.FormatTime(r.ExpiresAt),
+		r.CallbackURL, word(r.DecidedBy), decidedAt, createdAt, expiresAt,
 	}
 	if r.Decision == nil && r.GrantID == nil && r.Note == "" && r.GrantExpiresAt == nil && r.TokenID == "" &&
 		r.TokenName == "" && r.Quorum <= 1 && len(r.Approvers) == 0 && len(r.Approvals) == 0 && r.Rev == 0 &&
@@ -101,6 +117,32 @@ func requestRowAs(r Request, full bool) requestInsert {
 		stringList(r.EscalateTo), nullTime(r.EscalatedAt), r.RemindEvery.Milliseconds(), escalateAt, remindAt,
 		stringList(r.Scopes), stringList(r.AllowFor), r.SessionID, r.StepUp,
 	)}
+}
+
+// word is s as a row's argument, without an allocation when it is one of
+// the fixed words of a status, an outcome, an autonomy level or a policy
+// decision (a constant boxes for free; any other string is copied to the
+// heap).
+func word(s string) any {
+	switch s {
+	case string(StatusPending):
+		return string(StatusPending)
+	case string(StatusAllowed): // also policy.Allowed
+		return string(StatusAllowed)
+	case string(StatusDenied): // also policy.Denied
+		return string(StatusDenied)
+	case string(policy.ApprovalRequired):
+		return string(policy.ApprovalRequired)
+	case "ReadOnly":
+		return "ReadOnly"
+	case "Supervised":
+		return "Supervised"
+	case "Full":
+		return "Full"
+	case "policy":
+		return "policy"
+	}
+	return s
 }
 
 // insertRequestRow inserts a requestRow; false when the agent's call_id
@@ -122,21 +164,37 @@ func jsonList[T any](s []T) string {
 	return jsonText(s)
 }
 
-// encodeTrace is the JSON of a trace, in a buffer sized for it.
-func encodeTrace(trace []policy.Step) []byte {
+// encodedJSON is a request's trace and vaglio verdict as JSON, encoded
+// once for its row and its answer ("" when not encoded; vaglio is also ""
+// when there is no verdict).
+type encodedJSON struct{ trace, vaglio string }
+
+// encodeJSON encodes r's trace and verdict into one string (one
+// allocation and one copy for both, which the row's arguments and the
+// answer share).
+func encodeJSON(r *Request) encodedJSON {
 	n := 2
-	for _, st := range trace {
+	for _, st := range r.Trace {
 		n += len(st.Layer) + len(st.Outcome) + len(st.Detail) + 48
 	}
-	return policy.AppendTraceJSON(make([]byte, 0, n+n/8), trace)
+	if r.Vaglio != nil {
+		n += 256 + len(r.Vaglio.Reason)
+	}
+	b := policy.AppendTraceJSON(make([]byte, 0, n+n/8), r.Trace)
+	t := len(b)
+	if r.Vaglio != nil {
+		b = r.Vaglio.AppendJSON(b)
+	}
+	s := string(b)
+	return encodedJSON{trace: s[:t], vaglio: s[t:]}
 }
 
 // traceText is r's trace as the row stores it.
 func (r *Request) traceText() string {
-	if r.traceJSON != nil {
-		return string(r.traceJSON)
+	if r.encoded.trace != "" {
+		return r.encoded.trace
 	}
-	return string(encodeTrace(r.Trace))
+	return string(policy.AppendTraceJSON(nil, r.Trace))
 }
 
 // stringList is jsonList for strings, without reflection.
@@ -286,13 +344,6 @@ func nullDecision(d *Decision) any {
 		return nil
 	}
 	return string(*d)
-}
-
-func nullBytes(b []byte) any {
-	if b == nil {
-		return nil
-	}
-	return string(b)
 }
 
 func nullTime(t *time.Time) any {

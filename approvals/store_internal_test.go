@@ -92,24 +92,52 @@ func TestInsertRequestShort_SameRow(t *testing.T) {
 	}
 }
 
-// TestAppendJSON_TraceEncodedOnce: a request whose trace Submit encoded
-// answers with the same bytes as one encoded from its Trace.
+// TestAppendJSON_TraceEncodedOnce: a request whose trace and verdict
+// Submit encoded answers with the same bytes as one encoded from its Trace
+// and Vaglio, and its row stores the same text, with or without a verdict.
 func TestAppendJSON_TraceEncodedOnce(t *testing.T) {
-	r := Request{ID: "r1", Status: StatusAllowed, Trace: []policy.Step{
-		{Layer: "profile", Detail: `agent "a<b>": requested default`},
-		{Layer: "table", Outcome: policy.Allowed, Detail: "llm:local at Full"},
-	}}
-	cached := r
-	cached.traceJSON = encodeTrace(r.Trace)
-	if got, want := string(cached.AppendJSON(nil)), string(r.AppendJSON(nil)); got != want {
-		t.Fatalf("with the encoded trace:\n%s\nwithout:\n%s", got, want)
-	}
-	if got, want := cached.traceText(), string(policy.AppendTraceJSON(nil, r.Trace)); got != want {
-		t.Fatalf("stored trace %s, want %s", got, want)
+	for _, v := range []*vaglio.Verdict{nil, {Approved: false, Reason: `path "/etc<x>"`, BlockedBy: "guard"}} {
+		r := Request{ID: "r1", Status: StatusAllowed, Vaglio: v, Trace: []policy.Step{
+			{Layer: "profile", Detail: `agent "a<b>": requested default`},
+			{Layer: "table", Outcome: policy.Allowed, Detail: "llm:local at Full"},
+		}}
+		cached := r
+		cached.encoded = encodeJSON(&cached)
+		if got, want := string(cached.AppendJSON(nil)), string(r.AppendJSON(nil)); got != want {
+			t.Fatalf("with the encoded trace:\n%s\nwithout:\n%s", got, want)
+		}
+		if got, want := cached.traceText(), string(policy.AppendTraceJSON(nil, r.Trace)); got != want {
+			t.Fatalf("stored trace %s, want %s", got, want)
+		}
+		if got, want := requestRow(cached).args, requestRow(r).args; !reflect.DeepEqual(got, want) {
+			t.Fatalf("row args %v, want %v", got, want)
+		}
 	}
 }
 
 // insertRequestTx inserts r through q, as a submission does.
 func insertRequestTx(ctx context.Context, q storage.Querier, r Request) (bool, error) {
 	return insertRequestRow(ctx, q, requestRow(r))
+}
+
+// TestWord_SameStringNoAllocation: word gives back the string it is given,
+// and boxes the fixed words of a row without an allocation.
+func TestWord_SameStringNoAllocation(t *testing.T) {
+	fixed := []string{string(StatusPending), string(StatusAllowed), string(StatusDenied),
+		string(policy.Allowed), string(policy.Denied), string(policy.ApprovalRequired),
+		policy.ReadOnly.String(), policy.Supervised.String(), policy.Full.String(), "policy"}
+	for _, s := range append(fixed, string(StatusExpired), "telegram:Roberto (42)", "") {
+		if got := word(s); got != any(s) {
+			t.Errorf("word(%q) = %v", s, got)
+		}
+	}
+	var sink any
+	for _, s := range fixed {
+		b := []byte(s) // not a constant: as a row's field is
+		v := string(b)
+		if n := testing.AllocsPerRun(100, func() { sink = word(v) }); n != 0 {
+			t.Errorf("word(%q): %v allocations", s, n)
+		}
+	}
+	_ = sink
 }

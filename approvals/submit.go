@@ -226,7 +226,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		r.Status, r.DecidedBy, r.DecidedAt, r.ExpiresAt = StatusDenied, "policy", &now, now
 	}
 	r.Approvals = []Approval{}
-	r.traceJSON = encodeTrace(r.Trace) // for the row and, again, for the answer
+	r.encoded = encodeJSON(&r) // for the row and, again, for the answer
 	// Everything the transaction writes is encoded before it: the group
 	// commit's writer holds the write lock while it runs.
 	row := requestRow(r)
@@ -250,7 +250,8 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	// the statements of the others.
 	// fn names what it needs of r, not r: a closure over r (which GroupTx
 	// keeps) moved every Request to the heap.
-	id, notify, pending := r.ID, r.Notify, r.Status == StatusPending
+	// Nor over sub: that moved every Submission to the heap.
+	id, notify, pending, maxPending := r.ID, r.Notify, r.Status == StatusPending, sub.MaxPending
 	// A traced request keeps its trace while it waits (see keepTrace);
 	// untraced (telemetry off), this is "" and nothing is written.
 	traceparent := ""
@@ -284,7 +285,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 			if err := s.db.CapLock(qctx, tx, "max_pending"); err != nil {
 				return err
 			}
-			if err := underPendingCap(qctx, tx, agent, sub.MaxPending); err != nil {
+			if err := underPendingCap(qctx, tx, agent, maxPending); err != nil {
 				return err
 			}
 			var err error
