@@ -100,10 +100,11 @@ func (e *rateLimitError) retrySeconds() int { return max(int(e.wait.Seconds()+0.
 // call_id new (a repeat returns its request whatever the rate).
 func (s *Server) submit(ctx context.Context, a *Agent, sub approvals.Submission) (approvals.Request, error) {
 	var give func()
+	capability := sub.Capability // not sub: a closure over it moved every Submission to the heap
 	sub.Admit = func() error {
-		wait, over, g := s.overRate(a, sub.Capability)
+		wait, over, g := s.overRate(a, capability)
 		if over {
-			return &rateLimitError{agent: a.ID, rate: a.Rate, capability: sub.Capability, wait: wait}
+			return &rateLimitError{agent: a.ID, rate: a.Rate, capability: capability, wait: wait}
 		}
 		give = g
 		if a.Child != nil && s.tokens != nil {
@@ -124,6 +125,9 @@ func (s *Server) submit(ctx context.Context, a *Agent, sub approvals.Submission)
 		}
 	}
 	req, _, err := s.svc.Submit(ctx, sub)
+	if err == nil {
+		return req, nil
+	}
 	var limited *rateLimitError
 	if errors.As(err, &limited) {
 		s.metrics.rateLimited.WithLabelValues(a.ID, limited.capability).Inc()

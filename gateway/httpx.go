@@ -39,10 +39,15 @@ var (
 	cleanMsg   = httpjson.CleanMsg
 )
 
+// contentTypeJSON is the Content-Type of a JSON answer, set as the header
+// map's value itself: Header().Set allocates its one-element slice on every
+// answer. Never written to (net/http copies the values at WriteHeader).
+var contentTypeJSON = []string{"application/json"}
+
 // writeRequest is writeJSON for a request, which it does not copy into an
 // interface (a heap copy of the whole Request per answer).
 func writeRequest(w http.ResponseWriter, status int, r *approvals.Request) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = contentTypeJSON
 	w.WriteHeader(status)
 	httpjson.WriteAppended(w, r.AppendJSON)
 }
