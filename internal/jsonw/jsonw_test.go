@@ -93,3 +93,14 @@ func TestStringHTML_AsMarshal(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkString is what a decided-now answer's strings are like: words,
+// paths and a reason, mostly ASCII with nothing to escape.
+func BenchmarkString(b *testing.B) {
+	s := `llm:local is allowed at autonomy Full (table: "summarise locally" by summariser)`
+	buf := make([]byte, 0, 256)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		buf = jsonw.String(buf[:0], s)
+	}
+}
