@@ -39,15 +39,10 @@ var (
 	cleanMsg   = httpjson.CleanMsg
 )
 
-// contentTypeJSON is the Content-Type of a JSON answer, set as the header
-// map's value itself: Header().Set allocates its one-element slice on every
-// answer. Never written to (net/http copies the values at WriteHeader).
-var contentTypeJSON = []string{"application/json"}
-
 // writeRequest is writeJSON for a request, which it does not copy into an
 // interface (a heap copy of the whole Request per answer).
 func writeRequest(w http.ResponseWriter, status int, r *approvals.Request) {
-	w.Header()["Content-Type"] = contentTypeJSON
+	httpjson.SetContentType(w)
 	w.WriteHeader(status)
 	httpjson.WriteAppended(w, r.AppendJSON)
 }
@@ -185,6 +180,9 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 
 // parseWait reads ?wait= (duration.ParseWait), bounded by MaxWait.
 func parseWait(r *http.Request) (time.Duration, error) {
+	if r.URL.RawQuery == "" { // most requests: Query would allocate an empty map
+		return 0, nil
+	}
 	v := r.URL.Query().Get("wait")
 	if v == "" {
 		return 0, nil

@@ -21,10 +21,18 @@ type errorBody struct {
 	} `json:"error"`
 }
 
+// contentType is the Content-Type of every JSON answer.
+var contentType = []string{"application/json"}
+
+// SetContentType sets w's Content-Type to JSON's: the header map's value
+// is one shared slice, where Header().Set allocated one on every answer.
+// Nothing writes to it: net/http copies the values at WriteHeader.
+func SetContentType(w http.ResponseWriter) { w.Header()["Content-Type"] = contentType }
+
 // Write answers status with v as JSON (HTML not escaped); a value that
 // writes its own JSON (AppendJSON) writes it.
 func Write(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	SetContentType(w)
 	w.WriteHeader(status)
 	if a, ok := v.(jsonAppender); ok {
 		WriteAppended(w, a.AppendJSON)
