@@ -269,15 +269,18 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 // they hold tokens and argument values) and counts it.
 func (s *Server) logRequests(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Asked first, as Debug would (under context.Background): the
+		// arguments of a line not written, and the recorder of its status,
+		// were allocated on every request.
+		if !s.log.Enabled(context.Background(), slog.LevelDebug) {
+			h.ServeHTTP(w, r)
+			return
+		}
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(rec, r)
-		// Asked first, as Debug would (under context.Background): the
-		// arguments of a line not written were allocated on every request.
-		if s.log.Enabled(context.Background(), slog.LevelDebug) {
-			s.log.Debug("http", "method", r.Method, "path", logPath(r.URL.Path), "status", rec.status,
-				"duration_ms", time.Since(start).Milliseconds())
-		}
+		s.log.Debug("http", "method", r.Method, "path", logPath(r.URL.Path), "status", rec.status,
+			"duration_ms", time.Since(start).Milliseconds())
 	})
 }
 
