@@ -4,16 +4,13 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 )
 
 // decodeRequestBody is decodeJSON for a requestBody, with the same
 // answers for every body. The body is read whole first; the common shape
-// (string fields without escapes, a number for timeout_s, args and context
-// objects of such strings, numbers, booleans and nulls, no repeated field)
-// is read in one pass without reflection,
+// (string fields without escapes, flat objects of such strings for args
+// and context, no repeated field) is read in one pass without reflection,
 // its strings cut from one copy of the body. Anything else is decoded by
 // decodeJSON's encoding/json from the same bytes, followed by the read's
 // own error if it had one, so that it answers what it answered before.
@@ -94,13 +91,7 @@ func fastRequestBody(s string, b *requestBody) bool {
 			return false // unknown, another case, or repeated: encoding/json's to answer
 		}
 		seen |= 1 << f
-		if f == fieldTimeout {
-			v, ok := p.number()
-			if !ok {
-				return false
-			}
-			b.TimeoutS = v
-		} else if f == fieldArgs || f == fieldContext {
+		if f == fieldArgs || f == fieldContext {
 			m, ok := p.flatObject()
 			if !ok {
 				return false
@@ -132,7 +123,7 @@ func fastRequestBody(s string, b *requestBody) bool {
 const (
 	fieldArgs = iota
 	fieldContext
-	fieldTimeout // timeout_s, a number
+	fieldTimeout // timeout_s, a number: always encoding/json's
 	firstStringField
 )
 
@@ -149,8 +140,6 @@ func requestField(key string) int {
 		return fieldArgs
 	case "context":
 		return fieldContext
-	case "timeout_s":
-		return fieldTimeout
 	}
 	for i, k := range requestStringFields {
 		if k == key {
@@ -218,67 +207,7 @@ func (p *bodyParser) plainString() (string, bool) {
 	return "", false
 }
 
-// number reads a JSON number that a float64 holds (encoding/json refuses
-// one out of its range).
-func (p *bodyParser) number() (float64, bool) {
-	start := p.i
-	p.take('-')
-	switch {
-	case p.take('0'):
-	case p.i < len(p.s) && p.s[p.i] >= '1' && p.s[p.i] <= '9':
-		p.digits()
-	default:
-		return 0, false
-	}
-	if p.take('.') && !p.digits() {
-		return 0, false
-	}
-	if p.take('e') || p.take('E') {
-		if !p.take('+') {
-			p.take('-')
-		}
-		if !p.digits() {
-			return 0, false
-		}
-	}
-	v, err := strconv.ParseFloat(p.s[start:p.i], 64)
-	return v, err == nil
-}
-
-// digits reads one or more decimal digits.
-func (p *bodyParser) digits() bool {
-	start := p.i
-	for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
-		p.i++
-	}
-	return p.i > start
-}
-
-// flatValue reads an argument's value that is not an object or an array:
-// a plain string, a number, true, false or null.
-func (p *bodyParser) flatValue() (any, bool) {
-	if p.i >= len(p.s) {
-		return nil, false
-	}
-	switch c := p.s[p.i]; {
-	case c == '"':
-		return p.plainString()
-	case c == '-' || c >= '0' && c <= '9':
-		return p.number()
-	case strings.HasPrefix(p.s[p.i:], "true"):
-		p.i += 4
-		return true, true
-	case strings.HasPrefix(p.s[p.i:], "false"):
-		p.i += 5
-		return false, true
-	case strings.HasPrefix(p.s[p.i:], "null"):
-		p.i += 4
-		return nil, true
-	}
-	return nil, false
-}
-
-// flatObject reads an object whose values are all flat (flatValue).
+// flatObject reads an object whose values are all plain strings.
 func (p *bodyParser) flatObject() (map[string]any, bool) {
 	if !p.take('{') {
 		return nil, false
@@ -298,7 +227,7 @@ func (p *bodyParser) flatObject() (map[string]any, bool) {
 			return nil, false
 		}
 		p.space()
-		v, ok := p.flatValue()
+		v, ok := p.plainString()
 		if !ok {
 			return nil, false
 		}

@@ -45,9 +45,6 @@ func checkFast(t *testing.T, body string) (took bool) {
 	return true
 }
 
-// numbersBody has a number for timeout_s and every flat kind of argument.
-const numbersBody = `{"timeout_s":0.5,"args":{"n":-12.5e3,"b":true,"f":false,"z":null,"s":"x","i":0}}`
-
 // fastBodies are bodies around the fast pass's edges.
 var fastBodies = []string{
 	`{"call_id":"bench-1-2","capability":"llm:local","intent":"summarise locally","executor":"summariser","args":{"text":"x"}}`,
@@ -56,9 +53,6 @@ var fastBodies = []string{
 	`{"call_id":"a","call_id":"b"}`, `{"args":{"a":"1"},"args":{"b":"2"}}`, `{"call_id":"\u00e9"}`, `{"call_id":"é"}`,
 	`{"call_id":"a\"b"}`, "{\"call_id\":\"a\tb\"}", `{"call_id":null}`, `{"call_id":1}`, `{"timeout_s":5}`,
 	`{"nope":"x"}`, `{"call_id":"x"}{}`, `{"call_id":"x"} x`, `{"call_id":"x",}`, `{"call_id":"x"`, `[]`, `""`, ``,
-	numbersBody, `{"timeout_s":1e999}`,
-	`{"timeout_s":-0}`, `{"timeout_s":01}`, `{"timeout_s":1.}`, `{"timeout_s":.5}`, `{"timeout_s":1e}`, `{"timeout_s":+1}`,
-	`{"args":{"n":1E+2,"m":2e-2}}`, `{"args":{"t":tru}}`, `{"args":{"t":nul}}`, `{"args":{"t":truex}}`, `{"timeout_s":true}`,
 	`{"intent":"a","summary":"b","grant_target":"c","callback_url":"http://127.0.0.1/cb","session_id":"s","autonomy":"Full","channel":"web","sender_id":"owner"}`,
 }
 
@@ -75,10 +69,9 @@ func TestFastRequestBody_AsEncodingJSON(t *testing.T) {
 	// Random mutations of the common shapes: a byte changed, dropped or
 	// doubled.
 	r := rand.New(rand.NewPCG(3, 4))
-	mutated := []string{fastBodies[0], fastBodies[1], fastBodies[2], numbersBody}
-	alphabet := []byte(`{}[]":, ` + "\t\n\\abcé0n19-+.eEtrufls")
+	alphabet := []byte(`{}[]":, ` + "\t\n\\abcé0n")
 	for range 50000 {
-		b := []byte(mutated[r.IntN(len(mutated))])
+		b := []byte(fastBodies[r.IntN(3)])
 		i := r.IntN(len(b))
 		switch r.IntN(3) {
 		case 0:
@@ -119,22 +112,5 @@ func TestDecodeRequestBody_AnswersAsDecodeJSON(t *testing.T) {
 		if okG != okW || codeG != codeW || ansG != ansW || okW && !reflect.DeepEqual(bG, bW) {
 			t.Errorf("%.60q: got %v %d %s %+v, decodeJSON %v %d %s %+v", body, okG, codeG, ansG, bG, okW, codeW, ansW, bW)
 		}
-	}
-}
-
-// BenchmarkDecodeRequestBody decodes a body of each common shape: plain
-// strings (the benchmarks' decided-now request), and numbers and literals.
-func BenchmarkDecodeRequestBody(b *testing.B) {
-	for name, body := range map[string]string{"strings": fastBodies[0], "numbers": numbersBody} {
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				req := httptest.NewRequest(http.MethodPost, "/v1/requests", strings.NewReader(body))
-				var rb requestBody
-				if !decodeRequestBody(nil, req, &rb) {
-					b.Fatal("refused")
-				}
-			}
-		})
 	}
 }
