@@ -163,7 +163,7 @@ func (s *Server) createRequest(w http.ResponseWriter, r *http.Request) {
 	}
 	var b requestBody
 	_, vspan := telemetry.Start(r.Context(), "validate")
-	if !decodeRequestBody(w, r, &b) {
+	if !decodeJSON(w, r, &b) {
 		vspan.End()
 		return
 	}
@@ -326,7 +326,7 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request) {
 	defer span.End()
 	var b requestBody
 	_, vspan := telemetry.Start(r.Context(), "validate")
-	if !decodeRequestBody(w, r, &b) {
+	if !decodeJSON(w, r, &b) {
 		vspan.End()
 		return
 	}

@@ -144,12 +144,7 @@ func requestConflict(code, msg string, req approvals.Request) apiError {
 // whether decoding succeeded.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	return decodeFrom(w, r.Body, v)
-}
-
-// decodeFrom is decodeJSON's decoding of a body already bounded.
-func decodeFrom(w http.ResponseWriter, body io.Reader, v any) bool {
-	dec := json.NewDecoder(body)
+	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil {
