@@ -117,7 +117,12 @@ func (u serverUsage) report(b *testing.B, name string, after serverUsage, n int)
 // decided-now requests on PostgreSQL: the latency floor of a request (its
 // version read, then its group's two round trips) and the server's CPU
 // for a group of one.
-func BenchmarkRequestsDecidedNow1Postgres(b *testing.B) {
+func BenchmarkRequestsDecidedNow1Postgres(b *testing.B) { benchDecidedNowPG(b, 1) }
+
+// benchDecidedNowPG is decided-now requests on PostgreSQL from clients
+// keep-alive clients, with the gateway's and the server's CPU per request
+// and the p50.
+func benchDecidedNowPG(b *testing.B, clients int) {
 	p := startPGBench(b)
 	client := benchClient()
 	defer client.CloseIdleConnections()
@@ -125,7 +130,7 @@ func BenchmarkRequestsDecidedNow1Postgres(b *testing.B) {
 	warm(b, client, http.StatusOK, func(i int) *http.Request { return decidedNowReq(p.g.URL, -run, i) })
 	before := p.usage(b)
 	b.ResetTimer()
-	r := runLoadN(b, client, 1, b.N, http.StatusOK, func(i int) *http.Request { return decidedNowReq(p.g.URL, run, i) })
+	r := runLoadN(b, client, clients, b.N, http.StatusOK, func(i int) *http.Request { return decidedNowReq(p.g.URL, run, i) })
 	b.StopTimer()
 	before.report(b, "requests", p.usage(b), r.n)
 	reportLoad(b, "requests", r)

@@ -232,19 +232,7 @@ func BenchmarkCheck64Postgres(b *testing.B) {
 
 // BenchmarkRequestsDecidedNow64Postgres is BenchmarkRequestsDecidedNow64
 // on PostgreSQL: each request a row and an audit row in a group commit.
-func BenchmarkRequestsDecidedNow64Postgres(b *testing.B) {
-	p := startPGBench(b)
-	client := benchClient()
-	defer client.CloseIdleConnections()
-	run := int(benchRun.Add(1))
-	warm(b, client, http.StatusOK, func(i int) *http.Request { return decidedNowReq(p.g.URL, -run, i) })
-	before := p.usage(b)
-	b.ResetTimer()
-	r := runLoad(b, client, b.N, http.StatusOK, func(i int) *http.Request { return decidedNowReq(p.g.URL, run, i) })
-	b.StopTimer()
-	before.report(b, "requests", p.usage(b), r.n)
-	reportLoad(b, "requests", r)
-}
+func BenchmarkRequestsDecidedNow64Postgres(b *testing.B) { benchDecidedNowPG(b, benchClients) }
 
 // BenchmarkRequestsDecidedNow64 is POST /v1/requests that policy decides
 // at once (each one a committed write) from 64 keep-alive clients.
