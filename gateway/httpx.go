@@ -266,7 +266,7 @@ func (s *statusRecorder) Flush() {
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // logRequests logs each request at debug level (never headers or bodies:
-// they hold tokens and argument values) and counts it.
+// they hold tokens and argument values); with debug off it adds nothing.
 func (s *Server) logRequests(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Asked first, as Debug would (under context.Background): the
