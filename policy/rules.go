@@ -87,6 +87,12 @@ type RuleSubject struct {
 }
 
 func (r Rule) matches(n Normalizer, s RuleSubject) bool {
+	return r.matchesTo(n, s, n.ruleTarget(s.Capability.TargetKind, s.Target))
+}
+
+// matchesTo is matches with t, the subject target's ruleTarget, computed
+// by the caller once for every rule.
+func (r Rule) matchesTo(n Normalizer, s RuleSubject, t string) bool {
 	if !r.MatchesCapability(s.Capability.Name) {
 		return false
 	}
@@ -95,7 +101,7 @@ func (r Rule) matches(n Normalizer, s RuleSubject) bool {
 		r.Channel != "" && r.Channel != s.Channel {
 		return false
 	}
-	if !n.MatchRule(s.Capability.TargetKind, r.Target, s.Target) && !r.matchesAddr(n, s) {
+	if !n.matchRuleTo(s.Capability.TargetKind, r.Target, t) && !r.matchesAddr(n, s) {
 		return false
 	}
 	// A glob written for one command approves only what bash reads as
@@ -131,18 +137,21 @@ type RuleMatch struct {
 // an approve rule of the same owner, because the deny list is an air-gap
 // ("block beats everything"), not an ordering puzzle.
 func EvalRules(n Normalizer, rules []Rule, s RuleSubject) RuleMatch {
+	t := n.ruleTarget(s.Capability.TargetKind, s.Target)
 	for i := range rules {
-		if r := &rules[i]; r.Action == ActionBlock && r.matches(n, s) {
+		if r := &rules[i]; r.Action == ActionBlock && r.matchesTo(n, s, t) {
 			return RuleMatch{Action: ActionBlock, Rule: r}
 		}
 	}
+	// No block rule matched (the loop above returned on one): only the
+	// others are left to match.
 	var user, org *Rule
 	for i := range rules {
 		r := &rules[i]
-		if (r.Owner() == "user" && user != nil) || (r.Owner() == "org" && org != nil) {
+		if r.Action == ActionBlock || (r.Owner() == "user" && user != nil) || (r.Owner() == "org" && org != nil) {
 			continue
 		}
-		if r.matches(n, s) {
+		if r.matchesTo(n, s, t) {
 			if r.Owner() == "user" {
 				user = r
 			} else {

@@ -186,9 +186,29 @@ func (n Normalizer) MatchRule(kind TargetKind, pattern, target string) bool {
 	if pattern == "" || pattern == "*" || pattern == "**" {
 		return true
 	}
+	return n.matchRuleTo(kind, pattern, n.ruleTarget(kind, target))
+}
+
+// ruleTarget is the form of target MatchRule matches patterns against:
+// the cleaned path, the canonical host, or the target as it is. Rules
+// that see one target (EvalRules) compute it once.
+func (n Normalizer) ruleTarget(kind TargetKind, target string) string {
 	switch kind {
 	case KindPathGlob:
-		t := n.cleanPath(target)
+		return n.cleanPath(target)
+	case KindHost:
+		return hostOf(target)
+	}
+	return target
+}
+
+// matchRuleTo is MatchRule against t, the target's ruleTarget.
+func (n Normalizer) matchRuleTo(kind TargetKind, pattern, t string) bool {
+	if pattern == "" || pattern == "*" || pattern == "**" {
+		return true
+	}
+	switch kind {
+	case KindPathGlob:
 		if p := n.expand(pattern); strings.Contains(p, "/") {
 			p = n.cleanPath(pattern) // as the target: a leading "~" left unexpanded stays "./~"
 			if !hasMeta(p) {
@@ -198,13 +218,13 @@ func (n Normalizer) MatchRule(kind TargetKind, pattern, target string) bool {
 		}
 		return wildcard(pattern, t)
 	case KindHost:
-		h, p := hostOf(target), hostPattern(pattern)
+		p := hostPattern(pattern)
 		if strings.HasPrefix(p, "*.") && !strings.ContainsAny(p[2:], "*?") {
-			return matchHost(p, h)
+			return matchHost(p, t)
 		}
-		return wildcard(p, h)
+		return wildcard(p, t)
 	}
-	return wildcard(pattern, target)
+	return wildcard(pattern, t)
 }
 
 // globMatch is doublestar.Match made byte-exact. doublestar compares runes,
