@@ -36,9 +36,33 @@ type GrantCache struct {
 type cacheKey struct{ channel, sender, capability string }
 
 type cacheEntry struct {
-	byAnchor map[string][]*Grant // in id order
+	byAnchor map[string][]cachedGrant // in id order
 	byID     map[int64]*Grant
+	// lens has bit len(a)%128 set for every anchor a of byAnchor: an
+	// anchor whose bit is clear holds no grant and is not looked up.
+	lens [2]uint64
 }
+
+// cachedGrant is a grant with its pattern read once, as MatchGrant
+// reads it (see Normalizer.grantPattern).
+type cachedGrant struct {
+	g    *Grant
+	pat  string
+	glob bool
+}
+
+// add files g under its anchor.
+func (e *cacheEntry) add(n Normalizer, kind TargetKind, g *Grant) {
+	a := n.Anchor(kind, g.Target)
+	cg := cachedGrant{g: g}
+	cg.pat, cg.glob = n.grantPattern(kind, g.Target)
+	e.byAnchor[a] = append(e.byAnchor[a], cg)
+	e.byID[g.ID] = g
+	e.lens[len(a)/64%2] |= 1 << (len(a) % 64)
+}
+
+// mayHold is false for an anchor no grant of e is filed under.
+func (e *cacheEntry) mayHold(a string) bool { return e.lens[len(a)/64%2]&(1<<(len(a)%64)) != 0 }
 
 // NewGrantCache wraps store.
 func NewGrantCache(store *GrantStore, version VersionSource) *GrantCache {
@@ -91,12 +115,9 @@ func (c *GrantCache) FindMatching(ctx context.Context, p Principal, ss Session, 
 		if err != nil {
 			return nil, err
 		}
-		e = &cacheEntry{byAnchor: map[string][]*Grant{}, byID: make(map[int64]*Grant, len(list))}
+		e = &cacheEntry{byAnchor: map[string][]cachedGrant{}, byID: make(map[int64]*Grant, len(list))}
 		for i := range list {
-			g := &list[i]
-			a := c.store.norm.Anchor(cp.TargetKind, g.Target)
-			e.byAnchor[a] = append(e.byAnchor[a], g)
-			e.byID[g.ID] = g
+			e.add(c.store.norm, cp.TargetKind, &list[i])
 		}
 		c.mu.Lock()
 		if c.ver == ver {
@@ -109,12 +130,18 @@ func (c *GrantCache) FindMatching(ctx context.Context, p Principal, ss Session, 
 	var anchors [16]string
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, a := range c.store.norm.appendGrantAnchors(anchors[:0], cp.TargetKind, target) {
-		for _, g := range e.byAnchor[a] {
+	// The target as grants are matched against, read once for all of them.
+	t := c.store.norm.grantSubject(cp.TargetKind, target)
+	for _, a := range appendAnchorsOf(anchors[:0], cp.TargetKind, t) {
+		if !e.mayHold(a) {
+			continue
+		}
+		for _, cg := range e.byAnchor[a] {
+			g := cg.g
 			if best != nil && g.ID >= best.ID {
 				break
 			}
-			if (g.ExpiresAt == nil || g.ExpiresAt.After(now)) && g.covers(ss) && c.store.norm.MatchGrant(cp.TargetKind, g.Target, target) {
+			if (g.ExpiresAt == nil || g.ExpiresAt.After(now)) && g.covers(ss) && matchGrantTo(cp.TargetKind, cg.pat, cg.glob, t) {
 				best = g
 				break
 			}

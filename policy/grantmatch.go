@@ -13,19 +13,55 @@ import (
 // segment, ** across), host wildcards (*.example.com for sub-domains only),
 // equality for exact targets, and anything for kind none.
 func (n Normalizer) MatchGrant(kind TargetKind, pattern, target string) bool {
+	if kind == KindNone {
+		return true
+	}
+	p, glob := n.grantPattern(kind, pattern)
+	return matchGrantTo(kind, p, glob, n.grantSubject(kind, target))
+}
+
+// grantPattern is a grant's pattern as MatchGrant reads it (the cleaned
+// path, the host pattern, or as it is), and whether it is a path glob:
+// the grant cache computes it once per grant.
+func (n Normalizer) grantPattern(kind TargetKind, pattern string) (p string, glob bool) {
+	switch kind {
+	case KindPathGlob:
+		p = n.cleanPath(pattern)
+		return p, hasMeta(p)
+	case KindHost:
+		return hostPattern(pattern), false
+	}
+	return pattern, false
+}
+
+// grantSubject is a target as MatchGrant reads it: the cleaned path, the
+// canonical host, or as it is. A decision computes it once for every
+// grant it tries.
+func (n Normalizer) grantSubject(kind TargetKind, target string) string {
+	switch kind {
+	case KindPathGlob:
+		return n.cleanPath(target)
+	case KindHost:
+		return hostOf(target)
+	}
+	return target
+}
+
+// matchGrantTo is MatchGrant on a grantPattern p (glob: a path glob) and
+// a grantSubject t.
+func matchGrantTo(kind TargetKind, p string, glob bool, t string) bool {
 	switch kind {
 	case KindNone:
 		return true
 	case KindPathGlob:
-		p, t := n.cleanPath(pattern), n.cleanPath(target)
-		if !hasMeta(p) {
+		if !glob {
 			return p == t
 		}
 		return globMatch(p, t)
 	case KindHost:
-		return matchHost(hostPattern(pattern), hostOf(target))
+		return matchHost(p, t)
 	}
-	return pattern == target
+	return p == t
 }
 
 // matchHost: "*.example.com" matches sub-domains at any depth but not
@@ -48,14 +84,21 @@ func (n Normalizer) grantAnchors(kind TargetKind, target string) []string {
 // that only reads them passes a buffer of its own (the grant cache, on
 // every decision), so listing them allocates nothing.
 func (n Normalizer) appendGrantAnchors(buf []string, kind TargetKind, target string) []string {
+	if kind == KindNone {
+		return append(buf, "*")
+	}
+	return appendAnchorsOf(buf, kind, n.grantSubject(kind, target))
+}
+
+// appendAnchorsOf is appendGrantAnchors for t, the target's grantSubject.
+func appendAnchorsOf(buf []string, kind TargetKind, t string) []string {
 	switch kind {
 	case KindNone:
 		return append(buf, "*")
 	case KindPathGlob:
-		t := n.cleanPath(target)
 		out := append(buf, t, "")
 		for d := t; ; {
-			d = path.Dir(d)
+			d = dirOf(d)
 			out = append(out, d)
 			if d == "/" || d == "." {
 				break
@@ -63,7 +106,7 @@ func (n Normalizer) appendGrantAnchors(buf []string, kind TargetKind, target str
 		}
 		return out
 	case KindHost:
-		h := hostOf(target)
+		h := t
 		out := append(buf, h, "")
 		for rest := h; ; {
 			_, after, ok := strings.Cut(rest, ".")
@@ -75,7 +118,22 @@ func (n Normalizer) appendGrantAnchors(buf []string, kind TargetKind, target str
 		}
 		return out
 	}
-	return append(buf, target, "")
+	return append(buf, t, "")
+}
+
+// dirOf is path.Dir(p), without cleaning again what is clean already:
+// the directory of a clean path is the part before its last "/".
+func dirOf(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	switch {
+	case i < 0:
+		return "."
+	case i == 0:
+		return "/"
+	case isClean(p[:i]):
+		return p[:i]
+	}
+	return path.Clean(p[:i+1])
 }
 
 // Anchor is the index key of a grant pattern: the pattern itself when it is
