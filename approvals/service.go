@@ -26,7 +26,15 @@ const (
 	AND id IN (SELECT request_id FROM cards WHERE channel = $2) ORDER BY created_at LIMIT $1`
 	countPending   = `SELECT COUNT(*) FROM requests WHERE status = 'pending'`
 	countPendingOf = `SELECT COUNT(*) FROM requests WHERE status = 'pending' AND agent = $1`
-	selectRecent   = `SELECT ` + requestColumns + ` FROM requests WHERE status != 'pending'
+	// Finished requests, newest decision first: those decided at another
+	// time than their creation through requests_decided (partial: it holds
+	// them alone), those decided on arrival (decided_at = created_at)
+	// through requests_created, each side cut to $1 and the two merged.
+	// Every finished request has a decided_at (finishRequest, Submit).
+	selectRecent = `SELECT * FROM (SELECT ` + requestColumns + ` FROM requests
+	WHERE status != 'pending' AND decided_at != created_at ORDER BY decided_at DESC LIMIT $1) AS later
+	UNION ALL SELECT * FROM (SELECT ` + requestColumns + ` FROM requests
+	WHERE status != 'pending' AND decided_at = created_at ORDER BY created_at DESC LIMIT $1) AS on_arrival
 	ORDER BY decided_at DESC LIMIT $1`
 	selectSince = `SELECT ` + requestColumns + ` FROM requests WHERE created_at >= $1
 	ORDER BY created_at, id LIMIT $2`
