@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -70,11 +69,11 @@ WHERE schemaname = current_schema() AND relname = 'audit_chain'`).Scan(&n); err 
 					}
 				}
 				b.ReportAllocs()
-				c0, cpu0 := commits(), cpuTime()
+				c0, cpu0 := commits(), approvals.CPUTime()
 				b.ResetTimer()
 				run(b.N + 4*clients)
 				b.StopTimer()
-				cpu, c := cpuTime()-cpu0, commits()-c0
+				cpu, c := approvals.CPUTime()-cpu0, commits()-c0
 				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu_us/req")
 				if d == storage.Postgres {
 					b.ReportMetric(float64(c)/float64(b.N), "groups/req")
@@ -82,13 +81,4 @@ WHERE schemaname = current_schema() AND relname = 'audit_chain'`).Scan(&n); err 
 			})
 		}
 	}
-}
-
-// cpuTime is the CPU time (user and system) this process used so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

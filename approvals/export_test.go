@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"syscall"
 	"testing"
 	"time"
 )
@@ -12,4 +13,13 @@ func SetIdleRecheck(t testing.TB, d time.Duration) {
 	old := idleRecheck
 	idleRecheck = d
 	t.Cleanup(func() { idleRecheck = old })
+}
+
+// CPUTime is the CPU time (user and system) this process used so far.
+func CPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
