@@ -19,6 +19,9 @@ type pathMatcher struct {
 	names    []string // by rule index
 	anchored *pathNode
 	floating *pathNode
+	// wordSafe says that no rule matches a relative path of one plain
+	// word (see plainWord): an arg key or "utf-8" needs no walk.
+	wordSafe bool
 }
 
 // pathNode is a trie node: the rules whose components so far lead here.
@@ -48,7 +51,10 @@ type pathEdge struct {
 	// elements fail these two tests, before any matching.
 	first  [4]uint64
 	minLen int
-	next   *pathNode
+	// last is first for the last byte: set for a suffix edge (*.aws),
+	// every byte for the others.
+	last [4]uint64
+	next *pathNode
 }
 
 type edgeKind uint8
@@ -90,7 +96,36 @@ func compilePaths(rules ...[]pathRule) *pathMatcher {
 	}
 	m.anchored.setBelow()
 	m.floating.setBelow()
+	m.wordSafe = m.floating.wordSafe()
 	return m
+}
+
+// wordSafe reports, for the root of the floating rules, that no rule ends
+// one component below it on an edge a plain word could match: a rule
+// with a '.' in its name (.ssh, *.aws) never matches "utf-8". Edges
+// whose pattern is not a name, prefix or suffix count as matching.
+func (n *pathNode) wordSafe() bool {
+	if n.end != noRule || n.whole != noRule {
+		return false
+	}
+	for _, e := range n.all {
+		if min(e.next.end, e.next.whole) == noRule {
+			continue
+		}
+		switch e.kind {
+		case edgeLiteral:
+			if plainWord(e.fix) {
+				return false
+			}
+		case edgePrefix, edgeSuffix:
+			if e.fix == "" || plainWord(e.fix) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func (n *pathNode) setBelow() int {
@@ -113,7 +148,7 @@ func (n *pathNode) child(c component) *pathNode {
 			return e.next
 		}
 	}
-	e := &pathEdge{c: c, next: newPathNode(), first: allBytes}
+	e := &pathEdge{c: c, next: newPathNode(), first: allBytes, last: allBytes}
 	e.kind, e.fix = classify(c)
 	switch e.kind {
 	case edgePrefix:
@@ -124,6 +159,11 @@ func (n *pathNode) child(c component) *pathNode {
 		}
 	case edgeSuffix:
 		e.minLen = len(e.fix)
+		if e.fix != "" {
+			b := e.fix[len(e.fix)-1]
+			e.last = [4]uint64{}
+			e.last[b/64] |= 1 << (b % 64)
+		}
 	case edgePattern:
 		if g, ok := compileGlob(c.pat); ok {
 			e.kind, e.glob, e.first, e.minLen = edgeGlob, g, g.first, g.minLen
@@ -162,7 +202,8 @@ func classify(c component) (edgeKind, string) {
 
 // matchPlain is c.match for an input element with no glob in it.
 func (e *pathEdge) matchPlain(in string) bool {
-	if len(in) < e.minLen || in != "" && e.first[in[0]/64]&(1<<(in[0]%64)) == 0 {
+	if len(in) < e.minLen || in != "" && (e.first[in[0]/64]&(1<<(in[0]%64)) == 0 ||
+		e.last[in[len(in)-1]/64]&(1<<(in[len(in)-1]%64)) == 0) {
 		return false
 	}
 	var ok bool

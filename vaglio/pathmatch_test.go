@@ -345,6 +345,11 @@ func TestForbiddenPathIn_PlainWords(t *testing.T) {
 		}
 		words = append(words, string(b))
 	}
+	// The closed list and the gateway's own paths take the shortcut of
+	// wordSafe; the words below hold it to the whole reading.
+	if !forbiddenMatcher.wordSafe || !testOwn.matcher.wordSafe {
+		t.Fatalf("wordSafe: forbidden %v, own %v; want both", forbiddenMatcher.wordSafe, testOwn.matcher.wordSafe)
+	}
 	n := 0
 	for _, w := range words {
 		if !plainWord(w) {

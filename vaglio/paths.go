@@ -102,8 +102,11 @@ func forbiddenPathIn(s, home string, m *pathMatcher) (rule string, hit bool) {
 		// One element, as it is: nothing to unquote, expand, clean or
 		// split (an arg key, "utf-8"). TestForbiddenPathIn_PlainWords
 		// holds it to forbiddenPathInText.
+		if m = m.orForbidden(); m.wordSafe {
+			return "", false
+		}
 		var buf [1]string
-		return m.orForbidden().match(append(buf[:0], s), false, true)
+		return m.match(append(buf[:0], s), false, true)
 	}
 	return forbiddenPathInText(s, home, m)
 }

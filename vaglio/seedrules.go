@@ -129,9 +129,12 @@ func mayMatchSeedPath(s string) bool {
 	// found by IndexByte rather than byte by byte.
 	for _, b := range seedLiteralFirsts {
 		for i := strings.IndexByte(s, b); i >= 0; {
-			for _, lit := range seedLiteralsAt[b] {
-				if strings.HasPrefix(s[i:], lit) {
-					return true
+			// The byte after b must be one a literal has there.
+			if i+1 < len(s) && seedLiteralSeconds[s[i+1]]&(1<<(b%64)) != 0 {
+				for _, lit := range seedLiteralsAt[b] {
+					if strings.HasPrefix(s[i:], lit) {
+						return true
+					}
 				}
 			}
 			j := strings.IndexByte(s[i+1:], b)
@@ -145,15 +148,18 @@ func mayMatchSeedPath(s string) bool {
 }
 
 // seedLiteralsAt is seedPathLiterals by their first byte, and
-// seedLiteralFirsts those first bytes.
-var seedLiteralsAt, seedLiteralFirsts = func() (at [256][]string, firsts []byte) {
+// seedLiteralFirsts those first bytes. seedLiteralSeconds[c] has bit
+// b%64 set when a literal starting with byte b has c as its second byte
+// (every literal has two bytes or more).
+var seedLiteralsAt, seedLiteralFirsts, seedLiteralSeconds = func() (at [256][]string, firsts []byte, seconds [256]uint64) {
 	for _, lit := range seedPathLiterals {
 		if at[lit[0]] == nil {
 			firsts = append(firsts, lit[0])
 		}
 		at[lit[0]] = append(at[lit[0]], lit)
+		seconds[lit[1]] |= 1 << (lit[0] % 64)
 	}
-	return at, firsts
+	return at, firsts, seconds
 }()
 
 func seedPathMatch(s string) (string, bool) {
