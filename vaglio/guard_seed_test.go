@@ -360,13 +360,15 @@ func TestSeedPathLiterals(t *testing.T) {
 }
 
 // TestMayMatchSeedPath_AnyLiteral: the pre-test says yes exactly when s
-// contains one of the seed's path literals.
+// contains one of the seed's path literals, read byte by byte (a short
+// string) or through IndexByte (a longer one).
 func TestMayMatchSeedPath_AnyLiteral(t *testing.T) {
 	pieces := append([]string{"a", "/", ".", "x/", "e", "tc", "ss", "h"}, seedPathLiterals...)
 	r := rand.New(rand.NewPCG(39, 5))
+	long := 0
 	for range 50_000 {
 		var b strings.Builder
-		for range r.IntN(8) {
+		for range r.IntN(24) {
 			p := pieces[r.IntN(len(pieces))]
 			if r.IntN(3) == 0 && len(p) > 1 {
 				p = p[:len(p)-1] // a literal cut short
@@ -378,5 +380,11 @@ func TestMayMatchSeedPath_AnyLiteral(t *testing.T) {
 		if got := mayMatchSeedPath(s); got != want {
 			t.Fatalf("mayMatchSeedPath(%q) = %v, want %v", s, got, want)
 		}
+		if len(s) > shortSeedScan {
+			long++
+		}
+	}
+	if long < 5_000 || long > 45_000 {
+		t.Fatalf("%d of 50,000 strings longer than %d bytes: both readings need many", long, shortSeedScan)
 	}
 }

@@ -320,13 +320,22 @@ func IsHidden(c rune) bool {
 // _ - . : ("fs_read_file" is named by "read the invoice file").
 func intentNamesExecutor(intent, executor string) bool {
 	intent = strings.ToLower(intent)
-	for tok := range strings.FieldsFuncSeq(executor, func(r rune) bool { return strings.ContainsRune("_-.:", r) }) {
-		if utf8.RuneCountInString(tok) >= minExecutorTokenRunes && strings.Contains(intent, strings.ToLower(tok)) {
+	// The separators are ASCII, and no byte of a multi-byte UTF-8
+	// sequence is, so the executor is split byte by byte.
+	for start, i := 0, 0; i <= len(executor); i++ {
+		if i < len(executor) && !isExecutorSep(executor[i]) {
+			continue
+		}
+		if tok := executor[start:i]; utf8.RuneCountInString(tok) >= minExecutorTokenRunes && strings.Contains(intent, strings.ToLower(tok)) {
 			return true
 		}
+		start = i + 1
 	}
 	return false
 }
+
+// isExecutorSep reports the bytes an executor's name is split at.
+func isExecutorSep(c byte) bool { return c == '_' || c == '-' || c == '.' || c == ':' }
 
 // isIdentifier reports ^[A-Za-z_][A-Za-z0-9_]*$.
 func isIdentifier(s string) bool {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestRuleJudge(t *testing.T) {
@@ -190,5 +191,43 @@ func TestRuleJudge_Factors(t *testing.T) {
 	v := New(Options{}).Check(context.Background(), Request{Capability: "fs:read", Executor: "x", Args: map[string]any{"p": "../a/b"}})
 	if !slices.Equal(v.Factors, []string{FactorPathTraversal}) {
 		t.Errorf("verdict factors %v", v.Factors)
+	}
+}
+
+// TestIntentNamesExecutor_Fields: splitting the executor byte by byte
+// gives what splitting it rune by rune at _ - . : gives, invalid UTF-8
+// and multi-byte runes included.
+func TestIntentNamesExecutor_Fields(t *testing.T) {
+	ref := func(intent, executor string) bool {
+		intent = strings.ToLower(intent)
+		for tok := range strings.FieldsFuncSeq(executor, func(r rune) bool { return strings.ContainsRune("_-.:", r) }) {
+			if utf8.RuneCountInString(tok) >= minExecutorTokenRunes && strings.Contains(intent, strings.ToLower(tok)) {
+				return true
+			}
+		}
+		return false
+	}
+	pieces := []string{"_", "-", ".", ":", "::", "re", "ad", "read", "File", "fi", "é", "ÉT", "\xff", "\xc3", "日本", "x"}
+	r := rand.New(rand.NewPCG(39, 6))
+	draw := func(n int) string {
+		var b strings.Builder
+		for range r.IntN(n) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		return b.String()
+	}
+	hits := 0
+	for range 50_000 {
+		intent, executor := draw(10), draw(6)
+		want := ref(intent, executor)
+		if got := intentNamesExecutor(intent, executor); got != want {
+			t.Fatalf("intentNamesExecutor(%q, %q) = %v, want %v", intent, executor, got, want)
+		}
+		if want {
+			hits++
+		}
+	}
+	if hits < 1000 {
+		t.Fatalf("only %d of 50,000 draws named the executor", hits)
 	}
 }

@@ -179,7 +179,9 @@ func holdsForbidden(p, home string, own *ownRules) (string, bool) {
 	if rule, hit := m.above(comps); hit {
 		return rule, true
 	}
-	if home != "" {
+	// The home has at most one element more than it has slashes: when
+	// comps has more, the home cannot start with them, and is not split.
+	if home != "" && len(comps) <= strings.Count(home, "/")+1 {
 		hc, _ := pathComps(home)
 		if len(comps) <= len(hc) && hasPrefixStrings(hc, comps) {
 			return "~/.ssh", true

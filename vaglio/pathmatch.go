@@ -27,6 +27,9 @@ type pathMatcher struct {
 // pathNode is a trie node: the rules whose components so far lead here.
 type pathNode struct {
 	lits map[string]*pathNode // literal components (the common case), by name
+	// litList is lits as a list, searched instead of the map when it is
+	// short (see lit).
+	litList []litEdge
 	// firsts has bit b set when some name in lits starts with byte b (the
 	// empty name counts as byte 0): most elements miss at this test.
 	firsts [4]uint64
@@ -37,6 +40,33 @@ type pathNode struct {
 	// if the path ends here; noRule when none. below is the lowest index
 	// of any rule at this node or under it.
 	end, whole, below int
+}
+
+// litEdge is one entry of pathNode.lits.
+type litEdge struct {
+	name string
+	next *pathNode
+}
+
+// maxLitList is how many literals a node searches one by one; past it,
+// a map lookup is quicker.
+const maxLitList = 8
+
+// lit is lits[in], or nil: ruled out by the first byte, or found in the
+// short list or the map.
+func (n *pathNode) lit(in string) *pathNode {
+	if b := firstByte(in); n.firsts[b/64]&(1<<(b%64)) == 0 {
+		return nil
+	}
+	if len(n.litList) > maxLitList {
+		return n.lits[in]
+	}
+	for _, l := range n.litList {
+		if l.name == in {
+			return l.next
+		}
+	}
+	return nil
 }
 
 // pathEdge is one component leading to a child node, with a fast test for
@@ -172,6 +202,7 @@ func (n *pathNode) child(c component) *pathNode {
 	n.all = append(n.all, e)
 	if e.kind == edgeLiteral {
 		n.lits[c.pat] = e.next
+		n.litList = append(n.litList, litEdge{c.pat, e.next})
 		b := firstByte(c.pat)
 		n.firsts[b/64] |= 1 << (b % 64)
 	} else {
@@ -271,10 +302,8 @@ func (n *pathNode) walk(comps []string, plain bool, best *int) {
 		}
 		return
 	}
-	if b := firstByte(in); n.firsts[b/64]&(1<<(b%64)) != 0 {
-		if next := n.lits[in]; next != nil {
-			next.walk(rest, plain, best)
-		}
+	if next := n.lit(in); next != nil {
+		next.walk(rest, plain, best)
 	}
 	for _, e := range n.globs {
 		if e.matchPlain(in) {
@@ -308,7 +337,7 @@ func (n *pathNode) under(comps []string, best *int) {
 		return
 	}
 	in, rest := comps[0], comps[1:]
-	if next := n.lits[in]; next != nil {
+	if next := n.lit(in); next != nil {
 		next.under(rest, best)
 	}
 	for _, e := range n.globs {
@@ -324,9 +353,8 @@ func (n *pathNode) under(comps []string, best *int) {
 // unknown).
 func splitComps(buf []string, p string) (comps []string, rooted bool) {
 	rooted = strings.HasPrefix(p, "/")
-	if cleanLower(p) {
-		comps = splitClean(buf[:0], strings.TrimPrefix(p, "/"))
-	} else {
+	comps, ok := splitCleanLower(buf[:0], p)
+	if !ok {
 		comps = cleanComps(buf[:0], strings.ToLower(p), rooted)
 	}
 	if !rooted {
@@ -339,18 +367,6 @@ func splitComps(buf []string, p string) (comps []string, rooted bool) {
 		}
 	}
 	return comps, rooted
-}
-
-// splitClean appends the elements of a clean path with no leading "/".
-func splitClean(comps []string, clean string) []string {
-	for {
-		i := strings.IndexByte(clean, '/')
-		if i < 0 {
-			return append(comps, clean)
-		}
-		comps = append(comps, clean[:i])
-		clean = clean[i+1:]
-	}
 }
 
 // cleanComps appends the elements path.Clean(p) has, split at '/' after
@@ -385,32 +401,36 @@ func cleanComps(comps []string, p string, rooted bool) []string {
 	return comps
 }
 
-// cleanLower reports a path that path.Clean and strings.ToLower leave as
-// it is, most paths, which then need neither: ASCII with no upper case, no
-// empty, "." or ".." element, no trailing slash.
-func cleanLower(p string) bool {
+// splitCleanLower appends the elements of p (after its leading "/") when
+// path.Clean and strings.ToLower leave p as it is, most paths, which then
+// need neither: ASCII with no upper case, no empty, "." or ".." element,
+// no trailing slash. ok is false for any other p, and comps then holds
+// what was appended before that was known.
+func splitCleanLower(comps []string, p string) (_ []string, ok bool) {
 	if p == "" {
-		return false
+		return comps, false
 	}
 	start := 0 // of the element
-	for i := 0; i <= len(p); i++ {
+	if p[0] == '/' {
+		start = 1
+	}
+	for i := start; i <= len(p); i++ {
 		if i < len(p) {
 			c := p[i]
 			if c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
-				return false
+				return comps, false
 			}
 			if c != '/' {
 				continue
 			}
 		}
 		// An element ends at i: p[start:i].
-		switch e := p[start:i]; {
-		case e == "." || e == "..":
-			return false
-		case e == "" && (start != 0 || i == len(p)):
-			return false // "a//b", "a/" (a leading "/" is no element)
+		e := p[start:i]
+		if e == "" || e == "." || e == ".." {
+			return comps, false
 		}
+		comps = append(comps, e)
 		start = i + 1
 	}
-	return true
+	return comps, true
 }

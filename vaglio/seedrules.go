@@ -125,6 +125,9 @@ var seedPathLiterals = []string{".ssh", "/etc/", "/root", "/boot", "/sys", "/pro
 // mayMatchSeedPath reports whether s holds one of seedPathLiterals: one
 // starts at some byte of s that begins one of them.
 func mayMatchSeedPath(s string) bool {
+	if len(s) <= shortSeedScan {
+		return mayMatchSeedPathShort(s)
+	}
 	// Only the bytes that begin a literal ('.' and '/') are looked at,
 	// found by IndexByte rather than byte by byte.
 	for _, b := range seedLiteralFirsts {
@@ -142,6 +145,27 @@ func mayMatchSeedPath(s string) bool {
 				break
 			}
 			i += 1 + j
+		}
+	}
+	return false
+}
+
+// shortSeedScan is the longest string mayMatchSeedPath reads byte by
+// byte: for one this short, a loop costs less than an IndexByte call per
+// '/' and '.'.
+const shortSeedScan = 64
+
+// mayMatchSeedPathShort is mayMatchSeedPath, one byte after the other.
+func mayMatchSeedPathShort(s string) bool {
+	for i := 0; i+1 < len(s); i++ {
+		b := s[i]
+		if seedLiteralsAt[b] == nil || seedLiteralSeconds[s[i+1]]&(1<<(b%64)) == 0 {
+			continue
+		}
+		for _, lit := range seedLiteralsAt[b] {
+			if strings.HasPrefix(s[i:], lit) {
+				return true
+			}
 		}
 	}
 	return false
