@@ -34,6 +34,7 @@ type pathNode struct {
 	// empty name counts as byte 0): most elements miss at this test.
 	firsts [4]uint64
 	globs  []*pathEdge // components that are patterns, in list order
+	index  *edgeIndex  // globs by first and last byte, for a node with many
 	all    []*pathEdge // every edge, for a glob in the input
 	// end is the lowest index of a rule that matches once its components
 	// reach this node, whole the lowest of a whole rule that matches only
@@ -126,6 +127,8 @@ func compilePaths(rules ...[]pathRule) *pathMatcher {
 	}
 	m.anchored.setBelow()
 	m.floating.setBelow()
+	m.anchored.indexGlobs()
+	m.floating.indexGlobs()
 	m.wordSafe = m.floating.wordSafe()
 	return m
 }
@@ -305,9 +308,12 @@ func (n *pathNode) walk(comps []string, plain bool, best *int) {
 	if next := n.lit(in); next != nil {
 		next.walk(rest, plain, best)
 	}
-	for _, e := range n.globs {
-		if e.matchPlain(in) {
-			e.next.walk(rest, plain, best)
+	a, b, c := n.globsFor(in)
+	for _, globs := range [3][]*pathEdge{a, b, c} {
+		for _, e := range globs {
+			if e.matchPlain(in) {
+				e.next.walk(rest, plain, best)
+			}
 		}
 	}
 }
@@ -340,9 +346,12 @@ func (n *pathNode) under(comps []string, best *int) {
 	if next := n.lit(in); next != nil {
 		next.under(rest, best)
 	}
-	for _, e := range n.globs {
-		if e.matchPlain(in) {
-			e.next.under(rest, best)
+	a, b, c := n.globsFor(in)
+	for _, globs := range [3][]*pathEdge{a, b, c} {
+		for _, e := range globs {
+			if e.matchPlain(in) {
+				e.next.under(rest, best)
+			}
 		}
 	}
 }

@@ -368,3 +368,11 @@ func TestForbiddenPathIn_PlainWords(t *testing.T) {
 		t.Fatalf("only %d plain words drawn", n)
 	}
 }
+
+// TestPathMatcher_Indexed: the persistence list's floating root has the
+// glob edges to index, so the differential tests above walk the index.
+func TestPathMatcher_Indexed(t *testing.T) {
+	if persistenceMatcher.floating.index == nil {
+		t.Fatalf("the persistence list's floating root has %d glob edges and no index", len(persistenceMatcher.floating.globs))
+	}
+}
