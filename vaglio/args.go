@@ -151,16 +151,18 @@ func (w *argWalker) walkValue(v any, depth int) {
 		w.emit(argEvent{s: x})
 	case float64, bool:
 	case map[string]any:
-		var buf [8]string
-		keys := buf[:0]
-		for k := range x {
-			keys = append(keys, k)
+		// Keys and values are taken in one pass over the map, then
+		// sorted by key: no key is looked up again.
+		var buf [8]argEntry
+		entries := buf[:0]
+		for k, v := range x {
+			entries = append(entries, argEntry{k, v})
 		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			w.push(k, -1)
-			w.emit(argEvent{s: k, isKey: true})
-			w.walkSlot(x[k], depth+1)
+		slices.SortFunc(entries, func(a, b argEntry) int { return strings.Compare(a.key, b.key) })
+		for _, e := range entries {
+			w.push(e.key, -1)
+			w.emit(argEvent{s: e.key, isKey: true})
+			w.walkSlot(e.val, depth+1)
 			w.pop()
 		}
 	case []any:
@@ -175,6 +177,12 @@ func (w *argWalker) walkValue(v any, depth int) {
 	default:
 		w.walk(reflect.ValueOf(v), depth)
 	}
+}
+
+// argEntry is one key of an args map with its value.
+type argEntry struct {
+	key string
+	val any
 }
 
 // emitJoined emits a list's scalar items joined with spaces, if it has any.
