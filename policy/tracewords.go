@@ -14,7 +14,7 @@ import (
 // Supervised") and of the table step ("fs:read at Supervised").
 func profileAndTableWords(agent string, requested, ceiling, level Level, capability string) (profile, table string) {
 	var q [64]byte
-	quoted := strconv.AppendQuote(q[:0], agent)
+	quoted := appendQuoted(q[:0], agent)
 	req, ceil, eff := levelOr(requested, "default"), ceiling.String(), level.String()
 	var b strings.Builder
 	b.Grow(len("agent : requested , ceiling , effective ") + len(quoted) + len(req) + len(ceil) + len(eff) +
@@ -59,4 +59,17 @@ func grantWords(id int64, target, channel, sender string) (reason, detail string
 	b.WriteString(" covers the target")
 	s := b.String()
 	return s[:n], s[n:]
+}
+
+// appendQuoted is strconv.AppendQuote, which for printable ASCII without
+// '"' or '\\' only adds the quotes: such a name is copied as it is.
+func appendQuoted(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return strconv.AppendQuote(b, s)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }

@@ -38,3 +38,22 @@ func TestTraceWords(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendQuoted: what strconv.AppendQuote writes, for every string of
+// one or two bytes and some longer ones.
+func TestAppendQuoted(t *testing.T) {
+	check := func(s string) {
+		if got, want := string(appendQuoted(nil, s)), strconv.Quote(s); got != want {
+			t.Fatalf("appendQuoted(%q) = %s, want %s", s, got, want)
+		}
+	}
+	for a := range 256 {
+		check(string([]byte{byte(a)}))
+		for b := range 256 {
+			check(string([]byte{byte(a), byte(b)}))
+		}
+	}
+	for _, s := range []string{"", "metnos", "claude-code", `a "quoted" agent`, `back\slash`, "tab\there", "ü", "a b~c"} {
+		check(s)
+	}
+}
