@@ -127,6 +127,15 @@ func (s *Service) ClampTimeout(d time.Duration) time.Duration {
 // request with cards on the agent's messengers. The same agent submitting
 // the same call_id again gets the same request back (created false).
 func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, error) {
+	return s.submit(ctx, sub, new(storage.Basis))
+}
+
+// submit is Submit, whose decision may be made on basis (see
+// storage.Basis; nil: behind the read barrier). A request decided at once
+// on a pinned basis is stored only if the grants and rules did not change
+// since; else it is submitted again, decided behind the barrier, with
+// what Admit took kept for it.
+func (s *Service) submit(ctx context.Context, sub Submission, basis *storage.Basis) (Request, bool, error) {
 	if len(sub.CallID) > MaxCallIDBytes {
 		return Request{}, false, invalidf("call_id", "over %d bytes", MaxCallIDBytes)
 	}
@@ -170,11 +179,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		admitted = lookupLater
 	}
 	start := s.now()
-	dec, err := s.decider.Decide(qctx, policy.Input{
-		Profile: sub.Profile, Capability: sub.Capability, Target: sub.Target, Requested: sub.Autonomy,
-		Channel: sub.Channel, SenderID: sub.SenderID, SessionID: sub.SessionID, Intent: sub.Intent, Executor: sub.Executor, Args: sub.Args,
-		Context: sub.Context, Ask: sub.Ask, Guard: s.GuardOf(agent, sub.Capability),
-	})
+	dec, basis, err := s.decide(qctx, sub, basis)
 	if err != nil {
 		var fe *policy.FieldError
 		if errors.As(err, &fe) {
@@ -264,12 +269,12 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		// Decided now: the row's insert is the group's to send, with the
 		// other calls' (one round trip for the group on PostgreSQL), and
 		// then its audit row if the call_id was new.
-		err = s.db.GroupExecAudit(gctx, row.query, row.args, func(n int64) (storage.AuditRecord, bool) {
+		err = s.db.GroupExecAudit(gctx, basis, row.query, row.args, func(n int64) (storage.AuditRecord, bool) {
 			inserted = n == 1
 			return audit, inserted
 		})
 	case !pending:
-		err = s.db.GroupExec(gctx, row.query, row.args, func(tx storage.Querier, n int64) error {
+		err = s.db.GroupExec(gctx, basis, row.query, row.args, func(tx storage.Querier, n int64) error {
 			if inserted = n == 1; !inserted {
 				return nil
 			}
@@ -312,6 +317,12 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 		})
 	}
 	commit.End()
+	if errors.Is(err, storage.ErrStaleBasis) && basis.Pinned() {
+		// Decided on versions that moved: nothing was stored. Once more,
+		// behind the barrier; what Admit took stands for it.
+		sub.Admit = admittedOnce
+		return s.submit(ctx, sub, nil)
+	}
 	if err != nil {
 		return refuse(fmt.Errorf("submit: %w", err))
 	}
@@ -353,6 +364,29 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Request, bool, er
 	}
 	return r, true, nil
 }
+
+// decide asks policy about sub, first on basis (see submit). A decision
+// that needs a person, or that failed, is made again behind the read
+// barrier, and its basis is then nil: only a request decided at once is
+// stored with the check.
+func (s *Service) decide(ctx context.Context, sub Submission, basis *storage.Basis) (policy.Decision, *storage.Basis, error) {
+	in := policy.Input{
+		Profile: sub.Profile, Capability: sub.Capability, Target: sub.Target, Requested: sub.Autonomy,
+		Channel: sub.Channel, SenderID: sub.SenderID, SessionID: sub.SessionID, Intent: sub.Intent, Executor: sub.Executor, Args: sub.Args,
+		Context: sub.Context, Ask: sub.Ask, Guard: s.GuardOf(sub.Profile.Agent, sub.Capability), Basis: basis,
+	}
+	dec, err := s.decider.Decide(ctx, in)
+	if basis.Pinned() && (err != nil || dec.Outcome == policy.ApprovalRequired) {
+		in.Basis = nil
+		dec, err = s.decider.Decide(ctx, in)
+		return dec, nil, err
+	}
+	return dec, basis, err
+}
+
+// admittedOnce is a resubmission's Admit: the first submission's Admit
+// took what it takes.
+func admittedOnce() error { return nil }
 
 // profileAdmits says whether the caller's own profile (a child token's
 // narrowed one) lets sub's capability and target through at all. A

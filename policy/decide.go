@@ -159,6 +159,13 @@ type Input struct {
 	// DryRun decides without side effects on grants (no last_used_at):
 	// POST /v1/check and `gateway policy check`.
 	DryRun bool
+	// Basis, when set, lets the decision take the grants' and rules'
+	// versions from the latest read of them instead of waiting for one
+	// that started after it, and records there which it took: the
+	// decision then stands only if the transaction that stores its outcome
+	// finds them unchanged (see storage.Basis). Nil: every version is
+	// read after the decision started.
+	Basis *storage.Basis
 }
 
 // GrantFinder finds the active grant covering a target (see GrantStore).
@@ -232,8 +239,9 @@ func validate(in Input) (Capability, HostTarget, error) {
 // allowed.
 func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	// The rules and the grants are read as of a moment after now (see
-	// storage.Arrived): one read of their versions can serve both.
-	ctx = storage.Arrived(ctx, time.Now())
+	// storage.Arrived), or on in.Basis: one read of their versions can
+	// serve both.
+	ctx = storage.ArrivedOn(ctx, time.Now(), in.Basis)
 	ctx, span := telemetry.Start(ctx, "policy")
 	// dec is this call's decision: every return below returns it, or
 	// an error (then its trace is what was decided until then).

@@ -51,6 +51,11 @@ type groupFirst struct {
 	// append after the statement, if any: a follow-up that runs no
 	// statement of its own.
 	audit func(affected int64) (AuditRecord, bool)
+	// pinned: the call was decided on versions (grants, rules), read
+	// before it may have started (see Basis); its group's transaction
+	// reads the counters and fails it with ErrStaleBasis if they moved.
+	pinned   bool
+	versions [2]int64
 }
 
 // run runs the statement and then through q.
@@ -111,12 +116,25 @@ func (db *DB) GroupTx(ctx context.Context, fn func(q Querier) error) error {
 // for the group instead of one each (see tryGroupPG); each then runs
 // after all of them, before the functions given to GroupTx, and is bound
 // as GroupTx's fn is. The statement runs under no caller's context, as
-// the group's own statements do.
-func (db *DB) GroupExec(ctx context.Context, query string, args []any, then func(q Querier, affected int64) error) error {
+// the group's own statements do. The call's work was decided on b (nil:
+// on nothing that needs a check): when b is pinned, the transaction reads
+// the change counters and the call fails with ErrStaleBasis, its work not
+// kept, if they are not the ones b was decided on.
+func (db *DB) GroupExec(ctx context.Context, b *Basis, query string, args []any, then func(q Querier, affected int64) error) error {
+	return db.groupExec(ctx, b, groupFirst{query: query, args: args, then: then})
+}
+
+// groupExec queues the call that begins with f, decided on b.
+func (db *DB) groupExec(ctx context.Context, b *Basis, f groupFirst) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	op := &groupOp{ctx: ctx, first: groupFirst{query: query, args: args, then: then}, done: make(chan struct{})}
+	vals, pinned, err := b.pinnedOn(db)
+	if err != nil {
+		return err
+	}
+	f.pinned, f.versions = pinned, vals
+	op := &groupOp{ctx: ctx, first: f, done: make(chan struct{})}
 	op.fn = op.first.run
 	return db.enqueue(op)
 }
@@ -126,14 +144,9 @@ func (db *DB) GroupExec(ctx context.Context, query string, args []any, then func
 // and whether to append it. Such a follow-up runs no statement, so on
 // PostgreSQL a group made only of these calls locks the chain's head in
 // the batch of its inserts, right after them, and commits in two round
-// trips (see tryGroupPG).
-func (db *DB) GroupExecAudit(ctx context.Context, query string, args []any, audit func(affected int64) (AuditRecord, bool)) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	op := &groupOp{ctx: ctx, first: groupFirst{query: query, args: args, audit: audit}, done: make(chan struct{})}
-	op.fn = op.first.run
-	return db.enqueue(op)
+// trips (see tryGroupPG). b is as for GroupExec.
+func (db *DB) GroupExecAudit(ctx context.Context, b *Basis, query string, args []any, audit func(affected int64) (AuditRecord, bool)) error {
+	return db.groupExec(ctx, b, groupFirst{query: query, args: args, audit: audit})
 }
 
 // enqueue queues op (on its queue, see queueOf), runs the queue when no
@@ -336,11 +349,14 @@ func (db *DB) tryGroup(ctx context.Context, batch []*groupOp, errs []error, save
 	db.groupHead.resume(db, cursor)
 	q := db.tx(tx) // fn's Querier, and the savepoint statements, prepared once
 	var versions [2]int64
-	if checkGroups() {
+	if checkGroups() || anyPinned(batch, errs) {
 		if versions, err = groupVersions(ctx, q); err != nil {
 			failAll(errs, fmt.Errorf("group commit: %w", err))
 			return nil
 		}
+		// Read after every call of the batch was decided: a call decided
+		// on other counters is not run (ErrStaleBasis).
+		markStale(batch, errs, versions)
 	}
 	ran := make([]error, len(batch))
 	for i, op := range batch {
@@ -378,7 +394,7 @@ func (db *DB) tryGroup(ctx context.Context, batch []*groupOp, errs []error, save
 		}
 	}
 	if checkGroups() {
-		if err := policyUnchanged(ctx, q, versions); err != nil {
+		if err := policyUnchanged(ctx, q, versions, savepoints); err != nil {
 			failAll(errs, err)
 			return nil
 		}
@@ -440,9 +456,18 @@ var checkGroups = sync.OnceValue(func() bool {
 })
 
 // policyUnchanged fails a group whose grants or rules changed since its
-// calls were decided (versions, read when it began).
-func policyUnchanged(ctx context.Context, q Querier, versions [2]int64) error {
+// calls were decided (versions, read when it began). On PostgreSQL another
+// replica's commit moves the counters mid-transaction too: there only a
+// move by the group's own transaction fails it (see pgOwnChange), except
+// with savepoints, whose subtransactions write under ids of their own.
+func policyUnchanged(ctx context.Context, q txQuerier, versions [2]int64, savepoints bool) error {
 	now, err := groupVersions(ctx, q)
+	if err == nil && now != versions && q.db.pg != nil && !savepoints {
+		var own bool
+		if err = q.QueryRowContext(ctx, pgOwnChange).Scan(&own); err == nil && !own {
+			return nil
+		}
+	}
 	if err == nil && now != versions {
 		err = fmt.Errorf("%w: grants_version %d → %d, rules_version %d → %d",
 			ErrGroupChangedPolicy, versions[0], now[0], versions[1], now[1])

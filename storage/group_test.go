@@ -93,7 +93,7 @@ func TestGroupTx_ClosedLoopCallers(t *testing.T) {
 		wg.Go(func() {
 			for i := range calls {
 				k := fmt.Sprintf("c%d-%d", c, i)
-				err := db.GroupExecAudit(ctx, `INSERT INTO items (k, v) VALUES ($1, 1)`, []any{k},
+				err := db.GroupExecAudit(ctx, nil, `INSERT INTO items (k, v) VALUES ($1, 1)`, []any{k},
 					func(got int64) (storage.AuditRecord, bool) {
 						rec, err := storage.PrepareAudit(storage.AuditEvent{Actor: "test", Event: storage.AuditNote, RequestID: k})
 						if err != nil {
@@ -190,7 +190,7 @@ func TestGroupTx_ExecMixed(t *testing.T) {
 				if i%10 == 8 {
 					k = "shared"
 				}
-				errs[i] = db.GroupExecAudit(ctx, `INSERT INTO items (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING`, []any{k, v},
+				errs[i] = db.GroupExecAudit(ctx, nil, `INSERT INTO items (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING`, []any{k, v},
 					func(got int64) (storage.AuditRecord, bool) {
 						affected[i] = got
 						rec, err := storage.PrepareAudit(storage.AuditEvent{Actor: "test", Event: storage.AuditNote, RequestID: k})
@@ -212,7 +212,7 @@ func TestGroupTx_ExecMixed(t *testing.T) {
 				affected[i] = 1
 				return
 			}
-			errs[i] = db.GroupExec(ctx, `INSERT INTO items (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING`, []any{k, v},
+			errs[i] = db.GroupExec(ctx, nil, `INSERT INTO items (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING`, []any{k, v},
 				func(tx storage.Querier, got int64) error {
 					affected[i] = got
 					if got == 0 {
@@ -290,7 +290,7 @@ func TestGroupTx_ExecAuditOnly(t *testing.T) {
 					v = nil // fails: v is NOT NULL
 				}
 			}
-			errs[i] = db.GroupExecAudit(ctx, `INSERT INTO items (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING`, []any{k, v},
+			errs[i] = db.GroupExecAudit(ctx, nil, `INSERT INTO items (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING`, []any{k, v},
 				func(got int64) (storage.AuditRecord, bool) {
 					affected[i] = got
 					rec, err := storage.PrepareAudit(storage.AuditEvent{Actor: "test", Event: storage.AuditNote, RequestID: k})

@@ -31,14 +31,30 @@ const pgRollbackTimeout = 5 * time.Second
 // the COMMIT. The GroupExec calls' then and the GroupTx calls' functions
 // run in between, on the same connection, through database/sql. With
 // savepoints (after a call failed) the group runs as tryGroup runs it.
+//
+// A call decided on a pinned Basis is checked in the first round trip: the
+// counters are read after the BEGIN, before the calls' statements. When
+// one was decided on other counters it fails (ErrStaleBasis), the
+// transaction is rolled back, and the others run again in a new one.
 func (db *DB) tryGroupPG(ctx context.Context, batch []*groupOp, errs []error, savepoints bool) (failed error) {
 	if savepoints {
 		return db.tryGroup(ctx, batch, errs, true)
 	}
+	for {
+		failed, again := db.tryGroupPGOnce(ctx, batch, errs)
+		if !again || live(errs) == 0 {
+			return failed
+		}
+	}
+}
+
+// tryGroupPGOnce is one transaction of tryGroupPG; again says that calls
+// were found stale in it, and the others must run in another.
+func (db *DB) tryGroupPGOnce(ctx context.Context, batch []*groupOp, errs []error) (failed error, again bool) {
 	conn, err := db.DB.Conn(ctx)
 	if err != nil {
 		failAll(errs, err)
-		return nil
+		return nil, false
 	}
 	defer conn.Close()
 	t := &pgGroupTx{conn: conn}
@@ -46,8 +62,8 @@ func (db *DB) tryGroupPG(ctx context.Context, batch []*groupOp, errs []error, sa
 
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	check := checkGroups()
-	if check {
+	check, pinned := checkGroups(), anyPinned(batch, errs)
+	if check || pinned {
 		b.Queue(pgCountersQuery)
 	}
 	var firsts []int // the GroupExec calls, by their index in batch
@@ -74,7 +90,7 @@ func (db *DB) tryGroupPG(ctx context.Context, batch []*groupOp, errs []error, sa
 		if _, err := br.Exec(); err != nil {
 			return err
 		}
-		if check {
+		if check || pinned {
 			if err := br.QueryRow().Scan(&versions[0], &versions[1]); err != nil {
 				return fmt.Errorf("check the grants and rules counters: %w", err)
 			}
@@ -92,37 +108,48 @@ func (db *DB) tryGroupPG(ctx context.Context, batch []*groupOp, errs []error, sa
 		}
 		return nil
 	})
-	if opErr != nil {
-		return opErr // rolled back; the batch runs again with savepoints
-	}
-	if err != nil {
+	if err != nil && opErr == nil {
 		failAll(errs, fmt.Errorf("group commit: %w", err))
-		return nil
+		return nil, false
+	}
+	if pinned && markStale(batch, errs, versions) {
+		return nil, true // rolled back; the others run again
+	}
+	if opErr != nil {
+		return opErr, false // rolled back; the batch runs again with savepoints
 	}
 	q := txQuerier{db: db, run: conn, pga: &pgAudit{}}
 	for _, i := range firsts {
 		if err := batch[i].first.follow(q, affected[i]); err != nil {
-			return err
+			return err, false
 		}
 	}
 	for i, op := range batch {
 		if errs[i] == nil && op.first.query == "" {
 			if err := op.fn(q); err != nil {
-				return err
+				return err, false
 			}
 		}
 	}
 	if check {
-		if err := policyUnchanged(ctx, q, versions); err != nil {
+		if err := policyUnchanged(ctx, q, versions, false); err != nil {
 			failAll(errs, err)
-			return nil
+			return nil, false
 		}
 	}
 	if err := db.sealCommitPG(ctx, t, q, head); err != nil {
 		failAll(errs, fmt.Errorf("group commit: %w", err))
 	}
-	return nil
+	return nil, false
 }
+
+// pgOwnChange says whether the transaction asking wrote the grants' or
+// the rules' counter: the row's xmin is its id (an xid is the low 32 bits
+// of the xid8 pg_current_xact_id_if_assigned gives; NULL before it wrote
+// anything).
+const pgOwnChange = `SELECT COALESCE((SELECT xmin::text::bigint FROM grants_version WHERE id = 1) = x OR
+  (SELECT xmin::text::bigint FROM ` + RulesVersionTable + ` WHERE id = 1) = x, false)
+FROM (SELECT pg_current_xact_id_if_assigned()::text::bigint % 4294967296 AS x) AS own`
 
 // queueOf is the queue op waits in. On SQLite there is one: one writer at
 // a time, as the database allows. On PostgreSQL, which has row locks and

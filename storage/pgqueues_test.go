@@ -15,7 +15,7 @@ import (
 
 // auditOnlyCall is a decided-now-like call: an insert, then its audit row.
 func auditOnlyCall(ctx context.Context, db *storage.DB, k string) error {
-	return db.GroupExecAudit(ctx, `INSERT INTO items (k, v) VALUES ($1, 1) ON CONFLICT (k) DO NOTHING`, []any{k},
+	return db.GroupExecAudit(ctx, nil, `INSERT INTO items (k, v) VALUES ($1, 1) ON CONFLICT (k) DO NOTHING`, []any{k},
 		func(n int64) (storage.AuditRecord, bool) {
 			rec, err := storage.PrepareAudit(storage.AuditEvent{Actor: "test", Event: storage.AuditNote, RequestID: k})
 			if err != nil {

@@ -43,7 +43,7 @@ func TestAudit_UnsealedRowsSealedFirst(t *testing.T) {
 	}
 
 	unsealed("legacy:1")
-	err := db.GroupExecAudit(ctx, `SELECT 1`, nil, func(int64) (storage.AuditRecord, bool) {
+	err := db.GroupExecAudit(ctx, nil, `SELECT 1`, nil, func(int64) (storage.AuditRecord, bool) {
 		rec, err := storage.PrepareAudit(storage.AuditEvent{Actor: "group", Event: storage.AuditNote})
 		if err != nil {
 			t.Error(err)

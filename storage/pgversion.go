@@ -54,8 +54,12 @@ type pgRead struct {
 }
 
 // counter returns the value of table as of a read that started after
-// arrival, waiting for one if needed.
-func (p *pgVersions) counter(ctx context.Context, i int, arrival time.Time) (int64, error) {
+// arrival, waiting for one if needed; with a Basis that takes the latest
+// read instead (see Basis.take), that read's.
+func (p *pgVersions) counter(ctx context.Context, i int, arrival time.Time, b *Basis) (int64, error) {
+	if n, ok := b.take(p, i); ok {
+		return n, nil
+	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -181,7 +185,14 @@ type arrivalKey struct{}
 // sources it asks (the rules' and the grants') may answer it from one
 // read that started after that, rather than one each after each question.
 func Arrived(ctx context.Context, t time.Time) context.Context {
-	return &arrivedCtx{Context: ctx, t: t}
+	return ArrivedOn(ctx, t, nil)
+}
+
+// ArrivedOn is Arrived for a decision that may be made on the latest read
+// of the counters instead of one that started after t, recording what it
+// was made on in b (see Basis); b nil: it may not.
+func ArrivedOn(ctx context.Context, t time.Time, b *Basis) context.Context {
+	return &arrivedCtx{Context: ctx, t: t, basis: b}
 }
 
 // arrivedCtx is what Arrived returns: one allocation per decision, where
@@ -189,22 +200,24 @@ func Arrived(ctx context.Context, t time.Time) context.Context {
 // interface value).
 type arrivedCtx struct {
 	context.Context
-	t time.Time
+	t     time.Time
+	basis *Basis
 }
 
-// Value answers arrivalKey with a pointer to the time, which an interface
-// value holds without an allocation of its own.
+// Value answers arrivalKey with itself, which an interface value holds
+// without an allocation of its own.
 func (c *arrivedCtx) Value(key any) any {
 	if _, ok := key.(arrivalKey); ok {
-		return &c.t
+		return c
 	}
 	return c.Context.Value(key)
 }
 
-// arrival is when the decision of ctx started (see Arrived), or now.
-func arrival(ctx context.Context) time.Time {
-	if t, ok := ctx.Value(arrivalKey{}).(*time.Time); ok {
-		return *t
+// arrival is when the decision of ctx started (see Arrived), or now, and
+// the Basis it records what it was decided on in, if any.
+func arrival(ctx context.Context) (time.Time, *Basis) {
+	if a, ok := ctx.Value(arrivalKey{}).(*arrivedCtx); ok {
+		return a.t, a.basis
 	}
-	return time.Now()
+	return time.Now(), nil
 }

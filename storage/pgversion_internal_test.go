@@ -25,7 +25,7 @@ func TestPGVersions_ReadBarrier(t *testing.T) {
 		out := make(chan int64, 1)
 		arrived := time.Now()
 		go func() {
-			n, err := p.counter(context.Background(), 0, arrived)
+			n, err := p.counter(context.Background(), 0, arrived, nil)
 			if err != nil {
 				n = -1
 			}
@@ -68,7 +68,7 @@ func TestPGVersions_ReadBarrier(t *testing.T) {
 
 	// A caller that arrived before the last read started is served by it,
 	// without a read of its own.
-	if n, err := p.counter(context.Background(), 0, r2.started.Add(-time.Nanosecond)); err != nil || n != 2 {
+	if n, err := p.counter(context.Background(), 0, r2.started.Add(-time.Nanosecond), nil); err != nil || n != 2 {
 		t.Fatalf("served by the last read: %d, %v", n, err)
 	}
 
@@ -98,14 +98,14 @@ func TestArrived(t *testing.T) {
 	ctx := Arrived(parent, at)
 	child, stop := context.WithTimeout(context.WithValue(ctx, struct{ k int }{1}, 2), time.Hour)
 	defer stop()
-	if got := arrival(child); !got.Equal(at) {
+	if got, _ := arrival(child); !got.Equal(at) {
 		t.Fatalf("arrival = %v, want %v", got, at)
 	}
 	if got := child.Value(key{}); got != "v" {
 		t.Fatalf("the parent's value = %v, want v", got)
 	}
 	before := time.Now()
-	if got := arrival(parent); got.Before(before) {
+	if got, _ := arrival(parent); got.Before(before) {
 		t.Fatalf("arrival without Arrived = %v, before now (%v)", got, before)
 	}
 	cancel()

@@ -412,7 +412,7 @@ func TestGroupExec_PoolSessionsEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	put := func(k string) error {
-		return db.GroupExec(ctx, `INSERT INTO items (k, v) VALUES ($1, 1) ON CONFLICT (k) DO NOTHING`, []any{k},
+		return db.GroupExec(ctx, nil, `INSERT INTO items (k, v) VALUES ($1, 1) ON CONFLICT (k) DO NOTHING`, []any{k},
 			func(tx storage.Querier, n int64) error {
 				return storage.AppendAudit(ctx, tx, storage.AuditEvent{Actor: "test", Event: storage.AuditNote, RequestID: k})
 			})

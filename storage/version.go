@@ -66,7 +66,8 @@ func (v *GrantsVersion) Current(ctx context.Context) (int64, error) {
 	if v.db.pg != nil && v.pgIdx >= 0 {
 		// PostgreSQL has no data_version: the counters are read behind a
 		// read barrier, for all decisions at once (see pgVersions).
-		return v.db.pg.versions.counter(ctx, v.pgIdx, arrival(ctx))
+		at, b := arrival(ctx)
+		return v.db.pg.versions.counter(ctx, v.pgIdx, at, b)
 	}
 	if v.db.pg != nil {
 		// Another counter: read it through the pool. A change by another
