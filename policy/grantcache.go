@@ -157,8 +157,14 @@ func (c *GrantCache) FindMatching(ctx context.Context, p Principal, ss Session, 
 // Touch records the use in the store and in the cached copy, so the next
 // decision within touchEvery does not write again.
 func (c *GrantCache) Touch(ctx context.Context, g *Grant) error {
+	before := g.LastUsedAt
 	if err := c.store.Touch(ctx, g); err != nil {
 		return err
+	}
+	if g.LastUsedAt == before {
+		// Not written (used within touchEvery): the cached copy holds
+		// this use's time, or a later one, already.
+		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
