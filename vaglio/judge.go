@@ -293,6 +293,30 @@ func hiddenIn(r Request) (where, runes string) {
 // plainText reports a string of printable ASCII, tabs and newlines only:
 // nothing in it is hidden.
 func plainText(s string) bool {
+	// Eight bytes at a time: a word of printable ASCII (0x20-0x7e) is
+	// passed whole; any other word is read byte by byte, where a tab or
+	// a newline passes.
+	const ones, highs, spaces = 0x0101010101010101, 0x8080808080808080, 0x2020202020202020
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		// No byte has its high bit; then adding 1 to each carries into
+		// no other and sets the high bit of 0x7f alone, and subtracting
+		// 0x20 from each with its high bit set borrows from no other and
+		// clears the high bit of those below 0x20 alone.
+		if x&highs == 0 && (x+ones)&highs == 0 && ^((x|highs)-spaces)&highs == 0 {
+			continue
+		}
+		if !plainBytes(s[i : i+8]) {
+			return false
+		}
+	}
+	return plainBytes(s[i:])
+}
+
+// plainBytes is plainText, one byte after the other.
+func plainBytes(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; (c < 0x20 && c != '\t' && c != '\n') || c >= 0x7f {
 			return false

@@ -231,3 +231,38 @@ func TestIntentNamesExecutor_Fields(t *testing.T) {
 		t.Fatalf("only %d of 50,000 draws named the executor", hits)
 	}
 }
+
+// TestPlainText_Words: reading eight bytes at a time says what reading
+// byte by byte says, for every byte value at every place of a string
+// and with the string starting at every offset (so each place falls in
+// every lane of a word, and in the tail).
+func TestPlainText_Words(t *testing.T) {
+	base := []byte("Read the notes, then 0x7e ~ ok.")
+	for pos := range base {
+		for v := range 256 {
+			b := slices.Clone(base)
+			b[pos] = byte(v)
+			for start := 0; start <= pos; start++ {
+				s := string(b[start:])
+				if got, want := plainText(s), plainBytes(s); got != want {
+					t.Fatalf("plainText(%q) = %v, byte by byte %v", s, got, want)
+				}
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(39, 7))
+	alphabet := []byte{0x00, '\t', '\n', '\r', 0x1f, ' ', 'a', '~', 0x7f, 0x80, 0xc3, 0xa9, 0xff}
+	for range 100_000 {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			if r.IntN(4) == 0 {
+				b[i] = alphabet[r.IntN(len(alphabet))]
+			} else {
+				b[i] = byte(0x20 + r.IntN(0x5f))
+			}
+		}
+		if got, want := plainText(string(b)), plainBytes(string(b)); got != want {
+			t.Fatalf("plainText(%q) = %v, byte by byte %v", b, got, want)
+		}
+	}
+}
