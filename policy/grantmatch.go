@@ -97,8 +97,15 @@ func appendAnchorsOf(buf []string, kind TargetKind, t string) []string {
 		return append(buf, "*")
 	case KindPathGlob:
 		out := append(buf, t, "")
+		// Each directory of a clean path is the path cut before a '/',
+		// and clean too: it is cut without checking again.
+		clean := isClean(t)
 		for d := t; ; {
-			d = dirOf(d)
+			if i := strings.LastIndexByte(d, '/'); clean && i > 0 {
+				d = d[:i]
+			} else {
+				d = dirOf(d)
+			}
 			out = append(out, d)
 			if d == "/" || d == "." {
 				break
