@@ -75,8 +75,10 @@ func (n Normalizer) expand(p string) string {
 	return p
 }
 
-func (n Normalizer) cleanPath(p string) string {
-	p = n.expand(p)
+func (n Normalizer) cleanPath(p string) string { return cleanExpanded(n.expand(p)) }
+
+// cleanExpanded is cleanPath for a path whose "~" is expanded already.
+func cleanExpanded(p string) string {
 	if p == "" {
 		return ""
 	}
@@ -210,7 +212,7 @@ func (n Normalizer) matchRuleTo(kind TargetKind, pattern, t string) bool {
 	switch kind {
 	case KindPathGlob:
 		if p := n.expand(pattern); strings.Contains(p, "/") {
-			p = n.cleanPath(pattern) // as the target: a leading "~" left unexpanded stays "./~"
+			p = cleanExpanded(p) // as the target: a leading "~" left unexpanded stays "./~"
 			if !hasMeta(p) {
 				return p == t
 			}
