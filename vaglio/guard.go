@@ -111,6 +111,11 @@ func (g *guardRun) check(s string) (reason func(where string) string, hit bool) 
 	forbidden := func(rule string) func(string) string {
 		return func(where string) string { return fmt.Sprintf("guard: forbidden path %s in %s", rule, where) }
 	}
+	if !g.shell && g.paths.wordSafe && plainWord(s) {
+		// One plain word: no path rule matches it (wordSafe), and every
+		// seed path regex needs a '.' or a '/' (seedPathLiterals).
+		return nil, false
+	}
 	// Shell rules first: for rm -rf /* they name the command, which
 	// says more than the path rule /root that the glob also matches.
 	if g.shell {

@@ -359,6 +359,16 @@ func TestSeedPathLiterals(t *testing.T) {
 	}
 }
 
+// TestSeedPathLiterals_NotWords: every literal holds a '.' or a '/', so
+// no plain word holds one (guardRun.check passes plain words on it).
+func TestSeedPathLiterals_NotWords(t *testing.T) {
+	for _, lit := range seedPathLiterals {
+		if !strings.ContainsAny(lit, "./") {
+			t.Errorf("seed path literal %q has neither '.' nor '/'", lit)
+		}
+	}
+}
+
 // TestMayMatchSeedPath_AnyLiteral: the pre-test says yes exactly when s
 // contains one of the seed's path literals, read byte by byte (a short
 // string) or through IndexByte (a longer one).

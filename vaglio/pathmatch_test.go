@@ -356,6 +356,11 @@ func TestForbiddenPathIn_PlainWords(t *testing.T) {
 			continue
 		}
 		n++
+		// guardRun.check passes a plain word on wordSafe alone: the
+		// seed's path regexes must not match one.
+		if rule, hit := seedPathIn(w, testHome); hit {
+			t.Fatalf("%q: the seed's path rule %s matches a plain word", w, rule)
+		}
 		for _, m := range []*pathMatcher{nil, testOwn.matcher, persistenceMatcher} {
 			gotRule, gotHit := forbiddenPathIn(w, testHome, m)
 			wantRule, wantHit := forbiddenPathInText(w, testHome, m)
