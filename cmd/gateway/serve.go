@@ -221,6 +221,7 @@ func cmdServe(e *env, args []string) error {
 		fmt.Fprintln(e.stdout, "Log in to the web page with a link from `gateway login`.")
 	}
 	log.Info("serving", "listen", ln.Addr().String(), "agents", len(cfg.Agents), "messengers", app.Service.Notifiers())
+	defer releaseExecutableLater(log)()
 	if err := app.Serve(e.ctx, ln); err != nil {
 		return err
 	}
