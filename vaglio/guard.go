@@ -45,17 +45,20 @@ func isShellRequest(r Request) bool {
 // reason names the rule that matched and where (target, args.a.b[2]),
 // never the matched string, so it is safe to log and to show on a card.
 func Guard(r Request, home string) (blocked bool, reason string) {
-	return guard(r, home, nil)
+	blocked, reason, _ = guard(r, home, nil, false)
+	return blocked, reason
 }
 
 // guard is Guard with the gateway's own files and addresses (nil: none).
-func guard(r Request, home string, own *ownRules) (blocked bool, reason string) {
+// With gather, and when it does not block, facts are argSignals of r's
+// args, read on the same walk.
+func guard(r Request, home string, own *ownRules, gather bool) (blocked bool, reason string, facts argFacts) {
 	if home != "" {
 		home = path.Clean(home)
 	}
 	if own != nil {
 		if reason, hit := own.reachesGateway(r); hit {
-			return true, reason
+			return true, reason, argFacts{}
 		}
 	}
 	g := guardRuns.Get().(*guardRun)
@@ -63,23 +66,27 @@ func guard(r Request, home string, own *ownRules) (blocked bool, reason string) 
 		*g = guardRun{} // nothing of this request stays in the pool
 		guardRuns.Put(g)
 	}()
-	*g = guardRun{home: home, paths: forbiddenMatcher, shell: isShellRequest(r)}
+	*g = guardRun{home: home, paths: forbiddenMatcher, shell: isShellRequest(r), gather: gather}
 	if own != nil {
 		g.paths = own.matcher
 	}
 	if reason, hit := g.check(r.Target); hit {
-		return true, reason("target")
+		return true, reason("target"), argFacts{}
 	}
 	g.clean[0], g.nclean = r.Target, 1
 	g.w.joinLists = g.shell
 	g.w.visitor = g
 	if g.w.run(r.Args); g.blocked {
-		return true, g.reason
+		return true, g.reason, argFacts{}
 	}
 	if g.w.tooDeep {
-		return true, fmt.Sprintf("guard: args nested deeper than %d levels, not all inspected", maxArgDepth)
+		return true, fmt.Sprintf("guard: args nested deeper than %d levels, not all inspected", maxArgDepth), argFacts{}
 	}
-	return false, ""
+	if gather {
+		facts = g.facts
+		facts.set = true
+	}
+	return false, "", facts
 }
 
 // guardRuns are guardRuns to reuse: one is the size of a small request,
@@ -100,6 +107,9 @@ type guardRun struct {
 	nclean  int
 	blocked bool
 	reason  string
+	// gather says to read argSignals of the args into facts.
+	gather bool
+	facts  argFacts
 }
 
 // check finds what s holds; the reason, naming where s is, is spelt out
@@ -144,6 +154,9 @@ func (g *guardRun) check(s string) (reason func(where string) string, hit bool) 
 
 // visit checks one string of args.
 func (g *guardRun) visit(e argEvent) bool {
+	if g.gather && !e.isList {
+		g.facts.add(e) // every string, also one found clean before
+	}
 	if slices.Contains(g.clean[:g.nclean], e.s) {
 		return true
 	}

@@ -108,7 +108,7 @@ func (RuleJudge) Score(_ context.Context, r Request) (Judgement, error) {
 	if intentNamesExecutor(r.Intent, r.Executor) {
 		applied |= 1 << 0
 	}
-	traversal, badKey := argSignals(r.Args)
+	traversal, badKey := r.argSignals()
 	if traversal {
 		applied |= 1 << 1
 	}
@@ -191,7 +191,7 @@ type approvedText struct {
 func RuleCap(r Request) (limit float64, factors []string, reason string) {
 	limit = ruleBase
 	var notes []string
-	traversal, badKey := argSignals(r.Args)
+	traversal, badKey := r.argSignals()
 	if traversal {
 		limit += ruleTraversalInArgs
 		factors, notes = append(factors, FactorPathTraversal), append(notes, "possible path traversal")
@@ -228,26 +228,51 @@ func argSignals(args map[string]any) (traversal, badKey bool) {
 	return traversal, badKey
 }
 
+// argFacts are argSignals of a request's args, gathered on another walk
+// of them (the guard's), from the keys and the strings it finds, not a
+// list's items joined; set says they were.
+type argFacts struct{ traversal, badKey, set bool }
+
+// add reads one string of the walk.
+func (f *argFacts) add(e argEvent) {
+	if e.isKey {
+		f.badKey = f.badKey || !isIdentifier(e.s)
+	} else {
+		f.traversal = f.traversal || (strings.Contains(e.s, "..") && strings.Contains(e.s, "/"))
+	}
+}
+
+// withFacts is r with the facts the guard gathered of its args.
+func (r Request) withFacts(f argFacts) Request {
+	r.facts = f
+	return r
+}
+
+// argSignals is argSignals(r.Args), from the guard's facts when Check
+// gathered them.
+func (r Request) argSignals() (traversal, badKey bool) {
+	if r.facts.set {
+		return r.facts.traversal, r.facts.badKey
+	}
+	return argSignals(r.Args)
+}
+
 // walkArgSignals is argSignals for args of any shape.
 func walkArgSignals(args map[string]any) (traversal, badKey bool) {
 	var v argSignalVisitor
 	v.w.visitor = &v
 	v.w.run(args)
-	return v.traversal, v.badKey
+	return v.facts.traversal, v.facts.badKey
 }
 
 type argSignalVisitor struct {
-	w                 argWalker
-	traversal, badKey bool
+	w     argWalker
+	facts argFacts
 }
 
 func (v *argSignalVisitor) visit(e argEvent) bool {
-	if e.isKey {
-		v.badKey = v.badKey || !isIdentifier(e.s)
-	} else {
-		v.traversal = v.traversal || (strings.Contains(e.s, "..") && strings.Contains(e.s, "/"))
-	}
-	return !(v.traversal && v.badKey)
+	v.facts.add(e)
+	return !(v.facts.traversal && v.facts.badKey)
 }
 
 // declaresNonCritical reports a request whose context says "critical":

@@ -266,3 +266,59 @@ func TestPlainText_Words(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardFacts_ArgSignals: what the guard's walk gathers for the judge
+// is argSignals of the same args, for args of every shape (nested maps
+// and lists, odd keys, traversals in lists), on a plain and a shell
+// request (whose walk also reads lists joined).
+func TestGuardFacts_ArgSignals(t *testing.T) {
+	r := rand.New(rand.NewPCG(39, 9))
+	keys := []string{"path", "a_b", "_x", "9lives", "has space", "ok", "k-1", "é", ""}
+	strs := []string{"a", "..", "/", "x/../y", "../z", "docs/a", `..\b`, "utf-8", "日本/.."}
+	var value func(depth int) any
+	value = func(depth int) any {
+		switch k := r.IntN(10); {
+		case k < 5 || depth > 3:
+			return strs[r.IntN(len(strs))]
+		case k == 5:
+			return float64(r.IntN(100))
+		case k == 6:
+			return nil
+		case k == 7:
+			m := map[string]any{}
+			for range r.IntN(3) {
+				m[keys[r.IntN(len(keys))]] = value(depth + 1)
+			}
+			return m
+		default:
+			l := make([]any, r.IntN(3))
+			for i := range l {
+				l[i] = value(depth + 1)
+			}
+			return l
+		}
+	}
+	gathered := 0
+	for range 20_000 {
+		args := map[string]any{}
+		for range r.IntN(4) {
+			args[keys[r.IntN(len(keys))]] = value(0)
+		}
+		traversal, badKey := argSignals(args)
+		for _, capability := range []string{"fs:read", CapabilityCodeExec} {
+			req := Request{Capability: capability, Target: "notes.txt", Args: args}
+			blocked, _, facts := guard(req, testHome, testOwn, true)
+			if blocked {
+				continue
+			}
+			gathered++
+			if !facts.set || facts.traversal != traversal || facts.badKey != badKey {
+				t.Fatalf("%s %v: the guard gathered %+v, argSignals says traversal %v, bad key %v",
+					capability, args, facts, traversal, badKey)
+			}
+		}
+	}
+	if gathered < 20_000 {
+		t.Fatalf("only %d of 40,000 walks not blocked", gathered)
+	}
+}

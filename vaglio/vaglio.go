@@ -51,6 +51,10 @@ type Request struct {
 	// context dictionary (mode, step, critical, …): the rule-based judge
 	// reads "critical", the log records the keys, never the values.
 	Context map[string]any
+
+	// facts are argSignals of Args when Check gathered them on the
+	// guard's walk (facts.set); else the judge reads the args itself.
+	facts argFacts
 }
 
 // Verdict is vaglio's answer. Its JSON names are part of the HTTP API
@@ -259,9 +263,11 @@ func (v *Vaglio) Check(ctx context.Context, r Request) Verdict {
 	ctx, span := telemetry.Start(ctx, "vaglio")
 	defer span.End()
 	verdict := Verdict{TS: v.now().UTC(), JudgeKind: v.judge.Kind()}
-	if blocked, reason := v.guardAll(r); blocked {
+	// The guard's walk of the args also gathers what rule-based-v1
+	// reads of them: the judge then walks them no second time.
+	if blocked, reason, facts := v.guardAll(r); blocked {
 		verdict.Reason, verdict.BlockedBy = reason, BlockedByGuard
-	} else if j, err := v.judged(ctx, r); err != nil {
+	} else if j, err := v.judged(ctx, r.withFacts(facts)); err != nil {
 		verdict.Reason, verdict.BlockedBy = fmt.Sprintf("judge: %s failed, denied: %v", verdict.JudgeKind, err), BlockedByJudge
 		verdict.Factors = []string{FactorJudgeFailed}
 	} else {
@@ -326,18 +332,23 @@ func (v *Vaglio) judged(ctx context.Context, r Request) (Judgement, error) {
 	return j, err
 }
 
-// guardAll is the guard with each of the request's homes.
-func (v *Vaglio) guardAll(r Request) (blocked bool, reason string) {
+// guardAll is the guard with each of the request's homes; unless it
+// blocks, facts are argSignals of r's args, read on its first walk.
+func (v *Vaglio) guardAll(r Request) (blocked bool, reason string, facts argFacts) {
 	own := v.own.Load()
 	for i, h := range v.homes(r) {
 		if i > 0 && h == "" {
 			break
 		}
-		if blocked, reason = guard(r, h, own); blocked {
-			return true, reason
+		var f argFacts
+		if blocked, reason, f = guard(r, h, own, i == 0); blocked {
+			return true, reason, argFacts{}
+		}
+		if i == 0 {
+			facts = f
 		}
 	}
-	return false, ""
+	return false, "", facts
 }
 
 // score calls the judge, turning a panic or a NaN into an error so that
