@@ -293,7 +293,13 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 		level = MinLevel(in.Requested, in.Profile.Ceiling)
 	}
 	dec.Autonomy = level
-	profileWords, tableWords := profileAndTableWords(in.Profile.Agent, in.Requested, in.Profile.Ceiling, level, c.Name)
+	// The trace's words, with room for a grant's, likely to be needed.
+	var words traceWords
+	room := 0
+	if d.Grants != nil && c.DefaultApproval != ApprovalAlways {
+		room = grantRoom + len(in.Target) + len(in.Channel) + len(in.SenderID)
+	}
+	profileWords, tableWords := words.profileAndTable(in.Profile.Agent, in.Requested, in.Profile.Ceiling, level, c.Name, room)
 	step("profile", "", profileWords)
 	// Whose lists these are: the agent's, or a child token's (narrowed);
 	// spelt out only for a denial.
@@ -413,7 +419,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 				grant = g
 				dec.Outcome, dec.GrantID = Allowed, g.ID
 				var detail string
-				dec.Reason, detail = grantWords(g.ID, g.Target, in.Channel, in.SenderID)
+				dec.Reason, detail = words.grant(g.ID, g.Target, in.Channel, in.SenderID)
 				step("grants", Allowed, detail)
 			} else if in.Guard != nil {
 				trace("grants", "", "no active grant of %s for %s/%s: any other grant %s", in.Guard.Label,

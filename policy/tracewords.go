@@ -5,20 +5,30 @@ import (
 	"strings"
 )
 
-// The words of a decision's trace and reason on its common path, each
-// group written as one string and cut in parts: a decision allocates once
-// per group, not once per part.
+// The words of a decision's trace and reason on its common path, written
+// into one buffer and cut in parts: a decision allocates once for all of
+// them when the room it reserved first holds them.
 
-// profileAndTableWords are the details of the profile step ("agent
+// traceWords is that buffer. A string cut from it stays as it is: later
+// words are appended after it, never over it.
+type traceWords struct{ b strings.Builder }
+
+// grantRoom is how many bytes a grant's words take besides the grant's
+// target, its id (twice, up to 20 digits each), the channel and sender.
+const grantRoom = len("allowed by grant # ()") + len("grant # for / covers the target") + 2*20
+
+// profileAndTable writes the details of the profile step ("agent
 // \"metnos\": requested default, ceiling Supervised, effective
-// Supervised") and of the table step ("fs:read at Supervised").
-func profileAndTableWords(agent string, requested, ceiling, level Level, capability string) (profile, table string) {
+// Supervised") and of the table step ("fs:read at Supervised"), with room
+// for more bytes after them.
+func (w *traceWords) profileAndTable(agent string, requested, ceiling, level Level, capability string, room int) (profile, table string) {
 	var q [64]byte
 	quoted := appendQuoted(q[:0], agent)
 	req, ceil, eff := levelOr(requested, "default"), ceiling.String(), level.String()
-	var b strings.Builder
+	b := &w.b
+	start := b.Len()
 	b.Grow(len("agent : requested , ceiling , effective ") + len(quoted) + len(req) + len(ceil) + len(eff) +
-		len(capability) + len(" at ") + len(eff))
+		len(capability) + len(" at ") + len(eff) + room)
 	b.WriteString("agent ")
 	b.Write(quoted)
 	b.WriteString(": requested ")
@@ -32,16 +42,17 @@ func profileAndTableWords(agent string, requested, ceiling, level Level, capabil
 	b.WriteString(" at ")
 	b.WriteString(eff)
 	s := b.String()
-	return s[:n], s[n:]
+	return s[start:n], s[n:]
 }
 
-// grantWords are the reason of a decision a grant allowed ("allowed by
+// grant writes the reason of a decision a grant allowed ("allowed by
 // grant #12 (/home/r/*)") and the detail of its grants step ("grant #12
 // for telegram/roberto covers the target").
-func grantWords(id int64, target, channel, sender string) (reason, detail string) {
+func (w *traceWords) grant(id int64, target, channel, sender string) (reason, detail string) {
 	var d [20]byte
 	num := strconv.AppendInt(d[:0], id, 10)
-	var b strings.Builder
+	b := &w.b
+	start := b.Len()
 	b.Grow(len("allowed by grant # ()") + len(num) + len(target) +
 		len("grant # for / covers the target") + len(num) + len(channel) + len(sender))
 	b.WriteString("allowed by grant #")
@@ -58,7 +69,7 @@ func grantWords(id int64, target, channel, sender string) (reason, detail string
 	b.WriteString(sender)
 	b.WriteString(" covers the target")
 	s := b.String()
-	return s[:n], s[n:]
+	return s[start:n], s[n:]
 }
 
 // appendQuoted is strconv.AppendQuote, which for printable ASCII without

@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// TestTraceWords: the words written as one string read as they did when
-// each was written on its own.
+// TestTraceWords: the words written into one buffer read as they did
+// when each was written on its own, also those cut before later words
+// were written (the room reserved or not).
 func TestTraceWords(t *testing.T) {
 	for _, agent := range []string{"metnos", "", `a "quoted" agent`, "ü\x00\n" + string(make([]byte, 80))} {
 		for _, requested := range []Level{0, ReadOnly, Supervised, Full} {
@@ -15,7 +16,12 @@ func TestTraceWords(t *testing.T) {
 				if requested != 0 {
 					level = MinLevel(requested, ceiling)
 				}
-				profile, table := profileAndTableWords(agent, requested, ceiling, level, "fs:read")
+				var w traceWords
+				profile, table := w.profileAndTable(agent, requested, ceiling, level, "fs:read", int(requested)*20)
+				reason, detail := w.grant(7, "/home/r/*", "telegram", "roberto")
+				if reason != "allowed by grant #7 (/home/r/*)" || detail != "grant #7 for telegram/roberto covers the target" {
+					t.Errorf("grant words after the profile's: %q, %q", reason, detail)
+				}
 				wantProfile := "agent " + strconv.Quote(agent) + ": requested " + levelOr(requested, "default") +
 					", ceiling " + ceiling.String() + ", effective " + level.String()
 				if profile != wantProfile || table != "fs:read at "+level.String() {
@@ -27,7 +33,8 @@ func TestTraceWords(t *testing.T) {
 	}
 	for _, id := range []int64{1, 12, 1 << 62, -3} {
 		for _, target := range []string{"/home/r/*", "", "*.example.org"} {
-			reason, detail := grantWords(id, target, "telegram", "roberto")
+			var w traceWords
+			reason, detail := w.grant(id, target, "telegram", "roberto")
 			n := strconv.FormatInt(id, 10)
 			if want := "allowed by grant #" + n + " (" + target + ")"; reason != want {
 				t.Errorf("reason = %q, want %q", reason, want)
