@@ -257,14 +257,12 @@ func isForbiddenDomainRune(r rune) bool {
 // endsInNumber is the WHATWG "ends in a number checker": the last label
 // (after one trailing dot) is all digits or an IPv4 number (0x1f, 017).
 func endsInNumber(h string) bool {
-	labels := strings.Split(h, ".")
-	if labels[len(labels)-1] == "" {
-		if len(labels) == 1 {
-			return false
-		}
-		labels = labels[:len(labels)-1]
+	if h == "" {
+		return false
 	}
-	last := labels[len(labels)-1]
+	// The last label, after one trailing dot, without splitting h.
+	t := strings.TrimSuffix(h, ".")
+	last := t[strings.LastIndexByte(t, '.')+1:]
 	if last != "" && strings.Trim(last, "0123456789") == "" {
 		return true
 	}
