@@ -147,3 +147,32 @@ func BenchmarkGroupTx_AuditOnlyBesideOthersPostgres(b *testing.B) {
 		b.ReportMetric(float64(all[len(all)*9/10])/1e6, "p90_ms")
 	}
 }
+
+// BenchmarkGroupTx_AuditOnly64Postgres: 64 callers of decided-now-like
+// calls (GroupExecAudit) and nothing else: the capacity of the decided-now
+// group writer alone, without HTTP or policy in front of it.
+func BenchmarkGroupTx_AuditOnly64Postgres(b *testing.B) {
+	db := storagetest.OpenDialect(b, storage.Postgres)
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE items (k TEXT PRIMARY KEY, v INTEGER NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	var seq, left atomic.Int64
+	left.Store(int64(b.N))
+	var wg sync.WaitGroup
+	start := time.Now()
+	b.ResetTimer()
+	for range 64 {
+		wg.Go(func() {
+			for left.Add(-1) >= 0 {
+				if err := auditOnlyCall(ctx, db, fmt.Sprint("k", seq.Add(1))); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+}
