@@ -170,6 +170,8 @@ type Input struct {
 
 // GrantFinder finds the active grant covering a target (see GrantStore).
 type GrantFinder interface {
+	// FindMatching's grant may be shared with other decisions (the
+	// cache's): it is read and passed to Touch, never changed.
 	FindMatching(ctx context.Context, p Principal, s Session, capability, target string) (*Grant, error)
 	// Touch records that g decided a request (its last_used_at).
 	Touch(ctx context.Context, g *Grant) error

@@ -147,30 +147,34 @@ func (c *GrantCache) FindMatching(ctx context.Context, p Principal, ss Session, 
 			}
 		}
 	}
-	if best == nil {
-		return nil, nil
-	}
-	out := *best
-	return &out, nil
+	// The cached grant itself, shared, not a copy: a caller reads it and
+	// passes it to Touch, which changes it under c.mu only.
+	return best, nil
 }
 
-// Touch records the use in the store and in the cached copy, so the next
-// decision within touchEvery does not write again.
+// Touch records the use in the store and in the cached grant, so the next
+// decision within touchEvery does not write again. g is the grant
+// FindMatching returned: the store touches a copy taken under c.mu, and
+// the cached grant takes the new time under c.mu.
 func (c *GrantCache) Touch(ctx context.Context, g *Grant) error {
-	before := g.LastUsedAt
-	if err := c.store.Touch(ctx, g); err != nil {
+	c.mu.Lock()
+	cp := *g
+	c.mu.Unlock()
+	before := cp.LastUsedAt
+	if err := c.store.Touch(ctx, &cp); err != nil {
 		return err
 	}
-	if g.LastUsedAt == before {
-		// Not written (used within touchEvery): the cached copy holds
+	if cp.LastUsedAt == before {
+		// Not written (used within touchEvery): the cached grant holds
 		// this use's time, or a later one, already.
 		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	g.LastUsedAt = cp.LastUsedAt
 	if e := c.entries[cacheKey{g.Channel, g.SenderID, g.Capability}]; e != nil {
 		if cached := e.byID[g.ID]; cached != nil {
-			cached.LastUsedAt = g.LastUsedAt
+			cached.LastUsedAt = cp.LastUsedAt
 		}
 	}
 	return nil

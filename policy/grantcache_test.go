@@ -163,3 +163,53 @@ func TestGrantCache_AgreesWithStore(t *testing.T) {
 	}
 	check("after revokes")
 }
+
+// TestGrantCache_SharedGrantTouched: the cache hands every decision the
+// grant it holds, not a copy; decisions running together, each touching
+// it (the clock moves past touchEvery between them, so every touch
+// writes), read and write it under the cache's lock only (-race), and
+// the database ends with the last use.
+func TestGrantCache_SharedGrantTouched(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(2 * time.Minute)
+		return now
+	}
+	store, db := newStore(t, clock)
+	p := policy.Principal{Channel: "telegram", SenderID: "roberto"}
+	g := record(t, store, policy.NewGrant{Principal: p, Capability: "fs:read", Target: "/home/r/docs/*", TTL: 1000 * time.Hour})
+	d := &policy.Decider{Grants: policy.NewGrantCache(store, storage.NewGrantsVersion(db)), Norm: testNorm}
+	in := policy.Input{Profile: policy.Profile{Agent: "metnos", Ceiling: policy.Supervised}, Capability: "fs:read",
+		Target: "/home/r/docs/a.txt", Channel: p.Channel, SenderID: p.SenderID}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				dec, err := d.Decide(ctx, in)
+				if err == nil && dec.GrantID != g.ID {
+					err = fmt.Errorf("decided %s by grant %d, want grant %d", dec.Outcome, dec.GrantID, g.ID)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got, err := store.Get(ctx, g.ID)
+	if err != nil || got.LastUsedAt == nil {
+		t.Fatalf("grant %d after 200 decisions: %+v, %v; want a last use", g.ID, got, err)
+	}
+}
