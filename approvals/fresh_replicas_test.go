@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
 	"github.com/metnos/gateway/storage/storagetest"
+	"github.com/metnos/gateway/vaglio"
 )
 
 // TestReplicas_DecidedNowNeverAfterRevoke: a grant recorded on replica B
@@ -105,5 +107,56 @@ func TestReplicas_DecidedNowNeverAfterRevoke(t *testing.T) {
 	}
 	if v, err := dbA.VerifyAudit(ctx, nil); err != nil || !v.OK {
 		t.Fatalf("audit: %+v, %v", v, err)
+	}
+}
+
+// countingVetter approves everything and counts the checks.
+type countingVetter struct{ n atomic.Int64 }
+
+func (v *countingVetter) Check(context.Context, vaglio.Request) vaglio.Verdict {
+	v.n.Add(1)
+	return vaglio.Verdict{Approved: true, Score: 1}
+}
+
+// TestReplicas_GuardRunsOncePerRequest: on PostgreSQL a request is first
+// decided on the latest read of the counters, and one that needs a person
+// is decided again behind the barrier; the guard (and so a configured
+// judge) runs once for it all the same, as for one decided at once.
+func TestReplicas_GuardRunsOncePerRequest(t *testing.T) {
+	if storagetest.Dialect() == storage.Postgres {
+		t.Skip("the replica tests run on PostgreSQL in the main run already")
+	}
+	db := storagetest.OpenDialect(t, storage.Postgres)
+	norm := policy.Normalizer{Home: "/home/owner"}
+	grants := policy.NewGrantStore(db, norm, time.Now)
+	rules := policy.NewRuleStore(db, nil, nil, time.Now)
+	t.Cleanup(func() { rules.Close() })
+	guard := &countingVetter{}
+	decider := &policy.Decider{Source: rules, Grants: policy.NewGrantCache(grants, storage.NewGrantsVersion(db)), Norm: norm, Vaglio: guard}
+	svc := approvals.New(db, grants, decider, approvals.Options{})
+	ctx := context.Background()
+	owner := policy.Principal{Channel: "web", SenderID: "owner"}
+	if _, err := grants.Record(ctx, policy.NewGrant{Principal: owner, Capability: "fs:write", Target: "/srv/inv/*", GrantedBy: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct {
+		target string
+		want   approvals.Status
+	}{
+		{"/srv/inv/01.pdf", approvals.StatusAllowed}, // the barrier's first read: later ones take it
+		{"/srv/inv/02.pdf", approvals.StatusAllowed},
+		{"/srv/other.pdf", approvals.StatusPending},
+		{"/srv/inv/03.pdf", approvals.StatusAllowed},
+		{"/srv/other2.pdf", approvals.StatusPending},
+	} {
+		before := guard.n.Load()
+		r, _, err := svc.Submit(ctx, approvals.Submission{Profile: profile, CallID: fmt.Sprint("g", i), Capability: "fs:write",
+			Target: c.target, Channel: "web", SenderID: "owner", Timeout: time.Hour})
+		if err != nil || r.Status != c.want {
+			t.Fatalf("%s: %s, %v; want %s", c.target, r.Status, err, c.want)
+		}
+		if n := guard.n.Load() - before; n != 1 {
+			t.Fatalf("%s (%s): the guard ran %d times, want once", c.target, r.Status, n)
+		}
 	}
 }

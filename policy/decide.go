@@ -160,11 +160,10 @@ type Input struct {
 	// POST /v1/check and `gateway policy check`.
 	DryRun bool
 	// Basis, when set, lets the decision take the grants' and rules'
-	// versions from the latest read of them instead of waiting for one
-	// that started after it, and records there which it took: the
-	// decision then stands only if the transaction that stores its outcome
-	// finds them unchanged (see storage.Basis). Nil: every version is
-	// read after the decision started.
+	// versions from the latest read of them, recording which in Basis: it
+	// then stands only if the transaction storing its outcome finds them
+	// unchanged (see storage.Basis). One that needs a person is returned
+	// before the guard runs, to be made again without Basis.
 	Basis *storage.Basis
 }
 
@@ -441,6 +440,9 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	if dec.Outcome == ApprovalRequired && in.Profile.Mode.Restricts() {
 		step("mode", Denied, "restrict: no person is asked")
 		return deny(BlockedByPolicy, RestrictReason), nil
+	}
+	if dec.Outcome == ApprovalRequired && in.Basis.Pinned() {
+		return dec, nil // made again without Basis: the guard (and its judge) runs once
 	}
 
 	// Step 6: vaglio on anything not denied.
