@@ -86,12 +86,8 @@ type RuleSubject struct {
 	Addrs []string
 }
 
-func (r Rule) matches(n Normalizer, s RuleSubject) bool {
-	return r.matchesTo(n, s, n.ruleTarget(s.Capability.TargetKind, s.Target))
-}
-
-// matchesTo is matches with t, the subject target's ruleTarget, computed
-// by the caller once for every rule.
+// matchesTo says whether r holds for s, whose target's ruleTarget is t,
+// computed by the caller once for every rule.
 func (r Rule) matchesTo(n Normalizer, s RuleSubject, t string) bool {
 	if !r.MatchesCapability(s.Capability.Name) {
 		return false
