@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"runtime"
 
 	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
@@ -36,10 +37,6 @@ const (
 // mappings (.data, .bss) and anonymous memory are never touched. It
 // returns the bytes of the mappings released.
 func releaseExecutablePages() (int64, error) {
-	var exe unix.Stat_t
-	if err := unix.Stat("/proc/self/exe", &exe); err != nil {
-		return 0, fmt.Errorf("the executable: %w", err)
-	}
 	self, err := procfs.Self()
 	if err != nil {
 		return 0, err
@@ -48,6 +45,19 @@ func releaseExecutablePages() (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("the mappings: %w", err)
 	}
+	// The executable is the file mapped where this function's code is
+	// (its device and inode as the mappings give them: stat's can differ,
+	// on btrfs for one).
+	pc, _, _, _ := runtime.Caller(0)
+	var exe *procfs.ProcMap
+	for _, m := range maps {
+		if m.StartAddr <= pc && pc < m.EndAddr {
+			exe = m
+		}
+	}
+	if exe == nil || exe.Inode == 0 {
+		return 0, fmt.Errorf("no file mapped at the code's address %#x", pc)
+	}
 	pagemap, err := os.Open("/proc/self/pagemap")
 	if err != nil {
 		return 0, err
@@ -55,7 +65,7 @@ func releaseExecutablePages() (int64, error) {
 	defer pagemap.Close()
 	var released int64
 	for _, m := range maps {
-		if m.Dev != uint64(exe.Dev) || m.Inode != uint64(exe.Ino) || m.Perms.Write || !m.Perms.Private {
+		if m.Dev != exe.Dev || m.Inode != exe.Inode || m.Perms.Write || !m.Perms.Private {
 			continue
 		}
 		clean, err := fileBacked(pagemap, m.StartAddr, m.EndAddr)
