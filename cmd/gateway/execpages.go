@@ -16,12 +16,16 @@ const releaseExecAfter = 2 * time.Second
 // releaseExecutableLater releases the executable's mapped pages
 // releaseExecAfter from now, unless stop is called first.
 func releaseExecutableLater(log *slog.Logger) (stop func() bool) {
-	return time.AfterFunc(releaseExecAfter, func() {
-		n, err := releaseExecutablePages()
-		if err != nil {
-			log.Warn("releasing the executable's mapped pages", "err", err)
-			return
-		}
-		log.Debug("released the executable's mapped pages", "bytes", n)
-	}).Stop
+	return time.AfterFunc(releaseExecAfter, func() { releaseExecutableNow(log) }).Stop
+}
+
+// releaseExecutableNow releases the executable's mapped pages, logging
+// what it released or why it could not.
+func releaseExecutableNow(log *slog.Logger) {
+	n, err := releaseExecutablePages()
+	if err != nil {
+		log.Warn("releasing the executable's mapped pages", "err", err)
+		return
+	}
+	log.Debug("released the executable's mapped pages", "bytes", n)
 }

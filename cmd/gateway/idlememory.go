@@ -3,6 +3,7 @@
 package main
 
 import (
+	"log/slog"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -16,8 +17,10 @@ import (
 // idleCheckEvery, if less than idleAllocBytes was allocated since the last
 // check (idle: a few decisions a second allocate more) and the heap holds
 // more than idleSpareBytes it does not need (garbage, and free pages not
-// yet returned), serve collects and returns the free pages. A busy gateway
-// is never collected this way.
+// yet returned), serve collects and returns the free pages, and releases
+// the executable's pages again (releaseExecutablePages): the collection
+// read the function tables of every goroutine's stack and mapped them. A
+// busy gateway is never collected this way.
 const (
 	idleCheckEvery = 30 * time.Second
 	idleAllocBytes = 4 << 20
@@ -25,7 +28,7 @@ const (
 )
 
 // returnMemoryWhenIdle checks every idleCheckEvery until stop is called.
-func returnMemoryWhenIdle() (stop func()) {
+func returnMemoryWhenIdle(log *slog.Logger) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(idleCheckEvery)
@@ -39,6 +42,7 @@ func returnMemoryWhenIdle() (stop func()) {
 				now := readHeapUse()
 				if now.idleSince(last) {
 					debug.FreeOSMemory()
+					releaseExecutableNow(log)
 					now = readHeapUse()
 				}
 				last = now

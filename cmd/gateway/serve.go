@@ -222,7 +222,7 @@ func cmdServe(e *env, args []string) error {
 	}
 	log.Info("serving", "listen", ln.Addr().String(), "agents", len(cfg.Agents), "messengers", app.Service.Notifiers())
 	defer releaseExecutableLater(log)()
-	defer returnMemoryWhenIdle()()
+	defer returnMemoryWhenIdle(log)()
 	if err := app.Serve(e.ctx, ln); err != nil {
 		return err
 	}
