@@ -131,7 +131,7 @@ func (c *GrantCache) FindMatching(ctx context.Context, p Principal, ss Session, 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// The target as grants are matched against, read once for all of them.
-	t := c.store.norm.grantSubject(cp.TargetKind, target)
+	t := c.store.norm.subject(cp.TargetKind, target)
 	for _, a := range appendAnchorsOf(anchors[:0], cp.TargetKind, t) {
 		if !e.mayHold(a) {
 			continue

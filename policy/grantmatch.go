@@ -17,7 +17,7 @@ func (n Normalizer) MatchGrant(kind TargetKind, pattern, target string) bool {
 		return true
 	}
 	p, glob := n.grantPattern(kind, pattern)
-	return matchGrantTo(kind, p, glob, n.grantSubject(kind, target))
+	return matchGrantTo(kind, p, glob, n.subject(kind, target))
 }
 
 // grantPattern is a grant's pattern as MatchGrant reads it (the cleaned
@@ -34,21 +34,8 @@ func (n Normalizer) grantPattern(kind TargetKind, pattern string) (p string, glo
 	return pattern, false
 }
 
-// grantSubject is a target as MatchGrant reads it: the cleaned path, the
-// canonical host, or as it is. A decision computes it once for every
-// grant it tries.
-func (n Normalizer) grantSubject(kind TargetKind, target string) string {
-	switch kind {
-	case KindPathGlob:
-		return n.cleanPath(target)
-	case KindHost:
-		return hostOf(target)
-	}
-	return target
-}
-
 // matchGrantTo is MatchGrant on a grantPattern p (glob: a path glob) and
-// a grantSubject t.
+// a subject t.
 func matchGrantTo(kind TargetKind, p string, glob bool, t string) bool {
 	switch kind {
 	case KindNone:
@@ -87,10 +74,10 @@ func (n Normalizer) appendGrantAnchors(buf []string, kind TargetKind, target str
 	if kind == KindNone {
 		return append(buf, "*")
 	}
-	return appendAnchorsOf(buf, kind, n.grantSubject(kind, target))
+	return appendAnchorsOf(buf, kind, n.subject(kind, target))
 }
 
-// appendAnchorsOf is appendGrantAnchors for t, the target's grantSubject.
+// appendAnchorsOf is appendGrantAnchors for t, the target's subject.
 func appendAnchorsOf(buf []string, kind TargetKind, t string) []string {
 	switch kind {
 	case KindNone:

@@ -20,7 +20,7 @@ func TestAppendAnchorsOf_Dirs(t *testing.T) {
 		for range r.IntN(8) {
 			b.WriteString(pieces[r.IntN(len(pieces))])
 		}
-		tg := n.grantSubject(KindPathGlob, b.String())
+		tg := n.subject(KindPathGlob, b.String())
 		want := []string{tg, ""}
 		for d := tg; ; {
 			d = path.Dir(d)

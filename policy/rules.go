@@ -86,7 +86,7 @@ type RuleSubject struct {
 	Addrs []string
 }
 
-// matchesTo says whether r holds for s, whose target's ruleTarget is t,
+// matchesTo says whether r holds for s, whose target's subject is t,
 // computed by the caller once for every rule.
 func (r Rule) matchesTo(n Normalizer, s RuleSubject, t string) bool {
 	if !r.MatchesCapability(s.Capability.Name) {
@@ -133,7 +133,7 @@ type RuleMatch struct {
 // an approve rule of the same owner, because the deny list is an air-gap
 // ("block beats everything"), not an ordering puzzle.
 func EvalRules(n Normalizer, rules []Rule, s RuleSubject) RuleMatch {
-	t := n.ruleTarget(s.Capability.TargetKind, s.Target)
+	t := n.subject(s.Capability.TargetKind, s.Target)
 	for i := range rules {
 		if r := &rules[i]; r.Action == ActionBlock && r.matchesTo(n, s, t) {
 			return RuleMatch{Action: ActionBlock, Rule: r}

@@ -188,13 +188,14 @@ func (n Normalizer) MatchRule(kind TargetKind, pattern, target string) bool {
 	if pattern == "" || pattern == "*" || pattern == "**" {
 		return true
 	}
-	return n.matchRuleTo(kind, pattern, n.ruleTarget(kind, target))
+	return n.matchRuleTo(kind, pattern, n.subject(kind, target))
 }
 
-// ruleTarget is the form of target MatchRule matches patterns against:
-// the cleaned path, the canonical host, or the target as it is. Rules
-// that see one target (EvalRules) compute it once.
-func (n Normalizer) ruleTarget(kind TargetKind, target string) string {
+// subject is the form of target that rule and grant patterns match
+// against (MatchRule, MatchGrant): the cleaned path, the canonical host,
+// or the target as it is. A decision computes it once for every rule and
+// every grant it tries.
+func (n Normalizer) subject(kind TargetKind, target string) string {
 	switch kind {
 	case KindPathGlob:
 		return n.cleanPath(target)
@@ -204,7 +205,7 @@ func (n Normalizer) ruleTarget(kind TargetKind, target string) string {
 	return target
 }
 
-// matchRuleTo is MatchRule against t, the target's ruleTarget.
+// matchRuleTo is MatchRule against t, the target's subject.
 func (n Normalizer) matchRuleTo(kind TargetKind, pattern, t string) bool {
 	if pattern == "" || pattern == "*" || pattern == "**" {
 		return true
