@@ -209,7 +209,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	if d.Grants != nil && c.DefaultApproval != ApprovalAlways {
 		room = grantRoom + len(in.Target) + len(in.Channel) + len(in.SenderID)
 	}
-	profileWords, tableWords := words.profileAndTable(in.Profile.Agent, in.Requested, in.Profile.Ceiling, level, c.Name, room)
+	profileWords, tableWords := cachedProfileWords(&words, in.Profile.Agent, in.Requested, in.Profile.Ceiling, level, c.Name, room)
 	step("profile", "", profileWords)
 	// Whose lists these are: the agent's, or a child token's (narrowed);
 	// spelt out only for a denial.
@@ -320,7 +320,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 			trace("grants", "", "not consulted: rule %s requires approval", m.Rule.Label())
 		} else if d.Grants != nil && c.DefaultApproval != ApprovalAlways {
 			gctx, gspan := telemetry.Start(ctx, "policy.grants")
-			g, err := d.Grants.FindMatching(gctx, Principal{in.Channel, in.SenderID}, Session{in.Profile.Agent, in.SessionID, route}, c.Name, target)
+			g, gw, err := d.findGrant(gctx, Principal{in.Channel, in.SenderID}, Session{in.Profile.Agent, in.SessionID, route}, c.Name, target)
 			gspan.End()
 			if err != nil {
 				return Decision{}, fmt.Errorf("decide: %w", err)
@@ -328,9 +328,11 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 			if g != nil {
 				grant = g
 				dec.Outcome, dec.GrantID = Allowed, g.ID
-				var detail string
-				dec.Reason, detail = words.grant(g.ID, g.Target, in.Channel, in.SenderID)
-				step("grants", Allowed, detail)
+				if gw.reason == "" {
+					gw.reason, gw.detail = words.grant(g.ID, g.Target, in.Channel, in.SenderID)
+				}
+				dec.Reason = gw.reason
+				step("grants", Allowed, gw.detail)
 			} else if in.Guard != nil {
 				trace("grants", "", "no active grant of %s for %s/%s: any other grant %s", in.Guard.Label,
 					in.Channel, in.SenderID, in.Guard.NotLifted())
@@ -397,6 +399,16 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	}
 	span.String(telemetry.KeyOutcome, string(dec.Outcome))
 	return dec, nil
+}
+
+// findGrant is d.Grants.FindMatching; a GrantCache also answers the
+// words of a decision the grant allows, written once per grant.
+func (d *Decider) findGrant(ctx context.Context, p Principal, ss Session, capability, target string) (*Grant, grantWords, error) {
+	if gc, ok := d.Grants.(*GrantCache); ok {
+		return gc.findWithWords(ctx, p, ss, capability, target)
+	}
+	g, err := d.Grants.FindMatching(ctx, p, ss, capability, target)
+	return g, grantWords{}, err
 }
 
 // commonSteps is how many steps the common path traces: profile, table,

@@ -49,7 +49,14 @@ type cachedGrant struct {
 	g    *Grant
 	pat  string
 	glob bool
+	// words are the reason and detail of a decision g allowed for the
+	// entry's principal (traceWords.grant), written by the first such
+	// decision under the cache's lock and read under it after.
+	words *grantWords
 }
+
+// grantWords are the words a decision a grant allowed carries.
+type grantWords struct{ reason, detail string }
 
 // add files g under its anchor.
 func (e *cacheEntry) add(n Normalizer, kind TargetKind, g *Grant) {
@@ -94,13 +101,27 @@ func (s *GrantStore) activeFor(ctx context.Context, p Principal, capability stri
 
 // FindMatching is GrantStore.FindMatching through the cache.
 func (c *GrantCache) FindMatching(ctx context.Context, p Principal, ss Session, capability, target string) (*Grant, error) {
+	g, _, err := c.find(ctx, p, ss, capability, target, false)
+	return g, err
+}
+
+// findWithWords is FindMatching also answering the words of a decision
+// the grant allows p (traceWords.grant with p's channel and sender),
+// written once per cached grant and shared after.
+func (c *GrantCache) findWithWords(ctx context.Context, p Principal, ss Session, capability, target string) (*Grant, grantWords, error) {
+	return c.find(ctx, p, ss, capability, target, true)
+}
+
+// find is FindMatching, with the grant's words when withWords.
+func (c *GrantCache) find(ctx context.Context, p Principal, ss Session, capability, target string, withWords bool) (*Grant, grantWords, error) {
 	cp, err := Lookup(capability)
 	if err != nil {
-		return nil, err
+		return nil, grantWords{}, err
 	}
 	ver, err := c.version.Current(ctx)
 	if err != nil {
-		return c.store.FindMatching(ctx, p, ss, capability, target)
+		g, err := c.store.FindMatching(ctx, p, ss, capability, target)
+		return g, grantWords{}, err
 	}
 	key := cacheKey{p.Channel, p.SenderID, capability}
 	c.mu.Lock()
@@ -113,7 +134,7 @@ func (c *GrantCache) FindMatching(ctx context.Context, p Principal, ss Session, 
 	if e == nil {
 		list, err := c.store.activeFor(ctx, p, capability)
 		if err != nil {
-			return nil, err
+			return nil, grantWords{}, err
 		}
 		e = &cacheEntry{byAnchor: map[string][]cachedGrant{}, byID: make(map[int64]*Grant, len(list))}
 		for i := range list {
@@ -126,7 +147,7 @@ func (c *GrantCache) FindMatching(ctx context.Context, p Principal, ss Session, 
 		c.mu.Unlock()
 	}
 	now := c.store.now()
-	var best *Grant
+	var best *cachedGrant
 	var anchors [16]string
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -136,20 +157,34 @@ func (c *GrantCache) FindMatching(ctx context.Context, p Principal, ss Session, 
 		if !e.mayHold(a) {
 			continue
 		}
-		for _, cg := range e.byAnchor[a] {
+		list := e.byAnchor[a]
+		for i := range list {
+			cg := &list[i]
 			g := cg.g
-			if best != nil && g.ID >= best.ID {
+			if best != nil && g.ID >= best.g.ID {
 				break
 			}
 			if (g.ExpiresAt == nil || g.ExpiresAt.After(now)) && g.covers(ss) && matchGrantTo(cp.TargetKind, cg.pat, cg.glob, t) {
-				best = g
+				best = cg
 				break
 			}
 		}
 	}
+	if best == nil {
+		return nil, grantWords{}, nil
+	}
+	var words grantWords
+	if withWords {
+		if best.words == nil {
+			var w traceWords
+			reason, detail := w.grant(best.g.ID, best.g.Target, p.Channel, p.SenderID)
+			best.words = &grantWords{reason, detail}
+		}
+		words = *best.words
+	}
 	// The cached grant itself, shared, not a copy: a caller reads it and
 	// passes it to Touch, which changes it under c.mu only.
-	return best, nil
+	return best.g, words, nil
 }
 
 // Touch records the use in the store and in the cached grant, so the next

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -211,5 +213,55 @@ func TestGrantCache_SharedGrantTouched(t *testing.T) {
 	got, err := store.Get(ctx, g.ID)
 	if err != nil || got.LastUsedAt == nil {
 		t.Fatalf("grant %d after 200 decisions: %+v, %v; want a last use", g.ID, got, err)
+	}
+}
+
+// TestGrantCache_DecisionWordsAsStore: a decision a cached grant allows
+// carries the words a decision through the store writes (its reason and
+// trace), whether the cache wrote them for this decision or an earlier
+// one, for decisions running together (-race) and several principals.
+func TestGrantCache_DecisionWordsAsStore(t *testing.T) {
+	ctx := context.Background()
+	store, db := newStore(t, time.Now)
+	var grants []policy.Grant
+	for i := range 6 {
+		p := policy.Principal{Channel: []string{"telegram", "slack"}[i%2], SenderID: fmt.Sprint("u", i%3)}
+		grants = append(grants, record(t, store, policy.NewGrant{Principal: p, Capability: "fs:read",
+			Target: fmt.Sprintf("/home/r/d%d/*", i), TTL: 1000 * time.Hour}))
+	}
+	cached := &policy.Decider{Grants: policy.NewGrantCache(store, storage.NewGrantsVersion(db)), Norm: testNorm}
+	direct := &policy.Decider{Grants: store, Norm: testNorm}
+	input := func(g policy.Grant, agent string) policy.Input {
+		return policy.Input{Profile: policy.Profile{Agent: agent, Ceiling: policy.Supervised}, Capability: "fs:read",
+			Target: strings.TrimSuffix(g.Target, "*") + "a.txt", Channel: g.Channel, SenderID: g.SenderID, DryRun: true}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 60 {
+				g := grants[(w+i)%len(grants)]
+				in := input(g, fmt.Sprint("agent", i%4))
+				got, err1 := cached.Decide(ctx, in)
+				want, err2 := direct.Decide(ctx, in)
+				if err1 != nil || err2 != nil {
+					errs <- fmt.Errorf("%v %v", err1, err2)
+					return
+				}
+				if got.GrantID != g.ID || got.Outcome != want.Outcome || got.GrantID != want.GrantID ||
+					got.Reason != want.Reason || !slices.Equal(got.Trace, want.Trace) {
+					errs <- fmt.Errorf("through the cache: %s %q %+v; through the store: %s %q %+v (grant %d)",
+						got.Outcome, got.Reason, got.Trace, want.Outcome, want.Reason, want.Trace, g.ID)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }

@@ -64,3 +64,45 @@ func TestAppendQuoted(t *testing.T) {
 		check(s)
 	}
 }
+
+// TestCachedProfileWords: the profile and table words from the cache are
+// what profileAndTable writes, on the miss that fills it and on every hit
+// after, for more combinations than the cache holds (past its bound they
+// are written each time, and the cache stays at its bound).
+func TestCachedProfileWords(t *testing.T) {
+	check := func(agent string, requested, ceiling Level, capability string) {
+		level := ceiling
+		if requested != 0 {
+			level = MinLevel(requested, ceiling)
+		}
+		var fresh traceWords
+		wantProfile, wantTable := fresh.profileAndTable(agent, requested, ceiling, level, capability, 0)
+		for range 2 {
+			var w traceWords
+			profile, table := cachedProfileWords(&w, agent, requested, ceiling, level, capability, 40)
+			if profile != wantProfile || table != wantTable {
+				t.Fatalf("cachedProfileWords(%q, %v, %v, %q) = %q, %q; want %q, %q", agent, requested, ceiling, capability,
+					profile, table, wantProfile, wantTable)
+			}
+			// Words written after them do not change them.
+			w.grant(7, "/home/r/*", "telegram", "roberto")
+			if profile != wantProfile || table != wantTable {
+				t.Fatalf("after later words: %q, %q; want %q, %q", profile, table, wantProfile, wantTable)
+			}
+		}
+	}
+	for i := range maxProfileWords + 40 {
+		agent := "agent-" + strconv.Itoa(i%100)
+		if i%7 == 0 {
+			agent = `a "quoted" ` + agent
+		}
+		for _, requested := range []Level{0, ReadOnly, Supervised, Full} {
+			for _, ceiling := range []Level{ReadOnly, Supervised, Full} {
+				check(agent, requested, ceiling, []string{"fs:read", "network:http", "code:exec"}[i%3])
+			}
+		}
+	}
+	if n := lenOf(profileWordsCache.Load()); n > maxProfileWords {
+		t.Fatalf("the cache holds %d combinations, over its bound %d", n, maxProfileWords)
+	}
+}
