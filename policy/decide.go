@@ -276,9 +276,12 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 			return deny(BlockedByGuard, "guard: "+host.Host+": "+err.Error()+"; denied rather than unchecked"), nil
 		}
 	}
-	m := EvalRules(d.Norm, rules, RuleSubject{
+	// The target as rules and grants are matched against, read once for
+	// all of them.
+	subject := d.Norm.subject(c.TargetKind, target)
+	m := evalRulesTo(d.Norm, rules, RuleSubject{
 		Capability: c, Target: target, Agent: in.Profile.Agent, Channel: in.Channel, SenderID: in.SenderID, Addrs: addrs,
-	})
+	}, subject)
 	if m.Rule != nil {
 		trace("rules", "", "rule %s (%s, capability %q, target %q) says %s",
 			m.Rule.Label(), m.Rule.Owner(), m.Rule.Capability, m.Rule.Target, m.Action)
@@ -320,7 +323,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 			trace("grants", "", "not consulted: rule %s requires approval", m.Rule.Label())
 		} else if d.Grants != nil && c.DefaultApproval != ApprovalAlways {
 			gctx, gspan := telemetry.Start(ctx, "policy.grants")
-			g, gw, err := d.findGrant(gctx, Principal{in.Channel, in.SenderID}, Session{in.Profile.Agent, in.SessionID, route}, c.Name, target)
+			g, gw, err := d.findGrant(gctx, Principal{in.Channel, in.SenderID}, Session{in.Profile.Agent, in.SessionID, route}, c, target, subject)
 			gspan.End()
 			if err != nil {
 				return Decision{}, fmt.Errorf("decide: %w", err)
@@ -401,13 +404,15 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	return dec, nil
 }
 
-// findGrant is d.Grants.FindMatching; a GrantCache also answers the
-// words of a decision the grant allows, written once per grant.
-func (d *Decider) findGrant(ctx context.Context, p Principal, ss Session, capability, target string) (*Grant, grantWords, error) {
-	if gc, ok := d.Grants.(*GrantCache); ok {
-		return gc.findWithWords(ctx, p, ss, capability, target)
+// findGrant is d.Grants.FindMatching for capability c; t is the target's
+// subject as d.Norm reads it. A GrantCache reading targets as d.Norm does
+// takes t as it is, and also answers the words of a decision the grant
+// allows, written once per grant.
+func (d *Decider) findGrant(ctx context.Context, p Principal, ss Session, c Capability, target, t string) (*Grant, grantWords, error) {
+	if gc, ok := d.Grants.(*GrantCache); ok && gc.store.norm == d.Norm {
+		return gc.findWithWords(ctx, p, ss, c, target, t)
 	}
-	g, err := d.Grants.FindMatching(ctx, p, ss, capability, target)
+	g, err := d.Grants.FindMatching(ctx, p, ss, c.Name, target)
 	return g, grantWords{}, err
 }
 

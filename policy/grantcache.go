@@ -101,23 +101,26 @@ func (s *GrantStore) activeFor(ctx context.Context, p Principal, capability stri
 
 // FindMatching is GrantStore.FindMatching through the cache.
 func (c *GrantCache) FindMatching(ctx context.Context, p Principal, ss Session, capability, target string) (*Grant, error) {
-	g, _, err := c.find(ctx, p, ss, capability, target, false)
+	cp, err := Lookup(capability)
+	if err != nil {
+		return nil, err
+	}
+	g, _, err := c.find(ctx, p, ss, cp, target, c.store.norm.subject(cp.TargetKind, target), false)
 	return g, err
 }
 
-// findWithWords is FindMatching also answering the words of a decision
-// the grant allows p (traceWords.grant with p's channel and sender),
-// written once per cached grant and shared after.
-func (c *GrantCache) findWithWords(ctx context.Context, p Principal, ss Session, capability, target string) (*Grant, grantWords, error) {
-	return c.find(ctx, p, ss, capability, target, true)
+// findWithWords is FindMatching for the capability cp, with the target's
+// subject t as the store's Normalizer reads it (Normalizer.subject), also
+// answering the words of a decision the grant allows p (traceWords.grant
+// with p's channel and sender), written once per cached grant and shared
+// after.
+func (c *GrantCache) findWithWords(ctx context.Context, p Principal, ss Session, cp Capability, target, t string) (*Grant, grantWords, error) {
+	return c.find(ctx, p, ss, cp, target, t, true)
 }
 
 // find is FindMatching, with the grant's words when withWords.
-func (c *GrantCache) find(ctx context.Context, p Principal, ss Session, capability, target string, withWords bool) (*Grant, grantWords, error) {
-	cp, err := Lookup(capability)
-	if err != nil {
-		return nil, grantWords{}, err
-	}
+func (c *GrantCache) find(ctx context.Context, p Principal, ss Session, cp Capability, target, t string, withWords bool) (*Grant, grantWords, error) {
+	capability := cp.Name
 	ver, err := c.version.Current(ctx)
 	if err != nil {
 		g, err := c.store.FindMatching(ctx, p, ss, capability, target)
@@ -151,8 +154,6 @@ func (c *GrantCache) find(ctx context.Context, p Principal, ss Session, capabili
 	var anchors [16]string
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	// The target as grants are matched against, read once for all of them.
-	t := c.store.norm.subject(cp.TargetKind, target)
 	for _, a := range appendAnchorsOf(anchors[:0], cp.TargetKind, t) {
 		if !e.mayHold(a) {
 			continue

@@ -229,8 +229,13 @@ func TestGrantCache_DecisionWordsAsStore(t *testing.T) {
 		grants = append(grants, record(t, store, policy.NewGrant{Principal: p, Capability: "fs:read",
 			Target: fmt.Sprintf("/home/r/d%d/*", i), TTL: 1000 * time.Hour}))
 	}
-	cached := &policy.Decider{Grants: policy.NewGrantCache(store, storage.NewGrantsVersion(db)), Norm: testNorm}
-	direct := &policy.Decider{Grants: store, Norm: testNorm}
+	cache := policy.NewGrantCache(store, storage.NewGrantsVersion(db))
+	// A decider reading targets as the store does shares its reading
+	// with the cache; one reading them otherwise (another home) asks
+	// the cache as any caller does.
+	other := policy.Normalizer{Home: "/home/elsewhere"}
+	cached := []*policy.Decider{{Grants: cache, Norm: testNorm}, {Grants: cache, Norm: other}}
+	direct := []*policy.Decider{{Grants: store, Norm: testNorm}, {Grants: store, Norm: other}}
 	input := func(g policy.Grant, agent string) policy.Input {
 		return policy.Input{Profile: policy.Profile{Agent: agent, Ceiling: policy.Supervised}, Capability: "fs:read",
 			Target: strings.TrimSuffix(g.Target, "*") + "a.txt", Channel: g.Channel, SenderID: g.SenderID, DryRun: true}
@@ -244,8 +249,8 @@ func TestGrantCache_DecisionWordsAsStore(t *testing.T) {
 			for i := range 60 {
 				g := grants[(w+i)%len(grants)]
 				in := input(g, fmt.Sprint("agent", i%4))
-				got, err1 := cached.Decide(ctx, in)
-				want, err2 := direct.Decide(ctx, in)
+				got, err1 := cached[i%2].Decide(ctx, in)
+				want, err2 := direct[i%2].Decide(ctx, in)
 				if err1 != nil || err2 != nil {
 					errs <- fmt.Errorf("%v %v", err1, err2)
 					return

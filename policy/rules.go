@@ -133,7 +133,11 @@ type RuleMatch struct {
 // an approve rule of the same owner, because the deny list is an air-gap
 // ("block beats everything"), not an ordering puzzle.
 func EvalRules(n Normalizer, rules []Rule, s RuleSubject) RuleMatch {
-	t := n.subject(s.Capability.TargetKind, s.Target)
+	return evalRulesTo(n, rules, s, n.subject(s.Capability.TargetKind, s.Target))
+}
+
+// evalRulesTo is EvalRules with t, the target's subject (Normalizer.subject).
+func evalRulesTo(n Normalizer, rules []Rule, s RuleSubject, t string) RuleMatch {
 	for i := range rules {
 		if r := &rules[i]; r.Action == ActionBlock && r.matchesTo(n, s, t) {
 			return RuleMatch{Action: ActionBlock, Rule: r}
