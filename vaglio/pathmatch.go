@@ -22,6 +22,9 @@ type pathMatcher struct {
 	// wordSafe says that no rule matches a relative path of one plain
 	// word (see plainWord): an arg key or "utf-8" needs no walk.
 	wordSafe bool
+	// enter rules out, for a plain element, a walk from the floating
+	// root at its position.
+	enter *enterFilter
 }
 
 // pathNode is a trie node: the rules whose components so far lead here.
@@ -130,6 +133,7 @@ func compilePaths(rules ...[]pathRule) *pathMatcher {
 	m.anchored.indexGlobs()
 	m.floating.indexGlobs()
 	m.wordSafe = m.floating.wordSafe()
+	m.enter = newEnterFilter(m.floating)
 	return m
 }
 
@@ -279,6 +283,9 @@ func (m *pathMatcher) match(comps []string, rooted, plain bool) (rule string, hi
 		}
 	}
 	for i := range comps {
+		if plain && !m.enter.mayTake(comps[i]) {
+			continue // no floating rule starts at this element
+		}
 		m.floating.walk(comps[i:], plain, &best)
 	}
 	if best == noRule {

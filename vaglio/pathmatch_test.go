@@ -381,3 +381,52 @@ func TestPathMatcher_Indexed(t *testing.T) {
 		t.Fatalf("the persistence list's floating root has %d glob edges and no index", len(persistenceMatcher.floating.globs))
 	}
 }
+
+// TestPathMatcher_EnterFilter: an element the floating root's filter
+// rules out takes no edge of the root (no literal, no glob edge's
+// matchPlain), so skipping the walk at its position skips nothing that
+// could match; and the filter does rule out the common elements. The
+// differential tests above hold the whole match, filter included, to the
+// rule-by-rule reference.
+func TestPathMatcher_EnterFilter(t *testing.T) {
+	var words []string
+	for _, rules := range pathMatchLists() {
+		for _, r := range rules {
+			for _, c := range r.comps {
+				words = append(words, c.pat, c.example, "x"+c.example, c.example+"x", strings.Trim(c.pat, "*"))
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(39, 5))
+	const alphabet = "abcdegiklnoprstuvwy.019_-~$\xc3\xa9"
+	for range 50_000 {
+		b := make([]byte, 1+r.IntN(12))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		words = append(words, string(b))
+	}
+	for name, m := range map[string]*pathMatcher{"forbidden": forbiddenMatcher, "own": testOwn.matcher, "persistence": persistenceMatcher} {
+		root, skipped := m.floating, 0
+		for _, w := range words {
+			if strings.ContainsAny(w, globInput) || m.enter.mayTake(w) {
+				continue
+			}
+			skipped++
+			if root.lit(w) != nil || root.lits[w] != nil {
+				t.Fatalf("%s: %q ruled out, but it is a literal edge of the floating root", name, w)
+			}
+			for _, e := range root.globs {
+				if e.matchPlain(w) {
+					t.Fatalf("%s: %q ruled out, but it takes the edge %q", name, w, e.c.pat)
+				}
+			}
+		}
+		for _, w := range []string{"home", "r", "file85.txt", "main.go"} {
+			if name == "forbidden" && m.enter.mayTake(w) {
+				t.Errorf("%s: %q is not ruled out", name, w)
+			}
+		}
+		t.Logf("%s: %d of %d elements ruled out", name, skipped, len(words))
+	}
+}
