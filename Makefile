@@ -36,6 +36,7 @@ soak: ## load, kill -9 and outage suite on loopback (about 9 min); prints the fi
 # The docs test (cmd/gateway) fails when a Fuzz function of the tree is missing here.
 FUZZ_TARGETS := \
 	./gateway:FuzzRequestBody \
+	./gateway:FuzzDecodeJSON \
 	./messenger/slack:FuzzSlackPayload \
 	./messenger/telegram:FuzzTelegramUpdate \
 	./messenger/discord:FuzzDiscordCard \

@@ -80,7 +80,13 @@ var decodeSeeds = []string{
 	`{"target":null,"action":"block"}`, `{"max_requests":3,"targets":{"fs:read":["/a","/b"]}}`, `{"max_requests":3.5}`,
 	`{"add_rules":[{"capability":"fs:write","target":"*","action":"block","position":1}],"levels":{"a":"b"}}`,
 	`{"add_rules":[{"nope":1}]}`, `{"add_rules":{}}`, `{"every_agent":"yes"}`, `{"every_agent":true}`,
-	`{`, `}`, `[]`, `[1,2]`, `null`, `"x"`, `0`, ``, ` `, "\xff\xfe", `{"a":` + strings.Repeat("[", 10000),
+	`{`, `}`, `[]`, `[1,2]`, `null`, `"x"`, `0`, ``, ` `, "\xff\xfe", `{"a":` + strings.Repeat("[", 100),
+}
+
+// bigDecodeSeeds are the limits: nesting past encoding/json's, bodies
+// past MaxBodyBytes (too big to fuzz from).
+var bigDecodeSeeds = []string{
+	`{"a":` + strings.Repeat("[", 10000),
 	`{"args":` + strings.Repeat(`{"a":`, 10001) + `1` + strings.Repeat(`}`, 10001) + `}`,
 	`{"capability":"fs:read","target":"` + strings.Repeat("a", MaxBodyBytes) + `"}`,
 	`{"capability":"fs:read"} ` + strings.Repeat("x", MaxBodyBytes),
@@ -90,7 +96,7 @@ var decodeSeeds = []string{
 // json.Decoder with unknown fields refused accepts, decodes the same
 // values, and answers what it refuses byte for byte as before.
 func TestDecodeJSON_AsADecoder(t *testing.T) {
-	for _, s := range decodeSeeds {
+	for _, s := range append(decodeSeeds, bigDecodeSeeds...) {
 		decodeBoth(t, []byte(s))
 	}
 }
@@ -137,3 +143,32 @@ func (f failingBody) Read(p []byte) (int, error) {
 }
 
 func (f failingBody) Close() error { return nil }
+
+// BenchmarkDecodeJSON decodes a check's body of the bench's mix: with a
+// json.Decoder over the body, and in one pass.
+func BenchmarkDecodeJSON(b *testing.B) {
+	body := []byte(`{"capability":"fs:read","target":"/home/roberto/p0010/f123456.txt","autonomy":"Supervised","channel":"telegram","sender_id":"roberto"}`)
+	rd := bytes.NewReader(body)
+	req := httptest.NewRequest(http.MethodPost, "/v1/check", nil)
+	w := httptest.NewRecorder()
+	for _, c := range []struct {
+		name   string
+		decode func(*requestBody) bool
+	}{
+		{"decoder", func(v *requestBody) bool {
+			return decodeJSONStream(w, http.MaxBytesReader(w, io.NopCloser(rd), MaxBodyBytes), v)
+		}},
+		{"one-pass", func(v *requestBody) bool { req.Body = io.NopCloser(rd); return decodeJSON(w, req, v) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				rd.Reset(body)
+				var v requestBody
+				if !c.decode(&v) {
+					b.Fatal(w.Body)
+				}
+			}
+		})
+	}
+}
