@@ -201,6 +201,13 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 			}
 		})
 	}()
+	// On PostgreSQL this replica's lease on the change counters: decisions
+	// skip reading them while it runs (see storage.DB.HoldLease).
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = a.DB.HoldLease(bg, a.log)
+	}()
 	// The leader only (on SQLite, this process from the start): see lead.
 	wg.Add(1)
 	go func() {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,6 +44,8 @@ type pgVersions struct {
 	next    *pgRead // the read the callers who came during running wait for
 	conn    *pgx.Conn
 	closed  bool
+
+	reads atomic.Int64 // the reads run, for tests and figures
 }
 
 // pgRead is one read of the counters.
@@ -104,6 +107,7 @@ func (p *pgVersions) startLocked() {
 // run reads the counters on the barrier's own session, then starts the
 // next read if callers came meanwhile.
 func (p *pgVersions) run(r *pgRead) {
+	p.reads.Add(1)
 	ctx, cancel := context.WithTimeout(context.Background(), pgReadTimeout)
 	defer cancel()
 	if p.query != nil {

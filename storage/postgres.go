@@ -31,6 +31,7 @@ type pgState struct {
 	leaderKey  int64  // advisory lock keys
 	migrateKey int64
 	versions   pgVersions // the change counters' read barrier
+	lease      pgLease    // this replica's lease on the counters (HoldLease)
 	// slowGroup is the group commit queue of the calls that run
 	// statements of their own (see queueOf).
 	slowGroup groupCommit

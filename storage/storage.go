@@ -263,6 +263,12 @@ func (db *DB) Ready(ctx context.Context) error {
 // fn gets the transaction as a Querier, never the *sql.Tx itself: the
 // audit rows it appends through it join the chain (AppendAudit refuses a
 // bare transaction), so no caller can append a row around the chain.
+//
+// On PostgreSQL a transaction that changed grants or rules (it bumped
+// their counters) returns only once every replica holding a lease has
+// installed its counters, or their leases ran out (see awaitAcks): at
+// most 2 s after the commit. If ctx ends first it fails with
+// ErrUnconfirmed, the change committed all the same.
 func (db *DB) InTx(ctx context.Context, fn func(q Querier) error) error {
 	unlock, err := db.lockWrite(ctx)
 	if err != nil {
@@ -284,7 +290,20 @@ func (db *DB) InTx(ctx context.Context, fn func(q Querier) error) error {
 	if err := db.sealAudit(ctx, q); err != nil {
 		return err
 	}
-	return tx.Commit()
+	vals, bumped, err := db.bumped(ctx, q)
+	if err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if bumped {
+		// Grants or rules changed: return once every replica deciding on
+		// counters it knows has installed the change (see awaitAcks).
+		// Only on PostgreSQL, which has no write slot to give back first.
+		return db.awaitAcks(ctx, vals, time.Now())
+	}
+	return nil
 }
 
 // lockWrite takes this process's write slot (see DB.writeLock), waiting
