@@ -300,6 +300,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 	dec.Rule = m.Rule
 	// Step 5: combine.
 	var grant *Grant
+	var grantAt time.Time // when the cache found grant unexpired; zero: not known
 	switch {
 	case m.Action == ActionBlock:
 		return deny(BlockedByPolicy, "blocked by rule "+m.Rule.Label()), nil
@@ -323,13 +324,13 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 			trace("grants", "", "not consulted: rule %s requires approval", m.Rule.Label())
 		} else if d.Grants != nil && c.DefaultApproval != ApprovalAlways {
 			gctx, gspan := telemetry.Start(ctx, "policy.grants")
-			g, gw, err := d.findGrant(gctx, Principal{in.Channel, in.SenderID}, Session{in.Profile.Agent, in.SessionID, route}, c, target, subject)
+			g, gw, foundAt, err := d.findGrant(gctx, Principal{in.Channel, in.SenderID}, Session{in.Profile.Agent, in.SessionID, route}, c, target, subject)
 			gspan.End()
 			if err != nil {
 				return Decision{}, fmt.Errorf("decide: %w", err)
 			}
 			if g != nil {
-				grant = g
+				grant, grantAt = g, foundAt
 				dec.Outcome, dec.GrantID = Allowed, g.ID
 				if gw.reason == "" {
 					gw.reason, gw.detail = words.grant(g.ID, g.Target, in.Channel, in.SenderID)
@@ -396,7 +397,7 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 		}
 	}
 	if grant != nil && !in.DryRun {
-		if err := d.Grants.Touch(ctx, grant); err != nil {
+		if err := d.touch(ctx, grant, grantAt); err != nil {
 			return Decision{}, fmt.Errorf("decide: %w", err)
 		}
 	}
@@ -408,12 +409,21 @@ func (d *Decider) Decide(ctx context.Context, in Input) (Decision, error) {
 // subject as d.Norm reads it. A GrantCache reading targets as d.Norm does
 // takes t as it is, and also answers the words of a decision the grant
 // allows, written once per grant.
-func (d *Decider) findGrant(ctx context.Context, p Principal, ss Session, c Capability, target, t string) (*Grant, grantWords, error) {
+func (d *Decider) findGrant(ctx context.Context, p Principal, ss Session, c Capability, target, t string) (*Grant, grantWords, time.Time, error) {
 	if gc, ok := d.Grants.(*GrantCache); ok && gc.store.norm == d.Norm {
 		return gc.findWithWords(ctx, p, ss, c, target, t)
 	}
 	g, err := d.Grants.FindMatching(ctx, p, ss, c.Name, target)
-	return g, grantWords{}, err
+	return g, grantWords{}, time.Time{}, err
+}
+
+// touch is d.Grants.Touch; a GrantCache that found g at a known time
+// takes it as the time of the use, without reading the clock again.
+func (d *Decider) touch(ctx context.Context, g *Grant, at time.Time) error {
+	if gc, ok := d.Grants.(*GrantCache); ok && !at.IsZero() {
+		return gc.touchAt(ctx, g, at)
+	}
+	return d.Grants.Touch(ctx, g)
 }
 
 // commonSteps is how many steps the common path traces: profile, table,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/metnos/gateway/storage"
 )
@@ -105,7 +106,7 @@ func (c *GrantCache) FindMatching(ctx context.Context, p Principal, ss Session, 
 	if err != nil {
 		return nil, err
 	}
-	g, _, err := c.find(ctx, p, ss, cp, target, c.store.norm.subject(cp.TargetKind, target), false)
+	g, _, _, err := c.find(ctx, p, ss, cp, target, c.store.norm.subject(cp.TargetKind, target), false)
 	return g, err
 }
 
@@ -113,18 +114,19 @@ func (c *GrantCache) FindMatching(ctx context.Context, p Principal, ss Session, 
 // subject t as the store's Normalizer reads it (Normalizer.subject), also
 // answering the words of a decision the grant allows p (traceWords.grant
 // with p's channel and sender), written once per cached grant and shared
-// after.
-func (c *GrantCache) findWithWords(ctx context.Context, p Principal, ss Session, cp Capability, target, t string) (*Grant, grantWords, error) {
+// after; at is the time the grant was found unexpired at (zero when the
+// store answered), for touchAt.
+func (c *GrantCache) findWithWords(ctx context.Context, p Principal, ss Session, cp Capability, target, t string) (_ *Grant, _ grantWords, at time.Time, _ error) {
 	return c.find(ctx, p, ss, cp, target, t, true)
 }
 
 // find is FindMatching, with the grant's words when withWords.
-func (c *GrantCache) find(ctx context.Context, p Principal, ss Session, cp Capability, target, t string, withWords bool) (*Grant, grantWords, error) {
+func (c *GrantCache) find(ctx context.Context, p Principal, ss Session, cp Capability, target, t string, withWords bool) (*Grant, grantWords, time.Time, error) {
 	capability := cp.Name
 	ver, err := c.version.Current(ctx)
 	if err != nil {
 		g, err := c.store.FindMatching(ctx, p, ss, capability, target)
-		return g, grantWords{}, err
+		return g, grantWords{}, time.Time{}, err
 	}
 	key := cacheKey{p.Channel, p.SenderID, capability}
 	c.mu.Lock()
@@ -137,7 +139,7 @@ func (c *GrantCache) find(ctx context.Context, p Principal, ss Session, cp Capab
 	if e == nil {
 		list, err := c.store.activeFor(ctx, p, capability)
 		if err != nil {
-			return nil, grantWords{}, err
+			return nil, grantWords{}, time.Time{}, err
 		}
 		e = &cacheEntry{byAnchor: map[string][]cachedGrant{}, byID: make(map[int64]*Grant, len(list))}
 		for i := range list {
@@ -172,7 +174,7 @@ func (c *GrantCache) find(ctx context.Context, p Principal, ss Session, cp Capab
 		}
 	}
 	if best == nil {
-		return nil, grantWords{}, nil
+		return nil, grantWords{}, time.Time{}, nil
 	}
 	var words grantWords
 	if withWords {
@@ -185,7 +187,7 @@ func (c *GrantCache) find(ctx context.Context, p Principal, ss Session, cp Capab
 	}
 	// The cached grant itself, shared, not a copy: a caller reads it and
 	// passes it to Touch, which changes it under c.mu only.
-	return best.g, words, nil
+	return best.g, words, now, nil
 }
 
 // Touch records the use in the store and in the cached grant, so the next
@@ -193,11 +195,17 @@ func (c *GrantCache) find(ctx context.Context, p Principal, ss Session, cp Capab
 // FindMatching returned: the store touches a copy taken under c.mu, and
 // the cached grant takes the new time under c.mu.
 func (c *GrantCache) Touch(ctx context.Context, g *Grant) error {
+	return c.touchAt(ctx, g, c.store.now())
+}
+
+// touchAt is Touch with now, the time of the use: the decision's find
+// read the clock once for the grant's expiry and for its use.
+func (c *GrantCache) touchAt(ctx context.Context, g *Grant, now time.Time) error {
 	c.mu.Lock()
 	cp := *g
 	c.mu.Unlock()
 	before := cp.LastUsedAt
-	if err := c.store.Touch(ctx, &cp); err != nil {
+	if err := c.store.touchAt(ctx, &cp, now); err != nil {
 		return err
 	}
 	if cp.LastUsedAt == before {

@@ -270,3 +270,59 @@ func TestGrantCache_DecisionWordsAsStore(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGrantCache_TouchAtFindTime: a decision a cached grant allows
+// records as the grant's last use the time its lookup read to find the
+// grant unexpired (one read of the clock for both), and each decision
+// past touchEvery writes it again; a grant that expired by that time
+// allows nothing.
+func TestGrantCache_TouchAtFindTime(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	var reads []time.Time
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(2 * time.Minute)
+		reads = append(reads, now)
+		return now
+	}
+	store, db := newStore(t, clock)
+	p := policy.Principal{Channel: "telegram", SenderID: "roberto"}
+	g := record(t, store, policy.NewGrant{Principal: p, Capability: "fs:read", Target: "/home/r/docs/*", TTL: time.Hour})
+	d := &policy.Decider{Grants: policy.NewGrantCache(store, storage.NewGrantsVersion(db)), Norm: testNorm}
+	in := policy.Input{Profile: policy.Profile{Agent: "metnos", Ceiling: policy.Supervised}, Capability: "fs:read",
+		Target: "/home/r/docs/a.txt", Channel: p.Channel, SenderID: p.SenderID}
+	for i := range 40 {
+		mu.Lock()
+		first := len(reads)
+		mu.Unlock()
+		dec, err := d.Decide(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		during := slices.Clone(reads[first:])
+		mu.Unlock()
+		got, err := store.Get(ctx, g.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dec.GrantID == 0 {
+			// Expired: the lookup's time is at or past the grant's end.
+			if during[len(during)-1].Before(*g.ExpiresAt) {
+				t.Fatalf("decision %d: no grant at %v, before the grant's end %v", i, during[len(during)-1], *g.ExpiresAt)
+			}
+			return
+		}
+		if dec.GrantID != g.ID || got.LastUsedAt == nil || !got.LastUsedAt.Equal(during[len(during)-1]) {
+			t.Fatalf("decision %d by grant %d: last use %v, want the last time read during it (%v)", i, dec.GrantID,
+				got.LastUsedAt, during)
+		}
+		if !got.LastUsedAt.Before(*g.ExpiresAt) {
+			t.Fatalf("decision %d: allowed by grant %d used at %v, past its end %v", i, g.ID, got.LastUsedAt, *g.ExpiresAt)
+		}
+	}
+	t.Fatal("the one-hour grant never expired on a clock moving two minutes a read")
+}

@@ -320,8 +320,10 @@ func (s *GrantStore) FindMatching(ctx context.Context, p Principal, ss Session, 
 
 // Touch sets g's last_used_at to now, when it is older than touchEvery: a
 // grant just decided a request.
-func (s *GrantStore) Touch(ctx context.Context, g *Grant) error {
-	now := s.now()
+func (s *GrantStore) Touch(ctx context.Context, g *Grant) error { return s.touchAt(ctx, g, s.now()) }
+
+// touchAt is Touch with now, the time of the use.
+func (s *GrantStore) touchAt(ctx context.Context, g *Grant, now time.Time) error {
 	if g.LastUsedAt != nil && now.Sub(*g.LastUsedAt) < touchEvery {
 		return nil
 	}
