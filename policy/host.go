@@ -228,7 +228,10 @@ func CanonicalHost(h string) (string, error) {
 		}
 		ascii = a
 	}
-	if i := strings.IndexFunc(ascii, isForbiddenDomainRune); i >= 0 {
+	// A name of host-name bytes alone (most) holds no forbidden rune and
+	// passes the last test below: both are skipped (hostNameBytes).
+	plain := onlyHostNameBytes(ascii)
+	if !plain && strings.IndexFunc(ascii, isForbiddenDomainRune) >= 0 {
 		return "", fmt.Errorf("%w: %q holds a character no host name may hold", ErrBadHost, h)
 	}
 	if endsInNumber(ascii) {
@@ -242,10 +245,31 @@ func CanonicalHost(h string) (string, error) {
 	if ascii == "" || strings.HasPrefix(ascii, ".") || strings.HasSuffix(ascii, ".") || strings.Contains(ascii, "..") {
 		return "", fmt.Errorf("%w: %q has an empty label", ErrBadHost, h)
 	}
-	if strings.Trim(ascii, "abcdefghijklmnopqrstuvwxyz0123456789-_.") != "" {
+	if !plain && strings.Trim(ascii, hostNameCutset) != "" {
 		return "", fmt.Errorf("%w: %q is not a host name", ErrBadHost, h)
 	}
 	return ascii, nil
+}
+
+// hostNameCutset are the bytes a host name is made of, after IDNA.
+const hostNameCutset = "abcdefghijklmnopqrstuvwxyz0123456789-_."
+
+// hostNameBytes is hostNameCutset as a table.
+var hostNameBytes = func() (t [256]bool) {
+	for i := range len(hostNameCutset) {
+		t[hostNameCutset[i]] = true
+	}
+	return t
+}()
+
+// onlyHostNameBytes reports whether every byte of s is in hostNameCutset.
+func onlyHostNameBytes(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !hostNameBytes[s[i]] {
+			return false
+		}
+	}
+	return true
 }
 
 // isForbiddenDomainRune is the WHATWG forbidden domain code points (and

@@ -439,3 +439,26 @@ func TestGrantTarget_GlobRequestGrantsItselfOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestHostNameBytes: the shortcut of CanonicalHost for a name of
+// host-name bytes alone skips two tests that such a name passes: no byte
+// of the table is a forbidden domain rune, and strings.Trim with the
+// cutset leaves nothing of a string of them; every other byte is outside
+// the table, so the tests run for any other name.
+func TestHostNameBytes(t *testing.T) {
+	for b := range 256 {
+		in := strings.IndexByte(hostNameCutset, byte(b)) >= 0
+		if hostNameBytes[b] != in {
+			t.Fatalf("byte %#x: table %v, cutset %v", b, hostNameBytes[b], in)
+		}
+		if in && (isForbiddenDomainRune(rune(b)) || strings.Trim(string(rune(b)), hostNameCutset) != "") {
+			t.Fatalf("byte %q is in the table but fails a test the shortcut skips", rune(b))
+		}
+	}
+	for _, s := range []string{"api.example.com", "edge.svc3.example.org", "a_b-c.d", "", "Ex.com", "a b", "a/b", "é.com", "a\x00"} {
+		want := strings.IndexFunc(s, isForbiddenDomainRune) < 0 && strings.Trim(s, hostNameCutset) == ""
+		if got := onlyHostNameBytes(s); got && !want {
+			t.Fatalf("onlyHostNameBytes(%q) = true, but the tests it skips refuse it", s)
+		}
+	}
+}
