@@ -45,17 +45,22 @@ func isShellRequest(r Request) bool {
 // reason names the rule that matched and where (target, args.a.b[2]),
 // never the matched string, so it is safe to log and to show on a card.
 func Guard(r Request, home string) (blocked bool, reason string) {
-	blocked, reason, _ = guard(r, home, nil, false)
+	blocked, reason, _ = guard(r, cleanHome(home), nil, false)
 	return blocked, reason
 }
 
-// guard is Guard with the gateway's own files and addresses (nil: none).
-// With gather, and when it does not block, facts are argSignals of r's
-// args, read on the same walk.
-func guard(r Request, home string, own *ownRules, gather bool) (blocked bool, reason string, facts argFacts) {
-	if home != "" {
-		home = path.Clean(home)
+// cleanHome is home as guard takes it: path.Clean'ed, "" left as it is.
+func cleanHome(home string) string {
+	if home == "" {
+		return ""
 	}
+	return path.Clean(home)
+}
+
+// guard is Guard with the gateway's own files and addresses (nil: none),
+// home cleaned (cleanHome). With gather, and when it does not block,
+// facts are argSignals of r's args, read on the same walk.
+func guard(r Request, home string, own *ownRules, gather bool) (blocked bool, reason string, facts argFacts) {
 	if own != nil {
 		if reason, hit := own.reachesGateway(r); hit {
 			return true, reason, argFacts{}

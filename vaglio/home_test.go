@@ -106,3 +106,28 @@ func TestMustAsk_AgentHome(t *testing.T) {
 		t.Fatalf("%+v", got)
 	}
 }
+
+// TestCheck_HomeCleanedOnce: a Vaglio whose home is not clean (a trailing
+// slash, a "..") guards as Guard does with that home, which cleans it on
+// every call: Check takes the home New cleaned once.
+func TestCheck_HomeCleanedOnce(t *testing.T) {
+	for _, home := range []string{"/home/r/", "/home/x/../r", "/home//r/.", "/home/r"} {
+		v := New(Options{Threshold: DefaultThreshold, Home: home})
+		for _, r := range []Request{
+			{Capability: "fs:read", Target: "~/.ssh/id_rsa"},
+			{Capability: "fs:read", Target: "$HOME/.aws/credentials"},
+			{Capability: "fs:read", Target: "/home/r/docs/a.txt", Args: map[string]any{"path": "~/.gnupg/x"}},
+			{Capability: "fs:read", Target: "/home/r/docs/a.txt", Args: map[string]any{"path": "/home/r/docs/a.txt"}},
+			{Capability: "code:exec", Target: "cat ~/.ssh/id_rsa"},
+			{Capability: "code:exec", Target: "rm -rf ~"},
+			{Capability: "code:exec", Target: "ls ~/docs"},
+		} {
+			wantBlocked, wantReason := Guard(r, home)
+			got := v.Check(context.Background(), r)
+			if gotBlocked := got.BlockedBy == BlockedByGuard; gotBlocked != wantBlocked || gotBlocked && got.Reason != wantReason {
+				t.Errorf("home %q, %s %q: Check %v %q; Guard %v %q", home, r.Capability, r.Target,
+					gotBlocked, got.Reason, wantBlocked, wantReason)
+			}
+		}
+	}
+}

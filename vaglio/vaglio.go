@@ -155,6 +155,8 @@ type Vaglio struct {
 	logDir    string
 	judge     Judge
 	home      string
+	// cleanHome is cleanHome(home), for the guard: cleaned once.
+	cleanHome string
 	now       func() time.Time
 	logger    *slog.Logger
 
@@ -192,6 +194,7 @@ func New(o Options) *Vaglio {
 			"threshold", v.threshold, "default", DefaultThreshold)
 		v.threshold = DefaultThreshold
 	}
+	v.cleanHome = cleanHome(v.home)
 	v.logDir = o.LogDir
 	if v.home != "" && (v.logDir == "~" || strings.HasPrefix(v.logDir, "~/")) {
 		v.logDir = filepath.Join(v.home, v.logDir[1:])
@@ -341,6 +344,11 @@ func (v *Vaglio) guardAll(r Request) (blocked bool, reason string, facts argFact
 			break
 		}
 		var f argFacts
+		// The first home is v.home (see homes), cleaned once in New;
+		// the second is clean as homes gives it.
+		if i == 0 {
+			h = v.cleanHome
+		}
 		if blocked, reason, f = guard(r, h, own, i == 0); blocked {
 			return true, reason, argFacts{}
 		}
