@@ -16,6 +16,7 @@ import (
 	"github.com/metnos/gateway/policy"
 	"github.com/metnos/gateway/storage"
 	"github.com/metnos/gateway/telemetry"
+	"github.com/metnos/gateway/vaglio"
 )
 
 // errForeignPrincipal: a non-admin agent named a principal it may not act
@@ -307,13 +308,13 @@ func (s *Server) decideRequest(w http.ResponseWriter, r *http.Request) {
 
 // checkAnswer is what /v1/check says: the decision, nothing stored.
 type checkAnswer struct {
-	Outcome   policy.Outcome `json:"outcome"`
-	Reason    string         `json:"reason"`
-	Autonomy  policy.Level   `json:"autonomy"`
-	BlockedBy *string        `json:"blocked_by"`
-	GrantID   *int64         `json:"grant_id"`
-	Vaglio    any            `json:"vaglio"`
-	Trace     []policy.Step  `json:"trace"`
+	Outcome   policy.Outcome  `json:"outcome"`
+	Reason    string          `json:"reason"`
+	Autonomy  policy.Level    `json:"autonomy"`
+	BlockedBy *string         `json:"blocked_by"`
+	GrantID   *int64          `json:"grant_id"`
+	Vaglio    *vaglio.Verdict `json:"vaglio"`
+	Trace     []policy.Step   `json:"trace"`
 }
 
 // checkBucket is the limiter's key for an agent's checks (no capability
@@ -356,15 +357,12 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	span.Set(telemetry.StringAttr(telemetry.KeyCapability, sub.Capability), telemetry.StringAttr(telemetry.KeyOutcome, string(dec.Outcome)))
-	ans := checkAnswer{Outcome: dec.Outcome, Reason: dec.Reason, Autonomy: dec.Autonomy, Trace: dec.Trace}
+	ans := checkAnswer{Outcome: dec.Outcome, Reason: dec.Reason, Autonomy: dec.Autonomy, Trace: dec.Trace, Vaglio: dec.Vaglio}
 	if dec.BlockedBy != "" {
 		ans.BlockedBy = &dec.BlockedBy
 	}
 	if dec.GrantID != 0 {
 		ans.GrantID = &dec.GrantID
-	}
-	if dec.Vaglio != nil {
-		ans.Vaglio = dec.Vaglio
 	}
 	writeJSON(w, http.StatusOK, ans)
 }
