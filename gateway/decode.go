@@ -18,8 +18,12 @@ import (
 // decodeOptions are encoding/json's rules (case-insensitive names,
 // duplicate names, invalid UTF-8 replaced, …) with unknown fields refused:
 // what a json.Decoder with DisallowUnknownFields accepts, and the same
-// values, held so by FuzzDecodeJSON.
-var decodeOptions = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv2.RejectUnknownMembers(true))
+// values, held so by FuzzDecodeJSON. Its errors are not encoding/json's
+// (the first one ends the decode, where encoding/json checks the whole
+// value's syntax first and goes on past a field it cannot set): every
+// body refused is decoded again by a json.Decoder.
+var decodeOptions = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv2.RejectUnknownMembers(true),
+	jsonv1.ReportErrorsWithLegacySemantics(false))
 
 // bodyBufs hold request bodies while they are decoded.
 var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
