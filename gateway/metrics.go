@@ -11,6 +11,7 @@ import (
 
 	"github.com/metnos/gateway/approvals"
 	"github.com/metnos/gateway/policy"
+	"github.com/metnos/gateway/storage"
 	"github.com/metnos/gateway/telemetry"
 )
 
@@ -93,6 +94,37 @@ func (m *Metrics) watchTelemetry(tel *telemetry.Provider) {
 			Help:        "Spans of the traces exported over OTLP, by result: exported, failed (their export failed), dropped (the queue was full).",
 			ConstLabels: prometheus.Labels{"result": result},
 		}, func() float64 { return float64(n(tel.Stats())) }))
+	}
+}
+
+// watchStorage adds the group writer's and the checkpointer's counters
+// (storage.WriterStats), read at scrape time: over an interval, calls ÷
+// commits is the mean group's size, and each seconds counter ÷ the
+// interval the share of it the writer spent committing, waiting for a
+// group, waiting for the write slot, or the checkpointer held that slot.
+func (m *Metrics) watchStorage(db *storage.DB) {
+	if db == nil {
+		return
+	}
+	for name, c := range map[string]struct {
+		help string
+		read func(storage.WriterStats) float64
+	}{
+		"gateway_storage_group_commits_total": {"Transactions of the group writer (decided-now requests and the other grouped writes).",
+			func(s storage.WriterStats) float64 { return float64(s.Groups) }},
+		"gateway_storage_group_calls_total": {"Calls the group writer's transactions held (÷ commits: the mean group).",
+			func(s storage.WriterStats) float64 { return float64(s.Calls) }},
+		"gateway_storage_group_busy_seconds_total": {"Time the group writer spent in its transactions, BEGIN to COMMIT.",
+			func(s storage.WriterStats) float64 { return s.Busy.Seconds() }},
+		"gateway_storage_group_gather_seconds_total": {"Time the group writer waited between groups for the next one to gather (SQLite).",
+			func(s storage.WriterStats) float64 { return s.Gather.Seconds() }},
+		"gateway_storage_write_slot_wait_seconds_total": {"Time the group writer waited for this process's write slot (SQLite).",
+			func(s storage.WriterStats) float64 { return s.SlotWait.Seconds() }},
+		"gateway_storage_checkpoint_hold_seconds_total": {"Time the WAL checkpointer held the write slot, every write waiting (SQLite).",
+			func(s storage.WriterStats) float64 { return s.CheckpointHold.Seconds() }},
+	} {
+		_ = m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: c.help},
+			func() float64 { return c.read(db.WriterStats()) }))
 	}
 }
 

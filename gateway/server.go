@@ -123,6 +123,7 @@ func NewServer(cfg config.Config, o Options) *Server {
 		s.agents = append(s.agents, &Agent{Agent: a, tokenHash: sha256.Sum256([]byte(a.Token))})
 	}
 	s.metrics.watch(o.Service)
+	s.metrics.watchStorage(o.Service.DB())
 	s.metrics.watchTelemetry(o.Telemetry)
 	s.page = web.New(web.Options{Config: cfg, Service: o.Service, Rules: o.Rules, Sessions: s.sessions, Passkeys: s.passkeys,
 		Gateway: s, Logger: o.Logger, Now: o.Now, Shutdown: s.shutdown})

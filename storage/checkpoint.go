@@ -97,8 +97,10 @@ func (db *DB) runCheckpoints() {
 		if err != nil {
 			continue
 		}
+		start := time.Now()
 		db.checkpoint(stopped, mode)
 		unlock()
+		since(&db.writerStats.checkpointHold, start)
 	}
 }
 

@@ -204,6 +204,7 @@ func (db *DB) runBatches(g *groupCommit) (last int, took time.Duration) {
 		start := time.Now()
 		errs := db.commitGroup(batch[:n])
 		last, took = n, time.Since(start)
+		db.writerStats.group(n)
 		for i, op := range batch[:n] {
 			op.err = errs[i]
 			close(op.done)
@@ -230,7 +231,9 @@ func (db *DB) writeLoop(g *groupCommit) {
 				t = time.NewTimer(time.Hour)
 				t.Stop()
 			}
+			start := time.Now()
 			g.gather(int64(n), min(gatherFor*took, maxGather), t)
+			since(&db.writerStats.gather, start)
 		}
 		if g.head.Load() == nil && !g.resume() {
 			return
@@ -314,11 +317,14 @@ func (db *DB) commitGroup(batch []*groupOp) []error {
 	// can costs a watcher goroutine, and the waits are bounded already (the
 	// write slot by writeWait, another process's lock by busy_timeout).
 	ctx := context.Background()
+	start := time.Now()
 	unlock, err := db.lockWrite(ctx)
+	since(&db.writerStats.slotWait, start)
 	if err != nil {
 		return failAll(errs, err)
 	}
 	defer unlock()
+	defer since(&db.writerStats.busy, time.Now())
 	try := db.tryGroup
 	if db.pg != nil {
 		try = db.tryGroupPG

@@ -75,7 +75,8 @@ type DB struct {
 
 	pg *pgState // PostgreSQL only
 
-	group groupCommit // see GroupTx
+	group       groupCommit // see GroupTx
+	writerStats writerStats // see WriterStats
 
 	checkpoints *checkpointer // SQLite; see runCheckpoints
 
