@@ -340,7 +340,7 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request) {
 	// A check costs what a request's decision costs (a model call with
 	// the LLM judge): it takes from the agent's bucket for checks, one
 	// for all capabilities, as big as its rate.
-	if wait, ok, _ := s.limiter.allow(a, checkBucket); !ok {
+	if wait, ok := s.limiter.take(a, checkBucket); !ok {
 		s.metrics.rateLimited.WithLabelValues(a.ID, checkBucket).Inc()
 		s.errorResponse(w, r, &rateLimitError{agent: a.ID, rate: a.Rate, capability: checkBucket, wait: wait})
 		return

@@ -27,8 +27,27 @@ func newLimiter(now func() time.Time) *limiter {
 // allow takes a token; when none is left it says how long until one is.
 // give gives the token back (when ok).
 func (l *limiter) allow(a *Agent, capability string) (wait time.Duration, ok bool, give func()) {
-	if a.RateCount <= 0 || a.RatePer <= 0 {
+	res, wait, ok := l.reserve(a, capability)
+	switch {
+	case !ok:
+		return wait, false, nil
+	case res == nil:
 		return 0, true, func() {} // no limit configured
+	}
+	return 0, true, func() { res.CancelAt(l.now()) }
+}
+
+// take is allow for a token never given back: no closure to allocate.
+func (l *limiter) take(a *Agent, capability string) (wait time.Duration, ok bool) {
+	_, wait, ok = l.reserve(a, capability)
+	return wait, ok
+}
+
+// reserve takes a token, its reservation nil when no limit is
+// configured; when none is left it says how long until one is.
+func (l *limiter) reserve(a *Agent, capability string) (res *rate.Reservation, wait time.Duration, ok bool) {
+	if a.RateCount <= 0 || a.RatePer <= 0 {
+		return nil, 0, true
 	}
 	key := limitKey{a.ID, capability}
 	l.mu.Lock()
@@ -39,13 +58,13 @@ func (l *limiter) allow(a *Agent, capability string) (wait time.Duration, ok boo
 	}
 	l.mu.Unlock()
 	now := l.now()
-	res := b.ReserveN(now, 1)
+	res = b.ReserveN(now, 1)
 	if !res.OK() {
-		return a.RatePer, false, nil
+		return nil, a.RatePer, false
 	}
 	if d := res.DelayFrom(now); d > 0 {
 		res.CancelAt(now)
-		return d, false, nil
+		return nil, d, false
 	}
-	return 0, true, func() { res.CancelAt(l.now()) }
+	return res, 0, true
 }

@@ -127,7 +127,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	}
 	// Creations take from a bucket of the agent's rate of their own.
 	// A refused creation is not given back: the bucket bounds the attempts.
-	wait, ok, _ := s.limiter.allow(a, childTokens)
+	wait, ok := s.limiter.take(a, childTokens)
 	if !ok {
 		s.errorResponse(w, r, &rateLimitError{agent: a.ID, rate: a.Rate, capability: childTokens, wait: wait})
 		return
