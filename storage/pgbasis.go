@@ -37,7 +37,7 @@ type basisState uint8
 const (
 	basisUnused basisState = iota // no counter asked yet
 	basisPinned                   // vals, from a read that may predate the decision: to check
-	basisFresh                    // the read barrier answered: nothing to check
+	basisFresh                    // the read barrier or the lease answered: nothing to check
 	basisMixed                    // counters of two databases were asked: it cannot be checked
 )
 
@@ -74,6 +74,27 @@ func (b *Basis) take(p *pgVersions, i int) (n int64, ok bool) {
 		return b.vals[i], true
 	default:
 		return 0, false
+	}
+}
+
+// fresh marks a decision answered by the lease (which vouches for its
+// counters as a read after the decision started would): it needs no check
+// at commit. It says no for a Basis pinned to a read already, which stays
+// pinned, and is checked. A nil Basis is always fresh.
+func (b *Basis) fresh(p *pgVersions) bool {
+	if b == nil {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch b.state {
+	case basisUnused:
+		b.p, b.state = p, basisFresh
+		return true
+	case basisFresh:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -187,3 +187,24 @@ func TestLease_SessionKilled(t *testing.T) {
 		}
 	}
 }
+
+// TestLease_DecidesWithoutReads: while a replica holds its lease, its
+// decisions take the counters from it, with no read: 1,000 questions cost
+// (nearly) none, where without a lease each costs a read or a share of one.
+func TestLease_DecidesWithoutReads(t *testing.T) {
+	a := openLeaseDB(t)
+	rules := storage.NewChangeVersion(a, storage.RulesVersionTable)
+	holdLease(t, a)
+	waitHeld(t, a, true)
+	before := storage.BarrierReads(a)
+	for range 1000 {
+		if _, err := rules.Current(storage.Arrived(context.Background(), time.Now())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reads := storage.BarrierReads(a) - before
+	t.Logf("1000 questions, %d reads", reads)
+	if reads >= 1000 {
+		t.Fatalf("%d reads for 1000 questions with the lease held", reads)
+	}
+}

@@ -58,8 +58,13 @@ type pgRead struct {
 
 // counter returns the value of table as of a read that started after
 // arrival, waiting for one if needed; with a Basis that takes the latest
-// read instead (see Basis.take), that read's.
+// read instead (see Basis.take), that read's. While this replica holds
+// its lease (see pglease.go) it answers from the lease, with no read:
+// every change whose commit returned before now is installed in it.
 func (p *pgVersions) counter(ctx context.Context, i int, arrival time.Time, b *Basis) (int64, error) {
+	if vals, ok := p.leased(b); ok {
+		return vals[i], nil
+	}
 	if n, ok := b.take(p, i); ok {
 		return n, nil
 	}
@@ -94,6 +99,19 @@ func (p *pgVersions) counter(ctx context.Context, i int, arrival time.Time, b *B
 		return 0, r.err
 	}
 	return r.vals[i], nil
+}
+
+// leased answers the counters from this replica's lease, when it runs
+// and b (if any) was not pinned to a read already: a decision is made on
+// counters of one kind, checked at commit or not.
+func (p *pgVersions) leased(b *Basis) (vals [2]int64, ok bool) {
+	if p.db == nil || p.db.pg == nil {
+		return vals, false
+	}
+	if vals, ok = p.db.pg.lease.current(); !ok {
+		return vals, false
+	}
+	return vals, b.fresh(p)
 }
 
 // startLocked makes next the read in flight and runs it. p.mu is held.
