@@ -25,9 +25,11 @@ var ErrUnconfirmed = errors.New("storage: the change is committed, but not yet c
 const pgBumped = `SELECT COALESCE(current_setting('gateway.counters_bumped', true) = 'on', false),
   (SELECT n FROM grants_version WHERE id = 1), (SELECT n FROM ` + RulesVersionTable + ` WHERE id = 1)`
 
-// unacked counts the replicas whose lease runs, by the database's clock,
-// and that have not acknowledged counters at least $1, $2.
-const unacked = `SELECT count(*) FROM replica_leases WHERE expires_at > now() AND (grants_acked < $1 OR rules_acked < $2)`
+// unacked counts the replicas other than $3 whose lease runs, by the
+// database's clock, and that have not acknowledged counters at least $1,
+// $2.
+const unacked = `SELECT count(*) FROM replica_leases
+WHERE expires_at > now() AND (grants_acked < $1 OR rules_acked < $2) AND id <> $3`
 
 // ackPollMax bounds the pause between two reads of the acknowledgements.
 const ackPollMax = 20 * time.Millisecond
@@ -52,12 +54,15 @@ func (db *DB) bumped(ctx context.Context, q Querier) (vals [2]int64, ok bool, er
 // docs/replicas.md). So a database that cannot be asked costs the wait,
 // never the promise. Only ctx ending first fails it: ErrUnconfirmed.
 func (db *DB) awaitAcks(ctx context.Context, vals [2]int64, committed time.Time) error {
+	// This replica's own lease takes the change now; its row is then not
+	// waited for. (The CLI holds no lease: its origin names no row.)
+	db.pg.lease.install(vals)
 	deadline := committed.Add(leaseTerm)
 	pause := time.Millisecond
 	for {
 		qctx, cancel := context.WithDeadline(ctx, deadline)
 		var n int64
-		err := db.QueryRowContext(qctx, unacked, vals[0], vals[1]).Scan(&n)
+		err := db.QueryRowContext(qctx, unacked, vals[0], vals[1], db.pg.origin).Scan(&n)
 		cancel()
 		if err == nil && n == 0 {
 			return nil

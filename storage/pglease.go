@@ -53,14 +53,20 @@ const dropStaleLeases = `DELETE FROM replica_leases WHERE expires_at < now() - i
 const dropLease = `DELETE FROM replica_leases WHERE id = $1`
 
 // pgLease is a replica's lease: the counters it installed and until when
-// (monotonic) it may decide on them without reading them. Only hold
-// writes it, from one goroutine; decisions read it.
+// (monotonic) it may decide on them without reading them. HoldLease and
+// this replica's writers (install) write it under mu; decisions read it
+// with one atomic load.
 type pgLease struct {
 	state atomic.Pointer[leaseState] // nil: no lease (fail closed)
 
-	mu      sync.Mutex
+	mu      sync.Mutex    // held by the writers of state
 	changed chan struct{} // closed at each change of held, then replaced
 	held    bool
+	// floor is the counters of this replica's own changes (install): a
+	// lease granted later on counters read before such a change committed
+	// still answers them, since the writer did not wait for this
+	// replica's acknowledgement.
+	floor [2]int64
 }
 
 // leaseState is what a decision reads in one load: the counters (by
@@ -82,11 +88,15 @@ func (l *pgLease) current() (vals [2]int64, ok bool) {
 	return s.vals, true
 }
 
-// set installs s (nil: no lease) and tells the watchers when held changed.
+// set installs s (nil: no lease) and tells the watchers when held
+// changed. s's counters grow to those install took (see floor).
 func (l *pgLease) set(s *leaseState) {
-	l.state.Store(s)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if s != nil {
+		s.vals = maxVals(s.vals, l.floor)
+	}
+	l.state.Store(s)
 	if l.changed == nil {
 		l.changed = make(chan struct{})
 	}
@@ -95,6 +105,23 @@ func (l *pgLease) set(s *leaseState) {
 		close(l.changed)
 		l.changed = make(chan struct{})
 	}
+}
+
+// install raises the lease's counters to vals: this replica's own change,
+// committed, is installed before its writer returns, without waiting for
+// the notice, in the lease it holds now and in any it holds later.
+func (l *pgLease) install(vals [2]int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.floor = maxVals(l.floor, vals)
+	if old := l.state.Load(); old != nil && maxVals(old.vals, vals) != old.vals {
+		l.state.Store(&leaseState{vals: maxVals(old.vals, vals), until: old.until})
+	}
+}
+
+// maxVals is the larger of each pair of counters.
+func maxVals(a, b [2]int64) [2]int64 {
+	return [2]int64{max(a[0], b[0]), max(a[1], b[1])}
 }
 
 // LeaseHeld says whether this replica holds a lease on the change
