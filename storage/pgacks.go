@@ -32,7 +32,7 @@ const unacked = `SELECT count(*) FROM replica_leases
 WHERE expires_at > now() AND (grants_acked < $1 OR rules_acked < $2) AND id <> $3`
 
 // ackPollMax bounds the pause between two reads of the acknowledgements.
-const ackPollMax = 20 * time.Millisecond
+const ackPollMax = 5 * time.Millisecond
 
 // bumped reads, before the commit of q's transaction, whether it changed
 // grants or rules, and the counters it leaves (see pgBumped).
@@ -58,7 +58,7 @@ func (db *DB) awaitAcks(ctx context.Context, vals [2]int64, committed time.Time)
 	// waited for. (The CLI holds no lease: its origin names no row.)
 	db.pg.lease.install(vals)
 	deadline := committed.Add(leaseTerm)
-	pause := time.Millisecond
+	pause := 500 * time.Microsecond
 	for {
 		qctx, cancel := context.WithDeadline(ctx, deadline)
 		var n int64
