@@ -182,18 +182,19 @@ func (db *DB) HoldLease(ctx context.Context, log *slog.Logger) error {
 var errLeaseEnded = errors.New("replica lease: ended")
 
 // holdLeaseOnce runs one session: it says whether it ever held the lease.
-// Any error of the session ends the lease at once (the caller sets it to
-// nil) and is returned.
+// Any error of the session ends the lease at once and is returned.
 func (db *DB) holdLeaseOnce(ctx context.Context) (held bool, err error) {
 	conn, err := db.pg.connect(ctx)
 	if err != nil {
 		return false, err
 	}
 	defer func() {
+		// No lease from the moment the session fails or stops, before the
+		// wait for the server to close it.
+		db.pg.lease.set(nil)
 		if ctx.Err() != nil {
 			// A clean stop: writers need not wait for this lease to run
-			// out. The lease was dropped locally first (HoldLease).
-			db.pg.lease.set(nil)
+			// out, since it was dropped locally first.
 			dctx, cancel := context.WithTimeout(context.Background(), pgPingTimeout)
 			_, _ = conn.Exec(dctx, dropLease, db.pg.origin)
 			cancel()
