@@ -15,7 +15,8 @@ import (
 // `gateway logout`): the leader reads the passkey rows of the audit chain
 // after each messenger's cursor ("passkeys:<messenger>") and posts each
 // as a bulletin, moving the cursor past it once it was posted. Nothing is
-// lost across a restart or a change of leader; a crash between a post and
+// lost across a restart or a change of leader; a shutdown lets a post that
+// began finish and move its cursor, and only a crash between a post and
 // its cursor's move posts that one again. A messenger that fails is
 // retried with backoff (its retry-after honoured) and holds back only its
 // own bulletins.
@@ -89,7 +90,13 @@ func (a *App) passkeyBulletins(ctx context.Context, name string, bs approvals.Bu
 		return err
 	}
 	for _, r := range rows {
-		sctx, cancel := context.WithTimeout(ctx, digestTimeout)
+		if ctx.Err() != nil {
+			return nil // shutting down: no new post begins
+		}
+		// A post that began finishes, and its cursor moves, even when
+		// shutdown begins meanwhile: cut short, the messenger may have
+		// posted it already and the next leader would post it again.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), digestTimeout)
 		err := bs.SendBulletin(sctx, passkeyBulletin(r))
 		cancel()
 		if err != nil {
