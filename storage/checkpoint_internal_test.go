@@ -35,15 +35,45 @@ func blobsDB(t *testing.T, restart int) (db *DB, frames func() uint32) {
 }
 
 // TestCheckpoints_RestartDespiteReaders: with readers always overlapping
-// (as under load), a PASSIVE checkpoint never lets the WAL start again;
-// once the WAL is past RestartFrames a RESTART checkpoint does, and the
-// WAL's frame count falls back.
+// (as under load), the WAL may not start again on its own; once it is
+// past RestartFrames a RESTART checkpoint, which waits for the readers of
+// the moment, starts it again, and the WAL's frame count falls back.
+//
+// A read transaction held open (pin) keeps every checkpoint from copying
+// past it while the WAL grows past RestartFrames: without it, a moment in
+// which none of the readers held a snapshot (frequent under load) let the
+// WAL start again on its own, below RestartFrames, again and again, and
+// the test never saw the WAL long enough to test the RESTART.
 func TestCheckpoints_RestartDespiteReaders(t *testing.T) {
 	ctx := context.Background()
 	db, frames := blobsDB(t, 1000)
+	insert := func() {
+		t.Helper()
+		row := strings.Repeat("x", 4<<10)
+		if err := db.InTx(ctx, func(tx Querier) error {
+			for range 64 {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (b) VALUES ($1)`, row); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert()
+	pin, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pin.Rollback()
+	var n int
+	if err := pin.QueryRowContext(ctx, `SELECT count(*) FROM blobs`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for range 3 { // readers, one always in a read transaction
+	for range 2 { // readers, overlapping most of the time
 		wg.Go(func() {
 			for {
 				select {
@@ -63,28 +93,36 @@ func TestCheckpoints_RestartDespiteReaders(t *testing.T) {
 		})
 	}
 	defer func() { close(stop); wg.Wait() }()
-	row := strings.Repeat("x", 4<<10)
-	var most uint32
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if err := db.InTx(ctx, func(tx Querier) error {
-			for range 64 {
-				if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (b) VALUES ($1)`, row); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
+
+	// Past RestartFrames: each transaction adds at least 64 frames, none
+	// of which a checkpoint can copy while the pin holds its snapshot.
+	restart := uint32(db.checkpoints.restartFrames)
+	for i := 0; frames() <= restart; i++ {
+		if i > 2*int(restart)/64 {
+			t.Fatalf("the WAL did not grow past %d frames while pinned: %d frames", restart, frames())
 		}
+		insert()
+	}
+	most := frames()
+	if err := pin.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The next RESTART (within CheckpointEvery) starts the WAL again; the
+	// next write then writes it from the top.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		insert()
 		f := frames()
-		if most > uint32(db.checkpoints.restartFrames) && f < most/2 {
+		if f < most/2 {
 			return // started again
 		}
 		most = max(most, f)
+		if time.Now().After(deadline) {
+			t.Fatalf("the WAL never started again: %d frames at most, RestartFrames %d", most, restart)
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatalf("the WAL never started again: %d frames at most, RestartFrames %d", most, db.checkpoints.restartFrames)
 }
 
 // TestCheckpoints_StartAgainUnderSteadyWrites: group commits back to back
