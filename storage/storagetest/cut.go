@@ -1,10 +1,10 @@
 package storagetest
 
 import (
-	"io"
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -21,6 +21,12 @@ type Cuttable struct {
 	ln    net.Listener // nil while cut
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
+	// cuts counts the Cut calls. A pipe forwards nothing once it moved
+	// past the count the pipe began under: Cut closes the open
+	// connections one after the other, and a query on one it has not
+	// closed yet must not be answered after another call has seen the
+	// cut (the outage would seem to end before it began).
+	cuts atomic.Int64
 }
 
 // CutDSN returns dsn (of the PostgreSQL test server, as FreshSchema
@@ -46,6 +52,7 @@ func CutDSN(tb testing.TB, dsn string) (string, *Cuttable) {
 // Cut refuses new connections (the port is closed) and breaks every open
 // one.
 func (c *Cuttable) Cut() {
+	c.cuts.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ln != nil {
@@ -83,12 +90,13 @@ func (c *Cuttable) accept(ln net.Listener) {
 			in.Close()
 			continue
 		}
+		gen := c.cuts.Load()
 		if !c.track(ln, in, out) {
 			in.Close()
 			out.Close()
 			continue
 		}
-		c.wg.Go(func() { c.pipe(in, out) })
+		c.wg.Go(func() { c.pipe(in, out, gen) })
 	}
 }
 
@@ -103,11 +111,12 @@ func (c *Cuttable) track(ln net.Listener, in, out net.Conn) bool {
 	return true
 }
 
-// pipe copies both ways until either side closes, then closes both.
-func (c *Cuttable) pipe(in, out net.Conn) {
+// pipe copies both ways until either side closes or a Cut comes after
+// gen, then closes both.
+func (c *Cuttable) pipe(in, out net.Conn, gen int64) {
 	done := make(chan struct{}, 2)
 	cp := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
+		c.copyUncut(dst, src, gen)
 		done <- struct{}{}
 	}
 	go cp(out, in)
@@ -120,4 +129,24 @@ func (c *Cuttable) pipe(in, out net.Conn) {
 	delete(c.conns, in)
 	delete(c.conns, out)
 	c.mu.Unlock()
+}
+
+// copyUncut copies src to dst until either fails or a Cut comes after
+// gen; what src sent after that Cut is dropped, not forwarded.
+func (c *Cuttable) copyUncut(dst, src net.Conn, gen int64) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if c.cuts.Load() != gen {
+			return
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
