@@ -1,6 +1,9 @@
 package policy
 
-import "sync/atomic"
+import (
+	"maps"
+	"sync/atomic"
+)
 
 // The profile and table steps' words are a function of the agent, the
 // levels and the capability: a gateway has a few agents, so the words of
@@ -46,9 +49,7 @@ func cachedProfileWords(w *traceWords, agent string, requested, ceiling, level L
 	// later words of this decision extend but never write over.
 	next := make(map[profileKey]profileWords, 1+lenOf(cache))
 	if cache != nil {
-		for key, v := range *cache {
-			next[key] = v
-		}
+		maps.Copy(next, *cache)
 	}
 	next[k] = profileWords{profile, table}
 	// Two misses at once may each store their copy: one is lost, and its
